@@ -1,0 +1,50 @@
+# User-facing targets; the build itself is CMake's.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 20
+MODEL ?= models/web-bible-llama-19m
+
+.PHONY: all deps demo test test-fast test-asan fuzz bench clean
+
+all: $(BUILD)/pdq
+
+$(BUILD)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+$(BUILD)/pdq: $(BUILD)/Makefile FORCE
+	cmake --build $(BUILD) -j $(JOBS)
+
+FORCE:
+
+deps:
+	bash scripts/install-deps.sh
+
+demo: deps all
+	bash scripts/demo.sh $(BUILD)/pdq $(MODEL)
+
+# Release build tests, then the same tests under ASan+UBSan, then a short fuzz run.
+test: deps all
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) test-asan
+	$(MAKE) fuzz
+
+test-fast: all
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPDQ_SANITIZE=ON -DCMAKE_C_FLAGS_DEBUG="-O1 -g" >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && PDQ_ASAN=1 ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+
+fuzz:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPDQ_FUZZ=ON -DPDQ_SANITIZE=ON -DCMAKE_C_FLAGS_DEBUG="-O1 -g" >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	bash scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+bench: deps all
+	bash scripts/bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

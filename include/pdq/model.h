@@ -1,0 +1,101 @@
+/* The FP32 reference Llama model: plain, independent, Hugging Face semantics. It is the oracle
+ * that the static, quantized and exported paths are checked against. */
+#ifndef PDQ_MODEL_H
+#define PDQ_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pdq/config.h"
+#include "pdq/status.h"
+
+/* The seven decoder linears, in HF order. Weights are row-major [out, in] as HF stores them. */
+typedef enum {
+    PDQ_LIN_Q, PDQ_LIN_K, PDQ_LIN_V, PDQ_LIN_O, PDQ_LIN_GATE, PDQ_LIN_UP, PDQ_LIN_DOWN, PDQ_LIN_COUNT
+} pdq_linear_id;
+
+/* "q_proj", "k_proj", ... and "self_attn" / "mlp" parent of each. */
+const char *pdq_linear_name(pdq_linear_id id);
+const char *pdq_linear_parent(pdq_linear_id id);
+/* Shape [out, in] of a linear for this config. */
+void pdq_linear_shape(const pdq_config *cfg, pdq_linear_id id, int *out, int *in);
+
+typedef struct {
+    float *attn_norm;          /* [D] input_layernorm */
+    float *w[PDQ_LIN_COUNT];   /* q [H*hd, D], k/v [KV*hd, D], o [D, H*hd], gate/up [I, D], down [D, I] */
+    float *ffn_norm;           /* [D] post_attention_layernorm */
+} pdq_layer;
+
+typedef struct pdq_model {
+    pdq_config cfg;
+    float *embed;       /* [V, D] */
+    pdq_layer *layers;  /* [n_layers] */
+    float *norm;        /* [D] final norm */
+    float *lm_head;     /* [V, D]; == embed when tied */
+    float *inv_freq;    /* [head_dim/2] RoPE inverse frequencies (llama3 scaling applied) */
+    int n_threads;
+    char *dir;          /* directory it was loaded from */
+} pdq_model;
+
+/* Loads an HF checkpoint directory (config.json + safetensors, sharded or not; f32/bf16/f16
+ * converted to f32 once). A pdq quantized checkpoint directory (see quant.h) loads too: its
+ * weights are dequantized. Tensor shapes are all checked; errors name file and tensor. */
+pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st);
+/* Allocates a zeroed model with every buffer sized for cfg (for generators and tests). */
+pdq_code pdq_model_alloc(const pdq_config *cfg, pdq_model **out, pdq_status *st);
+void pdq_model_free(pdq_model *m);
+
+/* Threads for BLAS and our own loops; n <= 0 means all cores. */
+void pdq_set_threads(pdq_model *m, int n);
+int pdq_default_threads(void);
+
+/* Dynamic KV cache for the reference model: per layer [B, n_kv, capacity, hd], K after RoPE.
+ * valid[b*capacity + j] marks real (non-padding) key slots. */
+typedef struct {
+    int B, capacity, n_layers, n_kv, head_dim;
+    int len;              /* slots filled (same for every row: padding occupies slots) */
+    float **k, **v;       /* [n_layers] */
+    uint8_t *valid;       /* [B * capacity] */
+} pdq_kvcache;
+
+pdq_code pdq_kvcache_init(pdq_kvcache *kv, const pdq_config *cfg, int B, int capacity, pdq_status *st);
+void pdq_kvcache_free(pdq_kvcache *kv);
+
+/* Forward of T new tokens for B rows (row-major ids[B*T]).
+ * mask[B*T]: 1 real token, 0 padding (NULL: all real). Keys are visible to a query when they are
+ * real and not in its future. pos[B*T]: RoPE positions (NULL: HF default, cumsum(mask)-1 over
+ * the whole sequence so far, i.e. past real tokens + real tokens before it in this chunk).
+ * kv: NULL runs without a cache (T tokens from scratch); else appended to, capacity checked.
+ * logits: [B*T*V], or [B*V] for the last position only when last_only; may be NULL. */
+pdq_code pdq_model_forward(const pdq_model *m, pdq_kvcache *kv, int B, int T, const int32_t *ids,
+                           const uint8_t *mask, const int32_t *pos, float *logits, int last_only,
+                           pdq_status *st);
+
+/* --- layer-level pieces, for GPTQ calibration and the static runtime's checks --- */
+
+/* Sees the input of a linear group: which = PDQ_LIN_Q (input of q/k/v), PDQ_LIN_O,
+ * PDQ_LIN_GATE (input of gate/up) or PDQ_LIN_DOWN; x is [rows, cols] row-major. */
+typedef void (*pdq_linear_hook)(void *ctx, int layer, pdq_linear_id which, const float *x,
+                                int rows, int cols);
+
+/* Embedding lookup: x[B*T*D]. Ids out of range -> error. */
+pdq_code pdq_model_embed(const pdq_model *m, int n, const int32_t *ids, float *x, pdq_status *st);
+
+/* One decoder layer in place on x[B*T*D], same mask/pos/kv semantics as pdq_model_forward
+ * (kv may be NULL; then keys are only this chunk's). hook may be NULL. The layer's weights are
+ * taken from `layer` (so callers can run a modified copy), the rest from m. */
+pdq_code pdq_model_layer_forward(const pdq_model *m, int layer_index, const pdq_layer *layer,
+                                 pdq_kvcache *kv, int B, int T, float *x, const uint8_t *mask,
+                                 const int32_t *pos, pdq_linear_hook hook, void *hook_ctx,
+                                 pdq_status *st);
+
+/* Final norm + lm_head on n rows of x[n*D] -> logits[n*V]. */
+void pdq_model_head(const pdq_model *m, int n, const float *x, float *logits);
+
+/* RMSNorm: y = x / sqrt(mean(x^2) + eps) * w, per row of d values (y may alias x). */
+void pdq_rmsnorm(float *y, const float *x, const float *w, int rows, int d, float eps);
+
+/* Fills cos/sin [n, head_dim] for the given positions (HF: emb = cat(freqs, freqs)). */
+void pdq_rope_tables(const pdq_model *m, int n, const int32_t *pos, float *cos_out, float *sin_out);
+
+#endif

@@ -1,0 +1,24 @@
+/* A one-line progress bar with ETA on stderr (only when stderr is a terminal or forced). */
+#ifndef PDQ_PROGRESS_H
+#define PDQ_PROGRESS_H
+
+#include <stdio.h>
+
+typedef struct {
+    const char *label;
+    long total;
+    long done;
+    double t_start;
+    double t_last_draw;
+    int enabled;
+} pdq_progress;
+
+/* Enabled when stderr is a tty, or when PDQ_PROGRESS=1; PDQ_PROGRESS=0 disables. */
+void pdq_progress_start(pdq_progress *p, const char *label, long total);
+void pdq_progress_update(pdq_progress *p, long done);
+void pdq_progress_finish(pdq_progress *p);
+
+/* Monotonic seconds. */
+double pdq_now(void);
+
+#endif

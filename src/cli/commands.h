@@ -1,0 +1,19 @@
+/* Subcommands: each lives in its own cmd_<name>.c and returns the process exit status. */
+#ifndef PDQ_CLI_COMMANDS_H
+#define PDQ_CLI_COMMANDS_H
+
+typedef int (*pdq_cmd_fn)(int argc, char **argv);
+
+typedef struct {
+    const char *name;
+    pdq_cmd_fn fn;
+    const char *summary;
+} pdq_command;
+
+int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_logits(int argc, char **argv);
+int cmd_ppl(int argc, char **argv);
+
+#endif

@@ -1,0 +1,32 @@
+/* pdq: prefill/decode quantizer. Dispatches to subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static const pdq_command k_commands[] = {
+    {"info", cmd_info, "config summary, parameter count, dtypes, tokenizer family"},
+    {"tokenize", cmd_tokenize, "text -> token ids"},
+    {"generate", cmd_generate, "generate text (reference model)"},
+    {"logits", cmd_logits, "logits for every position as .npy"},
+    {"ppl", cmd_ppl, "perplexity with strided sliding windows"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: pdq <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        fprintf(f, "  %-12s %s\n", k_commands[i].name, k_commands[i].summary);
+    fprintf(f, "\nrun 'pdq <command> --help' for a command's options\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 2, argv + 2);
+    fprintf(stderr, "pdq: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,34 @@
+/* Shared helpers for the cmocka tests. Tests run from the repository root. */
+#ifndef PDQ_TESTUTIL_H
+#define PDQ_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#define PDQ_TEST_MODEL "models/web-bible-llama-19m"
+#define PDQ_TEST_REF "tests/fixtures/hf-reference"
+
+/* Reads a whole file (NUL-terminated); NULL if missing. */
+char *tu_read_file(const char *path, size_t *len);
+/* Creates a fresh temporary directory; returns a malloc'd path. */
+char *tu_mkdtemp(void);
+/* rm -rf */
+void tu_rmtree(const char *path);
+/* Writes bytes to path; returns 0 on success. */
+int tu_write_file(const char *path, const void *data, size_t len);
+/* ../shared if present (for schema-dependent tests), else NULL. */
+const char *tu_shared_dir(void);
+/* Runs a shell command, returns its exit status; output captured into *out if non-NULL. */
+int tu_run(const char *cmd, char **out);
+/* Path of the pdq binary (env PDQ_BIN, else build/pdq). */
+const char *tu_pdq_bin(void);
+/* Deterministic PRNG for property tests. */
+uint64_t tu_rand(uint64_t *state);
+double tu_randu(uint64_t *state); /* [0,1) */
+double tu_randn(uint64_t *state);
+
+#endif
