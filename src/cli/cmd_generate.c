@@ -1,11 +1,125 @@
-/* Placeholder until implemented. */
+/* pdq generate: text generation with the reference model and its dynamic KV cache.
+ * Greedy by default; --temperature/--top-p/--seed sample. Text streams as it is produced. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "args.h"
 #include "commands.h"
+#include "common.h"
+#include "pdq/eval.h"
+#include "pdq/sampling.h"
+
+static const char *k_usage =
+    "usage: pdq generate --model DIR (--prompt T | --ids \"1 2 3\") [--max-new N] [--temperature X --top-p P --seed S]\n"
+    "                    [--ignore-eos] [--json] [--threads N]\n";
+
+/* Prints the text of ids[0..n) not yet printed (decode of the whole continuation, so multi-byte
+ * characters split over byte-fallback tokens appear once complete). */
+static void stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, size_t *printed) {
+    char *text = NULL;
+    pdq_status st = {0};
+    if (pdq_tokenizer_decode(tok, ids, n, 1, &text, &st) != PDQ_OK) return;
+    size_t len = strlen(text);
+    /* Hold back a trailing U+FFFD: it may be an incomplete UTF-8 sequence. */
+    if (len >= 3 && memcmp(text + len - 3, "\xEF\xBF\xBD", 3) == 0) len -= 3;
+    if (len > *printed) {
+        fwrite(text + *printed, 1, len - *printed, stdout);
+        fflush(stdout);
+        *printed = len;
+    }
+    free(text);
+}
 
 int cmd_generate(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "pdq generate: not implemented yet\n");
-    return 1;
+    pdq_args a;
+    args_init(&a, "generate", argc, argv);
+    if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
+    const char *dir = args_str(&a, "--model"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
+    int max_new = (int)args_int(&a, "--max-new", 64);
+    pdq_sampler smp;
+    pdq_sampler_init(&smp, args_double(&a, "--temperature", 0.0), args_double(&a, "--top-p", 1.0),
+                     (unsigned long long)args_int(&a, "--seed", 0));
+    int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
+    int threads = (int)args_int(&a, "--threads", 0);
+    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
+    if (!dir || (!prompt == !ids_s) || max_new < 0) { fputs(k_usage, stderr); return 2; }
+    if (smp.temperature < 0 || smp.top_p <= 0 || smp.top_p > 1) {
+        fprintf(stderr, "pdq generate: need --temperature >= 0 and 0 < --top-p <= 1\n");
+        return 2;
+    }
+
+    pdq_status st = {0};
+    pdq_tokenizer *tok = NULL;
+    int32_t *ids = NULL;
+    long n = 0;
+    if (prompt) {
+        if (!(tok = cli_load_tokenizer("generate", dir))) return 1;
+        size_t nn;
+        if (pdq_tokenizer_encode(tok, prompt, strlen(prompt), 1, &ids, &nn, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq generate: %s\n", st.msg);
+            pdq_tokenizer_free(tok);
+            return 1;
+        }
+        n = (long)nn;
+    } else {
+        if ((n = cli_parse_ids("generate", ids_s, &ids)) < 0) return 1;
+        pdq_status ignore = {0};
+        if (pdq_tokenizer_load(dir, &tok, &ignore) != PDQ_OK) tok = NULL; /* ids-only dirs work */
+    }
+    pdq_model *m = cli_load_model("generate", dir, threads);
+    if (!m) { free(ids); pdq_tokenizer_free(tok); return 1; }
+    int status = 1, V = m->cfg.vocab_size;
+    int cap = (int)n + max_new;
+    pdq_kvcache kv = {0};
+    float *logits = malloc((size_t)V * sizeof *logits);
+    int32_t *out = malloc(((size_t)max_new + 1) * sizeof *out);
+    int n_out = 0;
+    size_t printed = 0;
+    if (!logits || !out) {
+        fprintf(stderr, "pdq generate: out of memory\n");
+        goto done;
+    }
+    if (cap > m->cfg.max_position_embeddings)
+        fprintf(stderr, "pdq generate: warning: %d tokens exceed max_position_embeddings %d\n", cap, m->cfg.max_position_embeddings);
+    if (pdq_kvcache_init(&kv, &m->cfg, 1, cap > 0 ? cap : 1, &st) != PDQ_OK ||
+        pdq_model_forward(m, &kv, 1, (int)n, ids, NULL, NULL, logits, 1, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq generate: %s\n", st.msg);
+        goto done;
+    }
+    if (!json && prompt) { fputs(prompt, stdout); fflush(stdout); }
+    for (int i = 0; i < max_new; i++) {
+        int32_t next = (int32_t)pdq_sample(&smp, logits, V);
+        out[n_out++] = next;
+        if (!json && tok) stream_text(tok, out, (size_t)n_out, &printed);
+        int is_eos = 0;
+        for (int e = 0; e < m->cfg.n_eos; e++) is_eos |= next == m->cfg.eos_token_ids[e];
+        if (is_eos && !ignore_eos) break;
+        if (i + 1 < max_new && pdq_model_forward(m, &kv, 1, 1, &next, NULL, NULL, logits, 1, &st) != PDQ_OK) {
+            fprintf(stderr, "\npdq generate: %s\n", st.msg);
+            goto done;
+        }
+    }
+    if (json) {
+        printf("{\"prompt_ids\": [");
+        for (long i = 0; i < n; i++) printf("%s%d", i ? ", " : "", ids[i]);
+        printf("], \"ids\": [");
+        for (int i = 0; i < n_out; i++) printf("%s%d", i ? ", " : "", out[i]);
+        printf("]}\n");
+    } else if (!tok) {
+        for (int i = 0; i < n_out; i++) printf("%s%d", i ? " " : "", out[i]);
+        printf("\n");
+    } else {
+        printf("\n");
+    }
+    status = 0;
+done:
+    pdq_kvcache_free(&kv);
+    free(logits);
+    free(out);
+    free(ids);
+    pdq_tokenizer_free(tok);
+    pdq_model_free(m);
+    return status;
 }

@@ -1,0 +1,93 @@
+#include "common.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+pdq_model *cli_load_model(const char *cmd, const char *dir, int threads) {
+    if (!dir) {
+        fprintf(stderr, "pdq %s: --model DIR is required\n", cmd);
+        return NULL;
+    }
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    if (pdq_model_load(dir, &m, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq %s: %s\n", cmd, st.msg);
+        return NULL;
+    }
+    pdq_set_threads(m, threads);
+    return m;
+}
+
+pdq_tokenizer *cli_load_tokenizer(const char *cmd, const char *dir) {
+    pdq_status st = {0};
+    pdq_tokenizer *t = NULL;
+    if (pdq_tokenizer_load(dir, &t, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq %s: %s\n", cmd, st.msg);
+        return NULL;
+    }
+    return t;
+}
+
+long cli_parse_ids(const char *cmd, const char *s, int32_t **ids) {
+    long cap = 64, n = 0;
+    int32_t *buf = malloc((size_t)cap * sizeof *buf);
+    while (buf && *s) {
+        while (*s == ' ' || *s == ',' || *s == '\t' || *s == '\n') s++;
+        if (!*s) break;
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (end == s || errno || v < 0 || v > INT32_MAX) {
+            fprintf(stderr, "pdq %s: bad token id near '%.20s'\n", cmd, s);
+            free(buf);
+            return -1;
+        }
+        if (n == cap) {
+            cap *= 2;
+            int32_t *nb = realloc(buf, (size_t)cap * sizeof *buf);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+        }
+        buf[n++] = (int32_t)v;
+        s = end;
+    }
+    if (!buf) {
+        fprintf(stderr, "pdq %s: out of memory\n", cmd);
+        return -1;
+    }
+    if (n == 0) {
+        fprintf(stderr, "pdq %s: no token ids given\n", cmd);
+        free(buf);
+        return -1;
+    }
+    *ids = buf;
+    return n;
+}
+
+char *cli_read_text(const char *cmd, const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "pdq %s: %s: cannot open\n", cmd, path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0, r;
+    char *buf = malloc(cap);
+    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n < 2) {
+            cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) { free(buf); buf = NULL; }
+            buf = nb;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        fprintf(stderr, "pdq %s: %s: out of memory\n", cmd, path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
+}

@@ -1,0 +1,19 @@
+/* Helpers shared by subcommands: loading with messages, reading prompts. */
+#ifndef PDQ_CLI_COMMON_H
+#define PDQ_CLI_COMMON_H
+
+#include <stdint.h>
+
+#include "pdq/model.h"
+#include "pdq/tokenizer.h"
+
+/* Loads the model at dir with n threads (<=0: all cores); prints the error and returns NULL. */
+pdq_model *cli_load_model(const char *cmd, const char *dir, int threads);
+/* Loads the tokenizer from dir; prints the error and returns NULL. */
+pdq_tokenizer *cli_load_tokenizer(const char *cmd, const char *dir);
+/* Parses "1 2 3" (spaces/commas) into ids; returns count or -1 after printing an error. */
+long cli_parse_ids(const char *cmd, const char *s, int32_t **ids);
+/* Whole file into a malloc'd NUL-terminated buffer, or NULL after printing an error. */
+char *cli_read_text(const char *cmd, const char *path, size_t *len);
+
+#endif

@@ -1,0 +1,281 @@
+/* The FP32 reference forward pass, written to mirror Hugging Face LlamaForCausalLM (eager
+ * attention, float32): RMSNorm, rotate_half RoPE, GQA, SiLU-gated MLP, causal + padding mask. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "pdq/model.h"
+
+/* y[n, out] = x[n, in] · W[out, in]ᵀ. A single row goes through GEMV: decode is bandwidth-bound. */
+static void linear(float *y, const float *x, const float *w, int n, int out, int in) {
+    if (n == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w, in, x, 1, 0.0f, y, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+}
+
+void pdq_rmsnorm(float *y, const float *x, const float *w, int rows, int d, float eps) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * d;
+        float *yr = y + (size_t)r * d;
+        float ss = 0.0f;
+        for (int i = 0; i < d; i++) ss += xr[i] * xr[i];
+        float inv = 1.0f / sqrtf(ss / (float)d + eps);
+        for (int i = 0; i < d; i++) yr[i] = w[i] * (xr[i] * inv);
+    }
+}
+
+void pdq_rope_tables(const pdq_model *m, int n, const int32_t *pos, float *cos_out, float *sin_out) {
+    int hd = m->cfg.head_dim, half = hd / 2;
+    for (int t = 0; t < n; t++) {
+        for (int i = 0; i < half; i++) {
+            /* HF: freqs = inv_freq(float32) @ position(float32), then cos/sin in float32. */
+            float f = m->inv_freq[i] * (float)pos[t];
+            float c = cosf(f), s = sinf(f);
+            cos_out[(size_t)t * hd + i] = cos_out[(size_t)t * hd + i + half] = c;
+            sin_out[(size_t)t * hd + i] = sin_out[(size_t)t * hd + i + half] = s;
+        }
+    }
+}
+
+/* x ← x·cos + rotate_half(x)·sin on one head vector. */
+static void apply_rope(float *x, const float *cos, const float *sin, int hd) {
+    int half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        float a = x[i], b = x[i + half];
+        x[i] = a * cos[i] - b * sin[i];
+        x[i + half] = b * cos[i + half] + a * sin[i + half];
+    }
+}
+
+pdq_code pdq_model_embed(const pdq_model *m, int n, const int32_t *ids, float *x, pdq_status *st) {
+    int D = m->cfg.hidden_size, V = m->cfg.vocab_size;
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= V)
+            return pdq_fail(st, PDQ_ERR_ARG, "token id %d at position %d is outside the vocabulary [0, %d)", ids[i], i, V);
+        memcpy(x + (size_t)i * D, m->embed + (size_t)ids[i] * D, (size_t)D * sizeof(float));
+    }
+    return PDQ_OK;
+}
+
+void pdq_model_head(const pdq_model *m, int n, const float *x, float *logits) {
+    int D = m->cfg.hidden_size;
+    float *h = malloc((size_t)n * D * sizeof *h);
+    if (!h) return;
+    pdq_rmsnorm(h, x, m->norm, n, D, m->cfg.rms_norm_eps);
+    linear(logits, h, m->lm_head, n, m->cfg.vocab_size, D);
+    free(h);
+}
+
+typedef struct {
+    float *h, *q, *k, *v, *att, *o, *g, *u, *scores, *cos, *sin;
+} scratch;
+
+static void scratch_free(scratch *s) {
+    free(s->h); free(s->q); free(s->k); free(s->v); free(s->att); free(s->o);
+    free(s->g); free(s->u); free(s->scores); free(s->cos); free(s->sin);
+}
+
+/* Default positions, as HF generate: the count of real tokens before each token in its row. */
+static void default_positions(const pdq_kvcache *kv, int B, int T, const uint8_t *mask, int32_t *pos) {
+    for (int b = 0; b < B; b++) {
+        int32_t past = 0;
+        for (int j = 0; j < kv->len; j++) past += kv->valid[(size_t)b * kv->capacity + j];
+        for (int t = 0; t < T; t++) {
+            int real = mask ? mask[(size_t)b * T + t] : 1;
+            pos[(size_t)b * T + t] = real ? past : 1; /* HF fills padding positions with 1 */
+            past += real;
+        }
+    }
+}
+
+/* Attention of the T new queries of row b against every visible cached key. */
+static void attend(const pdq_config *c, const pdq_kvcache *kv, int layer, int b, int T,
+                   const float *q, float *att, float *scores) {
+    int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, cap = kv->capacity;
+    int L = kv->len + T, group = H / KV;
+    float scale = 1.0f / sqrtf((float)hd);
+    const uint8_t *valid = kv->valid + (size_t)b * cap;
+    for (int h = 0; h < H; h++) {
+        int g = h / group;
+        const float *K = kv->k[layer] + (((size_t)b * KV + g) * cap) * hd;
+        const float *Vv = kv->v[layer] + (((size_t)b * KV + g) * cap) * hd;
+        /* scores[T, L] = Q_h[T, hd] · K[L, hd]ᵀ ; Q_h rows are strided by H*hd. */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, L, hd, 1.0f,
+                    q + (size_t)h * hd, H * hd, K, hd, 0.0f, scores, L);
+        for (int t = 0; t < T; t++) {
+            float *s = scores + (size_t)t * L;
+            int self = kv->len + t;
+            float mx = -INFINITY;
+            for (int j = 0; j < L; j++) {
+                if (j <= self && valid[j]) {
+                    s[j] *= scale;
+                    if (s[j] > mx) mx = s[j];
+                } else {
+                    s[j] = -INFINITY;
+                }
+            }
+            double sum = 0.0;
+            for (int j = 0; j < L; j++) {
+                float e = mx == -INFINITY ? 0.0f : expf(s[j] - mx); /* no visible key: zero output */
+                s[j] = e;
+                sum += e;
+            }
+            float inv = sum > 0 ? (float)(1.0 / sum) : 0.0f;
+            for (int j = 0; j < L; j++) s[j] *= inv;
+        }
+        /* att_h[T, hd] = P[T, L] · V[L, hd], rows strided by H*hd. */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, L, 1.0f, scores, L, Vv, hd,
+                    0.0f, att + (size_t)h * hd, H * hd);
+    }
+}
+
+static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pdq_kvcache *kv, int B,
+                              int T, float *x, const uint8_t *mask, const int32_t *pos,
+                              pdq_linear_hook hook, void *hook_ctx, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    int D = c->hidden_size, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, F = c->intermediate_size;
+    int n = B * T, L = kv->len + T, cap = kv->capacity;
+    if (L > cap) return pdq_fail(st, PDQ_ERR_LIMIT, "kv cache full: %d + %d tokens exceed its capacity %d", kv->len, T, cap);
+    scratch s = {0};
+    s.h = malloc((size_t)n * D * sizeof(float));
+    s.q = malloc((size_t)n * H * hd * sizeof(float));
+    s.k = malloc((size_t)n * KV * hd * sizeof(float));
+    s.v = malloc((size_t)n * KV * hd * sizeof(float));
+    s.att = malloc((size_t)n * H * hd * sizeof(float));
+    s.o = malloc((size_t)n * D * sizeof(float));
+    s.g = malloc((size_t)n * F * sizeof(float));
+    s.u = malloc((size_t)n * F * sizeof(float));
+    s.scores = malloc((size_t)T * L * sizeof(float));
+    s.cos = malloc((size_t)n * hd * sizeof(float));
+    s.sin = malloc((size_t)n * hd * sizeof(float));
+    if (!s.h || !s.q || !s.k || !s.v || !s.att || !s.o || !s.g || !s.u || !s.scores || !s.cos || !s.sin) {
+        scratch_free(&s);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "layer %d: scratch for %d tokens", li, n);
+    }
+
+    /* Attention block. */
+    pdq_rmsnorm(s.h, x, w->attn_norm, n, D, c->rms_norm_eps);
+    if (hook) hook(hook_ctx, li, PDQ_LIN_Q, s.h, n, D);
+    linear(s.q, s.h, w->w[PDQ_LIN_Q], n, H * hd, D);
+    linear(s.k, s.h, w->w[PDQ_LIN_K], n, KV * hd, D);
+    linear(s.v, s.h, w->w[PDQ_LIN_V], n, KV * hd, D);
+    pdq_rope_tables(m, n, pos, s.cos, s.sin);
+    for (int i = 0; i < n; i++) {
+        for (int h = 0; h < H; h++) apply_rope(s.q + ((size_t)i * H + h) * hd, s.cos + (size_t)i * hd, s.sin + (size_t)i * hd, hd);
+        for (int h = 0; h < KV; h++) apply_rope(s.k + ((size_t)i * KV + h) * hd, s.cos + (size_t)i * hd, s.sin + (size_t)i * hd, hd);
+    }
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            size_t i = (size_t)b * T + t, slot = (size_t)kv->len + t;
+            for (int h = 0; h < KV; h++) {
+                size_t dst = (((size_t)b * KV + h) * cap + slot) * hd;
+                memcpy(kv->k[li] + dst, s.k + (i * KV + h) * hd, (size_t)hd * sizeof(float));
+                memcpy(kv->v[li] + dst, s.v + (i * KV + h) * hd, (size_t)hd * sizeof(float));
+            }
+            kv->valid[(size_t)b * cap + slot] = mask ? mask[i] != 0 : 1;
+        }
+    }
+    for (int b = 0; b < B; b++)
+        attend(c, kv, li, b, T, s.q + (size_t)b * T * H * hd, s.att + (size_t)b * T * H * hd, s.scores);
+    if (hook) hook(hook_ctx, li, PDQ_LIN_O, s.att, n, H * hd);
+    linear(s.o, s.att, w->w[PDQ_LIN_O], n, D, H * hd);
+    for (size_t i = 0; i < (size_t)n * D; i++) x[i] += s.o[i];
+
+    /* MLP block: down(silu(gate(h)) * up(h)). */
+    pdq_rmsnorm(s.h, x, w->ffn_norm, n, D, c->rms_norm_eps);
+    if (hook) hook(hook_ctx, li, PDQ_LIN_GATE, s.h, n, D);
+    linear(s.g, s.h, w->w[PDQ_LIN_GATE], n, F, D);
+    linear(s.u, s.h, w->w[PDQ_LIN_UP], n, F, D);
+    for (size_t i = 0; i < (size_t)n * F; i++) {
+        float g = s.g[i];
+        s.g[i] = g / (1.0f + expf(-g)) * s.u[i];
+    }
+    if (hook) hook(hook_ctx, li, PDQ_LIN_DOWN, s.g, n, F);
+    linear(s.o, s.g, w->w[PDQ_LIN_DOWN], n, D, F);
+    for (size_t i = 0; i < (size_t)n * D; i++) x[i] += s.o[i];
+    scratch_free(&s);
+    return PDQ_OK;
+}
+
+pdq_code pdq_model_layer_forward(const pdq_model *m, int layer_index, const pdq_layer *layer,
+                                 pdq_kvcache *kv, int B, int T, float *x, const uint8_t *mask,
+                                 const int32_t *pos, pdq_linear_hook hook, void *hook_ctx,
+                                 pdq_status *st) {
+    if (layer_index < 0 || layer_index >= m->cfg.n_layers)
+        return pdq_fail(st, PDQ_ERR_ARG, "layer %d out of range [0, %d)", layer_index, m->cfg.n_layers);
+    pdq_kvcache tmp = {0};
+    pdq_kvcache *cache = kv;
+    pdq_code rc;
+    if (!cache) {
+        if ((rc = pdq_kvcache_init(&tmp, &m->cfg, B, T, st)) != PDQ_OK) return rc;
+        cache = &tmp;
+    } else if (cache->B != B) {
+        return pdq_fail(st, PDQ_ERR_SHAPE, "kv cache holds %d rows, forward got %d", cache->B, B);
+    }
+    int32_t *own_pos = NULL;
+    if (!pos) {
+        own_pos = malloc((size_t)B * T * sizeof *own_pos);
+        if (!own_pos) { pdq_kvcache_free(&tmp); return pdq_fail(st, PDQ_ERR_NOMEM, "positions"); }
+        default_positions(cache, B, T, mask, own_pos);
+        pos = own_pos;
+    }
+    rc = layer_forward(m, layer_index, layer, cache, B, T, x, mask, pos, hook, hook_ctx, st);
+    free(own_pos);
+    pdq_kvcache_free(&tmp);
+    return rc;
+}
+
+pdq_code pdq_model_forward(const pdq_model *m, pdq_kvcache *kv, int B, int T, const int32_t *ids,
+                           const uint8_t *mask, const int32_t *pos, float *logits, int last_only,
+                           pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    int D = c->hidden_size;
+    if (B <= 0 || T <= 0) return pdq_fail(st, PDQ_ERR_ARG, "forward: batch %d and length %d must be positive", B, T);
+    pdq_kvcache tmp = {0};
+    pdq_kvcache *cache = kv;
+    pdq_code rc;
+    if (!cache) {
+        if ((rc = pdq_kvcache_init(&tmp, c, B, T, st)) != PDQ_OK) return rc;
+        cache = &tmp;
+    }
+    if (cache->B != B) {
+        pdq_kvcache_free(&tmp);
+        return pdq_fail(st, PDQ_ERR_SHAPE, "kv cache holds %d rows, forward got %d", cache->B, B);
+    }
+    if (cache->len + T > cache->capacity) {
+        pdq_kvcache_free(&tmp);
+        return pdq_fail(st, PDQ_ERR_LIMIT, "kv cache full: %d + %d tokens exceed its capacity %d", cache->len, T, cache->capacity);
+    }
+    float *x = malloc((size_t)B * T * D * sizeof *x);
+    int32_t *own_pos = NULL;
+    if (!pos) own_pos = malloc((size_t)B * T * sizeof *own_pos);
+    if (!x || (!pos && !own_pos)) {
+        rc = pdq_fail(st, PDQ_ERR_NOMEM, "forward of %d x %d tokens", B, T);
+        goto done;
+    }
+    if (!pos) {
+        default_positions(cache, B, T, mask, own_pos);
+        pos = own_pos;
+    }
+    if ((rc = pdq_model_embed(m, B * T, ids, x, st)) != PDQ_OK) goto done;
+    for (int l = 0; l < c->n_layers; l++)
+        if ((rc = layer_forward(m, l, &m->layers[l], cache, B, T, x, mask, pos, NULL, NULL, st)) != PDQ_OK) goto done;
+    cache->len += T;
+    if (logits) {
+        if (last_only) {
+            for (int b = 0; b < B; b++)
+                memmove(x + (size_t)b * D, x + ((size_t)b * T + T - 1) * D, (size_t)D * sizeof(float));
+            pdq_model_head(m, B, x, logits);
+        } else {
+            pdq_model_head(m, B * T, x, logits);
+        }
+    }
+done:
+    free(x);
+    free(own_pos);
+    pdq_kvcache_free(&tmp);
+    return rc;
+}
