@@ -1,0 +1,193 @@
+/* Weight quantization: affine uint grids, RTN, GPTQ, and the layer-by-layer model pipeline.
+ *
+ * Grid semantics follow the GPTQ reference Quantizer: for a vector x the range is
+ * [min(min x, 0), max(max x, 0)] (zero always representable), scale = (xmax - xmin) / maxq,
+ * zero = round(-xmin / scale) (asym) or 2^(bits-1) with xmin = -max|x| (sym); a code is
+ * q = clamp(round_half_even(x / scale) + zero, 0, maxq) and dequantizes to scale * (q - zero).
+ * Zero points are integers in [0, maxq], so they are stored as uint8. */
+#ifndef PDQ_QUANT_H
+#define PDQ_QUANT_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pdq/model.h"
+#include "pdq/status.h"
+
+typedef struct {
+    int bits;        /* 2..8 */
+    int sym;         /* symmetric grid (zero = 2^(bits-1)) */
+    int group;       /* 0: one grid per output row (per-channel); >0: group size along the input */
+    int per_tensor;  /* one grid for the whole tensor (group must be 0) */
+    int mse;         /* shrink search: p = 1 - i/grid for i in [0, maxshrink*grid), keep the p with
+                      * the smallest sum |q(x) - x|^norm per vector */
+    int grid;        /* 100 */
+    float maxshrink; /* 0.8 */
+    float norm;      /* 2.4 */
+} pdq_qscheme;
+
+/* bits, asym, per-channel, no MSE, grid 100, maxshrink 0.8, norm 2.4. */
+void pdq_qscheme_default(pdq_qscheme *s, int bits);
+/* Validates the scheme for a [rows, cols] weight (bits range, group divides cols, ...). */
+pdq_code pdq_qscheme_check(const pdq_qscheme *s, int rows, int cols, const char *name, pdq_status *st);
+/* Number of grids along the input dimension: cols / group, or 1. */
+int pdq_qscheme_ngroups(const pdq_qscheme *s, int cols);
+
+/* Grid parameters of `nvec` vectors of n values: element k of vector v is
+ * x[v * vstride + k * estride]. Ignores per_tensor/group (callers pick the vectors). */
+void pdq_qparams_find(const pdq_qscheme *s, const float *x, int nvec, int n, ptrdiff_t vstride,
+                      ptrdiff_t estride, float *scale, float *zero);
+
+/* One value: code and dequantized value for a grid (pdq_qcode is inline below). */
+float pdq_qdequant(float x, float scale, float zero, int maxq);
+
+/* Round-to-nearest quantization of a row-major [rows, cols] weight with scheme s.
+ * codes [rows*cols] (may be NULL), deq [rows*cols] (may be NULL, may alias w),
+ * scale/zero [rows * ngroups] (per_tensor: every row holds the same values).
+ * NaN/Inf in w -> PDQ_ERR_NUMERIC. */
+pdq_code pdq_quant_rtn(const pdq_qscheme *s, const float *w, int rows, int cols, uint8_t *codes,
+                       float *deq, float *scale, float *zero, const char *name, pdq_status *st);
+
+/* Two 4-bit codes per byte, low nibble first; odd n leaves the last high nibble 0. */
+void pdq_pack4(const uint8_t *codes, size_t n, uint8_t *packed);
+void pdq_unpack4(const uint8_t *packed, size_t n, uint8_t *codes);
+
+/* --- per-module bit overrides: "model.layers.3.mlp.down_proj=8" (exact), "mlp.down_proj=8"
+ * (layer-local) or "down_proj=8" (suffix). An exact match beats a layer-local one, which beats a
+ * suffix; among equals the last one given wins. --- */
+typedef struct {
+    char name[128];
+    int bits;
+    int used;  /* set by pdq_qoverride_bits when it matched */
+} pdq_qoverride;
+
+pdq_code pdq_qoverride_parse(const char *spec, pdq_qoverride *out, pdq_status *st);
+/* Bits for the module full_name ("model.layers.3.mlp.down_proj"), or def. */
+int pdq_qoverride_bits(pdq_qoverride *ov, int n, const char *full_name, int def);
+
+/* --- Hessian of a linear's input: H = 2/N sum_x x x^T over N input rows, accumulated in double
+ * from float BLAS SYRK products, batch by batch. --- */
+typedef struct {
+    int n;          /* columns (input features) */
+    long rows;      /* N so far */
+    double *acc;    /* [n*n], upper triangle valid until pdq_hessian_get */
+    float *tmp;     /* [n*n] SYRK scratch */
+} pdq_hessian;
+
+pdq_code pdq_hessian_init(pdq_hessian *h, int n, pdq_status *st);
+/* Adds rows of x [rows, n]; NaN/Inf -> PDQ_ERR_NUMERIC. */
+pdq_code pdq_hessian_add(pdq_hessian *h, const float *x, int rows, pdq_status *st);
+/* Full symmetric H = 2/N sum x x^T into out [n*n] (float). */
+void pdq_hessian_get(const pdq_hessian *h, float *out);
+void pdq_hessian_reset(pdq_hessian *h);
+void pdq_hessian_free(pdq_hessian *h);
+
+/* --- GPTQ on one matrix --- */
+typedef struct {
+    pdq_qscheme scheme;
+    int actorder;       /* columns by descending diag(H) (default on) */
+    int static_groups;  /* with act-order and groups: grids from the original weight up front */
+    float percdamp;     /* 0.01 */
+    int blocksize;      /* 128 */
+} pdq_gptq_opts;
+
+void pdq_gptq_opts_default(pdq_gptq_opts *o, int bits);
+
+typedef struct {
+    int rows, cols, ngroups;
+    uint8_t *codes;   /* [rows*cols], original column order */
+    float *deq;       /* [rows*cols] */
+    float *scale;     /* [rows*ngroups] */
+    float *zero;      /* [rows*ngroups] */
+    int32_t *g_idx;   /* [cols]: group of each original column (col / group unless act-order
+                       * without static groups); NULL when ngroups == 1 */
+    double loss;      /* tr(dW H dW^T) with the undamped H */
+    double rtn_loss;  /* the same for round-to-nearest with the same scheme */
+} pdq_qresult;
+
+void pdq_qresult_free(pdq_qresult *r);
+
+/* GPTQ of w [rows, cols] (row-major) with H [cols, cols] (float, symmetric). Fills r (caller
+ * frees with pdq_qresult_free). Not-positive-definite after damping or NaN/Inf ->
+ * PDQ_ERR_NUMERIC; name is used in messages. */
+pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H,
+                  const char *name, pdq_qresult *r, pdq_status *st);
+/* RTN into the same result layout, with losses on H (H may be NULL: losses left 0). */
+pdq_code pdq_rtn_result(const pdq_qscheme *s, const float *w, int rows, int cols, const float *H,
+                        const char *name, pdq_qresult *r, pdq_status *st);
+/* tr(dW H dW^T) for dW = a - b [rows, cols], in double. */
+double pdq_quant_loss(const float *a, const float *b, int rows, int cols, const float *H);
+
+/* --- calibration --- */
+
+/* nsamples windows of seq_len ids: BOS (if bos >= 0) then seq_len-1 consecutive ids from
+ * ids[0..n) taken at seeded random offsets. *out is malloc'd [nsamples*seq_len].
+ * Too few ids -> PDQ_ERR_ARG naming the counts. */
+pdq_code pdq_calib_windows(const int32_t *ids, long n, int nsamples, int seq_len, int bos,
+                           uint64_t seed, int32_t **out, pdq_status *st);
+/* Tokenizes a text file (no special tokens) with the tokenizer of model_dir. */
+pdq_code pdq_calib_tokenize(const char *model_dir, const char *path, int32_t **ids, long *n,
+                            int *bos, pdq_status *st);
+
+/* --- whole-model pipeline --- */
+typedef enum { PDQ_QM_GPTQ = 0, PDQ_QM_RTN = 1 } pdq_qmethod;
+
+typedef struct {
+    pdq_qmethod method;
+    pdq_gptq_opts gptq;     /* scheme + GPTQ options for the decoder linears */
+    pdq_qoverride *overrides;
+    int n_overrides;
+    int embed_bits;         /* 0: keep float; default 8 (per-row RTN) */
+    int lm_head_bits;       /* 0: keep float; default 8 */
+    int lm_head_gptq;       /* GPTQ instead of RTN for lm_head */
+    int nsamples, seq_len;  /* calibration windows (GPTQ) */
+    uint64_t seed;
+    int quiet;              /* no summary table */
+} pdq_quant_opts;
+
+void pdq_quant_opts_default(pdq_quant_opts *o, int bits);
+
+/* One quantized tensor of the checkpoint. */
+typedef struct {
+    char name[128];         /* "model.layers.0.self_attn.q_proj", "lm_head", "model.embed_tokens" */
+    int bits, group, sym, actorder;
+    double seconds;
+    pdq_qresult r;
+} pdq_qmodule;
+
+typedef struct {
+    pdq_qmodule *mods;
+    int n, cap;
+    pdq_quant_opts opts;
+    int nsamples, seq_len;  /* actually used */
+    double seconds;
+} pdq_qmodel;
+
+void pdq_qmodel_free(pdq_qmodel *q);
+
+/* Quantizes m in place (its weights become the dequantized values) and records codes, grids and
+ * losses in q. calib: nsamples*seq_len ids (NULL for RTN). */
+pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *o, const int32_t *calib,
+                            int nsamples, int seq_len, pdq_qmodel *q, pdq_status *st);
+/* Prints the per-module table (module, bits, GPTQ loss, RTN loss, time) to f. */
+void pdq_qmodel_print(const pdq_qmodel *q, void *file);
+
+/* Writes OUTDIR: pdq_quant.json + model.q.safetensors (+ config/tokenizer copies from src_dir)
+ * and OUTDIR/hf/ (config.json + model.safetensors, f32, dequantized, HF names). */
+pdq_code pdq_quant_save(const char *outdir, const char *src_dir, const pdq_model *m,
+                        const pdq_qmodel *q, pdq_status *st);
+/* Loads a quantized checkpoint directory (one with pdq_quant.json): dequantizes into m, which
+ * must be allocated for the directory's config. */
+pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st);
+/* 1 if dir holds pdq_quant.json. */
+int pdq_quant_is_checkpoint(const char *dir);
+
+static inline int pdq_qcode(float x, float scale, float zero, int maxq) {
+    float q = rintf(x / scale) + zero;
+    if (!(q > 0.0f)) return 0; /* also NaN */
+    if (q > (float)maxq) return maxq;
+    return (int)q;
+}
+
+#endif
