@@ -1,0 +1,274 @@
+/* GPTQ (Frantar et al. 2022) on one weight matrix: columns quantized one at a time in (optionally
+ * act-) order, each column's rounding error fed back into the not-yet-quantized columns through the
+ * upper Cholesky factor of H^-1; updates inside a block are immediate, the rest lazy (one GEMM
+ * per block).
+ *
+ * Working layout: the weight is kept transposed (Wt [cols][rows]) so a column is contiguous.
+ * Group grids (non-static) are computed at a group's first column from the current, error-updated
+ * weights; the block size is rounded up to a multiple of the group so a group never straddles a
+ * lazy update (the IST-DASLab reference reads the group from stale columns when the group is
+ * smaller than the block; this implementation follows the paper's math instead). */
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdq/quant.h"
+
+void pdq_gptq_opts_default(pdq_gptq_opts *o, int bits) {
+    memset(o, 0, sizeof *o);
+    pdq_qscheme_default(&o->scheme, bits);
+    o->actorder = 1;
+    o->percdamp = 0.01f;
+    o->blocksize = 128;
+}
+
+void pdq_qresult_free(pdq_qresult *r) {
+    free(r->codes);
+    free(r->deq);
+    free(r->scale);
+    free(r->zero);
+    free(r->g_idx);
+    memset(r, 0, sizeof *r);
+}
+
+static pdq_code result_alloc(pdq_qresult *r, int rows, int cols, int ng, const char *name, pdq_status *st) {
+    memset(r, 0, sizeof *r);
+    r->rows = rows;
+    r->cols = cols;
+    r->ngroups = ng;
+    size_t n = (size_t)rows * cols;
+    r->codes = malloc(n);
+    r->deq = malloc(n * sizeof(float));
+    r->scale = malloc((size_t)rows * ng * sizeof(float));
+    r->zero = malloc((size_t)rows * ng * sizeof(float));
+    if (ng > 1) r->g_idx = malloc((size_t)cols * sizeof(int32_t));
+    if (!r->codes || !r->deq || !r->scale || !r->zero || (ng > 1 && !r->g_idx)) {
+        pdq_qresult_free(r);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for [%d, %d]", name, rows, cols);
+    }
+    return PDQ_OK;
+}
+
+double pdq_quant_loss(const float *a, const float *b, int rows, int cols, const float *H) {
+    size_t n = (size_t)rows * cols;
+    double *d = calloc(n, sizeof(double)), *m = malloc(n * sizeof(double));
+    double *h = calloc((size_t)cols * cols, sizeof(double));
+    double loss = NAN;
+    if (d && m && h) {
+        for (size_t i = 0; i < n; i++) d[i] = (double)a[i] - (double)b[i];
+        for (size_t i = 0; i < (size_t)cols * cols; i++) h[i] = H[i];
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, cols, 1.0, d, cols, h, cols,
+                    0.0, m, cols);
+        loss = 0.0;
+        for (size_t i = 0; i < n; i++) loss += d[i] * m[i];
+    }
+    free(d);
+    free(m);
+    free(h);
+    return loss;
+}
+
+static int finite_all(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+pdq_code pdq_rtn_result(const pdq_qscheme *s, const float *w, int rows, int cols, const float *H,
+                        const char *name, pdq_qresult *r, pdq_status *st) {
+    if (!name) name = "weight";
+    pdq_code rc = pdq_qscheme_check(s, rows, cols, name, st);
+    if (rc) return rc;
+    int ng = pdq_qscheme_ngroups(s, cols);
+    if ((rc = result_alloc(r, rows, cols, ng, name, st))) return rc;
+    rc = pdq_quant_rtn(s, w, rows, cols, r->codes, r->deq, r->scale, r->zero, name, st);
+    if (rc) { pdq_qresult_free(r); return rc; }
+    if (r->g_idx)
+        for (int c = 0; c < cols; c++) r->g_idx[c] = c / s->group;
+    if (H) {
+        if (!finite_all(H, (size_t)cols * cols)) {
+            pdq_qresult_free(r);
+            return pdq_fail(st, PDQ_ERR_NUMERIC, "%s: NaN or Inf in the Hessian", name);
+        }
+        r->loss = r->rtn_loss = pdq_quant_loss(w, r->deq, rows, cols, H);
+    }
+    return PDQ_OK;
+}
+
+/* Upper Cholesky factor U of inv(H) (inv(H) = U^T U), in double; returns LAPACK info. */
+static int inv_chol_upper(double *h, int n) {
+    int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', n, h, n);
+    if (info) return info;
+    info = LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', n, h, n);
+    if (info) return info;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) h[(size_t)i * n + j] = h[(size_t)j * n + i];
+    info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', n, h, n);
+    if (info) return info;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) h[(size_t)i * n + j] = 0.0;
+    return 0;
+}
+
+/* Stable order of columns by descending diag(H): insertion into an index array via merge sort. */
+static void argsort_desc(const double *key, int *idx, int *tmp, int n) {
+    if (n < 2) return;
+    int h = n / 2;
+    argsort_desc(key, idx, tmp, h);
+    argsort_desc(key, idx + h, tmp, n - h);
+    int i = 0, j = h, k = 0;
+    while (i < h && j < n) tmp[k++] = key[idx[j]] > key[idx[i]] ? idx[j++] : idx[i++];
+    while (i < h) tmp[k++] = idx[i++];
+    while (j < n) tmp[k++] = idx[j++];
+    memcpy(idx, tmp, (size_t)n * sizeof(int));
+}
+
+pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H,
+                  const char *name, pdq_qresult *r, pdq_status *st) {
+    if (!name) name = "weight";
+    const pdq_qscheme *s = &o->scheme;
+    pdq_code rc = pdq_qscheme_check(s, rows, cols, name, st);
+    if (rc) return rc;
+    if (o->blocksize <= 0) return pdq_fail(st, PDQ_ERR_ARG, "%s: block size %d must be positive", name, o->blocksize);
+    if (!(o->percdamp >= 0.0f)) return pdq_fail(st, PDQ_ERR_ARG, "%s: percdamp %g must be >= 0", name, (double)o->percdamp);
+    if (!finite_all(w, (size_t)rows * cols)) return pdq_fail(st, PDQ_ERR_NUMERIC, "%s: NaN or Inf in the weight", name);
+    if (!finite_all(H, (size_t)cols * cols)) return pdq_fail(st, PDQ_ERR_NUMERIC, "%s: NaN or Inf in the Hessian", name);
+    int ng = pdq_qscheme_ngroups(s, cols), gs = s->group > 0 ? s->group : cols, maxq = (1 << s->bits) - 1;
+    int static_groups = s->group > 0 && o->static_groups;
+    if ((rc = result_alloc(r, rows, cols, ng, name, st))) return rc;
+
+    size_t nw = (size_t)rows * cols, nh = (size_t)cols * cols;
+    float *wt = malloc(nw * sizeof(float));          /* [cols][rows], permuted columns */
+    float *wd = malloc(nw * sizeof(float));          /* dead-zeroed W, row-major, for up-front grids */
+    double *hd = malloc(nh * sizeof(double));
+    double *hp = malloc(nh * sizeof(double));
+    float *hinv = malloc(nh * sizeof(float));
+    int *perm = malloc((size_t)cols * sizeof(int)), *ptmp = malloc((size_t)cols * sizeof(int));
+    double *diag = malloc((size_t)cols * sizeof(double));
+    float *sc = malloc((size_t)rows * sizeof(float)), *ze = malloc((size_t)rows * sizeof(float));
+    float *err = NULL;
+    float *ssc = NULL, *sze = NULL; /* static group grids [rows*ng] */
+    int bs = o->blocksize;
+    if (s->group > 0 && !static_groups) bs = (bs + gs - 1) / gs * gs;
+    if (bs > cols) bs = cols;
+    err = malloc((size_t)bs * rows * sizeof(float));
+    if (static_groups) { ssc = malloc((size_t)rows * ng * sizeof(float)); sze = malloc((size_t)rows * ng * sizeof(float)); }
+    if (!wt || !wd || !hd || !hp || !hinv || !perm || !ptmp || !diag || !sc || !ze || !err ||
+        (static_groups && (!ssc || !sze))) {
+        rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for GPTQ on [%d, %d]", name, rows, cols);
+        goto done;
+    }
+
+    /* Dead inputs: never active, so any value is free; zero the weight, make H invertible. */
+    for (size_t i = 0; i < nh; i++) hd[i] = H[i];
+    memcpy(wd, w, nw * sizeof(float));
+    for (int c = 0; c < cols; c++) {
+        if (hd[(size_t)c * cols + c] == 0.0) {
+            hd[(size_t)c * cols + c] = 1.0;
+            for (int rr = 0; rr < rows; rr++) wd[(size_t)rr * cols + c] = 0.0f;
+        }
+        diag[c] = hd[(size_t)c * cols + c];
+        perm[c] = c;
+    }
+    /* Grids fixed up front: per-channel/per-tensor from the whole original row (as the reference,
+     * before dead columns are zeroed), static groups per group of the dead-zeroed weight. */
+    if (s->per_tensor) {
+        pdq_qparams_find(s, w, 1, rows * cols, 0, 1, &sc[0], &ze[0]);
+        for (int rr = 1; rr < rows; rr++) { sc[rr] = sc[0]; ze[rr] = ze[0]; }
+    } else if (s->group == 0) {
+        pdq_qparams_find(s, w, rows, cols, cols, 1, sc, ze);
+    } else if (static_groups) {
+        pdq_qresult tmp;
+        rc = pdq_rtn_result(s, wd, rows, cols, NULL, name, &tmp, st);
+        if (rc) goto done;
+        memcpy(ssc, tmp.scale, (size_t)rows * ng * sizeof(float));
+        memcpy(sze, tmp.zero, (size_t)rows * ng * sizeof(float));
+        pdq_qresult_free(&tmp);
+        memcpy(r->scale, ssc, (size_t)rows * ng * sizeof(float));
+        memcpy(r->zero, sze, (size_t)rows * ng * sizeof(float));
+        for (int c = 0; c < cols; c++) r->g_idx[c] = c / gs;
+    }
+    if (s->group == 0)
+        for (int rr = 0; rr < rows; rr++) { r->scale[rr] = sc[rr]; r->zero[rr] = ze[rr]; }
+
+    if (o->actorder) argsort_desc(diag, perm, ptmp, cols);
+    for (int j = 0; j < cols; j++) {
+        int c = perm[j];
+        for (int rr = 0; rr < rows; rr++) wt[(size_t)j * rows + rr] = wd[(size_t)rr * cols + c];
+        for (int k = 0; k < cols; k++) hp[(size_t)j * cols + k] = hd[(size_t)c * cols + perm[k]];
+    }
+    double mean = 0.0;
+    for (int c = 0; c < cols; c++) mean += diag[c];
+    double damp = (double)o->percdamp * mean / cols;
+    for (int c = 0; c < cols; c++) hp[(size_t)c * cols + c] += damp;
+    int info = inv_chol_upper(hp, cols);
+    if (info) {
+        rc = pdq_fail(st, PDQ_ERR_NUMERIC,
+                      "%s: Hessian not positive definite after dampening (LAPACK info %d; raise --percdamp)",
+                      name, info);
+        goto done;
+    }
+    for (size_t i = 0; i < nh; i++) hinv[i] = (float)hp[i];
+
+    for (int i1 = 0; i1 < cols; i1 += bs) {
+        int i2 = i1 + bs < cols ? i1 + bs : cols, count = i2 - i1;
+        for (int j = i1; j < i2; j++) {
+            int c = perm[j];
+            float *wc = wt + (size_t)j * rows;
+            if (s->group > 0) {
+                if (static_groups) {
+                    int g = c / gs;
+                    for (int rr = 0; rr < rows; rr++) { sc[rr] = ssc[(size_t)rr * ng + g]; ze[rr] = sze[(size_t)rr * ng + g]; }
+                } else {
+                    if (j % gs == 0) {
+                        /* group j/gs: columns j..j+gs-1 of the current (updated) weights */
+                        int g = j / gs;
+                        pdq_qparams_find(s, wc, rows, gs, 1, rows, sc, ze);
+                        for (int rr = 0; rr < rows; rr++) {
+                            r->scale[(size_t)rr * ng + g] = sc[rr];
+                            r->zero[(size_t)rr * ng + g] = ze[rr];
+                        }
+                    }
+                    r->g_idx[c] = j / gs;
+                }
+            }
+            float d = hinv[(size_t)j * cols + j];
+            float *e = err + (size_t)(j - i1) * rows;
+            for (int rr = 0; rr < rows; rr++) {
+                int q = pdq_qcode(wc[rr], sc[rr], ze[rr], maxq);
+                float qv = sc[rr] * ((float)q - ze[rr]);
+                r->codes[(size_t)rr * cols + c] = (uint8_t)q;
+                r->deq[(size_t)rr * cols + c] = qv;
+                e[rr] = (wc[rr] - qv) / d;
+            }
+            /* immediate update of the rest of the block: Wt[k] -= Hinv[j][k] * e */
+            if (i2 - j - 1 > 0)
+                cblas_sger(CblasRowMajor, i2 - j - 1, rows, -1.0f, hinv + (size_t)j * cols + j + 1, 1, e, 1,
+                           wt + (size_t)(j + 1) * rows, rows);
+        }
+        /* lazy update of the columns after the block: Wt[i2:] -= Hinv[i1:i2, i2:]^T Err */
+        if (i2 < cols)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols - i2, rows, count, -1.0f,
+                        hinv + (size_t)i1 * cols + i2, cols, err, rows, 1.0f, wt + (size_t)i2 * rows, rows);
+        if (!finite_all(wt + (size_t)i1 * rows, (size_t)count * rows)) {
+            rc = pdq_fail(st, PDQ_ERR_NUMERIC, "%s: GPTQ produced NaN/Inf (columns %d..%d)", name, i1, i2 - 1);
+            goto done;
+        }
+    }
+    r->loss = pdq_quant_loss(w, r->deq, rows, cols, H);
+    {
+        pdq_qresult rt;
+        rc = pdq_rtn_result(s, w, rows, cols, H, name, &rt, st);
+        if (rc) goto done;
+        r->rtn_loss = rt.loss;
+        pdq_qresult_free(&rt);
+    }
+    rc = PDQ_OK;
+done:
+    free(wt); free(wd); free(hd); free(hp); free(hinv); free(perm); free(ptmp); free(diag);
+    free(sc); free(ze); free(err); free(ssc); free(sze);
+    if (rc) pdq_qresult_free(r);
+    return rc;
+}
