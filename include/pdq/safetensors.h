@@ -64,4 +64,21 @@ float pdq_f16_to_f32(uint16_t h);
 uint16_t pdq_f32_to_bf16(float f); /* round to nearest even */
 uint16_t pdq_f32_to_f16(float f);  /* round to nearest even */
 
+/* Parses a safetensors dtype name ("F32", "BF16", ...); returns 0 on success, -1 if unknown. */
+int pdq_dtype_parse(const char *name, pdq_dtype *out);
+
+/* Streaming writer, for files too large to hold in memory twice: the header is written from
+ * `tensors` (names, dtypes, shapes; data ignored), then the tensors' bytes are appended in the
+ * same order with any number of pdq_st_writer_put calls, then close renames the temp file onto
+ * PATH after checking every byte was written. abort removes the temp file. */
+typedef struct pdq_st_writer pdq_st_writer;
+pdq_code pdq_st_writer_open(const char *path, const pdq_st_tensor *tensors, int n,
+                            const char *metadata_json, pdq_st_writer **out, pdq_status *st);
+pdq_code pdq_st_writer_put(pdq_st_writer *w, const void *data, size_t nbytes, pdq_status *st);
+pdq_code pdq_st_writer_close(pdq_st_writer *w, pdq_status *st);
+void pdq_st_writer_abort(pdq_st_writer *w);
+
+/* Number of distinct files (shards) opened. */
+int pdq_st_file_count(const pdq_safetensors *s);
+
 #endif
