@@ -15,5 +15,6 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_ppl(int argc, char **argv);
+int cmd_gptq_matrix(int argc, char **argv);
 
 #endif

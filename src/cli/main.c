@@ -10,6 +10,7 @@ static const pdq_command k_commands[] = {
     {"generate", cmd_generate, "generate text (reference model)"},
     {"logits", cmd_logits, "logits for every position as .npy"},
     {"ppl", cmd_ppl, "perplexity with strided sliding windows"},
+    {"gptq-matrix", cmd_gptq_matrix, "GPTQ and RTN on one weight matrix (.npy in, .npy + result.json out)"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,23 @@
+/* Quantizer/GPTQ flags shared by `pdq quantize` and `pdq gptq-matrix`. */
+#ifndef PDQ_CLI_QUANT_ARGS_H
+#define PDQ_CLI_QUANT_ARGS_H
+
+#include "args.h"
+#include "pdq/quant.h"
+
+#define QUANT_ARGS_USAGE \
+    "  --wbits B            weight bits 2..8 (default 4)\n" \
+    "  --group G            group size along the input dimension (default: per output row)\n" \
+    "  --per-tensor         one grid per tensor\n" \
+    "  --sym                symmetric grid (zero point 2^(B-1))\n" \
+    "  --mse                shrink search: p = 1 - i/grid, i < maxshrink*grid, minimise sum|err|^norm\n" \
+    "  --mse-grid N --mse-maxshrink F --mse-norm F   (defaults 100, 0.8, 2.4)\n" \
+    "  --no-actorder        quantize columns in natural order (default: descending diag(H))\n" \
+    "  --static-groups      group grids from the original weight up front\n" \
+    "  --percdamp P         dampening, fraction of mean(diag H) (default 0.01)\n" \
+    "  --blocksize B        lazy-update block (default 128)\n"
+
+/* Reads the flags into o (defaults first). */
+void quant_args_read(pdq_args *a, pdq_gptq_opts *o);
+
+#endif
