@@ -1,0 +1,35 @@
+/* Synthetic Llama checkpoints (random weights, HF layout) for tests and benchmarks. */
+#ifndef PDQ_SYNTH_H
+#define PDQ_SYNTH_H
+
+#include <stdint.h>
+
+#include "pdq/safetensors.h"
+#include "pdq/status.h"
+
+typedef struct {
+    const char *out_dir;   /* created if missing */
+    int hidden, intermediate, layers, heads, kv_heads;
+    int head_dim;          /* 0: not written (hidden / heads) */
+    int vocab;
+    pdq_dtype dtype;       /* F32, BF16 or F16 */
+    int shards;            /* <= 1: model.safetensors; else N shards + model.safetensors.index.json */
+    int tied;              /* tie_word_embeddings (no lm_head.weight stored) */
+    int rope_llama3;       /* llama3 rope_scaling with the four values below */
+    double rope_factor, rope_low, rope_high;
+    int rope_orig_max_pos;
+    double rope_theta;
+    int max_pos;
+    uint64_t seed;
+} pdq_synth_opts;
+
+/* A tiny GQA model: hidden 64, intermediate 160, 2 layers, 4 heads, 2 kv heads, vocab 300, f32. */
+void pdq_synth_opts_default(pdq_synth_opts *o);
+
+/* Writes config.json and the weights, streaming tensor by tensor. Values depend only on the
+ * seed and the tensor name (not on dtype or sharding) and are exactly representable in bf16 and
+ * f16, so every dtype/sharding of the same seed loads to identical f32 weights:
+ * linears/embeddings ~ N(0, 0.02), norms ~ 1 + N(0, 0.1). */
+pdq_code pdq_synth_write(const pdq_synth_opts *o, pdq_status *st);
+
+#endif
