@@ -1,6 +1,7 @@
 /* Reference-model speed: load time, prefill tokens/s, decode tokens/s and the bytes of f32
  * weights a decode step must read (to compare with memory bandwidth). Prints one JSON object.
- * usage: bench_model MODEL_DIR THREADS [PREFILL_TOKENS] [DECODE_STEPS] */
+ * usage: bench_model MODEL_DIR THREADS [PREFILL_TOKENS] [DECODE_STEPS] [BANDWIDTH_GBPS]
+ * With the machine's measured bandwidth it also prints decode's achieved fraction of it. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -62,11 +63,13 @@ int main(int argc, char **argv) {
     }
     double decode_s = (pdq_now() - t0) / (n_decode - 1);
     double bytes = decode_weight_bytes(&m->cfg);
+    double bw = argc > 5 ? atof(argv[5]) : 0;
     printf("{\"threads\": %d, \"params\": %lld, \"load_s\": %.3f, \"prefill_tokens\": %d, "
            "\"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, \"decode_weight_bytes\": %.0f, "
-           "\"decode_gbps\": %.2f}\n",
+           "\"decode_gbps\": %.2f, \"decode_bandwidth_fraction\": %.3f}\n",
            threads, pdq_config_param_count(&m->cfg), load_s, n_prefill, n_prefill / prefill_s,
-           1.0 / decode_s, bytes, bytes / decode_s / 1e9);
+           1.0 / decode_s, bytes, bytes / decode_s / 1e9,
+           bw > 0 ? bytes / decode_s / 1e9 / bw : 0.0);
     pdq_kvcache_free(&kv);
     free(ids);
     free(logits);

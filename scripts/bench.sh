@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# make bench: speed figures of one run, as one JSON document on stdout (progress on stderr).
+# Sections: machine bandwidth (STREAM triad), reference model on the bundled model and on a
+# TinyLlama-1.1B-shaped random bf16 checkpoint generated on the fly, plus the sections that
+# other benches add (static runtime, GPTQ, Circle export) when their binaries exist.
+set -euo pipefail
+build=${1:-build}
+model=${MODEL:-models/web-bible-llama-19m}
+tmp=$(mktemp -d /tmp/pdq-bench-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+log() { echo "bench: $*" >&2; }
+
+log "memory bandwidth (STREAM triad, 1 and 2 threads)"
+stream=$("$build/bench_stream" 256 2)
+bw1=$(echo "$stream" | sed -n 's/.*"1": \([0-9.]*\).*/\1/p')
+bw2=$(echo "$stream" | sed -n 's/.*"2": \([0-9.]*\).*/\1/p')
+
+log "reference model on $model"
+small1=$("$build/bench_model" "$model" 1 128 64 "$bw1")
+small2=$("$build/bench_model" "$model" 2 128 64 "$bw2")
+
+big=$tmp/tinyllama-shape
+log "generating a TinyLlama-1.1B-shaped bf16 checkpoint in $big"
+t0=$(date +%s.%N)
+"$build/pdq_synth" --out "$big" --hidden 2048 --intermediate 5632 --layers 22 --heads 32 --kv-heads 4 \
+  --vocab 32000 --dtype bf16 --max-pos 2048 --seed 1 >/dev/null
+t1=$(date +%s.%N)
+log "reference model on the TinyLlama shape"
+big1=$("$build/bench_model" "$big" 1 64 8 "$bw1")
+big2=$("$build/bench_model" "$big" 2 64 8 "$bw2")
+
+extra=""
+for b in "$build"/bench_section_*; do
+  [ -x "$b" ] || continue
+  name=$(basename "$b"); name=${name#bench_section_}
+  log "section $name"
+  extra="$extra, \"$name\": $("$b" "$model" "$big")"
+done
+
+cat <<JSON
+{
+  "machine": {"nproc": $(nproc), "stream": $stream},
+  "reference": {
+    "bundled": {"model": "$model", "threads_1": $small1, "threads_2": $small2},
+    "tinyllama_1_1b_shape": {"synth_write_s": $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}"), "threads_1": $big1, "threads_2": $big2}
+  }$extra
+}
+JSON
