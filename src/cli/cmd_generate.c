@@ -15,8 +15,9 @@ static const char *k_usage =
     "usage: pdq generate --model DIR (--prompt T | --ids \"1 2 3\") [--max-new N] [--temperature X --top-p P --seed S]\n"
     "                    [--ignore-eos] [--json] [--threads N]\n";
 
-/* Prints the text of ids[0..n) not yet printed (decode of the whole continuation, so multi-byte
- * characters split over byte-fallback tokens appear once complete). */
+/* Prints the text of ids[0..n) not yet printed. The whole sequence, prompt included, is decoded
+ * each time: multi-byte characters split over byte-fallback tokens appear once complete, and
+ * the tokenizer's leading-space rule applies only at the true start. */
 static void stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, size_t *printed) {
     char *text = NULL;
     pdq_status st = {0};
@@ -74,7 +75,9 @@ int cmd_generate(int argc, char **argv) {
     int cap = (int)n + max_new;
     pdq_kvcache kv = {0};
     float *logits = malloc((size_t)V * sizeof *logits);
-    int32_t *out = malloc(((size_t)max_new + 1) * sizeof *out);
+    /* all = prompt ids followed by the generated ones; out points at the generated part. */
+    int32_t *all = malloc(((size_t)n + (size_t)max_new + 1) * sizeof *all);
+    int32_t *out = all ? all + n : NULL;
     int n_out = 0;
     size_t printed = 0;
     if (!logits || !out) {
@@ -88,11 +91,16 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "pdq generate: %s\n", st.msg);
         goto done;
     }
-    if (!json && prompt) { fputs(prompt, stdout); fflush(stdout); }
+    memcpy(all, ids, (size_t)n * sizeof *ids);
+    if (!json && tok) {
+        /* Echo the prompt as the tokenizer reads it back, then stream what follows it. */
+        printed = 0;
+        stream_text(tok, all, (size_t)n, &printed);
+    }
     for (int i = 0; i < max_new; i++) {
         int32_t next = (int32_t)pdq_sample(&smp, logits, V);
         out[n_out++] = next;
-        if (!json && tok) stream_text(tok, out, (size_t)n_out, &printed);
+        if (!json && tok) stream_text(tok, all, (size_t)n + (size_t)n_out, &printed);
         int is_eos = 0;
         for (int e = 0; e < m->cfg.n_eos; e++) is_eos |= next == m->cfg.eos_token_ids[e];
         if (is_eos && !ignore_eos) break;
@@ -117,7 +125,7 @@ int cmd_generate(int argc, char **argv) {
 done:
     pdq_kvcache_free(&kv);
     free(logits);
-    free(out);
+    free(all);
     free(ids);
     pdq_tokenizer_free(tok);
     pdq_model_free(m);
