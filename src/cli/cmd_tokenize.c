@@ -1,11 +1,80 @@
-/* Placeholder until implemented. */
+/* pdq tokenize --model DIR (--text T | --file F) [--no-special] [--json]: prints token ids. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "args.h"
 #include "commands.h"
+#include "pdq/tokenizer.h"
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t n = 0, cap = 0, r;
+    do {
+        if (n + 65536 > cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            char *p = realloc(buf, cap);
+            if (!p) { free(buf); fclose(f); return NULL; }
+            buf = p;
+        }
+        r = fread(buf + n, 1, cap - n, f);
+        n += r;
+    } while (r > 0);
+    int err = ferror(f);
+    fclose(f);
+    if (err) { free(buf); return NULL; }
+    *len = n;
+    return buf;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: pdq tokenize --model DIR (--text T | --file F) [--no-special] [--json]\n"
+               "  DIR holds tokenizer.json (and optionally tokenizer_config.json).\n"
+               "  Prints the ids on one line, special tokens added as HF add_special_tokens=True does\n"
+               "  unless --no-special; --json prints {\"ids\": [...]}.\n");
+}
 
 int cmd_tokenize(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "pdq tokenize: not implemented yet\n");
-    return 1;
+    pdq_args a;
+    args_init(&a, "tokenize", argc, argv);
+    if (args_flag(&a, "--help") || args_flag(&a, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    const char *model = args_str(&a, "--model"), *text = args_str(&a, "--text"), *file = args_str(&a, "--file");
+    int no_special = args_flag(&a, "--no-special"), json = args_flag(&a, "--json");
+    if (args_finish(&a)) return 2;
+    if (!model || (!text == !file)) {
+        fprintf(stderr, "pdq tokenize: need --model and exactly one of --text / --file\n");
+        usage(stderr);
+        return 2;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    if (file) {
+        if (!(buf = read_file(file, &len))) {
+            fprintf(stderr, "pdq tokenize: cannot read %s\n", file);
+            return 1;
+        }
+    } else
+        len = strlen(text);
+    pdq_status st = {0};
+    pdq_tokenizer *tok = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = 1;
+    if (pdq_tokenizer_load(model, &tok, &st) == PDQ_OK &&
+        pdq_tokenizer_encode(tok, buf ? buf : text, len, !no_special, &ids, &n, &st) == PDQ_OK) {
+        if (json) fputs("{\"ids\": [", stdout);
+        for (size_t i = 0; i < n; i++) printf("%s%d", i ? (json ? ", " : " ") : "", (int)ids[i]);
+        puts(json ? "]}" : "");
+        rc = fflush(stdout) == 0 ? 0 : 1;
+    } else
+        fprintf(stderr, "pdq tokenize: %s\n", st.msg);
+    free(ids);
+    pdq_tokenizer_free(tok);
+    free(buf);
+    return rc;
 }
