@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "pdq/model.h"
+#include "pdq/quant.h"
 #include "pdq/safetensors.h"
 
 int pdq_default_threads(void) {
@@ -123,7 +124,6 @@ static pdq_code load_weights(const pdq_safetensors *s, pdq_model *m, pdq_status 
 
 pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
     *out = NULL;
-    char path[4096];
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
@@ -131,11 +131,19 @@ pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
     pdq_code rc = pdq_config_load(dir, &cfg, st);
     if (rc) return rc;
 
-    /* HOOK (quantization engineer): a pdq quantized checkpoint holds pdq_quant.json. Replace this
-     * block with: pdq_model_alloc(&cfg, &m, st); pdq_quant_load(dir, m, st); (see quant.h). */
-    snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
-    if (stat(path, &sb) == 0)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: loading pdq quantized checkpoints is not yet supported", dir);
+    /* A pdq quantized checkpoint (pdq_quant.json + model.q.safetensors): dequantized on load. */
+    if (pdq_quant_is_checkpoint(dir)) {
+        pdq_model *qm;
+        if ((rc = pdq_model_alloc(&cfg, &qm, st))) return rc;
+        rc = pdq_quant_load(dir, qm, st);
+        if (rc == PDQ_OK && !(qm->dir = strdup(dir))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+        if (rc) {
+            pdq_model_free(qm);
+            return rc;
+        }
+        *out = qm;
+        return PDQ_OK;
+    }
 
     pdq_safetensors *s;
     if ((rc = pdq_st_open(dir, &s, st))) return rc;

@@ -1,0 +1,413 @@
+/* The quantized checkpoint: OUTDIR/pdq_quant.json (the scheme and every quantized tensor) and
+ * OUTDIR/model.q.safetensors holding, per quantized module NAME:
+ *   NAME.qweight  U8 [rows, ceil(cols/2)] two 4-bit codes per byte, low nibble first (bits <= 4),
+ *                 or U8 [rows, cols] (bits 5..8); codes in the original column order
+ *   NAME.scales   F32 [rows, groups]      NAME.zeros  U8 [rows, groups]
+ *   NAME.g_idx    I32 [cols] group of each column (only with groups)
+ * and every other tensor as F32 under its HF name. w = scale * (code - zero).
+ * Next to it: config/tokenizer copies, and OUTDIR/hf/ with the dequantized weights as an f32 HF
+ * checkpoint (config.json + model.safetensors). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pdq/quant.h"
+#include "pdq/safetensors.h"
+
+#define MAXT 1024
+
+typedef struct {
+    pdq_st_tensor t[MAXT];
+    char *names[MAXT];
+    void *owned[MAXT];
+    int n;
+} tlist;
+
+static void tl_free(tlist *l) {
+    for (int i = 0; i < l->n; i++) { free(l->names[i]); free(l->owned[i]); }
+    l->n = 0;
+}
+
+static pdq_code tl_add(tlist *l, const char *name, const char *suffix, pdq_dtype dt, int ndim, int64_t a, int64_t b,
+                       const void *data, void *owned, pdq_status *st) {
+    if (l->n == MAXT) { free(owned); return pdq_fail(st, PDQ_ERR_LIMIT, "more than %d tensors", MAXT); }
+    size_t len = strlen(name) + strlen(suffix) + 1;
+    char *nm = malloc(len);
+    if (!nm) { free(owned); return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); }
+    snprintf(nm, len, "%s%s", name, suffix);
+    pdq_st_tensor *t = &l->t[l->n];
+    memset(t, 0, sizeof *t);
+    t->name = nm;
+    t->dtype = dt;
+    t->ndim = ndim;
+    t->shape[0] = a;
+    t->shape[1] = b;
+    t->data = data;
+    t->nbytes = pdq_dtype_size(dt) * (size_t)a * (ndim > 1 ? (size_t)b : 1);
+    l->names[l->n] = nm;
+    l->owned[l->n] = owned;
+    l->n++;
+    return PDQ_OK;
+}
+
+/* Every float tensor of the model, by HF name (without ".weight"), with its shape. */
+typedef struct {
+    char name[128];
+    float *data;
+    int rows, cols; /* cols 0: 1-D */
+} mtensor;
+
+static int model_tensors(const pdq_model *m, mtensor *out, int max) {
+    const pdq_config *c = &m->cfg;
+    int n = 0, D = c->hidden_size, V = c->vocab_size;
+#define ADD(nm, ptr, r, cc)                                              \
+    do {                                                                 \
+        if (n < max) {                                                   \
+            snprintf(out[n].name, sizeof out[n].name, "%s", nm);         \
+            out[n].data = ptr; out[n].rows = r; out[n].cols = cc;        \
+        }                                                                \
+        n++;                                                             \
+    } while (0)
+    ADD("model.embed_tokens", m->embed, V, D);
+    char nm[128];
+    for (int l = 0; l < c->n_layers; l++) {
+        const pdq_layer *L = &m->layers[l];
+        snprintf(nm, sizeof nm, "model.layers.%d.input_layernorm", l);
+        ADD(nm, L->attn_norm, D, 0);
+        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+            int o, in;
+            pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
+            snprintf(nm, sizeof nm, "model.layers.%d.%s.%s", l, pdq_linear_parent((pdq_linear_id)i),
+                     pdq_linear_name((pdq_linear_id)i));
+            ADD(nm, L->w[i], o, in);
+        }
+        snprintf(nm, sizeof nm, "model.layers.%d.post_attention_layernorm", l);
+        ADD(nm, L->ffn_norm, D, 0);
+    }
+    ADD("model.norm", m->norm, D, 0);
+    if (!c->tie_word_embeddings) ADD("lm_head", m->lm_head, V, D);
+#undef ADD
+    return n;
+}
+
+static const pdq_qmodule *find_mod(const pdq_qmodel *q, const char *name) {
+    for (int i = 0; i < q->n; i++)
+        if (strcmp(q->mods[i].name, name) == 0) return &q->mods[i];
+    return NULL;
+}
+
+static pdq_code mkdir_ok(const char *path, pdq_status *st) {
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create directory (%s)", path, strerror(errno));
+    return PDQ_OK;
+}
+
+static pdq_code write_text(const char *path, const char *text, pdq_status *st) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot write (%s)", path, strerror(errno));
+    int bad = fputs(text, f) < 0;
+    if (fclose(f) != 0) bad = 1;
+    return bad ? pdq_fail(st, PDQ_ERR_IO, "%s: write failed", path) : PDQ_OK;
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+            if (fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
+            else { buf[n] = '\0'; if (len) *len = (size_t)n; }
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static pdq_code copy_file(const char *src, const char *dst, pdq_status *st) {
+    size_t n;
+    char *b = slurp(src, &n);
+    if (!b) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read", src);
+    FILE *f = fopen(dst, "wb");
+    int bad = !f || fwrite(b, 1, n, f) != n;
+    if (f && fclose(f) != 0) bad = 1;
+    free(b);
+    return bad ? pdq_fail(st, PDQ_ERR_IO, "%s: cannot write", dst) : PDQ_OK;
+}
+
+/* config.json (with torch_dtype float32) and tokenizer files into dir. */
+static pdq_code copy_side_files(const char *src_dir, const char *dir, pdq_status *st) {
+    static const char *const files[] = {"tokenizer.json", "tokenizer_config.json", "generation_config.json",
+                                        "special_tokens_map.json"};
+    char a[4096], b[4096];
+    snprintf(a, sizeof a, "%s/config.json", src_dir);
+    char *cfg = slurp(a, NULL);
+    if (!cfg) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read", a);
+    cJSON *j = cJSON_Parse(cfg);
+    free(cfg);
+    if (!cJSON_IsObject(j)) { cJSON_Delete(j); return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not a JSON object", a); }
+    cJSON_DeleteItemFromObject(j, "torch_dtype");
+    cJSON_AddStringToObject(j, "torch_dtype", "float32");
+    char *txt = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!txt) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    snprintf(b, sizeof b, "%s/config.json", dir);
+    pdq_code rc = write_text(b, txt, st);
+    free(txt);
+    for (size_t i = 0; !rc && i < sizeof files / sizeof files[0]; i++) {
+        struct stat sb;
+        snprintf(a, sizeof a, "%s/%s", src_dir, files[i]);
+        if (stat(a, &sb) != 0) continue;
+        snprintf(b, sizeof b, "%s/%s", dir, files[i]);
+        rc = copy_file(a, b, st);
+    }
+    return rc;
+}
+
+static cJSON *scheme_json(const pdq_qmodel *q) {
+    const pdq_quant_opts *o = &q->opts;
+    const pdq_qscheme *s = &o->gptq.scheme;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", "pdq-quant");
+    cJSON_AddNumberToObject(j, "version", 1);
+    cJSON_AddStringToObject(j, "method", o->method == PDQ_QM_GPTQ ? "gptq" : "rtn");
+    cJSON_AddStringToObject(j, "formula", "w = scale * (code - zero)");
+    cJSON_AddNumberToObject(j, "bits", s->bits);
+    cJSON_AddNumberToObject(j, "group", s->group);
+    cJSON_AddBoolToObject(j, "sym", s->sym);
+    cJSON_AddBoolToObject(j, "per_tensor", s->per_tensor);
+    cJSON_AddBoolToObject(j, "mse", s->mse);
+    if (s->mse) {
+        cJSON_AddNumberToObject(j, "mse_grid", s->grid);
+        cJSON_AddNumberToObject(j, "mse_maxshrink", s->maxshrink);
+        cJSON_AddNumberToObject(j, "mse_norm", s->norm);
+    }
+    if (o->method == PDQ_QM_GPTQ) {
+        cJSON_AddBoolToObject(j, "actorder", o->gptq.actorder);
+        cJSON_AddBoolToObject(j, "static_groups", o->gptq.static_groups);
+        cJSON_AddNumberToObject(j, "percdamp", o->gptq.percdamp);
+        cJSON_AddNumberToObject(j, "blocksize", o->gptq.blocksize);
+        cJSON_AddNumberToObject(j, "nsamples", q->nsamples);
+        cJSON_AddNumberToObject(j, "seq_len", q->seq_len);
+        cJSON_AddNumberToObject(j, "seed", (double)o->seed);
+    }
+    cJSON_AddNumberToObject(j, "embed_bits", o->embed_bits);
+    cJSON_AddNumberToObject(j, "lm_head_bits", o->lm_head_bits);
+    cJSON_AddBoolToObject(j, "lm_head_gptq", o->lm_head_gptq);
+    cJSON *ov = cJSON_AddArrayToObject(j, "overrides");
+    for (int i = 0; i < o->n_overrides; i++) {
+        char b[160];
+        snprintf(b, sizeof b, "%s=%d", o->overrides[i].name, o->overrides[i].bits);
+        cJSON_AddItemToArray(ov, cJSON_CreateString(b));
+    }
+    cJSON *t = cJSON_AddObjectToObject(j, "tensors");
+    for (int i = 0; i < q->n; i++) {
+        const pdq_qmodule *m = &q->mods[i];
+        cJSON *e = cJSON_AddObjectToObject(t, m->name);
+        cJSON_AddNumberToObject(e, "bits", m->bits);
+        cJSON_AddNumberToObject(e, "group", m->group);
+        cJSON_AddBoolToObject(e, "sym", m->sym);
+        cJSON_AddBoolToObject(e, "packed", m->bits <= 4);
+        cJSON_AddBoolToObject(e, "g_idx", m->r.g_idx != NULL);
+        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber(m->r.rows));
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber(m->r.cols));
+    }
+    return j;
+}
+
+pdq_code pdq_quant_save(const char *outdir, const char *src_dir, const pdq_model *m, const pdq_qmodel *q,
+                        pdq_status *st) {
+    char path[4096];
+    pdq_code rc = mkdir_ok(outdir, st);
+    snprintf(path, sizeof path, "%s/hf", outdir);
+    if (!rc) rc = mkdir_ok(path, st);
+    if (!rc) rc = copy_side_files(src_dir, outdir, st);
+    if (!rc) rc = copy_side_files(src_dir, path, st);
+    if (rc) return rc;
+
+    mtensor mt[MAXT];
+    int nt = model_tensors(m, mt, MAXT);
+    if (nt > MAXT) return pdq_fail(st, PDQ_ERR_LIMIT, "model has more than %d tensors", MAXT);
+    tlist *l = calloc(1, sizeof *l);
+    if (!l) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    /* quantized checkpoint */
+    for (int i = 0; !rc && i < nt; i++) {
+        const pdq_qmodule *mod = find_mod(q, mt[i].name);
+        if (!mod) {
+            rc = tl_add(l, mt[i].name, ".weight", PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, mt[i].data,
+                        NULL, st);
+            continue;
+        }
+        const pdq_qresult *r = &mod->r;
+        size_t rows = (size_t)r->rows, cols = (size_t)r->cols, ng = (size_t)r->ngroups;
+        if (mod->bits <= 4) {
+            size_t pc = (cols + 1) / 2;
+            uint8_t *p = malloc(rows * pc);
+            if (!p) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); break; }
+            for (size_t rr = 0; rr < rows; rr++) pdq_pack4(r->codes + rr * cols, cols, p + rr * pc);
+            rc = tl_add(l, mod->name, ".qweight", PDQ_DT_U8, 2, (int64_t)rows, (int64_t)pc, p, p, st);
+        } else {
+            rc = tl_add(l, mod->name, ".qweight", PDQ_DT_U8, 2, (int64_t)rows, (int64_t)cols, r->codes, NULL, st);
+        }
+        uint8_t *z = malloc(rows * ng);
+        if (!rc && !z) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+        if (rc) { free(z); break; }
+        for (size_t k = 0; k < rows * ng; k++) z[k] = (uint8_t)r->zero[k];
+        if (!(rc = tl_add(l, mod->name, ".scales", PDQ_DT_F32, 2, (int64_t)rows, (int64_t)ng, r->scale, NULL, st)))
+            rc = tl_add(l, mod->name, ".zeros", PDQ_DT_U8, 2, (int64_t)rows, (int64_t)ng, z, z, st);
+        else
+            free(z);
+        if (!rc && r->g_idx) rc = tl_add(l, mod->name, ".g_idx", PDQ_DT_I32, 1, (int64_t)cols, 0, r->g_idx, NULL, st);
+    }
+    const char *meta = "{\"format\": \"pdq-quant\"}";
+    snprintf(path, sizeof path, "%s/model.q.safetensors", outdir);
+    if (!rc) rc = pdq_st_write(path, l->t, l->n, meta, st);
+    tl_free(l);
+    /* dequantized HF checkpoint */
+    for (int i = 0; !rc && i < nt; i++)
+        rc = tl_add(l, mt[i].name, ".weight", PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, mt[i].data,
+                    NULL, st);
+    snprintf(path, sizeof path, "%s/hf/model.safetensors", outdir);
+    if (!rc) rc = pdq_st_write(path, l->t, l->n, "{\"format\": \"pt\"}", st);
+    tl_free(l);
+    free(l);
+    if (rc) return rc;
+    cJSON *j = scheme_json(q);
+    char *txt = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!txt) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    snprintf(path, sizeof path, "%s/pdq_quant.json", outdir);
+    rc = write_text(path, txt, st);
+    free(txt);
+    return rc;
+}
+
+int pdq_quant_is_checkpoint(const char *dir) {
+    char path[4096];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
+    return stat(path, &sb) == 0;
+}
+
+static const pdq_st_tensor *want(const pdq_safetensors *s, const char *name, const char *suffix, pdq_dtype dt,
+                                 int ndim, int64_t a, int64_t b, const char *file, pdq_status *st) {
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s%s", name, suffix);
+    const pdq_st_tensor *t = pdq_st_find(s, nm);
+    if (!t) { pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing", file, nm); return NULL; }
+    if (t->dtype != dt || t->ndim != ndim || t->shape[0] != a || (ndim > 1 && t->shape[1] != b)) {
+        pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s should be %s [%lld%s%lld], got %s with %d dims", file, nm,
+                 pdq_dtype_name(dt), (long long)a, ndim > 1 ? ", " : "", ndim > 1 ? (long long)b : 0LL,
+                 pdq_dtype_name(t->dtype), t->ndim);
+        return NULL;
+    }
+    return t;
+}
+
+/* Dequantizes one module described by e into dst [rows, cols]. */
+static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mtensor *mt, const char *file,
+                            pdq_status *st) {
+    const cJSON *jb = cJSON_GetObjectItem(e, "bits"), *jg = cJSON_GetObjectItem(e, "group");
+    const cJSON *jsh = cJSON_GetObjectItem(e, "shape");
+    if (!cJSON_IsNumber(jb) || !cJSON_IsNumber(jg) || !cJSON_IsArray(jsh) || cJSON_GetArraySize(jsh) != 2)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: entry %s needs bits, group and shape", file, mt->name);
+    int bits = jb->valueint, group = jg->valueint, rows = mt->rows, cols = mt->cols;
+    if (cJSON_GetArrayItem(jsh, 0)->valueint != rows || cJSON_GetArrayItem(jsh, 1)->valueint != cols)
+        return pdq_fail(st, PDQ_ERR_SHAPE, "%s: %s has shape [%d, %d] in pdq_quant.json, the config needs [%d, %d]",
+                        file, mt->name, cJSON_GetArrayItem(jsh, 0)->valueint, cJSON_GetArrayItem(jsh, 1)->valueint,
+                        rows, cols);
+    if (bits < 2 || bits > 8 || group < 0 || (group > 0 && cols % group))
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s: bad bits %d / group %d", file, mt->name, bits, group);
+    int ng = group ? cols / group : 1, maxq = (1 << bits) - 1;
+    int packed = bits <= 4;
+    int64_t qc = packed ? (cols + 1) / 2 : cols;
+    const pdq_st_tensor *tq = want(s, mt->name, ".qweight", PDQ_DT_U8, 2, rows, qc, file, st);
+    const pdq_st_tensor *ts = tq ? want(s, mt->name, ".scales", PDQ_DT_F32, 2, rows, ng, file, st) : NULL;
+    const pdq_st_tensor *tz = ts ? want(s, mt->name, ".zeros", PDQ_DT_U8, 2, rows, ng, file, st) : NULL;
+    if (!tz) return st ? st->code : PDQ_ERR_FORMAT;
+    int32_t *gi = NULL;
+    if (ng > 1) {
+        const pdq_st_tensor *tg = want(s, mt->name, ".g_idx", PDQ_DT_I32, 1, cols, 0, file, st);
+        if (!tg) return st ? st->code : PDQ_ERR_FORMAT;
+        if (!(gi = malloc((size_t)cols * sizeof *gi))) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+        memcpy(gi, tg->data, (size_t)cols * sizeof *gi); /* mmapped data may be unaligned */
+        for (int c = 0; c < cols; c++)
+            if (gi[c] < 0 || gi[c] >= ng) {
+                pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s.g_idx[%d] = %d outside [0, %d)", file, mt->name, c, gi[c], ng);
+                free(gi);
+                return PDQ_ERR_FORMAT;
+            }
+    }
+    const uint8_t *q = tq->data, *z = tz->data;
+    const float *sc = ts->data;
+    uint8_t *row = malloc((size_t)cols);
+    if (!row) { free(gi); return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); }
+    for (int r = 0; r < rows; r++) {
+        if (packed) pdq_unpack4(q + (size_t)r * qc, (size_t)cols, row);
+        else memcpy(row, q + (size_t)r * cols, (size_t)cols);
+        for (int c = 0; c < cols; c++) {
+            int g = gi ? gi[c] : 0;
+            float scale;
+            memcpy(&scale, sc + (size_t)r * ng + g, sizeof scale); /* mmapped data may be unaligned */
+            if (row[c] > maxq) {
+                int bad = row[c];
+                free(row);
+                free(gi);
+                return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s code %d at [%d, %d] exceeds %d bits", file, mt->name,
+                                bad, r, c, bits);
+            }
+            mt->data[(size_t)r * cols + c] = scale * ((float)row[c] - (float)z[(size_t)r * ng + g]);
+        }
+    }
+    free(row);
+    free(gi);
+    return PDQ_OK;
+}
+
+pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
+    size_t len;
+    char *txt = slurp(path, &len);
+    if (!txt) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read", path);
+    cJSON *j = cJSON_ParseWithLength(txt, len);
+    free(txt);
+    const cJSON *fmt = cJSON_GetObjectItem(j, "format"), *tens = cJSON_GetObjectItem(j, "tensors");
+    if (!cJSON_IsObject(j) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pdq-quant") != 0 ||
+        !cJSON_IsObject(tens)) {
+        cJSON_Delete(j);
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not a pdq-quant description (format/tensors missing)", path);
+    }
+    snprintf(path, sizeof path, "%s/model.q.safetensors", dir);
+    pdq_safetensors *s;
+    pdq_code rc = pdq_st_open(path, &s, st);
+    if (rc) { cJSON_Delete(j); return rc; }
+    mtensor mt[MAXT];
+    int nt = model_tensors(m, mt, MAXT);
+    if (nt > MAXT) rc = pdq_fail(st, PDQ_ERR_LIMIT, "model has more than %d tensors", MAXT);
+    int matched = 0;
+    for (int i = 0; !rc && i < nt; i++) {
+        const cJSON *e = cJSON_GetObjectItem(tens, mt[i].name);
+        if (e) {
+            matched++;
+            if (!mt[i].cols) rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s is 1-D and cannot be quantized", path, mt[i].name);
+            else rc = load_module(s, e, &mt[i], path, st);
+        } else {
+            char nm[160];
+            snprintf(nm, sizeof nm, "%.127s.weight", mt[i].name);
+            int64_t shape[2] = {mt[i].rows, mt[i].cols};
+            rc = pdq_st_read_f32(s, nm, mt[i].cols ? 2 : 1, shape, mt[i].data, st);
+        }
+    }
+    if (!rc && matched != cJSON_GetArraySize(tens))
+        rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s/pdq_quant.json: %d quantized tensors listed, only %d belong to the model",
+                      dir, cJSON_GetArraySize(tens), matched);
+    pdq_st_close(s);
+    cJSON_Delete(j);
+    return rc;
+}

@@ -1,0 +1,321 @@
+/* Layer-by-layer quantization of a whole model.
+ *
+ * GPTQ: the embedding is quantized first (so calibration sees it), the layer-0 inputs of every
+ * calibration window are cached, then per layer the linears are quantized in four sequential
+ * groups -- q/k/v (one input), o, gate/up (one input), down -- each group's Hessian collected by
+ * running the layer (with the earlier groups already quantized) over all windows; finally the
+ * fully quantized layer turns the cache into the next layer's inputs. lm_head last (RTN, or GPTQ
+ * on the final-norm outputs). RTN needs no calibration. Weights are replaced in place by their
+ * dequantized values; codes/grids/losses go to pdq_qmodel. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdq/progress.h"
+#include "pdq/quant.h"
+
+void pdq_quant_opts_default(pdq_quant_opts *o, int bits) {
+    memset(o, 0, sizeof *o);
+    o->method = PDQ_QM_GPTQ;
+    pdq_gptq_opts_default(&o->gptq, bits);
+    o->embed_bits = 8;
+    o->lm_head_bits = 8;
+    o->nsamples = 128;
+    o->seq_len = 2048;
+}
+
+void pdq_qmodel_free(pdq_qmodel *q) {
+    for (int i = 0; i < q->n; i++) pdq_qresult_free(&q->mods[i].r);
+    free(q->mods);
+    memset(q, 0, sizeof *q);
+}
+
+static pdq_qmodule *add_module(pdq_qmodel *q, const char *name, pdq_status *st) {
+    if (q->n == q->cap) {
+        int cap = q->cap ? q->cap * 2 : 32;
+        pdq_qmodule *nm = realloc(q->mods, (size_t)cap * sizeof *nm);
+        if (!nm) { pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); return NULL; }
+        q->mods = nm;
+        q->cap = cap;
+    }
+    pdq_qmodule *m = &q->mods[q->n++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    return m;
+}
+
+/* Stores a result: the weight takes the dequantized values; the result keeps codes and grids. */
+static void commit(pdq_qmodule *mod, pdq_qresult *r, float *w, const pdq_qscheme *s, int actorder,
+                   double secs) {
+    memcpy(w, r->deq, (size_t)r->rows * r->cols * sizeof(float));
+    free(r->deq);
+    r->deq = NULL;
+    mod->r = *r;
+    mod->bits = s->bits;
+    mod->group = s->group;
+    mod->sym = s->sym;
+    mod->actorder = actorder;
+    mod->seconds = secs;
+}
+
+static void linear_full_name(char *buf, size_t n, int layer, int id) {
+    snprintf(buf, n, "model.layers.%d.%s.%s", layer, pdq_linear_parent((pdq_linear_id)id),
+             pdq_linear_name((pdq_linear_id)id));
+}
+
+/* Scheme of every quantized tensor is checked before any work starts. */
+static pdq_code check_opts(const pdq_model *m, pdq_quant_opts *o, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    char name[128];
+    for (int i = 0; i < o->n_overrides; i++) o->overrides[i].used = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+            int out, in;
+            pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
+            linear_full_name(name, sizeof name, l, i);
+            pdq_qscheme s = o->gptq.scheme;
+            s.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, s.bits);
+            pdq_code rc = pdq_qscheme_check(&s, out, in, name, st);
+            if (rc) return rc;
+        }
+    for (int i = 0; i < o->n_overrides; i++)
+        if (!o->overrides[i].used)
+            return pdq_fail(st, PDQ_ERR_ARG, "override '%s=%d' matches no decoder linear (try e.g. down_proj, "
+                            "mlp.down_proj or model.layers.0.mlp.down_proj)", o->overrides[i].name, o->overrides[i].bits);
+    if (o->embed_bits && (o->embed_bits < 2 || o->embed_bits > 8))
+        return pdq_fail(st, PDQ_ERR_ARG, "embedding bits %d out of range (2..8, or none)", o->embed_bits);
+    if (o->lm_head_bits && (o->lm_head_bits < 2 || o->lm_head_bits > 8))
+        return pdq_fail(st, PDQ_ERR_ARG, "lm_head bits %d out of range (2..8, or none)", o->lm_head_bits);
+    if (c->tie_word_embeddings) {
+        if (o->embed_bits != o->lm_head_bits)
+            return pdq_fail(st, PDQ_ERR_ARG,
+                            "tied embeddings: lm_head and the embedding are one tensor, so --embed-bits and "
+                            "--lm-head-bits must be equal (got %d and %d; 0 = none)", o->embed_bits, o->lm_head_bits);
+        if (o->lm_head_gptq)
+            return pdq_fail(st, PDQ_ERR_ARG, "tied embeddings: GPTQ on lm_head would change the embedding; use RTN");
+    }
+    if (o->lm_head_gptq && o->lm_head_bits) {
+        pdq_qscheme s = o->gptq.scheme;
+        s.bits = o->lm_head_bits;
+        pdq_code rc = pdq_qscheme_check(&s, c->vocab_size, c->hidden_size, "lm_head", st);
+        if (rc) return rc;
+    }
+    return PDQ_OK;
+}
+
+static pdq_code rtn_table(pdq_qmodel *q, const char *name, float *w, int rows, int cols, int bits, pdq_status *st) {
+    pdq_qscheme s;
+    pdq_qscheme_default(&s, bits);
+    double t0 = pdq_now();
+    pdq_qresult r;
+    pdq_code rc = pdq_rtn_result(&s, w, rows, cols, NULL, name, &r, st);
+    if (rc) return rc;
+    pdq_qmodule *mod = add_module(q, name, st);
+    if (!mod) { pdq_qresult_free(&r); return st ? st->code : PDQ_ERR_NOMEM; }
+    commit(mod, &r, w, &s, 0, pdq_now() - t0);
+    return PDQ_OK;
+}
+
+typedef struct {
+    pdq_hessian *h;
+    pdq_linear_id which;
+    pdq_status *st;
+    pdq_code rc;
+} hook_ctx;
+
+static void hessian_hook(void *ctx, int layer, pdq_linear_id which, const float *x, int rows, int cols) {
+    hook_ctx *c = ctx;
+    (void)layer;
+    if (which != c->which || c->rc) return;
+    if (cols != c->h->n) { c->rc = pdq_fail(c->st, PDQ_ERR_SHAPE, "hook: %d columns, Hessian has %d", cols, c->h->n); return; }
+    c->rc = pdq_hessian_add(c->h, x, rows, c->st);
+}
+
+typedef struct {
+    pdq_progress p;
+    char label[64];
+    long done;
+} progress_t;
+
+static void step(progress_t *pg, long n) {
+    pg->done += n;
+    pdq_progress_update(&pg->p, pg->done);
+}
+
+/* GPTQ of the decoder layers on cached inputs x [ns*T*D]. */
+static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, float *x, int ns, int T, pdq_qmodel *q,
+                            progress_t *pg, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    int D = c->hidden_size;
+    static const pdq_linear_id groups[4][3] = {
+        {PDQ_LIN_Q, PDQ_LIN_K, PDQ_LIN_V}, {PDQ_LIN_O, PDQ_LIN_COUNT, PDQ_LIN_COUNT},
+        {PDQ_LIN_GATE, PDQ_LIN_UP, PDQ_LIN_COUNT}, {PDQ_LIN_DOWN, PDQ_LIN_COUNT, PDQ_LIN_COUNT}};
+    float *tmp = malloc((size_t)T * D * sizeof(float)), *H = NULL;
+    pdq_code rc = tmp ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    char name[128];
+    for (int l = 0; !rc && l < c->n_layers; l++) {
+        pdq_layer *L = &m->layers[l];
+        for (int g = 0; !rc && g < 4; g++) {
+            int out, in;
+            pdq_linear_shape(c, groups[g][0], &out, &in);
+            pdq_hessian hs;
+            if ((rc = pdq_hessian_init(&hs, in, st))) break;
+            free(H);
+            H = malloc((size_t)in * in * sizeof(float));
+            if (!H) { pdq_hessian_free(&hs); rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); break; }
+            snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name(groups[g][0]));
+            double t0 = pdq_now();
+            hook_ctx hc = {&hs, groups[g][0], st, PDQ_OK};
+            for (int s = 0; !rc && s < ns; s++) {
+                memcpy(tmp, x + (size_t)s * T * D, (size_t)T * D * sizeof(float));
+                rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, tmp, NULL, NULL, hessian_hook, &hc, st);
+                if (!rc) rc = hc.rc;
+                step(pg, 1);
+            }
+            if (!rc) pdq_hessian_get(&hs, H);
+            pdq_hessian_free(&hs);
+            if (rc) { pdq_wrap(st, "layer %d calibration", l); break; }
+            int nlin = 0;
+            while (nlin < 3 && groups[g][nlin] != PDQ_LIN_COUNT) nlin++;
+            double tcal = (pdq_now() - t0) / nlin;
+            for (int k = 0; !rc && k < nlin; k++) {
+                pdq_linear_id id = groups[g][k];
+                pdq_linear_shape(c, id, &out, &in);
+                linear_full_name(name, sizeof name, l, id);
+                snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name(id));
+                pdq_gptq_opts go = o->gptq;
+                go.scheme.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, go.scheme.bits);
+                double t1 = pdq_now();
+                pdq_qresult r;
+                if ((rc = pdq_gptq(&go, L->w[id], out, in, H, name, &r, st))) break;
+                pdq_qmodule *mod = add_module(q, name, st);
+                if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; break; }
+                commit(mod, &r, L->w[id], &go.scheme, go.actorder, tcal + pdq_now() - t1);
+                step(pg, ns);
+            }
+        }
+        /* the quantized layer produces the next layer's inputs */
+        snprintf(pg->label, sizeof pg->label, "layer %d/%d output", l + 1, c->n_layers);
+        for (int s = 0; !rc && s < ns; s++) {
+            rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, x + (size_t)s * T * D, NULL, NULL, NULL, NULL, st);
+            step(pg, 1);
+        }
+    }
+    free(tmp);
+    free(H);
+    return rc;
+}
+
+/* GPTQ of lm_head on the final-norm outputs of the last layer. */
+static pdq_code gptq_head(pdq_model *m, const pdq_quant_opts *o, float *x, int ns, int T, pdq_qmodel *q,
+                          pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    int D = c->hidden_size, V = c->vocab_size;
+    pdq_hessian hs;
+    pdq_code rc = pdq_hessian_init(&hs, D, st);
+    if (rc) return rc;
+    float *tmp = malloc((size_t)T * D * sizeof(float)), *H = malloc((size_t)D * D * sizeof(float));
+    if (!tmp || !H) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    double t0 = pdq_now();
+    for (int s = 0; !rc && s < ns; s++) {
+        pdq_rmsnorm(tmp, x + (size_t)s * T * D, m->norm, T, D, c->rms_norm_eps);
+        rc = pdq_hessian_add(&hs, tmp, T, st);
+    }
+    if (!rc) {
+        pdq_hessian_get(&hs, H);
+        pdq_gptq_opts go = o->gptq;
+        go.scheme.bits = o->lm_head_bits;
+        pdq_qresult r;
+        if (!(rc = pdq_gptq(&go, m->lm_head, V, D, H, "lm_head", &r, st))) {
+            pdq_qmodule *mod = add_module(q, "lm_head", st);
+            if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; }
+            else commit(mod, &r, m->lm_head, &go.scheme, go.actorder, pdq_now() - t0);
+        }
+    }
+    pdq_hessian_free(&hs);
+    free(tmp);
+    free(H);
+    return rc;
+}
+
+pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int32_t *calib, int ns, int T,
+                            pdq_qmodel *q, pdq_status *st) {
+    memset(q, 0, sizeof *q);
+    pdq_quant_opts o = *opts;
+    q->opts = o;
+    const pdq_config *c = &m->cfg;
+    pdq_code rc = check_opts(m, &o, st);
+    if (rc) return rc;
+    int gptq = o.method == PDQ_QM_GPTQ;
+    if (gptq && (!calib || ns <= 0 || T <= 0))
+        return pdq_fail(st, PDQ_ERR_ARG, "GPTQ needs calibration windows");
+    if (gptq && T > c->max_position_embeddings)
+        return pdq_fail(st, PDQ_ERR_ARG, "calibration length %d exceeds max_position_embeddings %d", T,
+                        c->max_position_embeddings);
+    q->nsamples = gptq ? ns : 0;
+    q->seq_len = gptq ? T : 0;
+    double t_start = pdq_now();
+    int D = c->hidden_size, V = c->vocab_size;
+    char name[128];
+
+    /* embedding (and lm_head when tied: one tensor) first, so calibration sees it */
+    if (o.embed_bits && (rc = rtn_table(q, "model.embed_tokens", m->embed, V, D, o.embed_bits, st))) goto fail;
+
+    if (!gptq) {
+        for (int l = 0; l < c->n_layers; l++)
+            for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+                int out, in;
+                pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
+                linear_full_name(name, sizeof name, l, i);
+                pdq_qscheme s = o.gptq.scheme;
+                s.bits = pdq_qoverride_bits(o.overrides, o.n_overrides, name, s.bits);
+                double t0 = pdq_now();
+                pdq_qresult r;
+                if ((rc = pdq_rtn_result(&s, m->layers[l].w[i], out, in, NULL, name, &r, st))) goto fail;
+                pdq_qmodule *mod = add_module(q, name, st);
+                if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; goto fail; }
+                commit(mod, &r, m->layers[l].w[i], &s, 0, pdq_now() - t0);
+            }
+    } else {
+        size_t nx = (size_t)ns * T * D;
+        float *x = malloc(nx * sizeof(float));
+        if (!x) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory caching %d x %d activations", ns, T); goto fail; }
+        for (int s = 0; !rc && s < ns; s++)
+            rc = pdq_model_embed(m, T, calib + (size_t)s * T, x + (size_t)s * T * D, st);
+        progress_t pg;
+        memset(&pg, 0, sizeof pg);
+        long total = (long)c->n_layers * (5 * ns + PDQ_LIN_COUNT * ns);
+        pdq_progress_start(&pg.p, pg.label, total);
+        if (!rc) rc = gptq_layers(m, &o, x, ns, T, q, &pg, st);
+        if (!rc && o.lm_head_bits && o.lm_head_gptq && !c->tie_word_embeddings) {
+            snprintf(pg.label, sizeof pg.label, "lm_head");
+            rc = gptq_head(m, &o, x, ns, T, q, st);
+        }
+        pdq_progress_finish(&pg.p);
+        free(x);
+        if (rc) goto fail;
+    }
+    if (o.lm_head_bits && !o.lm_head_gptq && !c->tie_word_embeddings &&
+        (rc = rtn_table(q, "lm_head", m->lm_head, V, D, o.lm_head_bits, st)))
+        goto fail;
+    q->seconds = pdq_now() - t_start;
+    return PDQ_OK;
+fail:
+    pdq_qmodel_free(q);
+    return rc;
+}
+
+void pdq_qmodel_print(const pdq_qmodel *q, void *file) {
+    FILE *f = file;
+    fprintf(f, "%-36s %4s %5s %14s %14s %8s %8s\n", "module", "bits", "group", "gptq loss", "rtn loss", "ratio", "time s");
+    for (int i = 0; i < q->n; i++) {
+        const pdq_qmodule *m = &q->mods[i];
+        int has = q->opts.method == PDQ_QM_GPTQ && m->r.rtn_loss > 0;
+        if (has)
+            fprintf(f, "%-36s %4d %5d %14.6g %14.6g %8.3f %8.3f\n", m->name, m->bits, m->group, m->r.loss,
+                    m->r.rtn_loss, m->r.loss / m->r.rtn_loss, m->seconds);
+        else
+            fprintf(f, "%-36s %4d %5d %14s %14s %8s %8.3f\n", m->name, m->bits, m->group, "-", "-", "-", m->seconds);
+    }
+    fprintf(f, "total %.2fs\n", q->seconds);
+}
