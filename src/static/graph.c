@@ -1,0 +1,291 @@
+/* Graph construction: tensors, constants, ops with shape inference at build time. */
+#include "pdq/graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const k_op_names[PDQ_OP_COUNT] = {
+    "FULLY_CONNECTED", "BATCH_MATMUL", "ADD", "SUB", "MUL", "DIV", "MEAN", "RSQRT", "NEG",
+    "LOGISTIC", "RMS_NORM", "SOFTMAX", "RESHAPE", "TRANSPOSE", "CONCATENATION", "STRIDED_SLICE",
+    "SLICE", "GATHER",
+};
+
+const char *pdq_op_name(pdq_op_type t) {
+    return (t >= 0 && t < PDQ_OP_COUNT) ? k_op_names[t] : "?";
+}
+
+const char *pdq_tdtype_name(pdq_tdtype t) {
+    switch (t) {
+    case PDQ_TF32: return "float32";
+    case PDQ_TI32: return "int32";
+    case PDQ_TI16: return "int16";
+    case PDQ_TU8: return "uint8";
+    case PDQ_TU4: return "uint4";
+    case PDQ_TI64: return "int64";
+    }
+    return "?";
+}
+
+size_t pdq_tdtype_size(pdq_tdtype t) {
+    switch (t) {
+    case PDQ_TF32: case PDQ_TI32: return 4;
+    case PDQ_TI16: return 2;
+    case PDQ_TU8: case PDQ_TU4: return 1;
+    case PDQ_TI64: return 8;
+    }
+    return 0;
+}
+
+size_t pdq_tensor_count(const pdq_tensor *t) {
+    size_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= (size_t)t->shape[i];
+    return n;
+}
+
+pdq_code pdq_graph_new(const char *name, pdq_graph **out, pdq_status *st) {
+    pdq_graph *g = calloc(1, sizeof *g);
+    if (!g || !(g->name = strdup(name ? name : "graph"))) {
+        free(g);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory", name ? name : "");
+    }
+    *out = g;
+    return PDQ_OK;
+}
+
+void pdq_graph_free(pdq_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_tensors; i++) {
+        pdq_tensor *t = &g->tensors[i];
+        free(t->name);
+        if (t->owned) free(t->data);
+        if (t->q) { free(t->q->scale); free(t->q->zero_point); free(t->q); }
+    }
+    for (int i = 0; i < g->n_ops; i++) { free(g->ops[i].in); free(g->ops[i].out); }
+    free(g->tensors);
+    free(g->ops);
+    free(g->inputs);
+    free(g->outputs);
+    free(g->name);
+    free(g);
+}
+
+int pdq_graph_find(const pdq_graph *g, const char *name) {
+    for (int i = 0; i < g->n_tensors; i++)
+        if (strcmp(g->tensors[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int grow(void **p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return 1;
+    int nc = *cap ? *cap * 2 : 16;
+    while (nc < need) nc *= 2;
+    void *np = realloc(*p, (size_t)nc * elem);
+    if (!np) return 0;
+    *p = np;
+    *cap = nc;
+    return 1;
+}
+
+/* Adds a tensor record; -1 on error. */
+static int add_tensor(pdq_graph *g, const char *name, pdq_tdtype dt, pdq_tkind kind, int ndim,
+                      const int *shape, pdq_status *st) {
+    if (!name || !*name) { pdq_fail(st, PDQ_ERR_ARG, "graph %s: empty tensor name", g->name); return -1; }
+    if (ndim < 0 || ndim > PDQ_G_MAX_DIMS) {
+        pdq_fail(st, PDQ_ERR_SHAPE, "graph %s: tensor %s has rank %d (max %d)", g->name, name, ndim,
+                 PDQ_G_MAX_DIMS);
+        return -1;
+    }
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] <= 0) {
+            pdq_fail(st, PDQ_ERR_SHAPE, "graph %s: tensor %s dim %d is %d", g->name, name, i, shape[i]);
+            return -1;
+        }
+    if (pdq_graph_find(g, name) >= 0) {
+        pdq_fail(st, PDQ_ERR_ARG, "graph %s: duplicate tensor name %s", g->name, name);
+        return -1;
+    }
+    if (!grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof(pdq_tensor))) {
+        pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory", g->name);
+        return -1;
+    }
+    pdq_tensor *t = &g->tensors[g->n_tensors];
+    memset(t, 0, sizeof *t);
+    if (!(t->name = strdup(name))) {
+        pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory", g->name);
+        return -1;
+    }
+    t->dtype = dt;
+    t->kind = kind;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+    return g->n_tensors++;
+}
+
+static int push_id(int **arr, int *n, int *cap, int id) {
+    if (!grow((void **)arr, cap, *n + 1, sizeof(int))) return 0;
+    (*arr)[(*n)++] = id;
+    return 1;
+}
+
+int pdq_graph_input(pdq_graph *g, const char *name, pdq_tdtype dt, int ndim, const int *shape,
+                    pdq_status *st) {
+    int id = add_tensor(g, name, dt, PDQ_TK_INPUT, ndim, shape, st);
+    if (id < 0) return -1;
+    if (!push_id(&g->inputs, &g->n_inputs, &g->cap_inputs, id)) {
+        pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory", g->name);
+        return -1;
+    }
+    return id;
+}
+
+int pdq_graph_const(pdq_graph *g, const char *name, pdq_tdtype dt, int ndim, const int *shape,
+                    const void *data, int copy, pdq_status *st) {
+    if (!data) { pdq_fail(st, PDQ_ERR_ARG, "graph %s: constant %s has no data", g->name, name); return -1; }
+    int id = add_tensor(g, name, dt, PDQ_TK_CONST, ndim, shape, st);
+    if (id < 0) return -1;
+    pdq_tensor *t = &g->tensors[id];
+    if (copy) {
+        size_t nb = pdq_tensor_count(t) * pdq_tdtype_size(dt);
+        void *p = malloc(nb ? nb : 1);
+        if (!p) { pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory for %s", g->name, name); return -1; }
+        memcpy(p, data, nb);
+        t->data = p;
+        t->owned = 1;
+    } else {
+        t->data = (void *)data; /* borrowed: never written through */
+        t->owned = 0;
+    }
+    return id;
+}
+
+int pdq_graph_const_owned(pdq_graph *g, const char *name, pdq_tdtype dt, int ndim,
+                          const int *shape, void *data, pdq_status *st) {
+    int id = pdq_graph_const(g, name, dt, ndim, shape, data, 0, st);
+    if (id < 0) { free(data); return -1; }
+    g->tensors[id].owned = 1;
+    return id;
+}
+
+int pdq_graph_const_i32(pdq_graph *g, const char *name, int n, const int32_t *v, pdq_status *st) {
+    int shape[1] = {n};
+    return pdq_graph_const(g, name, PDQ_TI32, 1, shape, v, 1, st);
+}
+
+pdq_code pdq_graph_mark_output(pdq_graph *g, int tid, pdq_status *st) {
+    if (tid < 0 || tid >= g->n_tensors || g->tensors[tid].kind != PDQ_TK_INTER)
+        return pdq_fail(st, PDQ_ERR_ARG, "graph %s: tensor %d cannot be an output", g->name, tid);
+    g->tensors[tid].kind = PDQ_TK_OUTPUT;
+    if (!push_id(&g->outputs, &g->n_outputs, &g->cap_outputs, tid))
+        return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory", g->name);
+    return PDQ_OK;
+}
+
+int pdq_graph_op(pdq_graph *g, pdq_op_type type, const int *in, int n_in, const pdq_op *opt,
+                 const char *out_name, pdq_status *st) {
+    pdq_op op;
+    memset(&op, 0, sizeof op);
+    if (opt) op = *opt;
+    else {
+        op.opt.fc.keep_num_dims = 1;
+        if (type == PDQ_OP_SOFTMAX) op.opt.softmax.beta = 1.0f;
+        if (type == PDQ_OP_RMS_NORM) op.opt.rms.epsilon = 1e-6f;
+    }
+    op.type = type;
+    op.n_in = n_in;
+    op.n_out = 1;
+    op.in = (int *)in; /* borrowed for inference */
+    int ndim, shape[PDQ_G_MAX_DIMS];
+    if (pdq_op_infer(g, &op, &ndim, shape, st) != PDQ_OK) {
+        pdq_wrap(st, "graph %s: op %s -> %s", g->name, pdq_op_name(type), out_name);
+        return -1;
+    }
+    pdq_tdtype dt = g->tensors[in[0]].dtype;
+    int oid = add_tensor(g, out_name, dt, PDQ_TK_INTER, ndim, shape, st);
+    if (oid < 0) return -1;
+    op.in = malloc((size_t)n_in * sizeof(int));
+    op.out = malloc(sizeof(int));
+    if (!op.in || !op.out ||
+        !grow((void **)&g->ops, &g->cap_ops, g->n_ops + 1, sizeof(pdq_op))) {
+        free(op.in);
+        free(op.out);
+        pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory", g->name);
+        return -1;
+    }
+    memcpy(op.in, in, (size_t)n_in * sizeof(int));
+    op.out[0] = oid;
+    g->ops[g->n_ops++] = op;
+    return oid;
+}
+
+pdq_code pdq_graph_validate(const pdq_graph *g, pdq_status *st) {
+    char *produced = calloc((size_t)g->n_tensors + 1, 1);
+    if (!produced) return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory", g->name);
+    pdq_code rc = PDQ_OK;
+    for (int i = 0; i < g->n_tensors && rc == PDQ_OK; i++) {
+        pdq_tkind k = g->tensors[i].kind;
+        if (k == PDQ_TK_INPUT || k == PDQ_TK_CONST) produced[i] = 1;
+        if (k == PDQ_TK_CONST && !g->tensors[i].data)
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: constant %s has no data", g->name,
+                          g->tensors[i].name);
+    }
+    for (int o = 0; o < g->n_ops && rc == PDQ_OK; o++) {
+        const pdq_op *op = &g->ops[o];
+        for (int i = 0; i < op->n_in && rc == PDQ_OK; i++) {
+            int t = op->in[i];
+            if (t < 0 || t >= g->n_tensors || !produced[t])
+                rc = pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: op %d (%s) input %d not produced before use",
+                              g->name, o, pdq_op_name(op->type), i);
+        }
+        if (rc != PDQ_OK) break;
+        int nd, sh[PDQ_G_MAX_DIMS];
+        rc = pdq_op_infer(g, op, &nd, sh, st);
+        if (rc != PDQ_OK) { pdq_wrap(st, "graph %s: op %d (%s)", g->name, o, pdq_op_name(op->type)); break; }
+        if (op->n_out != 1 || op->out[0] < 0 || op->out[0] >= g->n_tensors) {
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: op %d has bad outputs", g->name, o);
+            break;
+        }
+        const pdq_tensor *t = &g->tensors[op->out[0]];
+        int same = t->ndim == nd;
+        for (int d = 0; same && d < nd; d++) same = t->shape[d] == sh[d];
+        if (!same || produced[op->out[0]]) {
+            rc = pdq_fail(st, PDQ_ERR_SHAPE, "graph %s: op %d (%s) output %s: shape mismatch or produced twice",
+                          g->name, o, pdq_op_name(op->type), t->name);
+            break;
+        }
+        produced[op->out[0]] = 1;
+    }
+    for (int i = 0; i < g->n_outputs && rc == PDQ_OK; i++)
+        if (g->outputs[i] < 0 || g->outputs[i] >= g->n_tensors || !produced[g->outputs[i]])
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: output %d is never produced", g->name, i);
+    free(produced);
+    return rc;
+}
+
+static void shape_str(const pdq_tensor *t, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "(");
+    for (int i = 0; i < t->ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%d", i ? "," : "", t->shape[i]);
+    if (k < n) snprintf(buf + k, n - k, ")");
+}
+
+void pdq_graph_dump(const pdq_graph *g, void *file) {
+    FILE *f = file;
+    char sb[96];
+    fprintf(f, "graph %s: %d tensors, %d ops\n", g->name, g->n_tensors, g->n_ops);
+    for (int i = 0; i < g->n_inputs; i++) {
+        shape_str(&g->tensors[g->inputs[i]], sb, sizeof sb);
+        fprintf(f, "  input  %s %s\n", g->tensors[g->inputs[i]].name, sb);
+    }
+    for (int o = 0; o < g->n_ops; o++) {
+        const pdq_op *op = &g->ops[o];
+        shape_str(&g->tensors[op->out[0]], sb, sizeof sb);
+        fprintf(f, "  %-15s %s %s <-", pdq_op_name(op->type), g->tensors[op->out[0]].name, sb);
+        for (int i = 0; i < op->n_in; i++) fprintf(f, " %s", g->tensors[op->in[i]].name);
+        fprintf(f, "\n");
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        shape_str(&g->tensors[g->outputs[i]], sb, sizeof sb);
+        fprintf(f, "  output %s %s\n", g->tensors[g->outputs[i]].name, sb);
+    }
+}

@@ -1,0 +1,372 @@
+/* Graph IR and float32 interpreter: every op against brute-force loops written here, shape
+ * validation errors, arena reuse and the per-edge hook. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdq/graph.h"
+#include "testutil.h"
+
+static void fill_rand(float *x, size_t n, uint64_t *rs) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)(tu_randu(rs) * 2.0 - 1.0);
+}
+
+static void assert_close(const float *a, const float *b, size_t n, float tol) {
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(a[i] - b[i]) > tol) {
+            print_error("element %zu: %g vs %g\n", i, (double)a[i], (double)b[i]);
+            fail();
+        }
+}
+
+/* Runs g with the given input buffers bound in order; returns the output pointer. */
+static float *run(pdq_graph *g, float **inputs, pdq_interp **ipo) {
+    pdq_status st = {0};
+    pdq_interp *ip;
+    assert_int_equal(pdq_interp_create(g, &ip, &st), PDQ_OK);
+    for (int i = 0; i < g->n_inputs; i++) assert_int_equal(pdq_interp_bind(ip, g->inputs[i], inputs[i], &st), PDQ_OK);
+    assert_int_equal(pdq_interp_run(ip, &st), PDQ_OK);
+    *ipo = ip;
+    return pdq_interp_data(ip, g->outputs[0]);
+}
+
+static void test_fc_and_bmm(void **state) {
+    (void)state;
+    uint64_t rs = 11;
+    pdq_status st = {0};
+    pdq_graph *g;
+    assert_int_equal(pdq_graph_new("fc", &g, &st), PDQ_OK);
+    int xs[3] = {2, 3, 5}, ws[2] = {4, 5}, bs[1] = {4};
+    float x[30], w[20], bias[4];
+    fill_rand(x, 30, &rs);
+    fill_rand(w, 20, &rs);
+    fill_rand(bias, 4, &rs);
+    int xi = pdq_graph_input(g, "x", PDQ_TF32, 3, xs, &st);
+    int wi = pdq_graph_const(g, "w", PDQ_TF32, 2, ws, w, 1, &st);
+    int bi = pdq_graph_const(g, "b", PDQ_TF32, 1, bs, bias, 0, &st);
+    int in[3] = {xi, wi, bi};
+    int y = pdq_graph_op(g, PDQ_OP_FULLY_CONNECTED, in, 3, NULL, "y", &st);
+    assert_true(y >= 0);
+    assert_int_equal(g->tensors[y].ndim, 3);
+    assert_int_equal(g->tensors[y].shape[2], 4);
+    assert_int_equal(pdq_graph_mark_output(g, y, &st), PDQ_OK);
+    float *inputs[1] = {x};
+    pdq_interp *ip;
+    float *out = run(g, inputs, &ip);
+    float ref[24];
+    for (int r = 0; r < 6; r++)
+        for (int o = 0; o < 4; o++) {
+            double s = bias[o];
+            for (int i = 0; i < 5; i++) s += (double)x[r * 5 + i] * w[o * 5 + i];
+            ref[r * 4 + o] = (float)s;
+        }
+    assert_close(out, ref, 24, 1e-5f);
+    pdq_interp_free(ip);
+    pdq_graph_free(g);
+
+    /* BATCH_MATMUL with broadcast batch dims and every adjoint combination. */
+    for (int adj = 0; adj < 4; adj++) {
+        int ax = adj & 1, ay = adj >> 1;
+        assert_int_equal(pdq_graph_new("bmm", &g, &st), PDQ_OK);
+        int as[4] = {2, 1, ax ? 4 : 3, ax ? 3 : 4}, bsh[3] = {3, ay ? 5 : 4, ay ? 4 : 5};
+        float a[24], b[60];
+        fill_rand(a, 24, &rs);
+        fill_rand(b, 60, &rs);
+        int ai = pdq_graph_input(g, "a", PDQ_TF32, 4, as, &st);
+        int bi2 = pdq_graph_input(g, "b", PDQ_TF32, 3, bsh, &st);
+        pdq_op opt;
+        memset(&opt, 0, sizeof opt);
+        opt.opt.bmm.adj_x = ax;
+        opt.opt.bmm.adj_y = ay;
+        int in2[2] = {ai, bi2};
+        int o = pdq_graph_op(g, PDQ_OP_BATCH_MATMUL, in2, 2, &opt, "o", &st);
+        assert_true(o >= 0);
+        int es[4] = {2, 3, 3, 5};
+        for (int d = 0; d < 4; d++) assert_int_equal(g->tensors[o].shape[d], es[d]);
+        pdq_graph_mark_output(g, o, &st);
+        float *ins[2] = {a, b};
+        float *od = run(g, ins, &ip);
+        float r2[90];
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                for (int m = 0; m < 3; m++)
+                    for (int n = 0; n < 5; n++) {
+                        double s = 0;
+                        for (int k = 0; k < 4; k++) {
+                            float av = ax ? a[i * 12 + k * 3 + m] : a[i * 12 + m * 4 + k];
+                            float bv = ay ? b[j * 20 + n * 4 + k] : b[j * 20 + k * 5 + n];
+                            s += (double)av * bv;
+                        }
+                        r2[((i * 3 + j) * 3 + m) * 5 + n] = (float)s;
+                    }
+        assert_close(od, r2, 90, 1e-5f);
+        pdq_interp_free(ip);
+        pdq_graph_free(g);
+    }
+}
+
+static void test_elementwise(void **state) {
+    (void)state;
+    uint64_t rs = 7;
+    pdq_status st = {0};
+    pdq_op_type bins[4] = {PDQ_OP_ADD, PDQ_OP_SUB, PDQ_OP_MUL, PDQ_OP_DIV};
+    for (int k = 0; k < 4; k++) {
+        pdq_graph *g;
+        pdq_graph_new("bin", &g, &st);
+        int as[3] = {2, 3, 4}, bs[2] = {3, 1};
+        float a[24], b[3];
+        fill_rand(a, 24, &rs);
+        for (int i = 0; i < 3; i++) b[i] = 0.5f + (float)i;
+        int ai = pdq_graph_input(g, "a", PDQ_TF32, 3, as, &st);
+        int bi = pdq_graph_input(g, "b", PDQ_TF32, 2, bs, &st);
+        int in[2] = {bi, ai}; /* broadcast on the left operand too */
+        int o = pdq_graph_op(g, bins[k], in, 2, NULL, "o", &st);
+        assert_true(o >= 0);
+        pdq_graph_mark_output(g, o, &st);
+        float *ins[2] = {a, b};
+        pdq_interp *ip;
+        float *od = run(g, ins, &ip);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                for (int l = 0; l < 4; l++) {
+                    float x = b[j], y = a[i * 12 + j * 4 + l], r = k == 0 ? x + y : k == 1 ? x - y : k == 2 ? x * y : x / y;
+                    assert_true(fabsf(od[i * 12 + j * 4 + l] - r) <= 1e-5f * (1 + fabsf(r)));
+                }
+        pdq_interp_free(ip);
+        pdq_graph_free(g);
+    }
+    /* Unary ops, RMS_NORM, SOFTMAX, MEAN. */
+    pdq_graph *g;
+    pdq_graph_new("unary", &g, &st);
+    int xs[2] = {3, 8};
+    float x[24], gam[8];
+    fill_rand(x, 24, &rs);
+    fill_rand(gam, 8, &rs);
+    for (int i = 0; i < 24; i++) x[i] += 1.5f; /* positive for RSQRT */
+    int xi = pdq_graph_input(g, "x", PDQ_TF32, 2, xs, &st);
+    int gs[1] = {8};
+    int gi = pdq_graph_const(g, "gamma", PDQ_TF32, 1, gs, gam, 1, &st);
+    int axes[1] = {1};
+    int ai = pdq_graph_const_i32(g, "axes", 1, axes, &st);
+    pdq_op o;
+    memset(&o, 0, sizeof o);
+    o.opt.rms.epsilon = 1e-5f;
+    int in2[2] = {xi, gi};
+    int t_rms = pdq_graph_op(g, PDQ_OP_RMS_NORM, in2, 2, &o, "rms", &st);
+    memset(&o, 0, sizeof o);
+    o.opt.softmax.beta = 0.5f;
+    int t_sm = pdq_graph_op(g, PDQ_OP_SOFTMAX, &xi, 1, &o, "softmax", &st);
+    memset(&o, 0, sizeof o);
+    o.opt.mean.keep_dims = 1;
+    int in3[2] = {xi, ai};
+    int t_mean = pdq_graph_op(g, PDQ_OP_MEAN, in3, 2, &o, "mean", &st);
+    int t_rs = pdq_graph_op(g, PDQ_OP_RSQRT, &xi, 1, NULL, "rsqrt", &st);
+    int t_neg = pdq_graph_op(g, PDQ_OP_NEG, &xi, 1, NULL, "neg", &st);
+    int t_lg = pdq_graph_op(g, PDQ_OP_LOGISTIC, &xi, 1, NULL, "logistic", &st);
+    int outs[6] = {t_rms, t_sm, t_mean, t_rs, t_neg, t_lg};
+    for (int i = 0; i < 6; i++) { assert_true(outs[i] >= 0); pdq_graph_mark_output(g, outs[i], &st); }
+    assert_int_equal(g->tensors[t_mean].shape[1], 1);
+    float *ins[1] = {x};
+    pdq_interp *ip;
+    run(g, ins, &ip);
+    float *rms = pdq_interp_data(ip, t_rms), *sm = pdq_interp_data(ip, t_sm), *mn = pdq_interp_data(ip, t_mean);
+    float *rsq = pdq_interp_data(ip, t_rs), *ng = pdq_interp_data(ip, t_neg), *lg = pdq_interp_data(ip, t_lg);
+    for (int r = 0; r < 3; r++) {
+        double ss = 0, mx = -1e30, se = 0, sum = 0;
+        for (int i = 0; i < 8; i++) { ss += x[r * 8 + i] * x[r * 8 + i]; mx = fmax(mx, x[r * 8 + i]); sum += x[r * 8 + i]; }
+        for (int i = 0; i < 8; i++) se += exp(0.5 * (x[r * 8 + i] - mx));
+        assert_true(fabs(mn[r] - sum / 8) < 1e-5);
+        for (int i = 0; i < 8; i++) {
+            int k = r * 8 + i;
+            assert_true(fabs(rms[k] - gam[i] * x[k] / sqrt(ss / 8 + 1e-5)) < 1e-5);
+            assert_true(fabs(sm[k] - exp(0.5 * (x[k] - mx)) / se) < 1e-6);
+            assert_true(fabs(rsq[k] - 1 / sqrt(x[k])) < 1e-5);
+            assert_true(ng[k] == -x[k]);
+            assert_true(fabs(lg[k] - 1 / (1 + exp(-x[k]))) < 1e-6);
+        }
+    }
+    pdq_interp_free(ip);
+    pdq_graph_free(g);
+}
+
+static void test_data_movement(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    pdq_graph *g;
+    pdq_graph_new("move", &g, &st);
+    int xs[3] = {2, 3, 4};
+    float x[24];
+    for (int i = 0; i < 24; i++) x[i] = (float)i;
+    int xi = pdq_graph_input(g, "x", PDQ_TF32, 3, xs, &st);
+    int perm[3] = {2, 0, 1};
+    int in[4] = {xi, pdq_graph_const_i32(g, "perm", 3, perm, &st)};
+    int t_tr = pdq_graph_op(g, PDQ_OP_TRANSPOSE, in, 2, NULL, "transpose", &st);
+    int shp[2] = {6, 4};
+    in[1] = pdq_graph_const_i32(g, "shape", 2, shp, &st);
+    int t_rs = pdq_graph_op(g, PDQ_OP_RESHAPE, in, 2, NULL, "reshape", &st);
+    int b[3] = {1, 0, 1}, e[3] = {2, 3, 4}, s[3] = {1, 2, 2};
+    in[1] = pdq_graph_const_i32(g, "b", 3, b, &st);
+    in[2] = pdq_graph_const_i32(g, "e", 3, e, &st);
+    in[3] = pdq_graph_const_i32(g, "s", 3, s, &st);
+    int t_ss = pdq_graph_op(g, PDQ_OP_STRIDED_SLICE, in, 4, NULL, "sslice", &st);
+    int sb[3] = {0, 1, 2}, sz[3] = {2, 2, 2};
+    in[1] = pdq_graph_const_i32(g, "sb", 3, sb, &st);
+    in[2] = pdq_graph_const_i32(g, "sz", 3, sz, &st);
+    int t_sl = pdq_graph_op(g, PDQ_OP_SLICE, in, 3, NULL, "slice", &st);
+    pdq_op o;
+    memset(&o, 0, sizeof o);
+    o.opt.concat.axis = 1;
+    int cin[3] = {xi, t_sl, xi};
+    int t_cat = pdq_graph_op(g, PDQ_OP_CONCATENATION, cin, 3, &o, "concat", &st);
+    assert_true(t_cat < 0); /* t_sl is (2,2,2): dim 2 differs */
+    assert_int_equal(st.code, PDQ_ERR_SHAPE);
+    o.opt.concat.axis = -1;
+    cin[1] = pdq_graph_op(g, PDQ_OP_NEG, &xi, 1, NULL, "negx", &st);
+    t_cat = pdq_graph_op(g, PDQ_OP_CONCATENATION, cin, 3, &o, "concat", &st);
+    int idx[3] = {3, 0, 3};
+    int ish[1] = {3};
+    memset(&o, 0, sizeof o);
+    o.opt.gather.axis = 2;
+    int gin[2] = {xi, pdq_graph_const(g, "idx", PDQ_TI32, 1, ish, idx, 1, &st)};
+    int t_g = pdq_graph_op(g, PDQ_OP_GATHER, gin, 2, &o, "gather", &st);
+    int outs[6] = {t_tr, t_rs, t_ss, t_sl, t_cat, t_g};
+    for (int i = 0; i < 6; i++) { assert_true(outs[i] >= 0); pdq_graph_mark_output(g, outs[i], &st); }
+    pdq_interp *ip;
+    float *ins[1] = {x};
+    run(g, ins, &ip);
+#define X(i, j, k) x[(i) * 12 + (j) * 4 + (k)]
+    float *tr = pdq_interp_data(ip, t_tr); /* (4,2,3) */
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++) assert_true(tr[k * 6 + i * 3 + j] == X(i, j, k));
+    float *rsd = pdq_interp_data(ip, t_rs);
+    for (int i = 0; i < 24; i++) assert_true(rsd[i] == x[i]);
+    float *ss = pdq_interp_data(ip, t_ss); /* (1,2,2) */
+    assert_int_equal(g->tensors[t_ss].shape[1], 2);
+    for (int j = 0; j < 2; j++)
+        for (int k = 0; k < 2; k++) assert_true(ss[j * 2 + k] == X(1, j * 2, 1 + k * 2));
+    float *sl = pdq_interp_data(ip, t_sl);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 2; k++) assert_true(sl[i * 4 + j * 2 + k] == X(i, 1 + j, 2 + k));
+    float *cat = pdq_interp_data(ip, t_cat); /* (2,3,12) */
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++) {
+                assert_true(cat[(i * 3 + j) * 12 + k] == X(i, j, k));
+                assert_true(cat[(i * 3 + j) * 12 + 4 + k] == -X(i, j, k));
+                assert_true(cat[(i * 3 + j) * 12 + 8 + k] == X(i, j, k));
+            }
+    float *ga = pdq_interp_data(ip, t_g); /* (2,3,3) */
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 3; k++) assert_true(ga[(i * 3 + j) * 3 + k] == X(i, j, idx[k]));
+#undef X
+    pdq_interp_free(ip);
+    pdq_graph_free(g);
+}
+
+static void test_shape_errors(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    pdq_graph *g;
+    pdq_graph_new("errors", &g, &st);
+    int xs[2] = {2, 3}, ws[2] = {4, 5}, ys[2] = {4, 3};
+    float w[20] = {0};
+    int xi = pdq_graph_input(g, "x", PDQ_TF32, 2, xs, &st);
+    assert_true(pdq_graph_input(g, "x", PDQ_TF32, 2, xs, &st) < 0); /* duplicate name */
+    assert_int_equal(st.code, PDQ_ERR_ARG);
+    int bad[2] = {2, 0};
+    assert_true(pdq_graph_input(g, "zero", PDQ_TF32, 2, bad, &st) < 0);
+    int big[7] = {1, 1, 1, 1, 1, 1, 1};
+    assert_true(pdq_graph_input(g, "rank7", PDQ_TF32, 7, big, &st) < 0);
+    int wi = pdq_graph_const(g, "w", PDQ_TF32, 2, ws, w, 1, &st);
+    int in[2] = {xi, wi};
+    assert_true(pdq_graph_op(g, PDQ_OP_FULLY_CONNECTED, in, 2, NULL, "fc", &st) < 0);
+    assert_int_equal(st.code, PDQ_ERR_SHAPE);
+    int yi = pdq_graph_input(g, "y", PDQ_TF32, 2, ys, &st);
+    in[1] = yi;
+    assert_true(pdq_graph_op(g, PDQ_OP_ADD, in, 2, NULL, "add", &st) < 0);
+    assert_int_equal(st.code, PDQ_ERR_SHAPE);
+    int shp[2] = {5, 1};
+    in[1] = pdq_graph_const_i32(g, "shape", 2, shp, &st);
+    assert_true(pdq_graph_op(g, PDQ_OP_RESHAPE, in, 2, NULL, "reshape", &st) < 0);
+    int p[2] = {0, 0};
+    in[1] = pdq_graph_const_i32(g, "perm", 2, p, &st);
+    assert_true(pdq_graph_op(g, PDQ_OP_TRANSPOSE, in, 2, NULL, "transpose", &st) < 0);
+    in[1] = yi; /* BMM (2,3)x(4,3): inner mismatch */
+    assert_true(pdq_graph_op(g, PDQ_OP_BATCH_MATMUL, in, 2, NULL, "bmm", &st) < 0);
+    /* GATHER with runtime indices out of range is an error value at run time. */
+    int is[1] = {2};
+    int ii = pdq_graph_input(g, "ids", PDQ_TI32, 1, is, &st);
+    pdq_op o;
+    memset(&o, 0, sizeof o);
+    int gin[2] = {xi, ii};
+    int t = pdq_graph_op(g, PDQ_OP_GATHER, gin, 2, &o, "gather", &st);
+    assert_true(t >= 0);
+    pdq_graph_mark_output(g, t, &st);
+    pdq_interp *ip;
+    assert_int_equal(pdq_interp_create(g, &ip, &st), PDQ_OK);
+    int32_t ids[2] = {1, 2};
+    pdq_interp_bind(ip, ii, ids, &st);
+    assert_int_equal(pdq_interp_run(ip, &st), PDQ_ERR_ARG);
+    assert_non_null(strstr(st.msg, "out of range"));
+    pdq_interp_free(ip);
+    pdq_graph_free(g);
+}
+
+typedef struct { int calls; int zero_tid; } hook_ctx;
+
+static pdq_code hook(void *ctx, const pdq_graph *g, int op, int tid, float *data, pdq_status *st) {
+    (void)st;
+    hook_ctx *h = ctx;
+    assert_int_equal(g->ops[op].out[0], tid);
+    h->calls++;
+    if (tid == h->zero_tid) memset(data, 0, pdq_tensor_count(&g->tensors[tid]) * sizeof(float));
+    return PDQ_OK;
+}
+
+static void test_arena_and_hook(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    pdq_graph *g;
+    pdq_graph_new("chain", &g, &st);
+    int xs[2] = {16, 16};
+    int x = pdq_graph_input(g, "x", PDQ_TF32, 2, xs, &st);
+    int cur = x, mid = -1;
+    char name[32];
+    for (int i = 0; i < 10; i++) {
+        snprintf(name, sizeof name, "t%d", i);
+        cur = pdq_graph_op(g, PDQ_OP_ADD, (int[]){cur, x}, 2, NULL, name, &st);
+        if (i == 4) mid = cur;
+    }
+    pdq_graph_mark_output(g, cur, &st);
+    pdq_interp *ip;
+    assert_int_equal(pdq_interp_create(g, &ip, &st), PDQ_OK);
+    /* input + output + at most two live intermediates, not ten */
+    assert_true(pdq_interp_arena_bytes(ip) <= 4 * 256 * sizeof(float));
+    float in[256];
+    for (int i = 0; i < 256; i++) in[i] = (float)i;
+    pdq_interp_bind(ip, x, in, &st);
+    hook_ctx h = {0, -1};
+    pdq_interp_set_hook(ip, hook, &h);
+    assert_int_equal(pdq_interp_run(ip, &st), PDQ_OK);
+    assert_int_equal(h.calls, 10);
+    float *out = pdq_interp_data(ip, cur);
+    for (int i = 0; i < 256; i++) assert_true(out[i] == 11.0f * i);
+    /* A hook that rewrites an edge changes everything downstream (fake-quant use). */
+    h.zero_tid = mid;
+    assert_int_equal(pdq_interp_run(ip, &st), PDQ_OK);
+    for (int i = 0; i < 256; i++) assert_true(out[i] == 5.0f * i);
+    pdq_interp_free(ip);
+    pdq_graph_free(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fc_and_bmm),     cmocka_unit_test(test_elementwise),
+        cmocka_unit_test(test_data_movement),  cmocka_unit_test(test_shape_errors),
+        cmocka_unit_test(test_arena_and_hook),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
