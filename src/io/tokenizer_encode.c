@@ -237,6 +237,8 @@ pdq_code pdq_tokenizer_encode(const pdq_tokenizer *t, const char *text, size_t l
                               int32_t **ids, size_t *n_ids, pdq_status *st) {
     *ids = NULL;
     *n_ids = 0;
+    if (len > (size_t)INT32_MAX / 2) /* symbol indices of one pre-token are int32 */
+        return pdq_fail(st, PDQ_ERR_LIMIT, "tokenize: text of %zu bytes exceeds the limit of %d bytes", len, INT32_MAX / 2);
     size_t valid = tk_utf8_valid_prefix(text, len);
     if (valid != len) return pdq_fail(st, PDQ_ERR_ARG, "tokenize: text is not valid UTF-8 (byte %zu)", valid);
     enc e = {t, pcre2_match_data_create(1, NULL), tk_cache_new(), {0}};
