@@ -119,7 +119,8 @@ pdq_code pdq_op_infer(const pdq_graph *g, const pdq_op *op, int *ndim, int *shap
 typedef struct pdq_interp pdq_interp;
 
 /* Called after each op with each tensor it produced; data may be modified in place (observers,
- * fake quantization). Return non-OK to abort the run. */
+ * fake quantization). Return non-OK to abort the run. Float graph inputs are passed first, before
+ * the first op, with op_index -1 (bound caller memory is then modified in place). */
 typedef pdq_code (*pdq_edge_hook)(void *ctx, const pdq_graph *g, int op_index, int tensor_id,
                                   float *data, pdq_status *st);
 

@@ -173,6 +173,14 @@ pdq_code pdq_interp_run(pdq_interp *ip, pdq_status *st) {
     const pdq_graph *g = ip->g;
     if (!arena(ip)) return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: arena of %zu bytes", g->name, ip->arena_bytes);
     for (int t = 0; t < g->n_tensors; t++) ip->ptrs[t] = pdq_interp_data(ip, t);
+    /* Graph inputs reach the hook first (op_index -1), so fake quantization covers them too. */
+    if (ip->hook)
+        for (int i = 0; i < g->n_inputs; i++) {
+            int t = g->inputs[i];
+            if (g->tensors[t].dtype != PDQ_TF32) continue;
+            pdq_code rc = ip->hook(ip->hook_ctx, g, -1, t, ip->ptrs[t], st);
+            if (rc != PDQ_OK) return rc;
+        }
     for (int o = 0; o < g->n_ops; o++) {
         const pdq_op *op = &g->ops[o];
         pdq_code rc;
