@@ -1,11 +1,170 @@
-/* Placeholder until implemented. */
+/* pdq info --model DIR [--json]: config summary, parameter count, stored dtypes, shards, tokenizer.
+ * Reads only headers (config.json, safetensors headers, tokenizer.json), never the weights. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
+#include "args.h"
 #include "commands.h"
+#include "pdq/config.h"
+#include "pdq/quant.h"
+#include "pdq/safetensors.h"
+#include "pdq/tokenizer.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: pdq info --model DIR [--json]\n"
+               "  Prints the model's config summary, parameter count, stored dtypes, shard count,\n"
+               "  tied embeddings, RoPE type and tokenizer family.\n");
+}
+
+typedef struct {
+    int n_files, quantized;
+    int count[PDQ_DT_BOOL + 1]; /* tensors per stored dtype */
+    char tok[160];              /* tokenizer family, "none" or the error */
+    int tok_vocab;
+} info;
+
+static void gather(const char *dir, info *in, pdq_status *wst, int *weights_ok) {
+    memset(in, 0, sizeof *in);
+    char path[4096];
+    in->quantized = pdq_quant_is_checkpoint(dir);
+    if (in->quantized) snprintf(path, sizeof path, "%s/model.q.safetensors", dir);
+    else snprintf(path, sizeof path, "%s", dir);
+    pdq_safetensors *s;
+    *weights_ok = pdq_st_open(path, &s, wst) == PDQ_OK;
+    if (*weights_ok) {
+        in->n_files = pdq_st_file_count(s);
+        for (int i = 0; i < pdq_st_count(s); i++) in->count[pdq_st_at(s, i)->dtype]++;
+        pdq_st_close(s);
+    }
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    snprintf(in->tok, sizeof in->tok, "none");
+    if (stat(path, &sb) == 0) {
+        pdq_tokenizer *t;
+        pdq_status st = {0};
+        if (pdq_tokenizer_load(dir, &t, &st) == PDQ_OK) {
+            snprintf(in->tok, sizeof in->tok, "%s", pdq_tokenizer_family(t));
+            in->tok_vocab = pdq_tokenizer_vocab_size(t);
+            pdq_tokenizer_free(t);
+        } else {
+            snprintf(in->tok, sizeof in->tok, "error: %.140s", st.msg);
+        }
+    }
+}
+
+static void print_text(const char *dir, const pdq_config *c, const info *in, int weights_ok, const pdq_status *wst) {
+    printf("model:              %s\n", dir);
+    printf("architecture:       llama%s\n", in->quantized ? " (pdq quantized checkpoint)" : "");
+    printf("hidden_size:        %d\n", c->hidden_size);
+    printf("intermediate_size:  %d\n", c->intermediate_size);
+    printf("layers:             %d\n", c->n_layers);
+    printf("attention heads:    %d (kv heads %d%s, head_dim %d)\n", c->n_heads, c->n_kv_heads,
+           c->n_kv_heads < c->n_heads ? ", GQA" : "", c->head_dim);
+    printf("vocab_size:         %d\n", c->vocab_size);
+    printf("max_positions:      %d\n", c->max_position_embeddings);
+    printf("rms_norm_eps:       %g\n", (double)c->rms_norm_eps);
+    if (c->rope_type == PDQ_ROPE_LLAMA3)
+        printf("rope:               llama3 (theta %g, factor %g, low %g, high %g, original %d)\n", c->rope_theta,
+               c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor, c->rope_original_max_pos);
+    else
+        printf("rope:               default (theta %g)\n", c->rope_theta);
+    printf("tied embeddings:    %s\n", c->tie_word_embeddings ? "yes" : "no");
+    printf("bos / eos:          %d /", c->bos_token_id);
+    for (int i = 0; i < c->n_eos; i++) printf(" %d", c->eos_token_ids[i]);
+    printf("%s\n", c->n_eos ? "" : " none");
+    printf("torch_dtype:        %s\n", c->torch_dtype[0] ? c->torch_dtype : "(not given)");
+    long long p = pdq_config_param_count(c);
+    printf("parameters:         %lld (%.2fM)\n", p, (double)p / 1e6);
+    if (weights_ok) {
+        printf("stored dtypes:     ");
+        for (int d = 0; d <= PDQ_DT_BOOL; d++)
+            if (in->count[d]) printf(" %s x%d", pdq_dtype_name((pdq_dtype)d), in->count[d]);
+        printf("\nshards:             %d\n", in->n_files);
+    } else {
+        printf("weights:            error: %s\n", wst->msg);
+    }
+    if (in->tok_vocab) printf("tokenizer:          %s (%d tokens)\n", in->tok, in->tok_vocab);
+    else printf("tokenizer:          %s\n", in->tok);
+}
+
+static int print_json(const char *dir, const pdq_config *c, const info *in, int weights_ok, const pdq_status *wst) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "model", dir);
+    cJSON_AddStringToObject(r, "model_type", "llama");
+    cJSON_AddBoolToObject(r, "quantized", in->quantized);
+    cJSON_AddNumberToObject(r, "hidden_size", c->hidden_size);
+    cJSON_AddNumberToObject(r, "intermediate_size", c->intermediate_size);
+    cJSON_AddNumberToObject(r, "num_hidden_layers", c->n_layers);
+    cJSON_AddNumberToObject(r, "num_attention_heads", c->n_heads);
+    cJSON_AddNumberToObject(r, "num_key_value_heads", c->n_kv_heads);
+    cJSON_AddNumberToObject(r, "head_dim", c->head_dim);
+    cJSON_AddNumberToObject(r, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(r, "max_position_embeddings", c->max_position_embeddings);
+    char eps[32]; /* the float's shortest decimal, not its double expansion */
+    snprintf(eps, sizeof eps, "%g", (double)c->rms_norm_eps);
+    cJSON_AddNumberToObject(r, "rms_norm_eps", strtod(eps, NULL));
+    cJSON_AddNumberToObject(r, "rope_theta", c->rope_theta);
+    cJSON_AddStringToObject(r, "rope_type", c->rope_type == PDQ_ROPE_LLAMA3 ? "llama3" : "default");
+    if (c->rope_type == PDQ_ROPE_LLAMA3) {
+        cJSON *rs = cJSON_AddObjectToObject(r, "rope_scaling");
+        cJSON_AddNumberToObject(rs, "factor", c->rope_factor);
+        cJSON_AddNumberToObject(rs, "low_freq_factor", c->rope_low_freq_factor);
+        cJSON_AddNumberToObject(rs, "high_freq_factor", c->rope_high_freq_factor);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->rope_original_max_pos);
+    }
+    cJSON_AddBoolToObject(r, "tie_word_embeddings", c->tie_word_embeddings);
+    cJSON_AddNumberToObject(r, "bos_token_id", c->bos_token_id);
+    cJSON *eos = cJSON_AddArrayToObject(r, "eos_token_ids");
+    for (int i = 0; i < c->n_eos; i++) cJSON_AddItemToArray(eos, cJSON_CreateNumber(c->eos_token_ids[i]));
+    cJSON_AddStringToObject(r, "torch_dtype", c->torch_dtype);
+    cJSON_AddNumberToObject(r, "parameters", (double)pdq_config_param_count(c));
+    if (weights_ok) {
+        cJSON *dt = cJSON_AddObjectToObject(r, "dtypes");
+        for (int d = 0; d <= PDQ_DT_BOOL; d++)
+            if (in->count[d]) cJSON_AddNumberToObject(dt, pdq_dtype_name((pdq_dtype)d), in->count[d]);
+        cJSON_AddNumberToObject(r, "shards", in->n_files);
+    } else {
+        cJSON_AddStringToObject(r, "weights_error", wst->msg);
+    }
+    cJSON_AddStringToObject(r, "tokenizer", in->tok);
+    if (in->tok_vocab) cJSON_AddNumberToObject(r, "tokenizer_vocab_size", in->tok_vocab);
+    char *text = cJSON_PrintUnformatted(r);
+    int ok = text != NULL;
+    if (ok) printf("%s\n", text);
+    free(text);
+    cJSON_Delete(r);
+    return ok ? 0 : 1;
+}
 
 int cmd_info(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "pdq info: not implemented yet\n");
-    return 1;
+    pdq_args a;
+    args_init(&a, "info", argc, argv);
+    if (args_flag(&a, "--help") || args_flag(&a, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    const char *dir = args_str(&a, "--model");
+    int json = args_flag(&a, "--json");
+    if (args_finish(&a)) return 2;
+    if (!dir) {
+        fprintf(stderr, "pdq info: --model DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    pdq_config c;
+    pdq_status st = {0};
+    if (pdq_config_load(dir, &c, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq info: %s\n", st.msg);
+        return 1;
+    }
+    info in;
+    pdq_status wst = {0};
+    int weights_ok;
+    gather(dir, &in, &wst, &weights_ok);
+    int rc = json ? print_json(dir, &c, &in, weights_ok, &wst) : (print_text(dir, &c, &in, weights_ok, &wst), 0);
+    if (!weights_ok) fprintf(stderr, "pdq info: %s\n", wst.msg);
+    return rc ? rc : (weights_ok ? 0 : 1);
 }
