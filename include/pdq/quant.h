@@ -173,6 +173,18 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *o, const int32_t
 /* Prints the per-module table (module, bits, GPTQ loss, RTN loss, time) to f. */
 void pdq_qmodel_print(const pdq_qmodel *q, void *file);
 
+/* Perplexities for report.json (has == 0: none measured). */
+typedef struct {
+    int has;
+    const char *file;
+    int max_len, stride;
+    long tokens;
+    double fp32_ppl, quant_ppl;
+} pdq_quant_eval;
+
+/* report.json: options, per-module bits/losses/times, totals, and the perplexities. */
+pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq_quant_eval *ev, pdq_status *st);
+
 /* Writes OUTDIR: pdq_quant.json + model.q.safetensors (+ config/tokenizer copies from src_dir)
  * and OUTDIR/hf/ (config.json + model.safetensors, f32, dequantized, HF names). */
 pdq_code pdq_quant_save(const char *outdir, const char *src_dir, const pdq_model *m,

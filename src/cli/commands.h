@@ -15,6 +15,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_ppl(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_gptq_matrix(int argc, char **argv);
 
 #endif

@@ -10,6 +10,7 @@ static const pdq_command k_commands[] = {
     {"generate", cmd_generate, "generate text (reference model)"},
     {"logits", cmd_logits, "logits for every position as .npy"},
     {"ppl", cmd_ppl, "perplexity with strided sliding windows"},
+    {"quantize", cmd_quantize, "GPTQ/RTN weight quantization of a model (quantized + dequantized HF checkpoints)"},
     {"gptq-matrix", cmd_gptq_matrix, "GPTQ and RTN on one weight matrix (.npy in, .npy + result.json out)"},
 };
 
