@@ -14,8 +14,15 @@ static pdq_code fully_connected(const pdq_graph *g, const pdq_op *op, void *cons
         const float *bias = ptrs[op->in[2]];
         for (int r = 0; r < rows; r++) memcpy(y + (size_t)r * out, bias, sizeof(float) * (size_t)out);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, xd, in, wd, in,
-                op->n_in == 3 ? 1.0f : 0.0f, y, out);
+    float beta = op->n_in == 3 ? 1.0f : 0.0f;
+    if (rows < 8) {
+        /* Few rows (decode): sgemm would repack the whole weight each call; gemv streams it. */
+        for (int r = 0; r < rows; r++)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, wd, in, xd + (size_t)r * in, 1, beta,
+                        y + (size_t)r * out, 1);
+        return PDQ_OK;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, xd, in, wd, in, beta, y, out);
     return PDQ_OK;
 }
 

@@ -1,0 +1,63 @@
+/* The pieces outside the decoder layers as graphs too (embedding, final norm + lm_head), so the
+ * observer and export steps treat them like the layers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "build_util.h"
+#include "pdq/runtime.h"
+
+static pdq_code finish(pdq_bld *b, int y, pdq_graph **out, pdq_status *st) {
+    pdq_b_output(b, y);
+    if (b->err) {
+        if (st && st->code == PDQ_OK) pdq_fail(st, PDQ_ERR_ARG, "build %s failed", b->g->name);
+        pdq_graph_free(b->g);
+        return st ? st->code : PDQ_ERR_ARG;
+    }
+    *out = b->g;
+    return PDQ_OK;
+}
+
+pdq_code pdq_build_embed(const pdq_model *m, int B, int T, pdq_graph **out, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    if (B < 1 || T < 1) return pdq_fail(st, PDQ_ERR_ARG, "build embed: batch %d length %d", B, T);
+    pdq_graph *g;
+    pdq_code rc = pdq_graph_new("token_embedding", &g, st);
+    if (rc != PDQ_OK) return rc;
+    pdq_bld b = {.g = g, .st = st};
+    int is[2] = {B, T};
+    int ids = pdq_b_input(&b, PDQ_TI32, 2, is, "input_ids");
+    int es[2] = {c->vocab_size, c->hidden_size};
+    int e = pdq_b_const(&b, 2, es, m->embed, 0, "model.embed_tokens.weight");
+    pdq_op go;
+    memset(&go, 0, sizeof go);
+    go.opt.gather.axis = 0;
+    int in[2] = {e, ids};
+    int y = pdq_b_op(&b, PDQ_OP_GATHER, in, 2, &go, "model.embed_tokens.out");
+    return finish(&b, y, out, st);
+}
+
+pdq_code pdq_build_head(const pdq_model *m, int B, int T, pdq_graph **out, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    if (B < 1 || T < 1) return pdq_fail(st, PDQ_ERR_ARG, "build head: batch %d length %d", B, T);
+    pdq_graph *g;
+    pdq_code rc = pdq_graph_new("lm_head", &g, st);
+    if (rc != PDQ_OK) return rc;
+    pdq_bld b = {.g = g, .st = st};
+    int hs[3] = {B, T, c->hidden_size};
+    int x = pdq_b_input(&b, PDQ_TF32, 3, hs, "model.norm.input");
+    int ds[1] = {c->hidden_size};
+    int gamma = pdq_b_const(&b, 1, ds, m->norm, 0, "model.norm.weight");
+    int ws[2] = {c->vocab_size, c->hidden_size};
+    int w = pdq_b_const(&b, 2, ws, m->lm_head, 0, "lm_head.weight");
+    pdq_op rms;
+    memset(&rms, 0, sizeof rms);
+    rms.opt.rms.epsilon = c->rms_norm_eps;
+    int in[2] = {x, gamma};
+    int h = pdq_b_op(&b, PDQ_OP_RMS_NORM, in, 2, &rms, "model.norm.out");
+    pdq_op fc;
+    memset(&fc, 0, sizeof fc);
+    fc.opt.fc.keep_num_dims = 1;
+    int in2[2] = {h, w};
+    int y = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, in2, 2, &fc, "lm_head.out");
+    return finish(&b, y, out, st);
+}

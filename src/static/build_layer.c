@@ -1,0 +1,312 @@
+/* One decoder layer as a static graph: prefill (S = max_seq, no past) or append of Q tokens
+ * (decode = Q 1) against a past of max_seq - Q slots. Options follow TICO's attention config:
+ * RoPE convention, where 1/sqrt(hd) goes, batched or per-head (unrolled) attention. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build_util.h"
+#include "pdq/runtime.h"
+
+void pdq_static_opts_default(pdq_static_opts *o) {
+    o->rope = PDQ_RT_ROPE_HF;
+    o->scale = PDQ_RT_SCALE_LOGITS;
+    o->layout = PDQ_RT_LAYOUT_BATCHED;
+    o->mask_fill = -120.0f;
+}
+
+int pdq_rope_conv_parse(const char *s) {
+    if (!strcmp(s, "hf")) return PDQ_RT_ROPE_HF;
+    if (!strcmp(s, "pre_negated_sin")) return PDQ_RT_ROPE_PRE_NEGATED_SIN;
+    return -1;
+}
+
+int pdq_scale_fusion_parse(const char *s) {
+    if (!strcmp(s, "none") || !strcmp(s, "logits")) return PDQ_RT_SCALE_LOGITS;
+    if (!strcmp(s, "k_proj")) return PDQ_RT_SCALE_K_PROJ;
+    return -1;
+}
+
+int pdq_attn_layout_parse(const char *s) {
+    if (!strcmp(s, "batched")) return PDQ_RT_LAYOUT_BATCHED;
+    if (!strcmp(s, "unrolled")) return PDQ_RT_LAYOUT_UNROLLED;
+    return -1;
+}
+
+typedef struct {
+    pdq_bld *b;
+    const pdq_config *c;
+    const pdq_static_opts *o;
+    int B, S, L, P;          /* batch, new tokens, key length (max_seq), past slots (0 in prefill) */
+    int cos, sin, mask, past_k, past_v;
+    int scale;               /* const [1] = 1/sqrt(hd) or -1 */
+} lctx;
+
+/* y = x*cos + rot(x)*sin over the last axis; cos/sin already broadcastable to x. */
+static int rope(lctx *l, int x, int cos, int sin, const char *base) {
+    pdq_bld *b = l->b;
+    if (b->err) return -1;
+    const pdq_tensor *t = &b->g->tensors[x];
+    int nd = t->ndim, hd = t->shape[nd - 1], half = hd / 2;
+    int beg[PDQ_G_MAX_DIMS] = {0}, end[PDQ_G_MAX_DIMS];
+    memcpy(end, t->shape, sizeof(int) * (size_t)nd);
+    end[nd - 1] = half;
+    int x1 = pdq_b_slice(b, x, beg, end, "%s.x1", base);
+    beg[nd - 1] = half;
+    end[nd - 1] = hd;
+    int x2 = pdq_b_slice(b, x, beg, end, "%s.x2", base);
+    int first = l->o->rope == PDQ_RT_ROPE_HF ? pdq_b_op1(b, PDQ_OP_NEG, x2, "%s.neg_x2", base) : x2;
+    int parts[2] = {first, x1};
+    int rot = pdq_b_concat(b, parts, 2, nd - 1, "%s.rot", base);
+    int xc = pdq_b_op2(b, PDQ_OP_MUL, x, cos, "%s.x_cos", base);
+    int rs = pdq_b_op2(b, PDQ_OP_MUL, rot, sin, "%s.rot_sin", base);
+    return pdq_b_op2(b, PDQ_OP_ADD, xc, rs, "%s", base);
+}
+
+/* softmax(q·Kᵀ (·scale) + mask)·V for one batched or per-head chain; mask broadcastable. */
+static int attend(lctx *l, int q, int K, int V, int mask, const char *base) {
+    pdq_bld *b = l->b;
+    if (b->err) return -1;
+    int nd = b->g->tensors[K].ndim;
+    int32_t perm[PDQ_G_MAX_DIMS];
+    for (int i = 0; i < nd; i++) perm[i] = i;
+    perm[nd - 2] = nd - 1;
+    perm[nd - 1] = nd - 2;
+    int kt = pdq_b_transpose(b, K, perm, "%s.k_t", base);
+    pdq_op bmm;
+    memset(&bmm, 0, sizeof bmm);
+    int in[2] = {q, kt};
+    int lg = pdq_b_op(b, PDQ_OP_BATCH_MATMUL, in, 2, &bmm, "%s.logits", base);
+    if (l->scale >= 0) lg = pdq_b_op2(b, PDQ_OP_MUL, lg, l->scale, "%s.logits_scaled", base);
+    lg = pdq_b_op2(b, PDQ_OP_ADD, lg, mask, "%s.mask_add", base);
+    pdq_op sm;
+    memset(&sm, 0, sizeof sm);
+    sm.opt.softmax.beta = 1.0f;
+    int p = pdq_b_op(b, PDQ_OP_SOFTMAX, &lg, 1, &sm, "%s.softmax", base);
+    int in2[2] = {p, V};
+    return pdq_b_op(b, PDQ_OP_BATCH_MATMUL, in2, 2, &bmm, "%s.attn_out", base);
+}
+
+/* Batched: heads as a dimension, GQA through GATHER of kv heads. Returns attn (B,S,H*hd). */
+static int attn_batched(lctx *l, int q, int k, int v, int *new_k, int *new_v) {
+    pdq_bld *b = l->b;
+    const pdq_config *c = l->c;
+    int B = l->B, S = l->S, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
+    static const int32_t p0213[4] = {0, 2, 1, 3};
+    int s4[4] = {B, S, H, hd};
+    int qt = pdq_b_transpose(b, pdq_b_reshape(b, q, 4, s4, "self_attn.q_heads"), p0213, "self_attn.q_heads_t");
+    s4[2] = KV;
+    int kt = pdq_b_transpose(b, pdq_b_reshape(b, k, 4, s4, "self_attn.k_heads"), p0213, "self_attn.k_heads_t");
+    int vt = pdq_b_transpose(b, pdq_b_reshape(b, v, 4, s4, "self_attn.v_heads"), p0213, "self_attn.new_v");
+    int cs[4] = {B, 1, S, hd};
+    int cos4 = pdq_b_reshape(b, l->cos, 4, cs, "self_attn.cos_heads");
+    int sin4 = pdq_b_reshape(b, l->sin, 4, cs, "self_attn.sin_heads");
+    char base[160];
+    snprintf(base, sizeof base, "self_attn.q_rope");
+    int qr = rope(l, qt, cos4, sin4, base);
+    snprintf(base, sizeof base, "self_attn.new_k");
+    int kr = rope(l, kt, cos4, sin4, base);
+    *new_k = kr;
+    *new_v = vt;
+    int K = kr, V = vt;
+    if (l->P > 0) {
+        int ink[2] = {l->past_k, kr}, inv[2] = {l->past_v, vt};
+        K = pdq_b_concat(b, ink, 2, 2, "self_attn.k_all");
+        V = pdq_b_concat(b, inv, 2, 2, "self_attn.v_all");
+    }
+    if (H != KV && !b->err) {
+        int32_t *idx = malloc(sizeof(int32_t) * (size_t)H);
+        if (!idx) { b->err = 1; pdq_fail(b->st, PDQ_ERR_NOMEM, "gqa indices"); return -1; }
+        for (int h = 0; h < H; h++) idx[h] = h / (H / KV); /* repeat_interleave */
+        char name[200];
+        snprintf(name, sizeof name, "%sself_attn.kv_repeat_index", b->prefix);
+        int ix = pdq_graph_const_i32(b->g, name, H, idx, b->st);
+        free(idx);
+        if (ix < 0) { b->err = 1; return -1; }
+        pdq_op go;
+        memset(&go, 0, sizeof go);
+        go.opt.gather.axis = 1;
+        int gk[2] = {K, ix}, gv[2] = {V, ix};
+        K = pdq_b_op(b, PDQ_OP_GATHER, gk, 2, &go, "self_attn.k_repeat");
+        V = pdq_b_op(b, PDQ_OP_GATHER, gv, 2, &go, "self_attn.v_repeat");
+    }
+    int ms[4] = {B, 1, S, l->L};
+    int mask4 = pdq_b_reshape(b, l->mask, 4, ms, "self_attn.mask_heads");
+    int o = attend(l, qr, K, V, mask4, "self_attn");
+    int ot = pdq_b_transpose(b, o, p0213, "self_attn.attn_out_t");
+    int s3[3] = {B, S, H * hd};
+    return pdq_b_reshape(b, ot, 3, s3, "self_attn.attn_out_flat");
+}
+
+/* Unrolled: per kv head j, K_j/V_j are shared by its query heads (TICO _forward_unrolled). */
+static int attn_unrolled(lctx *l, int q, int k, int v, int *new_k, int *new_v) {
+    pdq_bld *b = l->b;
+    const pdq_config *c = l->c;
+    int B = l->B, S = l->S, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, rep = H / KV;
+    int *heads = malloc(sizeof(int) * (size_t)(H + 2 * KV));
+    if (!heads) { b->err = 1; pdq_fail(b->st, PDQ_ERR_NOMEM, "unrolled heads"); return -1; }
+    int *ks = heads + H, *vs = ks + KV;
+    int s4[4] = {B, S, H, hd};
+    int q4 = pdq_b_reshape(b, q, 4, s4, "self_attn.q_heads");
+    s4[2] = KV;
+    int k4 = pdq_b_reshape(b, k, 4, s4, "self_attn.k_heads");
+    int v4 = pdq_b_reshape(b, v, 4, s4, "self_attn.v_heads");
+    int s3[3] = {B, S, hd}, s4h[4] = {B, 1, S, hd};
+    char base[160];
+    for (int j = 0; j < KV; j++) {
+        int beg[4] = {0, 0, j, 0}, end[4] = {B, S, j + 1, hd};
+        int kj = pdq_b_reshape(b, pdq_b_slice(b, k4, beg, end, "self_attn.k%d.slice", j), 3, s3, "self_attn.k%d", j);
+        int vj = pdq_b_reshape(b, pdq_b_slice(b, v4, beg, end, "self_attn.v%d.slice", j), 3, s3, "self_attn.v%d", j);
+        snprintf(base, sizeof base, "self_attn.k%d.rope", j);
+        int kjr = rope(l, kj, l->cos, l->sin, base);
+        int Kj = kjr, Vj = vj;
+        if (l->P > 0) {
+            int pb[4] = {0, j, 0, 0}, pe[4] = {B, j + 1, l->P, hd}, ps[3] = {B, l->P, hd};
+            int pk = pdq_b_reshape(b, pdq_b_slice(b, l->past_k, pb, pe, "self_attn.past_k%d.slice", j), 3, ps,
+                                   "self_attn.past_k%d", j);
+            int pv = pdq_b_reshape(b, pdq_b_slice(b, l->past_v, pb, pe, "self_attn.past_v%d.slice", j), 3, ps,
+                                   "self_attn.past_v%d", j);
+            int ik[2] = {pk, kjr}, iv[2] = {pv, vj};
+            Kj = pdq_b_concat(b, ik, 2, 1, "self_attn.k%d.all", j);
+            Vj = pdq_b_concat(b, iv, 2, 1, "self_attn.v%d.all", j);
+        }
+        for (int r = 0; r < rep; r++) {
+            int i = j * rep + r;
+            int qb[4] = {0, 0, i, 0}, qe[4] = {B, S, i + 1, hd};
+            int qi = pdq_b_reshape(b, pdq_b_slice(b, q4, qb, qe, "self_attn.q%d.slice", i), 3, s3, "self_attn.q%d", i);
+            snprintf(base, sizeof base, "self_attn.q%d.rope", i);
+            int qir = rope(l, qi, l->cos, l->sin, base);
+            snprintf(base, sizeof base, "self_attn.h%d", i);
+            int oi = attend(l, qir, Kj, Vj, l->mask, base);
+            int o4[4] = {B, S, 1, hd};
+            heads[i] = pdq_b_reshape(b, oi, 4, o4, "self_attn.h%d.attn_out_4d", i);
+        }
+        ks[j] = pdq_b_reshape(b, kjr, 4, s4h, "self_attn.k%d.stack", j);
+        vs[j] = pdq_b_reshape(b, vj, 4, s4h, "self_attn.v%d.stack", j);
+    }
+    *new_k = pdq_b_concat(b, ks, KV, 1, "self_attn.new_k");
+    *new_v = pdq_b_concat(b, vs, KV, 1, "self_attn.new_v");
+    int att = pdq_b_concat(b, heads, H, 2, "self_attn.attn_heads");
+    free(heads);
+    int sf[3] = {B, S, H * hd};
+    return pdq_b_reshape(b, att, 3, sf, "self_attn.attn_out_flat");
+}
+
+pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_graph_mode mode,
+                         int B, int max_seq, int Q, const pdq_static_opts *o, pdq_graph **out,
+                         pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    pdq_static_opts def;
+    if (!o) { pdq_static_opts_default(&def); o = &def; }
+    if (layer < 0 || layer >= c->n_layers)
+        return pdq_fail(st, PDQ_ERR_ARG, "build layer: index %d out of range [0,%d)", layer, c->n_layers);
+    if (B < 1 || max_seq < 2)
+        return pdq_fail(st, PDQ_ERR_ARG, "build layer: batch %d / max_seq %d (need >= 1 / >= 2)", B, max_seq);
+    if (mode == PDQ_MODE_APPEND && (Q < 1 || Q >= max_seq))
+        return pdq_fail(st, PDQ_ERR_LIMIT, "build layer: bucket Q=%d must be in [1, max_seq-1=%d]", Q, max_seq - 1);
+    if (c->head_dim % 2 || c->n_heads % c->n_kv_heads)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "build layer: head_dim %d odd or heads %d not a multiple of kv heads %d",
+                        c->head_dim, c->n_heads, c->n_kv_heads);
+    if (!w) w = &m->layers[layer];
+    int D = c->hidden_size, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, F = c->intermediate_size;
+    int S = mode == PDQ_MODE_PREFILL ? max_seq : Q;
+    char gname[96];
+    snprintf(gname, sizeof gname, "decoder_layer_%s_%d", mode == PDQ_MODE_PREFILL ? "prefill" : "append", layer);
+    if (mode == PDQ_MODE_APPEND && Q == 1) snprintf(gname, sizeof gname, "decoder_layer_decode_%d", layer);
+    pdq_graph *g;
+    pdq_code rc = pdq_graph_new(gname, &g, st);
+    if (rc != PDQ_OK) return rc;
+    pdq_bld b = {.g = g, .st = st};
+    snprintf(b.prefix, sizeof b.prefix, "model.layers.%d.", layer);
+    lctx l = {.b = &b, .c = c, .o = o, .B = B, .S = S, .L = max_seq,
+              .P = mode == PDQ_MODE_PREFILL ? 0 : max_seq - Q, .past_k = -1, .past_v = -1, .scale = -1};
+
+    /* Inputs in contract order. */
+    int sh[4] = {B, S, D};
+    int x = pdq_b_input(&b, PDQ_TF32, 3, sh, "hidden_states");
+    int ms[3] = {B, S, max_seq};
+    l.mask = pdq_b_input(&b, PDQ_TF32, 3, ms, "attention_mask");
+    if (l.P > 0) {
+        int ps[4] = {B, KV, l.P, hd};
+        l.past_k = pdq_b_input(&b, PDQ_TF32, 4, ps, "past_key");
+        l.past_v = pdq_b_input(&b, PDQ_TF32, 4, ps, "past_value");
+    }
+    int cs[3] = {B, S, hd};
+    l.cos = pdq_b_input(&b, PDQ_TF32, 3, cs, "cos");
+    l.sin = pdq_b_input(&b, PDQ_TF32, 3, cs, "sin");
+
+    /* Weights (borrowed), the k_proj one scaled (owned) when the scale is folded into it. */
+    int ws[PDQ_LIN_COUNT];
+    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+        int shp[2];
+        pdq_linear_shape(c, (pdq_linear_id)i, &shp[0], &shp[1]);
+        const float *wd = w->w[i];
+        float *scaled = NULL;
+        if (i == PDQ_LIN_K && o->scale == PDQ_RT_SCALE_K_PROJ && !b.err) {
+            size_t n = (size_t)shp[0] * shp[1];
+            scaled = malloc(n * sizeof(float));
+            if (!scaled) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "scaled k_proj"); }
+            float s = 1.0f / sqrtf((float)hd);
+            for (size_t k = 0; k < n; k++) scaled[k] = wd[k] * s;
+        }
+        char name[200];
+        snprintf(name, sizeof name, "%s%s.%s.weight", b.prefix, pdq_linear_parent((pdq_linear_id)i),
+                 pdq_linear_name((pdq_linear_id)i));
+        if (b.err) { free(scaled); ws[i] = -1; continue; }
+        ws[i] = scaled ? pdq_graph_const_owned(g, name, PDQ_TF32, 2, shp, scaled, st)
+                       : pdq_graph_const(g, name, PDQ_TF32, 2, shp, wd, 0, st);
+        if (ws[i] < 0) b.err = 1;
+    }
+    int ds[1] = {D};
+    int g_in = pdq_b_const(&b, 1, ds, w->attn_norm, 0, "input_layernorm.weight");
+    int g_post = pdq_b_const(&b, 1, ds, w->ffn_norm, 0, "post_attention_layernorm.weight");
+    if (o->scale == PDQ_RT_SCALE_LOGITS) {
+        float s = 1.0f / sqrtf((float)hd);
+        int one[1] = {1};
+        l.scale = pdq_b_const(&b, 1, one, &s, 1, "self_attn.scale");
+    }
+
+    pdq_op rms;
+    memset(&rms, 0, sizeof rms);
+    rms.opt.rms.epsilon = c->rms_norm_eps;
+    pdq_op fc;
+    memset(&fc, 0, sizeof fc);
+    fc.opt.fc.keep_num_dims = 1;
+    int in2[2] = {x, g_in};
+    int h1 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in2, 2, &rms, "input_layernorm.out");
+    int fq[2] = {h1, ws[PDQ_LIN_Q]}, fk[2] = {h1, ws[PDQ_LIN_K]}, fv[2] = {h1, ws[PDQ_LIN_V]};
+    int q = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fq, 2, &fc, "self_attn.q_proj.out");
+    int k = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fk, 2, &fc, "self_attn.k_proj.out");
+    int v = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fv, 2, &fc, "self_attn.v_proj.out");
+    int new_k = -1, new_v = -1;
+    int att = o->layout == PDQ_RT_LAYOUT_UNROLLED ? attn_unrolled(&l, q, k, v, &new_k, &new_v)
+                                                  : attn_batched(&l, q, k, v, &new_k, &new_v);
+    int fo[2] = {att, ws[PDQ_LIN_O]};
+    int ao = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fo, 2, &fc, "self_attn.o_proj.out");
+    int h = pdq_b_op2(&b, PDQ_OP_ADD, x, ao, "attn_residual");
+    int in3[2] = {h, g_post};
+    int h2 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in3, 2, &rms, "post_attention_layernorm.out");
+    int fg[2] = {h2, ws[PDQ_LIN_GATE]}, fu[2] = {h2, ws[PDQ_LIN_UP]};
+    int gt = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fg, 2, &fc, "mlp.gate_proj.out");
+    int sg = pdq_b_op1(&b, PDQ_OP_LOGISTIC, gt, "mlp.act_fn.sigmoid");
+    int silu = pdq_b_op2(&b, PDQ_OP_MUL, gt, sg, "mlp.act_fn.out");
+    int up = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fu, 2, &fc, "mlp.up_proj.out");
+    int mm = pdq_b_op2(&b, PDQ_OP_MUL, silu, up, "mlp.mul");
+    int fd[2] = {mm, ws[PDQ_LIN_DOWN]};
+    int dn = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fd, 2, &fc, "mlp.down_proj.out");
+    int y = pdq_b_op2(&b, PDQ_OP_ADD, h, dn, "out");
+    (void)F;
+    (void)H;
+    pdq_b_output(&b, y);
+    pdq_b_output(&b, new_k);
+    pdq_b_output(&b, new_v);
+    if (b.err) {
+        pdq_graph_free(g);
+        if (st && st->code == PDQ_OK) pdq_fail(st, PDQ_ERR_ARG, "build layer %d failed", layer);
+        return st ? st->code : PDQ_ERR_ARG;
+    }
+    if ((rc = pdq_graph_validate(g, st)) != PDQ_OK) { pdq_graph_free(g); return rc; }
+    *out = g;
+    return PDQ_OK;
+}

@@ -1,0 +1,286 @@
+/* Static runtime: lifetime, the graph stacks (built on first use, one shared arena), running the
+ * layer stack and writing K/V deltas into the external cache. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+static void stack_free(rt_stack *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n; i++) {
+        if (s->ip) pdq_interp_free(s->ip[i]);
+        if (s->g) pdq_graph_free(s->g[i]);
+    }
+    free(s->ip);
+    free(s->g);
+    free(s);
+}
+
+void pdq_rt_fill(float *p, size_t n, float v) {
+    for (size_t i = 0; i < n; i++) p[i] = v;
+}
+
+void pdq_rt_rope_row(const pdq_rt *rt, int pos, float *cos, float *sin) {
+    memcpy(cos, rt->cos_tab + (size_t)pos * rt->hd, sizeof(float) * (size_t)rt->hd);
+    memcpy(sin, rt->sin_tab + (size_t)pos * rt->hd, sizeof(float) * (size_t)rt->hd);
+}
+
+void pdq_rt_free(pdq_rt *rt) {
+    if (!rt) return;
+    for (int i = 0; i < rt->n_stacks; i++) stack_free(rt->stacks[i]);
+    free(rt->stacks);
+    if (rt->k)
+        for (int l = 0; l < rt->n_layers; l++) { free(rt->k[l]); free(rt->v[l]); }
+    free(rt->k);
+    free(rt->v);
+    free(rt->len);
+    free(rt->cos_tab);
+    free(rt->sin_tab);
+    free(rt->arena);
+    free(rt->hid_a);
+    free(rt->hid_b);
+    free(rt->mask);
+    free(rt->cos);
+    free(rt->sin);
+    free(rt->past_k);
+    free(rt->past_v);
+    free(rt->new_k);
+    free(rt->new_v);
+    free(rt->ids);
+    free(rt->slot);
+    free(rt->last_h);
+    free(rt->logit_buf);
+    free(rt);
+}
+
+pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_opts *o,
+                       pdq_rt **out, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    if (B < 1) return pdq_fail(st, PDQ_ERR_ARG, "static runtime: batch %d must be >= 1", B);
+    if (max_seq < 2) return pdq_fail(st, PDQ_ERR_ARG, "static runtime: max_seq %d must be >= 2", max_seq);
+    if (max_seq > c->max_position_embeddings && c->max_position_embeddings > 0)
+        return pdq_fail(st, PDQ_ERR_LIMIT, "static runtime: max_seq %d exceeds max_position_embeddings %d",
+                        max_seq, c->max_position_embeddings);
+    pdq_rt *rt = calloc(1, sizeof *rt);
+    if (!rt) return pdq_fail(st, PDQ_ERR_NOMEM, "static runtime");
+    rt->m = m;
+    if (o) rt->o = *o;
+    else pdq_static_opts_default(&rt->o);
+    rt->B = B;
+    rt->max_seq = max_seq;
+    rt->C = max_seq - 1;
+    rt->n_layers = c->n_layers;
+    rt->KV = c->n_kv_heads;
+    rt->hd = c->head_dim;
+    rt->D = c->hidden_size;
+    rt->V = c->vocab_size;
+    size_t S = (size_t)max_seq, Bz = (size_t)B, hd = (size_t)rt->hd, kvsz = Bz * rt->KV * rt->C * hd;
+    int ok = 1;
+    ok &= !!(rt->k = calloc((size_t)rt->n_layers, sizeof(float *)));
+    ok &= !!(rt->v = calloc((size_t)rt->n_layers, sizeof(float *)));
+    for (int l = 0; ok && l < rt->n_layers; l++) {
+        ok &= !!(rt->k[l] = calloc(kvsz, sizeof(float)));
+        ok &= !!(rt->v[l] = calloc(kvsz, sizeof(float)));
+    }
+    ok = ok && (rt->len = calloc(Bz, sizeof(int)));
+    ok = ok && (rt->cos_tab = malloc(S * hd * sizeof(float)));
+    ok = ok && (rt->sin_tab = malloc(S * hd * sizeof(float)));
+    ok = ok && (rt->hid_a = malloc(Bz * S * rt->D * sizeof(float)));
+    ok = ok && (rt->hid_b = malloc(Bz * S * rt->D * sizeof(float)));
+    ok = ok && (rt->mask = malloc(Bz * S * S * sizeof(float)));
+    ok = ok && (rt->cos = malloc(Bz * S * hd * sizeof(float)));
+    ok = ok && (rt->sin = malloc(Bz * S * hd * sizeof(float)));
+    ok = ok && (rt->past_k = malloc(kvsz * sizeof(float)));
+    ok = ok && (rt->past_v = malloc(kvsz * sizeof(float)));
+    ok = ok && (rt->new_k = malloc(Bz * rt->KV * S * hd * sizeof(float)));
+    ok = ok && (rt->new_v = malloc(Bz * rt->KV * S * hd * sizeof(float)));
+    ok = ok && (rt->ids = malloc(Bz * S * sizeof(int32_t)));
+    ok = ok && (rt->slot = malloc(Bz * S * sizeof(int)));
+    ok = ok && (rt->last_h = malloc(Bz * rt->D * sizeof(float)));
+    if (!ok) {
+        pdq_rt_free(rt);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "static runtime: buffers for batch %d, max_seq %d", B, max_seq);
+    }
+    int32_t *pos = malloc(S * sizeof(int32_t));
+    if (!pos) { pdq_rt_free(rt); return pdq_fail(st, PDQ_ERR_NOMEM, "static runtime: rope tables"); }
+    for (int i = 0; i < max_seq; i++) pos[i] = i;
+    pdq_rope_tables(m, max_seq, pos, rt->cos_tab, rt->sin_tab);
+    free(pos);
+    if (rt->o.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN)
+        for (size_t p = 0; p < S; p++)
+            for (size_t i = 0; i < hd / 2; i++) rt->sin_tab[p * hd + i] = -rt->sin_tab[p * hd + i];
+    /* Build the prefill stack now: shape errors surface at creation. */
+    rt_stack *s;
+    pdq_code rc = pdq_rt_stack(rt, RT_PREFILL, max_seq, &s, st);
+    if (rc != PDQ_OK) { pdq_rt_free(rt); return rc; }
+    *out = rt;
+    return PDQ_OK;
+}
+
+int pdq_rt_batch(const pdq_rt *rt) { return rt->B; }
+int pdq_rt_max_seq(const pdq_rt *rt) { return rt->max_seq; }
+int pdq_rt_len(const pdq_rt *rt, int b) { return (b >= 0 && b < rt->B) ? rt->len[b] : -1; }
+
+void pdq_rt_reset(pdq_rt *rt) {
+    memset(rt->len, 0, sizeof(int) * (size_t)rt->B);
+}
+
+void pdq_rt_set_hook(pdq_rt *rt, pdq_edge_hook hook, void *ctx) {
+    rt->hook = hook;
+    rt->hook_ctx = ctx;
+    for (int i = 0; i < rt->n_stacks; i++)
+        for (int j = 0; j < rt->stacks[i]->n; j++) pdq_interp_set_hook(rt->stacks[i]->ip[j], hook, ctx);
+}
+
+static pdq_code build_one(pdq_rt *rt, rt_kind kind, int T, int layer, pdq_graph **g, pdq_status *st) {
+    switch (kind) {
+    case RT_PREFILL:
+        return pdq_build_layer(rt->m, layer, NULL, PDQ_MODE_PREFILL, rt->B, rt->max_seq, 0, &rt->o, g, st);
+    case RT_APPEND:
+        return pdq_build_layer(rt->m, layer, NULL, PDQ_MODE_APPEND, rt->B, rt->max_seq, T, &rt->o, g, st);
+    case RT_EMBED: return pdq_build_embed(rt->m, rt->B, T, g, st);
+    case RT_HEAD: return pdq_build_head(rt->m, rt->B, T, g, st);
+    }
+    return pdq_fail(st, PDQ_ERR_ARG, "unknown graph kind");
+}
+
+pdq_code pdq_rt_stack(pdq_rt *rt, rt_kind kind, int T, rt_stack **out, pdq_status *st) {
+    for (int i = 0; i < rt->n_stacks; i++)
+        if (rt->stacks[i]->kind == kind && rt->stacks[i]->T == T) { *out = rt->stacks[i]; return PDQ_OK; }
+    if (kind == RT_APPEND && (T < 1 || T >= rt->max_seq))
+        return pdq_fail(st, PDQ_ERR_LIMIT, "bucket of %d tokens too large: must be in [1, max_seq-1 = %d]", T,
+                        rt->max_seq - 1);
+    int n = (kind == RT_PREFILL || kind == RT_APPEND) ? rt->n_layers : 1;
+    rt_stack *s = calloc(1, sizeof *s);
+    rt_stack **ns = realloc(rt->stacks, sizeof(rt_stack *) * (size_t)(rt->n_stacks + 1));
+    if (ns) rt->stacks = ns;
+    if (s) { s->g = calloc((size_t)n, sizeof(pdq_graph *)); s->ip = calloc((size_t)n, sizeof(pdq_interp *)); }
+    if (!s || !ns || !s->g || !s->ip) { stack_free(s); return pdq_fail(st, PDQ_ERR_NOMEM, "graph stack"); }
+    s->kind = kind;
+    s->T = T;
+    s->n = n;
+    pdq_code rc = PDQ_OK;
+    size_t need = rt->arena_bytes;
+    for (int i = 0; i < n && rc == PDQ_OK; i++) {
+        rc = build_one(rt, kind, T, i, &s->g[i], st);
+        if (rc == PDQ_OK) rc = pdq_interp_create(s->g[i], &s->ip[i], st);
+        if (rc == PDQ_OK) {
+            size_t b = pdq_interp_arena_bytes(s->ip[i]);
+            if (b > need) need = b;
+            pdq_interp_set_hook(s->ip[i], rt->hook, rt->hook_ctx);
+        }
+    }
+    if (rc != PDQ_OK) { stack_free(s); return rc; }
+    if (need > rt->arena_bytes) {
+        void *a = aligned_alloc(64, (need + 63) / 64 * 64);
+        if (!a) { stack_free(s); return pdq_fail(st, PDQ_ERR_NOMEM, "interpreter arena of %zu bytes", need); }
+        free(rt->arena);
+        rt->arena = a;
+        rt->arena_bytes = need;
+        for (int i = 0; i < rt->n_stacks; i++)
+            for (int j = 0; j < rt->stacks[i]->n; j++) pdq_interp_set_arena(rt->stacks[i]->ip[j], a);
+    }
+    for (int j = 0; j < n; j++) pdq_interp_set_arena(s->ip[j], rt->arena);
+    rt->stacks[rt->n_stacks++] = s;
+    *out = s;
+    return PDQ_OK;
+}
+
+pdq_code pdq_rt_layer_graph(pdq_rt *rt, pdq_graph_mode mode, int Q, int layer, const pdq_graph **g,
+                            pdq_status *st) {
+    rt_stack *s;
+    pdq_code rc = mode == PDQ_MODE_PREFILL ? pdq_rt_stack(rt, RT_PREFILL, rt->max_seq, &s, st)
+                                           : pdq_rt_stack(rt, RT_APPEND, Q, &s, st);
+    if (rc != PDQ_OK) return rc;
+    if (layer < 0 || layer >= s->n) return pdq_fail(st, PDQ_ERR_ARG, "layer %d out of range", layer);
+    *g = s->g[layer];
+    return PDQ_OK;
+}
+
+static pdq_code bind_io(pdq_interp *ip, const pdq_graph *g, int which_in, int is_out, void *mem, pdq_status *st) {
+    int tid = is_out ? g->outputs[which_in] : g->inputs[which_in];
+    return pdq_interp_bind(ip, tid, mem, st);
+}
+
+pdq_code pdq_rt_embed(pdq_rt *rt, int T, const int32_t *ids, float *out, pdq_status *st) {
+    rt_stack *s;
+    pdq_code rc = pdq_rt_stack(rt, RT_EMBED, T, &s, st);
+    if (rc == PDQ_OK) rc = bind_io(s->ip[0], s->g[0], 0, 0, (void *)ids, st);
+    if (rc == PDQ_OK) rc = bind_io(s->ip[0], s->g[0], 0, 1, out, st);
+    if (rc == PDQ_OK) rc = pdq_interp_run(s->ip[0], st);
+    return rc;
+}
+
+pdq_code pdq_rt_head(pdq_rt *rt, int T, const float *x, float *logits, pdq_status *st) {
+    rt_stack *s;
+    pdq_code rc = pdq_rt_stack(rt, RT_HEAD, T, &s, st);
+    if (rc == PDQ_OK) rc = bind_io(s->ip[0], s->g[0], 0, 0, (void *)x, st);
+    if (rc == PDQ_OK) rc = bind_io(s->ip[0], s->g[0], 0, 1, logits, st);
+    if (rc == PDQ_OK) rc = pdq_interp_run(s->ip[0], st);
+    return rc;
+}
+
+/* Copies the K/V deltas of positions with a cache slot into the layer's cache. */
+static void write_back(pdq_rt *rt, int layer, int T) {
+    size_t hd = (size_t)rt->hd;
+    for (int b = 0; b < rt->B; b++)
+        for (int t = 0; t < T; t++) {
+            int slot = rt->slot[(size_t)b * T + t];
+            if (slot < 0) continue;
+            for (int h = 0; h < rt->KV; h++) {
+                size_t src = (((size_t)b * rt->KV + h) * T + t) * hd;
+                size_t dst = (((size_t)b * rt->KV + h) * rt->C + slot) * hd;
+                memcpy(rt->k[layer] + dst, rt->new_k + src, hd * sizeof(float));
+                memcpy(rt->v[layer] + dst, rt->new_v + src, hd * sizeof(float));
+            }
+        }
+}
+
+/* Past K/V of an append graph: the first P = max_seq - Q slots of every (row, head). */
+static void copy_past(const pdq_rt *rt, const float *cache, float *past, int P) {
+    size_t hd = (size_t)rt->hd;
+    for (size_t bh = 0; bh < (size_t)rt->B * rt->KV; bh++)
+        memcpy(past + bh * P * hd, cache + bh * rt->C * hd, (size_t)P * hd * sizeof(float));
+}
+
+pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *st) {
+    float *cur = rt->hid_a, *nxt = rt->hid_b;
+    int T = s->T, append = s->kind == RT_APPEND;
+    int P = rt->max_seq - T;
+    for (int l = 0; l < s->n; l++) {
+        pdq_interp *ip = s->ip[l];
+        const pdq_graph *g = s->g[l];
+        pdq_code rc = PDQ_OK;
+        void *pk = rt->k[l], *pv = rt->v[l];
+        if (append && P != rt->C) {
+            copy_past(rt, rt->k[l], rt->past_k, P);
+            copy_past(rt, rt->v[l], rt->past_v, P);
+            pk = rt->past_k;
+            pv = rt->past_v;
+        }
+        if (append) {
+            rc = bind_io(ip, g, PDQ_AP_IN_HIDDEN, 0, cur, st);
+            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_MASK, 0, rt->mask, st);
+            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_PAST_K, 0, pk, st);
+            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_PAST_V, 0, pv, st);
+            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_COS, 0, rt->cos, st);
+            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_SIN, 0, rt->sin, st);
+        } else {
+            rc = bind_io(ip, g, PDQ_PF_IN_HIDDEN, 0, cur, st);
+            if (!rc) rc = bind_io(ip, g, PDQ_PF_IN_MASK, 0, rt->mask, st);
+            if (!rc) rc = bind_io(ip, g, PDQ_PF_IN_COS, 0, rt->cos, st);
+            if (!rc) rc = bind_io(ip, g, PDQ_PF_IN_SIN, 0, rt->sin, st);
+        }
+        if (!rc) rc = bind_io(ip, g, PDQ_L_OUT_HIDDEN, 1, nxt, st);
+        if (!rc) rc = bind_io(ip, g, PDQ_L_OUT_K, 1, rt->new_k, st);
+        if (!rc) rc = bind_io(ip, g, PDQ_L_OUT_V, 1, rt->new_v, st);
+        if (!rc) rc = pdq_interp_run(ip, st);
+        if (rc != PDQ_OK) return rc;
+        write_back(rt, l, T);
+        float *t = cur;
+        cur = nxt;
+        nxt = t;
+    }
+    *result = cur;
+    return PDQ_OK;
+}
