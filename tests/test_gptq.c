@@ -38,7 +38,7 @@ static void gj_inverse(double *a, int n) {
 static void ref_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H, float *deq,
                      uint8_t *codes) {
     const pdq_qscheme *s = &o->scheme;
-    int G = s->group, maxq = (1 << s->bits) - 1, ng = G ? cols / G : 1;
+    int G = s->group, maxq = (1 << s->bits) - 1, ng = G ? (cols + G - 1) / G : 1;
     double *h = malloc(sizeof(double) * cols * cols), *W = malloc(sizeof(double) * rows * cols);
     float *wz = malloc(sizeof(float) * rows * cols), *colbuf = malloc(sizeof(float) * rows * (G ? G : 1));
     float *sc = malloc(sizeof(float) * rows), *ze = malloc(sizeof(float) * rows);
@@ -59,7 +59,8 @@ static void ref_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols,
     } else {
         for (int g = 0; g < ng; g++)
             for (int r = 0; r < rows; r++)
-                pdq_qparams_find(s, wz + r * cols + g * G, 1, G, 0, 1, &ssc[r * ng + g], &sze[r * ng + g]);
+                pdq_qparams_find(s, wz + r * cols + g * G, 1, cols - g * G < G ? cols - g * G : G, 0, 1,
+                                 &ssc[r * ng + g], &sze[r * ng + g]);
     }
     /* act-order: selection by descending diagonal, ties to the lower index */
     int *done = calloc(cols, sizeof(int));
@@ -84,9 +85,10 @@ static void ref_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols,
             int g = perm[j] / G;
             for (int r = 0; r < rows; r++) { sc[r] = ssc[r * ng + g]; ze[r] = sze[r * ng + g]; }
         } else if (G && j % G == 0) {
+            int width = cols - j < G ? cols - j : G; /* a shorter last group with partial_groups */
             for (int r = 0; r < rows; r++)
-                for (int k = 0; k < G; k++) colbuf[r * G + k] = (float)W[r * cols + j + k];
-            pdq_qparams_find(s, colbuf, rows, G, G, 1, sc, ze);
+                for (int k = 0; k < width; k++) colbuf[r * G + k] = (float)W[r * cols + j + k];
+            pdq_qparams_find(s, colbuf, rows, width, G, 1, sc, ze);
         }
         double d = hc[j * cols + j];
         for (int r = 0; r < rows; r++) {
@@ -152,6 +154,7 @@ static void check_against_reference(const cfg_t *c, uint64_t seed) {
     o.scheme.sym = c->sym;
     o.scheme.mse = c->mse;
     o.scheme.per_tensor = c->per_tensor;
+    o.scheme.partial_groups = 1;
     o.actorder = c->actorder;
     o.static_groups = c->static_groups;
     o.blocksize = c->blocksize;
@@ -196,6 +199,9 @@ static void test_matches_reference(void **state) {
         {16, 64, 4, 0, 1, 0, 1, 0, 7, 0},    {16, 64, 3, 32, 1, 1, 0, 1, 16, 0},
         {12, 48, 4, 0, 1, 0, 0, 1, 128, 0},  {12, 48, 8, 0, 1, 0, 0, 0, 5, 0},
         {12, 48, 4, 0, 1, 0, 0, 0, 16, 1},
+        /* groups that do not divide the input (shorter last group) */
+        {10, 60, 4, 16, 1, 0, 0, 0, 16, 0},  {10, 60, 3, 16, 1, 1, 0, 0, 128, 0},
+        {10, 60, 4, 16, 0, 0, 1, 0, 20, 0},  {10, 40, 4, 64, 1, 0, 0, 0, 128, 0},
     };
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) check_against_reference(&cfgs[i], 100 + i);
 }

@@ -218,6 +218,16 @@ static void test_bad_input(void **state) {
     q.group = 4;
     assert_int_equal(pdq_quant_rtn(&q, w, 2, 10, NULL, deq, sc, ze, "w", &st), PDQ_ERR_ARG);
     assert_non_null(strstr(st.msg, "does not divide"));
+    q.partial_groups = 1; /* 10 = 4 + 4 + 2 */
+    uint8_t codes[20];
+    assert_int_equal(pdq_qscheme_ngroups(&q, 10), 3);
+    w[0] = 1.0f; w[9] = -2.0f;
+    float s3[6], z3[6];
+    assert_int_equal(pdq_quant_rtn(&q, w, 2, 10, codes, deq, s3, z3, "w", &st), PDQ_OK);
+    assert_float_equal(s3[2], 2.0f / 15, 1e-7); /* the last group: columns 8..9 only */
+    assert_float_equal(s3[0], 1.0f / 15, 1e-7);
+    w[0] = 0; w[9] = 0;
+    q.partial_groups = 0;
     q.group = 5;
     w[3] = NAN;
     assert_int_equal(pdq_quant_rtn(&q, w, 2, 10, NULL, deq, sc, ze, "w", &st), PDQ_ERR_NUMERIC);

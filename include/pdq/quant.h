@@ -19,6 +19,8 @@ typedef struct {
     int bits;        /* 2..8 */
     int sym;         /* symmetric grid (zero = 2^(bits-1)) */
     int group;       /* 0: one grid per output row (per-channel); >0: group size along the input */
+    int partial_groups; /* allow a group that does not divide the input: the last group is shorter
+                         * (GPTQ reference behaviour); otherwise that is an error */
     int per_tensor;  /* one grid for the whole tensor (group must be 0) */
     int mse;         /* shrink search: p = 1 - i/grid for i in [0, maxshrink*grid), keep the p with
                       * the smallest sum |q(x) - x|^norm per vector */
@@ -31,7 +33,7 @@ typedef struct {
 void pdq_qscheme_default(pdq_qscheme *s, int bits);
 /* Validates the scheme for a [rows, cols] weight (bits range, group divides cols, ...). */
 pdq_code pdq_qscheme_check(const pdq_qscheme *s, int rows, int cols, const char *name, pdq_status *st);
-/* Number of grids along the input dimension: cols / group, or 1. */
+/* Number of grids along the input dimension: ceil(cols / group), or 1. */
 int pdq_qscheme_ngroups(const pdq_qscheme *s, int cols);
 
 /* Grid parameters of `nvec` vectors of n values: element k of vector v is

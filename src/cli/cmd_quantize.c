@@ -24,6 +24,7 @@ static const char *k_usage =
     "  --lm-head-gptq       GPTQ for lm_head instead of RTN\n"
     "  --eval FILE          perplexity of FP32 and quantized on FILE (windows --eval-len, stride --eval-stride;\n"
     "                       default 256/256), written to report.json\n"
+    "  --eval-fp32-ppl X    reuse a known FP32 perplexity of the same file and windows (sweeps)\n"
     "  --threads N          BLAS/threads (default: all cores)\n"
     "  --quiet              no per-module table\n";
 
@@ -66,6 +67,7 @@ int cmd_quantize(int argc, char **argv) {
     o.lm_head_gptq = args_flag(&a, "--lm-head-gptq");
     int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet");
     int eval_len = (int)args_int(&a, "--eval-len", 256), eval_stride = (int)args_int(&a, "--eval-stride", 256);
+    double known_fp32 = args_double(&a, "--eval-fp32-ppl", 0);
     if (args_finish(&a) || !dir || !out) { fputs(k_usage, stderr); return 2; }
     if (method && strcmp(method, "gptq") != 0 && strcmp(method, "rtn") != 0) {
         fprintf(stderr, "pdq quantize: --method must be gptq or rtn, got '%s'\n", method);
@@ -111,7 +113,8 @@ int cmd_quantize(int argc, char **argv) {
         ev.file = evalf;
         ev.max_len = eval_len;
         ev.stride = eval_stride;
-        if (eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens)) goto done;
+        if (known_fp32 > 0) ev.fp32_ppl = known_fp32;
+        else if (eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens)) goto done;
     }
     if (o.method == PDQ_QM_GPTQ) {
         int bos;

@@ -4,6 +4,7 @@ void quant_args_read(pdq_args *a, pdq_gptq_opts *o) {
     pdq_gptq_opts_default(o, (int)args_int(a, "--wbits", 4));
     pdq_qscheme *s = &o->scheme;
     s->group = (int)args_int(a, "--group", 0);
+    s->partial_groups = args_flag(a, "--partial-groups");
     s->per_tensor = args_flag(a, "--per-tensor");
     s->sym = args_flag(a, "--sym");
     s->mse = args_flag(a, "--mse");

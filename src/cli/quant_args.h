@@ -8,6 +8,7 @@
 #define QUANT_ARGS_USAGE \
     "  --wbits B            weight bits 2..8 (default 4)\n" \
     "  --group G            group size along the input dimension (default: per output row)\n" \
+    "  --partial-groups     allow a group that does not divide the input (shorter last group)\n" \
     "  --per-tensor         one grid per tensor\n" \
     "  --sym                symmetric grid (zero point 2^(B-1))\n" \
     "  --mse                shrink search: p = 1 - i/grid, i < maxshrink*grid, minimise sum|err|^norm\n" \

@@ -178,6 +178,7 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
     cJSON_AddStringToObject(j, "formula", "w = scale * (code - zero)");
     cJSON_AddNumberToObject(j, "bits", s->bits);
     cJSON_AddNumberToObject(j, "group", s->group);
+    cJSON_AddBoolToObject(j, "partial_groups", s->partial_groups);
     cJSON_AddBoolToObject(j, "sym", s->sym);
     cJSON_AddBoolToObject(j, "per_tensor", s->per_tensor);
     cJSON_AddBoolToObject(j, "mse", s->mse);
@@ -321,9 +322,9 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
         return pdq_fail(st, PDQ_ERR_SHAPE, "%s: %s has shape [%d, %d] in pdq_quant.json, the config needs [%d, %d]",
                         file, mt->name, cJSON_GetArrayItem(jsh, 0)->valueint, cJSON_GetArrayItem(jsh, 1)->valueint,
                         rows, cols);
-    if (bits < 2 || bits > 8 || group < 0 || (group > 0 && cols % group))
+    if (bits < 2 || bits > 8 || group < 0)
         return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s: bad bits %d / group %d", file, mt->name, bits, group);
-    int ng = group ? cols / group : 1, maxq = (1 << bits) - 1;
+    int ng = group ? (cols + group - 1) / group : 1, maxq = (1 << bits) - 1;
     int packed = bits <= 4;
     int64_t qc = packed ? (cols + 1) / 2 : cols;
     const pdq_st_tensor *tq = want(s, mt->name, ".qweight", PDQ_DT_U8, 2, rows, qc, file, st);

@@ -188,7 +188,8 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
         pdq_qresult_free(&tmp);
         memcpy(r->scale, ssc, (size_t)rows * ng * sizeof(float));
         memcpy(r->zero, sze, (size_t)rows * ng * sizeof(float));
-        for (int c = 0; c < cols; c++) r->g_idx[c] = c / gs;
+        if (r->g_idx)
+            for (int c = 0; c < cols; c++) r->g_idx[c] = c / gs;
     }
     if (s->group == 0)
         for (int rr = 0; rr < rows; rr++) { r->scale[rr] = sc[rr]; r->zero[rr] = ze[rr]; }
@@ -225,13 +226,14 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
                     if (j % gs == 0) {
                         /* group j/gs: columns j..j+gs-1 of the current (updated) weights */
                         int g = j / gs;
-                        pdq_qparams_find(s, wc, rows, gs, 1, rows, sc, ze);
+                        int width = cols - j < gs ? cols - j : gs;
+                        pdq_qparams_find(s, wc, rows, width, 1, rows, sc, ze);
                         for (int rr = 0; rr < rows; rr++) {
                             r->scale[(size_t)rr * ng + g] = sc[rr];
                             r->zero[(size_t)rr * ng + g] = ze[rr];
                         }
                     }
-                    r->g_idx[c] = j / gs;
+                    if (r->g_idx) r->g_idx[c] = j / gs;
                 }
             }
             float d = hinv[(size_t)j * cols + j];

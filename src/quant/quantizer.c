@@ -20,9 +20,10 @@ pdq_code pdq_qscheme_check(const pdq_qscheme *s, int rows, int cols, const char 
     if (s->group < 0) return pdq_fail(st, PDQ_ERR_ARG, "%s: negative group size %d", name, s->group);
     if (s->group > 0 && s->per_tensor)
         return pdq_fail(st, PDQ_ERR_ARG, "%s: per-tensor grids cannot have groups", name);
-    if (s->group > 0 && cols % s->group != 0)
-        return pdq_fail(st, PDQ_ERR_ARG, "%s: group size %d does not divide the input dimension %d",
-                        name, s->group, cols);
+    if (s->group > 0 && cols % s->group != 0 && !s->partial_groups)
+        return pdq_fail(st, PDQ_ERR_ARG,
+                        "%s: group size %d does not divide the input dimension %d (--partial-groups allows a "
+                        "shorter last group)", name, s->group, cols);
     if (rows <= 0 || cols <= 0) return pdq_fail(st, PDQ_ERR_SHAPE, "%s: empty weight [%d, %d]", name, rows, cols);
     if (s->mse && (s->grid <= 0 || !(s->maxshrink > 0.0f && s->maxshrink <= 1.0f) || !(s->norm > 0.0f)))
         return pdq_fail(st, PDQ_ERR_ARG, "%s: bad MSE search (grid %d, maxshrink %g, norm %g)", name,
@@ -31,7 +32,7 @@ pdq_code pdq_qscheme_check(const pdq_qscheme *s, int rows, int cols, const char 
 }
 
 int pdq_qscheme_ngroups(const pdq_qscheme *s, int cols) {
-    return s->group > 0 ? cols / s->group : 1;
+    return s->group > 0 ? (cols + s->group - 1) / s->group : 1;
 }
 
 float pdq_qdequant(float x, float scale, float zero, int maxq) {
@@ -95,7 +96,7 @@ pdq_code pdq_quant_rtn(const pdq_qscheme *s, const float *w, int rows, int cols,
     if (rc) return rc;
     if (!all_finite(w, (size_t)rows * cols))
         return pdq_fail(st, PDQ_ERR_NUMERIC, "%s: NaN or Inf in the weight", name ? name : "weight");
-    int ng = pdq_qscheme_ngroups(s, cols), gs = cols / ng, maxq = (1 << s->bits) - 1;
+    int ng = pdq_qscheme_ngroups(s, cols), gs = s->group > 0 ? s->group : cols, maxq = (1 << s->bits) - 1;
     if (s->per_tensor) {
         pdq_qparams_find(s, w, 1, rows * cols, 0, 1, &scale[0], &zero[0]);
         for (int r = 1; r < rows; r++) { scale[r] = scale[0]; zero[r] = zero[0]; }
@@ -104,7 +105,8 @@ pdq_code pdq_quant_rtn(const pdq_qscheme *s, const float *w, int rows, int cols,
             /* vectors: rows; elements: the group's columns. Results go to a column of [rows, ng]. */
             float *sc = malloc(sizeof(float) * 2 * (size_t)rows);
             if (!sc) return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", name ? name : "weight");
-            pdq_qparams_find(s, w + (size_t)g * gs, rows, gs, cols, 1, sc, sc + rows);
+            int width = cols - g * gs < gs ? cols - g * gs : gs;
+            pdq_qparams_find(s, w + (size_t)g * gs, rows, width, cols, 1, sc, sc + rows);
             for (int r = 0; r < rows; r++) {
                 scale[(size_t)r * ng + g] = sc[r];
                 zero[(size_t)r * ng + g] = sc[rows + r];

@@ -12,6 +12,7 @@ pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq
     cJSON_AddStringToObject(j, "method", o->method == PDQ_QM_GPTQ ? "gptq" : "rtn");
     cJSON_AddNumberToObject(j, "wbits", s->bits);
     cJSON_AddNumberToObject(j, "group", s->group);
+    cJSON_AddBoolToObject(j, "partial_groups", s->partial_groups);
     cJSON_AddBoolToObject(j, "sym", s->sym);
     cJSON_AddBoolToObject(j, "per_tensor", s->per_tensor);
     cJSON_AddBoolToObject(j, "mse", s->mse);
