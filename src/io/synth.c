@@ -55,10 +55,10 @@ static uint64_t name_seed(uint64_t seed, const char *name) {
  * so the value is exact in bf16, f16 and f32 alike. */
 static float next_value(uint64_t *s, int is_norm) {
     uint64_t r = splitmix(s);
-    double u = (double)(r & 0xffff) + (double)((r >> 16) & 0xffff) + (double)((r >> 32) & 0xffff) +
-               (double)(r >> 48);
-    double n = (u / 65536.0 - 2.0) * 1.7320508075688772;
-    float x = is_norm ? (float)(1.0 + 0.1 * n) : (float)(0.02 * n);
+    uint32_t u = (uint32_t)(r & 0xffff) + (uint32_t)((r >> 16) & 0xffff) + (uint32_t)((r >> 32) & 0xffff) +
+                 (uint32_t)(r >> 48);
+    float n = (float)((int32_t)u - 131072) * (1.7320508f / 65536.0f);
+    float x = is_norm ? 1.0f + 0.1f * n : 0.02f * n;
     x = pdq_bf16_to_f32(pdq_f32_to_bf16(x));
     if (x > -6.103515625e-05f && x < 6.103515625e-05f) x = 0.0f;
     return x;
