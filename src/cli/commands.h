@@ -17,5 +17,9 @@ int cmd_logits(int argc, char **argv);
 int cmd_ppl(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_gptq_matrix(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
+/* pdq generate --static ...: generation through the static runtime (cmd_generate delegates). */
+int cmd_generate_static(int argc, char **argv);
 
 #endif

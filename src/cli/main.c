@@ -12,6 +12,8 @@ static const pdq_command k_commands[] = {
     {"ppl", cmd_ppl, "perplexity with strided sliding windows"},
     {"quantize", cmd_quantize, "GPTQ/RTN weight quantization of a model (quantized + dequantized HF checkpoints)"},
     {"gptq-matrix", cmd_gptq_matrix, "GPTQ and RTN on one weight matrix (.npy in, .npy + result.json out)"},
+    {"verify", cmd_verify, "static prefill/decode/append graphs vs the reference, step by step"},
+    {"chat", cmd_chat, "interactive multi-turn chat through the static runtime (append)"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,161 @@
+/* pdq generate --static: generation through the static prefill/decode graphs, one prompt or a
+ * batch (--batch-prompts FILE, one prompt per line, rows padded on --padding's side). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "common.h"
+#include "pdq/eval.h"
+#include "pdq/runtime.h"
+#include "pdq/sampling.h"
+
+#define MAX_ROWS 64
+
+static const char *k_usage =
+    "usage: pdq generate --static --model DIR --max-seq N (--prompt T | --ids \"1 2\" | --batch-prompts FILE)\n"
+    "                    [--max-new N] [--padding left|right] [--temperature X --top-p P --seed S] [--ignore-eos]\n"
+    "                    [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
+    "                    [--json] [--threads N]\n";
+
+static void print_ids(const int32_t *ids, int n) {
+    for (int i = 0; i < n; i++) printf("%s%d", i ? ", " : "", ids[i]);
+}
+
+int cmd_generate_static(int argc, char **argv) {
+    pdq_args a;
+    args_init(&a, "generate", argc, argv);
+    if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
+    (void)args_flag(&a, "--static");
+    const char *dir = args_str(&a, "--model"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
+    const char *file = args_str(&a, "--batch-prompts"), *pad_s = args_str(&a, "--padding");
+    int max_seq = (int)args_int(&a, "--max-seq", 0), max_new = (int)args_int(&a, "--max-new", 64);
+    pdq_sampler smp;
+    double temp = args_double(&a, "--temperature", 0.0), top_p = args_double(&a, "--top-p", 1.0);
+    unsigned long long seed = (unsigned long long)args_int(&a, "--seed", 0);
+    int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
+    int threads = (int)args_int(&a, "--threads", 0);
+    const char *rope_s = args_str(&a, "--rope"), *scale_s = args_str(&a, "--scale-fusion"), *layout_s = args_str(&a, "--layout");
+    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
+    pdq_static_opts o;
+    pdq_static_opts_default(&o);
+    int bad = !dir || max_seq < 2 || max_new < 0 || (!!prompt + !!ids_s + !!file) != 1 || temp < 0 || top_p <= 0 || top_p > 1;
+    if (rope_s && (int)(o.rope = (pdq_rope_conv)pdq_rope_conv_parse(rope_s)) < 0) bad = 1;
+    if (scale_s && (int)(o.scale = (pdq_scale_fusion)pdq_scale_fusion_parse(scale_s)) < 0) bad = 1;
+    if (layout_s && (int)(o.layout = (pdq_attn_layout)pdq_attn_layout_parse(layout_s)) < 0) bad = 1;
+    pdq_padding pad = PDQ_PAD_LEFT;
+    if (pad_s && !strcmp(pad_s, "right")) pad = PDQ_PAD_RIGHT;
+    else if (pad_s && strcmp(pad_s, "left")) bad = 1;
+    if (bad) { fputs(k_usage, stderr); return 2; }
+
+    int status = 1, B = 0;
+    pdq_status st = {0};
+    pdq_tokenizer *tok = NULL;
+    pdq_model *m = NULL;
+    pdq_rt *rt = NULL;
+    int32_t *rows[MAX_ROWS] = {0}, *out = NULL;
+    int lens[MAX_ROWS] = {0}, *n_out = NULL, *done_row = NULL;
+    float *logits = NULL;
+    char *text = NULL;
+    if (ids_s) {
+        long n = cli_parse_ids("generate", ids_s, &rows[0]);
+        if (n <= 0) { if (n == 0) fprintf(stderr, "pdq generate: empty --ids\n"); goto done; }
+        lens[0] = (int)n;
+        B = 1;
+        pdq_status ignore = {0};
+        if (pdq_tokenizer_load(dir, &tok, &ignore) != PDQ_OK) tok = NULL;
+    } else {
+        if (!(tok = cli_load_tokenizer("generate", dir))) goto done;
+        size_t tl = 0;
+        if (file && !(text = cli_read_text("generate", file, &tl))) goto done;
+        char *p = file ? text : (char *)prompt;
+        while (p && *p) {
+            size_t ll = file ? strcspn(p, "\r\n") : strlen(p);
+            if (ll > 0) {
+                if (B == MAX_ROWS) { fprintf(stderr, "pdq generate: more than %d prompts\n", MAX_ROWS); goto done; }
+                size_t nn;
+                if (pdq_tokenizer_encode(tok, p, ll, 1, &rows[B], &nn, &st) != PDQ_OK) {
+                    fprintf(stderr, "pdq generate: %s\n", st.msg);
+                    goto done;
+                }
+                lens[B++] = (int)nn;
+            }
+            p += ll;
+            while (*p == '\r' || *p == '\n') p++;
+        }
+        if (B == 0) { fprintf(stderr, "pdq generate: no prompt\n"); goto done; }
+    }
+    if (!(m = cli_load_model("generate", dir, threads))) goto done;
+    int V = m->cfg.vocab_size;
+    if (pdq_rt_create(m, B, max_seq, &o, &rt, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+    logits = malloc(sizeof(float) * (size_t)B * V);
+    out = malloc(sizeof(int32_t) * (size_t)B * (max_new + 1));
+    n_out = calloc((size_t)B, sizeof(int));
+    done_row = calloc((size_t)B, sizeof(int));
+    if (!logits || !out || !n_out || !done_row) { fprintf(stderr, "pdq generate: out of memory\n"); goto done; }
+    if (pdq_rt_prefill_rows(rt, B, (const int32_t *const *)rows, lens, pad, logits, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq generate: %s\n", st.msg);
+        goto done;
+    }
+    pdq_sampler_init(&smp, temp, top_p, seed);
+    for (int i = 0; i < max_new; i++) {
+        int32_t next[MAX_ROWS];
+        int live = 0;
+        for (int b = 0; b < B; b++) {
+            next[b] = (int32_t)pdq_sample(&smp, logits + (size_t)b * V, V);
+            if (!done_row[b]) {
+                out[(size_t)b * (max_new + 1) + n_out[b]++] = next[b];
+                for (int e = 0; e < m->cfg.n_eos && !ignore_eos; e++)
+                    if (next[b] == m->cfg.eos_token_ids[e]) done_row[b] = 1;
+            }
+            live += !done_row[b];
+        }
+        if (!live || i + 1 == max_new) break;
+        int full = 0;
+        for (int b = 0; b < B; b++) full |= pdq_rt_len(rt, b) >= max_seq;
+        if (full) { fprintf(stderr, "pdq generate: static context full (max_seq %d)\n", max_seq); break; }
+        if (pdq_rt_decode(rt, B, next, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+    }
+    if (json) {
+        if (B == 1) printf("{\"prompt_ids\": [");
+        else printf("{\"rows\": [");
+        for (int b = 0; b < B; b++) {
+            if (B > 1) printf("%s{\"prompt_ids\": [", b ? ", " : "");
+            print_ids(rows[b], lens[b]);
+            printf("], \"ids\": [");
+            print_ids(out + (size_t)b * (max_new + 1), n_out[b]);
+            printf("]%s", B > 1 ? "}" : "");
+        }
+        printf("%s}\n", B > 1 ? "]" : "");
+    } else {
+        for (int b = 0; b < B; b++) {
+            int32_t *all = malloc(sizeof(int32_t) * (size_t)(lens[b] + n_out[b]));
+            char *s = NULL;
+            if (all && tok) {
+                memcpy(all, rows[b], sizeof(int32_t) * (size_t)lens[b]);
+                memcpy(all + lens[b], out + (size_t)b * (max_new + 1), sizeof(int32_t) * (size_t)n_out[b]);
+            }
+            if (all && tok && pdq_tokenizer_decode(tok, all, (size_t)(lens[b] + n_out[b]), 1, &s, &st) == PDQ_OK)
+                printf("%s\n", s);
+            else {
+                print_ids(out + (size_t)b * (max_new + 1), n_out[b]);
+                printf("\n");
+            }
+            free(s);
+            free(all);
+        }
+    }
+    status = 0;
+done:
+    for (int b = 0; b < MAX_ROWS; b++) free(rows[b]);
+    free(text);
+    free(out);
+    free(n_out);
+    free(done_row);
+    free(logits);
+    pdq_rt_free(rt);
+    pdq_model_free(m);
+    pdq_tokenizer_free(tok);
+    return status;
+}
