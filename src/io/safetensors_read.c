@@ -199,14 +199,14 @@ pdq_code pdq_st_open(const char *path, pdq_safetensors **out, pdq_status *st) {
     struct stat sb;
     if (stat(path, &sb) != 0) return pdq_fail(st, PDQ_ERR_IO, "%s: no such file or directory", path);
     if (S_ISDIR(sb.st_mode)) {
-        snprintf(buf, sizeof buf, "%s/model.safetensors.index.json", path);
-        if (exists(buf)) {
-            is_index = 1;
-        } else {
-            snprintf(buf, sizeof buf, "%s/model.safetensors", path);
+        /* HF looks for the single file first, then the index. */
+        snprintf(buf, sizeof buf, "%s/model.safetensors", path);
+        if (!exists(buf)) {
+            snprintf(buf, sizeof buf, "%s/model.safetensors.index.json", path);
             if (!exists(buf))
                 return pdq_fail(st, PDQ_ERR_MISSING, "%s: holds neither model.safetensors nor model.safetensors.index.json",
                                 path);
+            is_index = 1;
         }
         target = buf;
     } else {
