@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "pdq/npy.h"
 #include "pdq/quant.h"
 #include "testutil.h"
 
@@ -318,11 +321,90 @@ static void test_bad_input(void **state) {
     free(w); free(H);
 }
 
+
+/* pdq gptq-matrix: the files it writes are the library's result for H = 2/N X^T X, in both
+ * --inputs and --hessian forms. */
+static void test_gptq_matrix_cli(void **state) {
+    (void)state;
+    uint64_t s = 8;
+    int rows = 12, cols = 40, N = 90;
+    float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * N * cols);
+    for (int i = 0; i < rows * cols; i++) w[i] = (float)tu_randn(&s);
+    for (int i = 0; i < N * cols; i++) x[i] = (float)(tu_randn(&s) + 0.5 * x[i > cols ? i - cols - 1 : 0] * (i > cols));
+    char *dir = tu_mkdtemp(), path[1024], cmd[4096];
+    int64_t ws[2] = {rows, cols}, xs[2] = {N, cols}, hs[2] = {cols, cols};
+    snprintf(path, sizeof path, "%s/W.npy", dir);
+    assert_int_equal(pdq_npy_write(path, PDQ_NPY_F32, 2, ws, w, NULL), PDQ_OK);
+    snprintf(path, sizeof path, "%s/X.npy", dir);
+    assert_int_equal(pdq_npy_write(path, PDQ_NPY_F32, 2, xs, x, NULL), PDQ_OK);
+    pdq_hessian h;
+    assert_int_equal(pdq_hessian_init(&h, cols, NULL), PDQ_OK);
+    assert_int_equal(pdq_hessian_add(&h, x, N, NULL), PDQ_OK);
+    float *H = malloc(sizeof(float) * cols * cols);
+    pdq_hessian_get(&h, H);
+    pdq_hessian_free(&h);
+    snprintf(path, sizeof path, "%s/H.npy", dir);
+    assert_int_equal(pdq_npy_write(path, PDQ_NPY_F32, 2, hs, H, NULL), PDQ_OK);
+    pdq_gptq_opts o;
+    pdq_gptq_opts_default(&o, 3);
+    o.scheme.group = 8;
+    o.scheme.sym = 1;
+    pdq_qresult r;
+    assert_int_equal(pdq_gptq(&o, w, rows, cols, H, "w", &r, NULL), PDQ_OK);
+    for (int form = 0; form < 2; form++) {
+        snprintf(cmd, sizeof cmd, "%s gptq-matrix --weight %s/W.npy %s %s/%s --wbits 3 --group 8 --sym --out %s/o%d",
+                 tu_pdq_bin(), dir, form ? "--hessian" : "--inputs", dir, form ? "H.npy" : "X.npy", dir, form);
+        char *out = NULL;
+        int rc = tu_run(cmd, &out);
+        if (rc) print_message("%s\n%s\n", cmd, out ? out : "");
+        assert_int_equal(rc, 0);
+        free(out);
+        pdq_npy a;
+        snprintf(path, sizeof path, "%s/o%d/dequant.npy", dir, form);
+        assert_int_equal(pdq_npy_read(path, &a, NULL), PDQ_OK);
+        assert_int_equal(a.dtype, PDQ_NPY_F32);
+        assert_memory_equal(a.data, r.deq, sizeof(float) * rows * cols);
+        pdq_npy_free(&a);
+        snprintf(path, sizeof path, "%s/o%d/codes.npy", dir, form);
+        assert_int_equal(pdq_npy_read(path, &a, NULL), PDQ_OK);
+        assert_int_equal(a.dtype, PDQ_NPY_U8);
+        assert_memory_equal(a.data, r.codes, (size_t)rows * cols);
+        pdq_npy_free(&a);
+        snprintf(path, sizeof path, "%s/o%d/scales.npy", dir, form);
+        assert_int_equal(pdq_npy_read(path, &a, NULL), PDQ_OK);
+        assert_int_equal(a.ndim, 2);
+        assert_int_equal(a.shape[1], 5);
+        assert_memory_equal(a.data, r.scale, sizeof(float) * rows * 5);
+        pdq_npy_free(&a);
+        snprintf(path, sizeof path, "%s/o%d/zeros.npy", dir, form);
+        assert_int_equal(pdq_npy_read(path, &a, NULL), PDQ_OK);
+        for (int i = 0; i < rows * 5; i++) assert_float_equal(((float *)a.data)[i], 4.0f, 0); /* sym, 3 bits */
+        pdq_npy_free(&a);
+        snprintf(path, sizeof path, "%s/o%d/result.json", dir, form);
+        char *txt = tu_read_file(path, NULL);
+        assert_non_null(txt);
+        cJSON *j = cJSON_Parse(txt);
+        free(txt);
+        assert_float_equal(cJSON_GetObjectItem(j, "loss")->valuedouble, r.loss, 1e-9 * r.loss);
+        assert_float_equal(cJSON_GetObjectItem(j, "rtn_loss")->valuedouble, r.rtn_loss, 1e-9 * r.rtn_loss);
+        cJSON_Delete(j);
+    }
+    /* shape mismatch is a clear error */
+    snprintf(cmd, sizeof cmd, "%s gptq-matrix --weight %s/W.npy --hessian %s/W.npy --out %s/bad 2>&1", tu_pdq_bin(), dir, dir, dir);
+    char *out = NULL;
+    assert_int_not_equal(tu_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "Hessian must be"));
+    free(out);
+    pdq_qresult_free(&r);
+    tu_rmtree(dir);
+    free(dir); free(w); free(x); free(H);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matches_reference), cmocka_unit_test(test_loss_below_rtn),
         cmocka_unit_test(test_hessian_brute_force), cmocka_unit_test(test_dead_inputs),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_input), cmocka_unit_test(test_gptq_matrix_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

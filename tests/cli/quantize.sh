@@ -20,9 +20,9 @@ err() { # name "cmd" needle
     if grep -qF -- "$3" <<<"$out"; then ok "$1"; else bad "$1: no '$3' in: $out"; fi
 }
 
-head -c 20000 data/web-bible/test.txt >"$tmp/eval.txt"
+head -c 8000 data/web-bible/test.txt >"$tmp/eval.txt"
 q="$tmp/q"
-if "$PDQ" quantize --model $M --calib data/web-bible/train.txt --method gptq --wbits 4 --group 32 \
+if "$PDQ" quantize --model $M --calib data/web-bible/train.txt --method gptq --wbits 4 --group 32 --partial-groups \
     --nsamples 4 --seq-len 64 --eval "$tmp/eval.txt" --eval-len 128 --eval-stride 128 --threads 1 \
     --out "$q" >"$tmp/log" 2>&1; then ok gptq-run; else bad gptq-run; cat "$tmp/log"; fi
 for f in pdq_quant.json model.q.safetensors report.json config.json tokenizer.json hf/config.json hf/model.safetensors; do
