@@ -315,11 +315,17 @@ static void test_shape_errors(void **state) {
     pdq_graph_free(g);
 }
 
-typedef struct { int calls; int zero_tid; } hook_ctx;
+typedef struct { int calls, input_calls; int zero_tid; } hook_ctx;
 
 static pdq_code hook(void *ctx, const pdq_graph *g, int op, int tid, float *data, pdq_status *st) {
     (void)st;
     hook_ctx *h = ctx;
+    if (op < 0) { /* graph inputs come first, with op_index -1 */
+        assert_int_equal(g->tensors[tid].kind, PDQ_TK_INPUT);
+        assert_int_equal(h->calls, 0);
+        h->input_calls++;
+        return PDQ_OK;
+    }
     assert_int_equal(g->ops[op].out[0], tid);
     h->calls++;
     if (tid == h->zero_tid) memset(data, 0, pdq_tensor_count(&g->tensors[tid]) * sizeof(float));
@@ -348,14 +354,16 @@ static void test_arena_and_hook(void **state) {
     float in[256];
     for (int i = 0; i < 256; i++) in[i] = (float)i;
     pdq_interp_bind(ip, x, in, &st);
-    hook_ctx h = {0, -1};
+    hook_ctx h = {0, 0, -1};
     pdq_interp_set_hook(ip, hook, &h);
     assert_int_equal(pdq_interp_run(ip, &st), PDQ_OK);
     assert_int_equal(h.calls, 10);
+    assert_int_equal(h.input_calls, 1);
     float *out = pdq_interp_data(ip, cur);
     for (int i = 0; i < 256; i++) assert_true(out[i] == 11.0f * i);
     /* A hook that rewrites an edge changes everything downstream (fake-quant use). */
     h.zero_tid = mid;
+    h.calls = 0;
     assert_int_equal(pdq_interp_run(ip, &st), PDQ_OK);
     for (int i = 0; i < 256; i++) assert_true(out[i] == 5.0f * i);
     pdq_interp_free(ip);
