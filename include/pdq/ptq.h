@@ -167,4 +167,49 @@ int pdq_ptq_in_dir(const char *dir);
 pdq_code pdq_ptq_open_runtime(pdq_model *m, const char *dir, int B, int max_seq,
                               const pdq_static_opts *so, pdq_rt **rt, pdq_ptq **ptq, pdq_status *st);
 
+/* ---------------- evaluation (src/ptq/report.c) ---------------- */
+/* Perplexity through the static prefill graph (batch 1, all positions' logits), windows of
+ * max_seq with stride max_seq. ptq NULL: float activations; else fake-quant with its grids (the
+ * caller has quantized m's norm weights). */
+pdq_code pdq_ptq_ppl_static(const pdq_model *m, int max_seq, const pdq_static_opts *so, pdq_ptq *ptq,
+                            const int32_t *ids, long n, const char *label, double *ppl, pdq_status *st);
+
+/* Step-by-step comparison of the (fake-quant) static runtime with the FP32 reference model
+ * recomputing the whole sequence: prefill of each prompt then `steps` greedy decode steps of the
+ * static runtime; the reference scores the same tokens. */
+typedef struct {
+    int n;                            /* prompts * (steps + 1) entries */
+    double mean_abs, max_abs, peir;   /* worst over steps (mean_abs: mean over steps) */
+    double top1;                      /* fraction of steps whose argmax agrees */
+    double *step_mean, *step_max, *step_peir;
+    int *step_top1, *step_prompt, *step_index;
+    int32_t **tok_quant, **tok_ref;   /* [prompts][steps+1] greedy continuations (own paths) */
+    int n_prompts, steps;
+} pdq_ptq_verify_result;
+
+pdq_code pdq_ptq_verify(const pdq_model *ref, const pdq_model *m, int max_seq, const pdq_static_opts *so,
+                        pdq_ptq *ptq, const int32_t *const *prompts, const int *lens, int n_prompts,
+                        int steps, pdq_ptq_verify_result *out, pdq_status *st);
+void pdq_ptq_verify_free(pdq_ptq_verify_result *r);
+
+/* The activation step of `pdq quantize`: m holds the quantized weights (FP32 reference loaded
+ * from src_dir), calibration windows come from calib ids; writes OUTDIR/ptq.json, evaluates
+ * (eval ids may be NULL: verify statistics only) and merges an "activations" section into
+ * OUTDIR/report.json; prints the table to `file` (a FILE*). */
+typedef struct {
+    pdq_ptq_opts po;
+    pdq_static_opts so;
+    int max_seq;          /* default 256 */
+    int nsamples;         /* calibration windows (default 32) */
+    int decode_steps;     /* --decode-calib-steps (default 0) */
+    int verify_steps;     /* 32 */
+    int compare_calib;    /* also calibrate/evaluate the other variant (prefill-only vs +decode) */
+    uint64_t seed;
+} pdq_ptq_run_opts;
+
+void pdq_ptq_run_opts_default(pdq_ptq_run_opts *o);
+pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model *m,
+                              const pdq_ptq_run_opts *o, const int32_t *calib, long n_calib, int bos,
+                              const int32_t *eval, long n_eval, void *file, pdq_status *st);
+
 #endif

@@ -6,7 +6,9 @@
 #include "commands.h"
 #include "common.h"
 #include "pdq/eval.h"
+#include "pdq/ptq.h"
 #include "pdq/quant.h"
+#include "ptq_args.h"
 #include "quant_args.h"
 
 #define MAX_OVERRIDES 64
@@ -26,7 +28,8 @@ static const char *k_usage =
     "                       default 256/256), written to report.json\n"
     "  --eval-fp32-ppl X    reuse a known FP32 perplexity of the same file and windows (sweeps)\n"
     "  --threads N          BLAS/threads (default: all cores)\n"
-    "  --quiet              no per-module table\n";
+    "  --quiet              no per-module table\n"
+    PTQ_ARGS_USAGE;
 
 /* "none" -> 0, else an integer; -1 on error. */
 static int parse_bits(const char *s, int def) {
@@ -68,7 +71,10 @@ int cmd_quantize(int argc, char **argv) {
     int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet");
     int eval_len = (int)args_int(&a, "--eval-len", 256), eval_stride = (int)args_int(&a, "--eval-stride", 256);
     double known_fp32 = args_double(&a, "--eval-fp32-ppl", 0);
+    pdq_ptq_run_opts ro;
+    int abits = ptq_args_read(&a, &ro, calib != NULL);
     if (args_finish(&a) || !dir || !out) { fputs(k_usage, stderr); return 2; }
+    if (abits < 0) return 2;
     if (method && strcmp(method, "gptq") != 0 && strcmp(method, "rtn") != 0) {
         fprintf(stderr, "pdq quantize: --method must be gptq or rtn, got '%s'\n", method);
         return 2;
@@ -116,9 +122,10 @@ int cmd_quantize(int argc, char **argv) {
         if (known_fp32 > 0) ev.fp32_ppl = known_fp32;
         else if (eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens)) goto done;
     }
+    int bos = -1;
+    if (calib && (o.method == PDQ_QM_GPTQ || abits != PDQ_ADT_FLOAT) && pdq_calib_tokenize(dir, calib, &text, &n_text, &bos, &st))
+        goto fail;
     if (o.method == PDQ_QM_GPTQ) {
-        int bos;
-        if (pdq_calib_tokenize(dir, calib, &text, &n_text, &bos, &st)) goto fail;
         int cap = m->cfg.max_position_embeddings;
         if (seq_len <= 0) {
             seq_len = 2048 < cap ? 2048 : cap;
@@ -138,6 +145,9 @@ int cmd_quantize(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/report.json", out);
     if (pdq_quant_write_report(path, &q, &ev, &st)) goto fail;
     if (ev.has) printf("perplexity fp32 %.4f  quantized %.4f  (+%.4f)\n", ev.fp32_ppl, ev.quant_ppl, ev.quant_ppl - ev.fp32_ppl);
+    ro.seed = o.seed;
+    if (abits != PDQ_ADT_FLOAT && pdq_ptq_quantize_dir(dir, out, m, &ro, text, n_text, bos, eval_ids, (long)n_eval, stdout, &st))
+        goto fail;
     printf("wrote %s\n", out);
     status = 0;
     goto done;
