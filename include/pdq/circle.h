@@ -117,7 +117,7 @@ pdq_circle_options pdq_circle_options_default(uint8_t options_type);
 /* Bytes of n elements of a tensor type (UINT4/INT4 packed: ceil(n/2)); -1 if not fixed-size. */
 int64_t pdq_circle_type_bytes(int8_t type, int64_t n);
 const char *pdq_circle_type_name(int8_t type);
-const char *pdq_circle_op_name(int32_t builtin_code); /* "BUILTIN_<n>" style for unnamed codes: NULL */
+const char *pdq_circle_op_name(int32_t builtin_code); /* NULL for codes circle_defs.h does not name */
 
 /* UINT4 packing as TICO: byte i = v[2i] | v[2i+1] << 4; odd n leaves the last high nibble 0. */
 pdq_code pdq_circle_pack_uint4(const uint8_t *values, uint64_t n, uint8_t *packed, pdq_status *st);
@@ -125,7 +125,7 @@ void pdq_circle_unpack_uint4(const uint8_t *packed, uint64_t n, uint8_t *values)
 
 typedef struct {
     int extended;           /* 1: always use the extended-buffer layout (Buffer.offset/size) */
-    uint64_t auto_limit;    /* switch to it when the inline file would reach this size; 0 = 2 GiB */
+    uint64_t auto_limit;    /* switch to it when the inline file would reach this size (<= 2 GiB; 0 = 2 GiB) */
 } pdq_circle_write_opts;
 
 /* Validates m and writes it atomically (temp file + rename). opts may be NULL. */

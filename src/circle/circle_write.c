@@ -215,7 +215,8 @@ pdq_code circle_write_stream(FILE *f, const pdq_circle_model *m, const pdq_circl
         if (!options_supported(m->ops[i].options_type))
             return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "operator %d: builtin options type %d is not supported by the writer",
                             i, m->ops[i].options_type);
-    uint64_t limit = opts && opts->auto_limit ? opts->auto_limit : (uint64_t)1 << 31;
+    uint64_t limit = (uint64_t)1 << 31; /* an inline FlatBuffer cannot pass 2 GiB */
+    if (opts && opts->auto_limit && opts->auto_limit < limit) limit = opts->auto_limit;
     ext_refs ext = {calloc((size_t)m->n_buffers, sizeof(fb_ref)), calloc((size_t)m->n_buffers, sizeof(fb_ref))};
     fb_builder b;
     fb_init(&b);
