@@ -8,6 +8,7 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "ptq_args.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
 
@@ -95,6 +96,7 @@ int cmd_verify(int argc, char **argv) {
     pdq_tokenizer *tok = NULL;
     pdq_model *m = NULL;
     pdq_rt *rt = NULL;
+    pdq_ptq *ptq = NULL;
     int32_t *seq[MAX_ROWS] = {0}, *ext = NULL;
     int len[MAX_ROWS] = {0};
     long n_ext = 0;
@@ -135,7 +137,9 @@ int cmd_verify(int argc, char **argv) {
     if ((app || app_ids) && n_ext == 0) { fprintf(stderr, "pdq verify: the appended turn is empty\n"); goto done; }
     if (!(m = cli_load_model("verify", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
-    if (pdq_rt_create(m, B, max_seq, &o, &rt, &st) != PDQ_OK) { fprintf(stderr, "pdq verify: %s\n", st.msg); goto done; }
+    /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
+    if (cli_static_runtime("verify", dir, m, B, max_seq, &o, rope_s || scale_s || layout_s || fill != -120.0, &rt, &ptq))
+        goto done;
     logits = malloc(sizeof(float) * (size_t)B * V);
     if (!logits) { fprintf(stderr, "pdq verify: out of memory\n"); goto done; }
 
@@ -199,6 +203,7 @@ done:
     free(logits);
     free(all);
     pdq_rt_free(rt);
+    pdq_ptq_free(ptq);
     pdq_model_free(m);
     pdq_tokenizer_free(tok);
     return status;

@@ -19,6 +19,11 @@ int cmd_quantize(int argc, char **argv);
 int cmd_gptq_matrix(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_circle_run(int argc, char **argv);
+/* pdq inspect FILE.circle (src/cli/inspect_circle.c). */
+int cli_inspect_circle(const char *path);
 /* pdq generate --static ...: generation through the static runtime (cmd_generate delegates). */
 int cmd_generate_static(int argc, char **argv);
 

@@ -14,6 +14,9 @@ static const pdq_command k_commands[] = {
     {"gptq-matrix", cmd_gptq_matrix, "GPTQ and RTN on one weight matrix (.npy in, .npy + result.json out)"},
     {"verify", cmd_verify, "static prefill/decode/append graphs vs the reference, step by step"},
     {"chat", cmd_chat, "interactive multi-turn chat through the static runtime (append)"},
+    {"inspect", cmd_inspect, "activation grids of a quantized checkpoint (ptq.json), per edge"},
+    {"export", cmd_export, "Circle export: prefill/decode pair and per-layer files, manifest.json"},
+    {"circle-run", cmd_circle_run, "run one .circle graph on .npy inputs, outputs as .npy"},
 };
 
 static void usage(FILE *f) {

@@ -43,3 +43,16 @@ int ptq_args_read(pdq_args *a, pdq_ptq_run_opts *o, int have_calib) {
     }
     return dt;
 }
+
+int cli_static_runtime(const char *cmd, const char *dir, pdq_model *m, int B, int max_seq,
+                       const pdq_static_opts *so, int so_given, pdq_rt **rt, pdq_ptq **ptq) {
+    pdq_status st = {0};
+    if (pdq_ptq_open_runtime(m, dir, B, max_seq, so_given ? so : NULL, rt, ptq, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq %s: %s\n", cmd, st.msg);
+        return 1;
+    }
+    if (*ptq)
+        fprintf(stderr, "pdq %s: fake-quantized %s activations from %s/ptq.json\n", cmd,
+                pdq_adtype_name(pdq_ptq_get_opts(*ptq)->adtype), dir);
+    return 0;
+}

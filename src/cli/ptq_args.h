@@ -19,4 +19,11 @@
 /* Fills o; returns the activation dtype (PDQ_ADT_*), or -1 after printing an error. */
 int ptq_args_read(pdq_args *a, pdq_ptq_run_opts *o, int have_calib);
 
+/* The static runtime for a model dir: fake-quant activations when dir holds ptq.json (a note on
+ * stderr), else plain float. so_given: the user chose graph options (else a ptq.json's own apply).
+ * max_seq <= 0 takes the calibrated one. Returns 0, or 1 after printing the error. Free *ptq after
+ * the runtime. */
+int cli_static_runtime(const char *cmd, const char *dir, pdq_model *m, int B, int max_seq,
+                       const pdq_static_opts *so, int so_given, pdq_rt **rt, pdq_ptq **ptq);
+
 #endif

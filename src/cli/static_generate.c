@@ -7,6 +7,7 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "ptq_args.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
 #include "pdq/sampling.h"
@@ -54,6 +55,7 @@ int cmd_generate_static(int argc, char **argv) {
     pdq_tokenizer *tok = NULL;
     pdq_model *m = NULL;
     pdq_rt *rt = NULL;
+    pdq_ptq *ptq = NULL;
     int32_t *rows[MAX_ROWS] = {0}, *out = NULL;
     int lens[MAX_ROWS] = {0}, *n_out = NULL, *done_row = NULL;
     float *logits = NULL;
@@ -88,7 +90,8 @@ int cmd_generate_static(int argc, char **argv) {
     }
     if (!(m = cli_load_model("generate", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
-    if (pdq_rt_create(m, B, max_seq, &o, &rt, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+    /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
+    if (cli_static_runtime("generate", dir, m, B, max_seq, &o, rope_s || scale_s || layout_s, &rt, &ptq)) goto done;
     logits = malloc(sizeof(float) * (size_t)B * V);
     out = malloc(sizeof(int32_t) * (size_t)B * (max_new + 1));
     n_out = calloc((size_t)B, sizeof(int));
@@ -155,6 +158,7 @@ done:
     free(done_row);
     free(logits);
     pdq_rt_free(rt);
+    pdq_ptq_free(ptq);
     pdq_model_free(m);
     pdq_tokenizer_free(tok);
     return status;
