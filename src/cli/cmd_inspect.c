@@ -31,10 +31,7 @@ static const char *str(const cJSON *o, const char *k) {
     return cJSON_IsString(v) ? v->valuestring : "?";
 }
 
-static int inspect_circle(const char *path) {
-    fprintf(stderr, "pdq inspect: %s: Circle files are not supported yet (export step)\n", path);
-    return 1;
-}
+static int inspect_circle(const char *path) { return cli_inspect_circle(path); }
 
 static void print_edge(const char *name, const cJSON *g, int json, int *first) {
     double counted = num(g, "counted"), clip = counted > 0 ? num(g, "clipped") / counted : 0;

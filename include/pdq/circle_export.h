@@ -1,0 +1,122 @@
+/* Circle export of the static graphs (IR -> .circle), import (.circle -> IR), an interpreter of
+ * Circle graphs (float and quantized) and the external-KV runtime that drives exported files.
+ *
+ * Mapping IR <-> Circle is one-to-one: Circle tensor i is IR tensor i (names = IR edge names),
+ * one Circle operator per IR op, ops/options as TICO writes them (../shared/circle/NOTES.md §3, §6):
+ * FULLY_CONNECTED keep_num_dims with bias -1, RMS_NORM (-6), BATCH_MATMUL, SOFTMAX, LOGISTIC, ...
+ * IR dtypes map to Circle types (uint4 constants hold one code per byte in the IR, packed two per
+ * byte in the file); pdq_qparams map to QuantizationParameters.
+ *
+ * Quantized execution: every op reads dequantized inputs (float) and its output is requantized to
+ * the output tensor's own grid: q = clamp(round_half_even(x / scale) + zp), x = (q - zp) * scale,
+ * in double with the file's float32 scale, the same arithmetic as the PTQ fake-quant hook. */
+#ifndef PDQ_CIRCLE_EXPORT_H
+#define PDQ_CIRCLE_EXPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pdq/circle.h"
+#include "pdq/graph.h"
+#include "pdq/model.h"
+#include "pdq/runtime.h"
+#include "pdq/status.h"
+
+/* ---------------- IR <-> Circle ---------------- */
+
+/* Fills m (initialised by the call) from g. Constant data is borrowed (g must outlive m) except
+ * uint4, which is packed into owned buffers. */
+pdq_code pdq_circle_from_graph(const pdq_graph *g, pdq_circle_model *m, pdq_status *st);
+/* from_graph + pdq_circle_write (atomic). */
+pdq_code pdq_circle_write_graph(const char *path, const pdq_graph *g, pdq_status *st);
+/* Builds an IR graph from a Circle model (constants copied; uint4 unpacked). Unknown operators,
+ * options, types, missing/duplicate names and shapes that disagree with the op's inferred shape
+ * are errors naming the operator/tensor. */
+pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_graph **out, pdq_status *st);
+pdq_code pdq_circle_load_graph(const char *path, pdq_graph **out, pdq_status *st);
+/* 1 if a and b are the same graph: tensors matched by name (dtype, kind, shape, constant bytes,
+ * qparams), the same op sequence (type, options, input/output names), the same I/O lists.
+ * Otherwise 0 and why[] says the first difference. */
+int pdq_graph_same(const pdq_graph *a, const pdq_graph *b, char *why, size_t n);
+
+/* ---------------- composition (whole-model graphs) ---------------- */
+
+/* Copies src's constants and ops into dst. src input i is replaced by dst tensor map[i], or
+ * becomes a new dst input of the same name when map is NULL or map[i] < 0. outs (may be NULL)
+ * receives the dst ids of src's outputs (intermediates of dst until marked). Constants that src
+ * owns are copied, borrowed ones stay borrowed. qparams are copied. */
+pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, int *outs, pdq_status *st);
+
+/* Whole model, B = 1:
+ *   prefill: in  input_ids (1,S) int32, attention_mask (1,S,S), cos (1,S,hd), sin (1,S,hd)
+ *            out logits (1,S,V), then per layer k_l, v_l (1,n_kv,S,hd)            [S = max_seq]
+ *   decode:  in  input_ids (1,1), attention_mask (1,1,max_seq), cos (1,1,hd), sin (1,1,hd),
+ *                then per layer past_k_l, past_v_l (1,n_kv,max_seq-1,hd)
+ *            out logits (1,1,V), then per layer delta k_l, v_l (1,n_kv,1,hd)
+ * Names are the layer graphs' (the shared mask/cos/sin inputs are "attention_mask", "cos", "sin"). */
+pdq_code pdq_build_whole(const pdq_model *m, pdq_graph_mode mode, int max_seq, const pdq_static_opts *o,
+                         pdq_graph **out, pdq_status *st);
+
+/* ---------------- executable Circle graphs ---------------- */
+
+typedef struct pdq_cgraph pdq_cgraph;
+
+/* Reads, imports and prepares a .circle file for execution. */
+pdq_code pdq_cg_open(const char *path, pdq_cgraph **out, pdq_status *st);
+/* Same from an IR graph (taken over: freed with the cgraph, also on failure). */
+pdq_code pdq_cg_from_graph(pdq_graph *g, pdq_cgraph **out, pdq_status *st);
+void pdq_cg_free(pdq_cgraph *cg);
+/* The file's graph as imported (dtypes and qparams as stored). */
+const pdq_graph *pdq_cg_graph(const pdq_cgraph *cg);
+int pdq_cg_quantized(const pdq_cgraph *cg);   /* any tensor carries qparams */
+int pdq_cg_n_inputs(const pdq_cgraph *cg);
+int pdq_cg_n_outputs(const pdq_cgraph *cg);
+/* Input / output buffers, owned by the cgraph: int32 for integer (token id) inputs, else float
+ * values (dequantized values for quantized tensors: feed real numbers, they are requantized to
+ * the input's grid; outputs are exact grid values). */
+void *pdq_cg_input(pdq_cgraph *cg, int i);
+const float *pdq_cg_output(pdq_cgraph *cg, int i);
+/* The IR tensor of input/output i of the file's graph. */
+const pdq_tensor *pdq_cg_input_tensor(const pdq_cgraph *cg, int i);
+const pdq_tensor *pdq_cg_output_tensor(const pdq_cgraph *cg, int i);
+pdq_code pdq_cg_run(pdq_cgraph *cg, pdq_status *st);
+/* Code of a float value on a tensor's grid (round half to even, saturated) and back. t->q must
+ * be set (per-tensor). */
+int64_t pdq_cg_quantize_value(const pdq_tensor *t, float x);
+float pdq_cg_dequantize_value(const pdq_tensor *t, int64_t q);
+
+/* ---------------- export of a model ---------------- */
+
+typedef struct {
+    int max_seq;
+    int whole;              /* model_prefill / model_decode */
+    int per_layer;          /* token_embedding, decoder_layer_*, lm_head */
+    int append_q;           /* > 1: decoder_layer_append_q<Q>_<i> too */
+    pdq_static_opts so;     /* graph options (default: TICO npu_export profile) */
+    int quiet;
+} pdq_export_opts;
+
+/* max_seq 64, whole + per-layer, no append, pre_negated_sin / k_proj / unrolled, fill -120. */
+void pdq_export_opts_default(pdq_export_opts *o);
+
+/* Writes outdir (created if needed): the .circle files, rope_cos.npy / rope_sin.npy (max_seq, hd)
+ * tables (sin pre-negated when the convention says so) and manifest.json (the device contract). */
+pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_export_opts *o, pdq_status *st);
+
+/* ---------------- runtime over exported files ---------------- */
+
+typedef struct pdq_crt pdq_crt;
+
+/* Opens outdir's manifest and the files of one layout: whole != 0 model_prefill/model_decode,
+ * else the per-layer files. */
+pdq_code pdq_crt_open(const char *outdir, int whole, pdq_crt **out, pdq_status *st);
+void pdq_crt_free(pdq_crt *rt);
+int pdq_crt_max_seq(const pdq_crt *rt);
+int pdq_crt_vocab(const pdq_crt *rt);
+int pdq_crt_len(const pdq_crt *rt);
+/* Prefill n <= max_seq tokens (positions 0..n-1, padding on the right): logits (V) of the last. */
+pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st);
+/* One decode step: logits (V). */
+pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st);
+
+#endif

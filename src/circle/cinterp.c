@@ -1,0 +1,225 @@
+/* Interpreter of Circle graphs: the imported graph is turned into a float graph (constants
+ * dequantized, quantized activations carried as their dequantized values) and run by the IR
+ * interpreter with an edge hook that requantizes every op output (and every graph input) to the
+ * tensor's own grid, so a quantized file computes exactly the fake-quant in-memory numbers. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdq/circle_export.h"
+
+struct pdq_cgraph {
+    pdq_graph *file;     /* as imported */
+    pdq_graph *exec;     /* float version */
+    pdq_interp *ip;
+    pdq_tdtype *qdt;     /* [n_tensors] stored dtype of quantized tensors */
+    void **in_buf, **out_buf;
+    int quantized;
+};
+
+static void qrange(pdq_tdtype dt, double *lo, double *hi) {
+    switch (dt) {
+    case PDQ_TI16: *lo = -32768; *hi = 32767; return;
+    case PDQ_TU8: *lo = 0; *hi = 255; return;
+    case PDQ_TU4: *lo = 0; *hi = 15; return;
+    case PDQ_TI32: *lo = -2147483648.0; *hi = 2147483647.0; return;
+    default: *lo = -9.2e18; *hi = 9.2e18; return;
+    }
+}
+
+static double code_of(double x, double s, double zp, double lo, double hi) {
+    double q = nearbyint(x / s) + zp;
+    if (!(q >= lo)) return q != q ? zp : lo;
+    return q > hi ? hi : q;
+}
+
+int64_t pdq_cg_quantize_value(const pdq_tensor *t, float x) {
+    double lo, hi;
+    qrange(t->dtype, &lo, &hi);
+    return (int64_t)code_of((double)x, (double)t->q->scale[0], (double)t->q->zero_point[0], lo, hi);
+}
+
+float pdq_cg_dequantize_value(const pdq_tensor *t, int64_t q) {
+    return (float)((double)(q - t->q->zero_point[0]) * (double)t->q->scale[0]);
+}
+
+/* Requantizes one produced edge in place. */
+static pdq_code requant_hook(void *ctx, const pdq_graph *g, int op_index, int tid, float *data, pdq_status *st) {
+    pdq_cgraph *cg = ctx;
+    const pdq_tensor *t = &g->tensors[tid];
+    (void)op_index;
+    if (!t->q) return PDQ_OK;
+    double lo, hi;
+    qrange(cg->qdt[tid], &lo, &hi);
+    double s = (double)t->q->scale[0], zp = (double)t->q->zero_point[0];
+    size_t n = pdq_tensor_count(t);
+    if (!(s > 0)) return pdq_fail(st, PDQ_ERR_FORMAT, "tensor %s: scale %g", t->name, s);
+    for (size_t i = 0; i < n; i++) data[i] = (float)((code_of((double)data[i], s, zp, lo, hi) - zp) * s);
+    return PDQ_OK;
+}
+
+/* Dequantized float copy of a constant: scale[c] * (q - zp[c]) along quantized_dim. */
+static float *dequant_const(const pdq_tensor *t, pdq_status *st) {
+    size_t n = pdq_tensor_count(t);
+    float *out = malloc(sizeof(float) * (n ? n : 1));
+    if (!out) { pdq_fail(st, PDQ_ERR_NOMEM, "dequantizing %s", t->name); return NULL; }
+    const pdq_qparams *q = t->q;
+    size_t inner = 1;
+    int qd = q->n > 1 ? q->quantized_dim : 0;
+    for (int d = qd + 1; d < t->ndim; d++) inner *= (size_t)t->shape[d];
+    for (size_t i = 0; i < n; i++) {
+        int64_t v;
+        switch (t->dtype) {
+        case PDQ_TI16: v = ((const int16_t *)t->data)[i]; break;
+        case PDQ_TU8: case PDQ_TU4: v = ((const uint8_t *)t->data)[i]; break;
+        case PDQ_TI32: v = ((const int32_t *)t->data)[i]; break;
+        case PDQ_TI64: v = ((const int64_t *)t->data)[i]; break;
+        default: v = 0; break;
+        }
+        size_t c = q->n > 1 ? (i / inner) % (size_t)q->n : 0;
+        out[i] = (float)((double)(v - q->zero_point[c]) * (double)q->scale[c]);
+    }
+    return out;
+}
+
+/* The float graph: same structure, quantized constants dequantized, activations float. */
+static pdq_code make_exec(pdq_cgraph *cg, pdq_status *st) {
+    const pdq_graph *f = cg->file;
+    pdq_graph *e;
+    pdq_code rc = pdq_graph_new(f->name, &e, st);
+    if (rc != PDQ_OK) return rc;
+    cg->exec = e;
+    cg->qdt = calloc((size_t)f->n_tensors + 1, sizeof(pdq_tdtype));
+    if (!cg->qdt) return pdq_fail(st, PDQ_ERR_NOMEM, "circle interpreter");
+    int *ids = malloc(sizeof(int) * (size_t)(f->n_tensors ? f->n_tensors : 1));
+    if (!ids) return pdq_fail(st, PDQ_ERR_NOMEM, "circle interpreter");
+    for (int i = 0; i < f->n_tensors; i++) ids[i] = -1;
+    for (int k = 0; k < f->n_inputs && rc == PDQ_OK; k++) {
+        const pdq_tensor *t = &f->tensors[f->inputs[k]];
+        pdq_tdtype dt = t->q ? PDQ_TF32 : t->dtype;
+        if (t->q && t->q->n != 1) rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "input %s: per-channel activation qparams", t->name);
+        else if ((ids[f->inputs[k]] = pdq_graph_input(e, t->name, dt, t->ndim, t->shape, st)) < 0) rc = st->code;
+    }
+    for (int i = 0; i < f->n_tensors && rc == PDQ_OK; i++) {
+        const pdq_tensor *t = &f->tensors[i];
+        if (t->kind != PDQ_TK_CONST) continue;
+        int floaty = t->q && t->dtype != PDQ_TF32;
+        /* integer operands (shapes, perms, indices) stay as they are */
+        if (floaty) {
+            float *d = dequant_const(t, st);
+            if (!d) { rc = st->code; break; }
+            ids[i] = pdq_graph_const_owned(e, t->name, PDQ_TF32, t->ndim, t->shape, d, st);
+        } else {
+            ids[i] = pdq_graph_const(e, t->name, t->dtype, t->ndim, t->shape, t->data, 0, st);
+        }
+        if (ids[i] < 0) rc = st->code;
+    }
+    int in[PDQ_CIRCLE_MAX_IO + 1];
+    for (int o = 0; o < f->n_ops && rc == PDQ_OK; o++) {
+        const pdq_op *op = &f->ops[o];
+        for (int i = 0; i < op->n_in; i++) in[i] = ids[op->in[i]];
+        const pdq_tensor *y = &f->tensors[op->out[0]];
+        int id = pdq_graph_op(e, op->type, in, op->n_in, op, y->name, st);
+        if (id < 0) { rc = st->code; break; }
+        if (y->q && y->q->n != 1) { rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "tensor %s: per-channel activation qparams", y->name); break; }
+        if (y->q && e->tensors[id].dtype != PDQ_TF32)
+            rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "tensor %s: quantized output of a non-float op", y->name);
+        ids[op->out[0]] = id;
+    }
+    for (int k = 0; k < f->n_outputs && rc == PDQ_OK; k++) rc = pdq_graph_mark_output(e, ids[f->outputs[k]], st);
+    /* qparams of activations ride along for the hook */
+    for (int i = 0; i < f->n_tensors && rc == PDQ_OK; i++) {
+        const pdq_tensor *t = &f->tensors[i];
+        if (!t->q || t->kind == PDQ_TK_CONST || ids[i] < 0) continue;
+        if (t->dtype == PDQ_TF32) continue; /* float tensor with informational qparams */
+        pdq_qparams *q = calloc(1, sizeof *q);
+        if (q) { q->scale = malloc(sizeof(float)); q->zero_point = malloc(sizeof(int64_t)); }
+        if (!q || !q->scale || !q->zero_point) {
+            if (q) { free(q->scale); free(q->zero_point); free(q); }
+            rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle interpreter");
+            break;
+        }
+        q->n = 1;
+        q->scale[0] = t->q->scale[0];
+        q->zero_point[0] = t->q->zero_point[0];
+        e->tensors[ids[i]].q = q;
+        cg->qdt[ids[i]] = t->dtype;
+        cg->quantized = 1;
+    }
+    free(ids);
+    return rc;
+}
+
+void pdq_cg_free(pdq_cgraph *cg) {
+    if (!cg) return;
+    if (cg->exec) {
+        for (int i = 0; i < cg->exec->n_inputs && cg->in_buf; i++) free(cg->in_buf[i]);
+        for (int i = 0; i < cg->exec->n_outputs && cg->out_buf; i++) free(cg->out_buf[i]);
+    }
+    free(cg->in_buf);
+    free(cg->out_buf);
+    pdq_interp_free(cg->ip);
+    pdq_graph_free(cg->exec);
+    pdq_graph_free(cg->file);
+    free(cg->qdt);
+    free(cg);
+}
+
+pdq_code pdq_cg_from_graph(pdq_graph *g, pdq_cgraph **out, pdq_status *st) {
+    pdq_cgraph *cg = calloc(1, sizeof *cg);
+    if (!cg) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "circle interpreter"); }
+    cg->file = g;
+    pdq_code rc = make_exec(cg, st);
+    if (rc == PDQ_OK) rc = pdq_interp_create(cg->exec, &cg->ip, st);
+    if (rc == PDQ_OK) {
+        cg->in_buf = calloc((size_t)cg->exec->n_inputs + 1, sizeof(void *));
+        cg->out_buf = calloc((size_t)cg->exec->n_outputs + 1, sizeof(void *));
+        if (!cg->in_buf || !cg->out_buf) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle interpreter");
+    }
+    for (int i = 0; rc == PDQ_OK && i < cg->exec->n_inputs; i++) {
+        const pdq_tensor *t = &cg->exec->tensors[cg->exec->inputs[i]];
+        size_t nb = pdq_tensor_count(t) * pdq_tdtype_size(t->dtype);
+        if (!(cg->in_buf[i] = calloc(nb ? nb : 1, 1))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "input %s", t->name);
+        else rc = pdq_interp_bind(cg->ip, cg->exec->inputs[i], cg->in_buf[i], st);
+    }
+    for (int i = 0; rc == PDQ_OK && i < cg->exec->n_outputs; i++) {
+        const pdq_tensor *t = &cg->exec->tensors[cg->exec->outputs[i]];
+        size_t nb = pdq_tensor_count(t) * pdq_tdtype_size(t->dtype);
+        if (!(cg->out_buf[i] = calloc(nb ? nb : 1, 1))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "output %s", t->name);
+        else rc = pdq_interp_bind(cg->ip, cg->exec->outputs[i], cg->out_buf[i], st);
+    }
+    if (rc == PDQ_OK && cg->quantized) pdq_interp_set_hook(cg->ip, requant_hook, cg);
+    if (rc != PDQ_OK) { pdq_cg_free(cg); return rc; }
+    *out = cg;
+    return PDQ_OK;
+}
+
+pdq_code pdq_cg_open(const char *path, pdq_cgraph **out, pdq_status *st) {
+    pdq_graph *g;
+    pdq_code rc = pdq_circle_load_graph(path, &g, st);
+    if (rc != PDQ_OK) return rc;
+    rc = pdq_cg_from_graph(g, out, st);
+    if (rc != PDQ_OK) return pdq_wrap(st, "%s", path);
+    return PDQ_OK;
+}
+
+const pdq_graph *pdq_cg_graph(const pdq_cgraph *cg) { return cg->file; }
+int pdq_cg_quantized(const pdq_cgraph *cg) { return cg->quantized; }
+int pdq_cg_n_inputs(const pdq_cgraph *cg) { return cg->exec->n_inputs; }
+int pdq_cg_n_outputs(const pdq_cgraph *cg) { return cg->exec->n_outputs; }
+void *pdq_cg_input(pdq_cgraph *cg, int i) { return (i >= 0 && i < cg->exec->n_inputs) ? cg->in_buf[i] : NULL; }
+const float *pdq_cg_output(pdq_cgraph *cg, int i) {
+    return (i >= 0 && i < cg->exec->n_outputs) ? cg->out_buf[i] : NULL;
+}
+const pdq_tensor *pdq_cg_input_tensor(const pdq_cgraph *cg, int i) {
+    return &cg->file->tensors[cg->file->inputs[i]];
+}
+const pdq_tensor *pdq_cg_output_tensor(const pdq_cgraph *cg, int i) {
+    return &cg->file->tensors[cg->file->outputs[i]];
+}
+
+pdq_code pdq_cg_run(pdq_cgraph *cg, pdq_status *st) {
+    pdq_code rc = pdq_interp_run(cg->ip, st);
+    if (rc != PDQ_OK) return pdq_wrap(st, "running %s", cg->file->name);
+    return PDQ_OK;
+}

@@ -1,0 +1,357 @@
+/* External-KV runtime driving exported Circle files (whole-model pair or per-layer files), B = 1,
+ * prompt at positions 0..n-1 with padding on the right, exactly the inputs the in-memory static
+ * runtime builds (mask rows, cos/sin rows of position 0 for padding, cache slots = positions).
+ * The KV cache is held in the dtype of the files' K/V outputs (int16 codes when quantized). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "pdq/circle_export.h"
+#include "pdq/npy.h"
+
+struct pdq_crt {
+    int whole;
+    int S, C, L, KV, hd, D, V;
+    float fill;
+    float *cos_tab, *sin_tab;   /* (S, hd) */
+    pdq_cgraph *prefill, *decode;          /* whole */
+    pdq_cgraph *embed, *head, **lp, **ld;  /* per layer */
+    void **k, **v;              /* [L] (KV, C, hd) in cache dtype */
+    const pdq_tensor **kt, **vt; /* tensor giving each layer's cache dtype/qparams */
+    int len;
+    float *hid;                 /* (S, D) scratch */
+};
+
+static int is_q(const pdq_tensor *t) { return t->q && t->dtype != PDQ_TF32; }
+
+static size_t esize(const pdq_tensor *t) { return is_q(t) ? pdq_tdtype_size(t->dtype) : sizeof(float); }
+
+/* cache slot range <- float values (exact grid values for quantized outputs) */
+static void cache_store(const pdq_tensor *t, void *cache, size_t at, const float *src, size_t n) {
+    if (!is_q(t)) { memcpy((float *)cache + at, src, n * sizeof(float)); return; }
+    for (size_t i = 0; i < n; i++) {
+        int64_t q = pdq_cg_quantize_value(t, src[i]);
+        if (t->dtype == PDQ_TI16) ((int16_t *)cache)[at + i] = (int16_t)q;
+        else ((uint8_t *)cache)[at + i] = (uint8_t)q;
+    }
+}
+
+static void cache_load(const pdq_tensor *t, const void *cache, float *dst, size_t n) {
+    if (!is_q(t)) { memcpy(dst, cache, n * sizeof(float)); return; }
+    for (size_t i = 0; i < n; i++) {
+        int64_t q = t->dtype == PDQ_TI16 ? ((const int16_t *)cache)[i] : ((const uint8_t *)cache)[i];
+        dst[i] = pdq_cg_dequantize_value(t, q);
+    }
+}
+
+void pdq_crt_free(pdq_crt *rt) {
+    if (!rt) return;
+    pdq_cg_free(rt->prefill);
+    pdq_cg_free(rt->decode);
+    pdq_cg_free(rt->embed);
+    pdq_cg_free(rt->head);
+    for (int l = 0; l < rt->L; l++) {
+        if (rt->lp) pdq_cg_free(rt->lp[l]);
+        if (rt->ld) pdq_cg_free(rt->ld[l]);
+        if (rt->k) free(rt->k[l]);
+        if (rt->v) free(rt->v[l]);
+    }
+    free(rt->lp);
+    free(rt->ld);
+    free(rt->k);
+    free(rt->v);
+    free(rt->kt);
+    free(rt->vt);
+    free(rt->cos_tab);
+    free(rt->sin_tab);
+    free(rt->hid);
+    free(rt);
+}
+
+static int jint(const cJSON *o, const char *k, int def) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(x) ? x->valueint : def;
+}
+
+static pdq_code open_file(const char *dir, const char *base, const char *tag, pdq_cgraph **out, pdq_status *st) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s%s.circle", dir, base, tag);
+    return pdq_cg_open(path, out, st);
+}
+
+/* Checks a graph I/O tensor's shape against the contract. */
+static pdq_code want_shape(const pdq_tensor *t, int nd, const int *sh, const char *file, pdq_status *st) {
+    int ok = t->ndim == nd;
+    for (int d = 0; ok && d < nd; d++) ok = t->shape[d] == sh[d];
+    if (ok) return PDQ_OK;
+    char a[80] = "", b[80] = "";
+    size_t ka = 0, kb = 0;
+    for (int d = 0; d < t->ndim && ka < 60; d++) ka += (size_t)snprintf(a + ka, sizeof a - ka, "%s%d", d ? "," : "", t->shape[d]);
+    for (int d = 0; d < nd && kb < 60; d++) kb += (size_t)snprintf(b + kb, sizeof b - kb, "%s%d", d ? "," : "", sh[d]);
+    return pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s has shape (%s), the manifest's contract needs (%s)", file, t->name, a, b);
+}
+
+static pdq_code check_io(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind, pdq_status *st) {
+    /* kind 0: whole prefill, 1: whole decode, 2: layer prefill, 3: layer decode, 4: embed, 5: head */
+    int S = rt->S, C = rt->C, KV = rt->KV, hd = rt->hd, D = rt->D, V = rt->V;
+    int T = (kind == 1 || kind == 3) ? 1 : S;
+    int ni = pdq_cg_n_inputs(cg), no = pdq_cg_n_outputs(cg);
+    int want_in = kind == 0 ? 4 : kind == 1 ? 4 + 2 * rt->L : kind == 2 ? 4 : kind == 3 ? 6 : 1;
+    int want_out = kind <= 1 ? 1 + 2 * rt->L : kind <= 3 ? 3 : 1;
+    if (ni != want_in || no != want_out)
+        return pdq_fail(st, PDQ_ERR_SHAPE, "%s: %d inputs / %d outputs, the contract has %d / %d", file, ni, no, want_in, want_out);
+    pdq_code rc = PDQ_OK;
+    int s2[2] = {1, T}, m3[3] = {1, T, S}, c3[3] = {1, T, hd}, h3[3] = {1, T, D}, l3[3] = {1, T, V};
+    int pk[4] = {1, KV, C, hd}, nk[4] = {1, KV, T, hd};
+    if (kind <= 1) {
+        rc = want_shape(pdq_cg_input_tensor(cg, 0), 2, s2, file, st);
+        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, 1), 3, m3, file, st);
+        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, 2), 3, c3, file, st);
+        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, 3), 3, c3, file, st);
+        for (int i = 4; i < ni && !rc; i++) rc = want_shape(pdq_cg_input_tensor(cg, i), 4, pk, file, st);
+        if (!rc) rc = want_shape(pdq_cg_output_tensor(cg, 0), 3, l3, file, st);
+        for (int i = 1; i < no && !rc; i++) rc = want_shape(pdq_cg_output_tensor(cg, i), 4, nk, file, st);
+    } else if (kind == 2 || kind == 3) {
+        rc = want_shape(pdq_cg_input_tensor(cg, 0), 3, h3, file, st);
+        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, 1), 3, m3, file, st);
+        int ci = kind == 2 ? PDQ_PF_IN_COS : PDQ_AP_IN_COS;
+        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, ci), 3, c3, file, st);
+        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, ci + 1), 3, c3, file, st);
+        if (kind == 3 && !rc) rc = want_shape(pdq_cg_input_tensor(cg, PDQ_AP_IN_PAST_K), 4, pk, file, st);
+        if (kind == 3 && !rc) rc = want_shape(pdq_cg_input_tensor(cg, PDQ_AP_IN_PAST_V), 4, pk, file, st);
+        if (!rc) rc = want_shape(pdq_cg_output_tensor(cg, 0), 3, h3, file, st);
+        if (!rc) rc = want_shape(pdq_cg_output_tensor(cg, 1), 4, nk, file, st);
+        if (!rc) rc = want_shape(pdq_cg_output_tensor(cg, 2), 4, nk, file, st);
+    } else if (kind == 4) {
+        rc = want_shape(pdq_cg_input_tensor(cg, 0), 2, s2, file, st);
+        if (!rc) rc = want_shape(pdq_cg_output_tensor(cg, 0), 3, h3, file, st);
+    } else {
+        int hi[3] = {1, 1, D}, lo[3] = {1, 1, V};
+        rc = want_shape(pdq_cg_input_tensor(cg, 0), 3, hi, file, st);
+        if (!rc) rc = want_shape(pdq_cg_output_tensor(cg, 0), 3, lo, file, st);
+    }
+    if (!rc && kind != 5 && pdq_cg_input_tensor(cg, 0)->dtype != PDQ_TI32 && kind != 2 && kind != 3)
+        rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: token ids must be int32", file);
+    return rc;
+}
+
+pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return pdq_fail(st, PDQ_ERR_IO, "circle runtime: cannot open %s", path);
+    char *txt = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 > cap) {
+            char *n = realloc(txt, cap = cap ? cap * 2 : 65536);
+            if (!n) { free(txt); fclose(f); return pdq_fail(st, PDQ_ERR_NOMEM, "manifest"); }
+            txt = n;
+        }
+        size_t r = fread(txt + len, 1, cap - len - 1, f);
+        len += r;
+        if (r == 0) break;
+    }
+    fclose(f);
+    txt[len] = 0;
+    cJSON *root = cJSON_Parse(txt);
+    free(txt);
+    if (!root) return pdq_fail(st, PDQ_ERR_FORMAT, "circle runtime: %s is not JSON", path);
+    pdq_crt *rt = calloc(1, sizeof *rt);
+    if (!rt) { cJSON_Delete(root); return pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime"); }
+    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *mk = cJSON_GetObjectItemCaseSensitive(root, "attention_mask");
+    const cJSON *fl = mk ? cJSON_GetObjectItemCaseSensitive(mk, "fill") : NULL;
+    const cJSON *quant = cJSON_GetObjectItemCaseSensitive(root, "quantized");
+    rt->whole = whole;
+    rt->S = jint(root, "max_seq", 0);
+    rt->C = rt->S - 1;
+    rt->L = jint(mo, "num_hidden_layers", 0);
+    rt->KV = jint(mo, "num_key_value_heads", 0);
+    rt->hd = jint(mo, "head_dim", 0);
+    rt->D = jint(mo, "hidden_size", 0);
+    rt->V = jint(mo, "vocab_size", 0);
+    rt->fill = cJSON_IsNumber(fl) ? (float)fl->valuedouble : -120.0f;
+    const char *tag = cJSON_IsTrue(quant) ? ".q" : "";
+    cJSON_Delete(root);
+    pdq_code rc = PDQ_OK;
+    if (rt->S < 2 || rt->L < 1 || rt->KV < 1 || rt->hd < 2 || rt->D < 1 || rt->V < 1) {
+        pdq_crt_free(rt);
+        return pdq_fail(st, PDQ_ERR_FORMAT, "circle runtime: %s lacks max_seq/model sizes", path);
+    }
+    /* RoPE tables */
+    pdq_npy a = {0}, b = {0};
+    snprintf(path, sizeof path, "%s/rope_cos.npy", dir);
+    rc = pdq_npy_read_f32(path, &a, st);
+    snprintf(path, sizeof path, "%s/rope_sin.npy", dir);
+    if (!rc) rc = pdq_npy_read_f32(path, &b, st);
+    if (!rc && (a.count != (size_t)rt->S * rt->hd || b.count != a.count))
+        rc = pdq_fail(st, PDQ_ERR_SHAPE, "circle runtime: rope tables of %zu values, need %d x %d", a.count, rt->S, rt->hd);
+    if (!rc) { rt->cos_tab = a.data; rt->sin_tab = b.data; a.data = b.data = NULL; }
+    pdq_npy_free(&a);
+    pdq_npy_free(&b);
+    int L = rt->L;
+    if (!rc) {
+        rt->k = calloc((size_t)L, sizeof(void *));
+        rt->v = calloc((size_t)L, sizeof(void *));
+        rt->kt = calloc((size_t)L, sizeof(void *));
+        rt->vt = calloc((size_t)L, sizeof(void *));
+        rt->hid = malloc(sizeof(float) * (size_t)rt->S * rt->D);
+        if (!rt->k || !rt->v || !rt->kt || !rt->vt || !rt->hid) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
+    }
+    if (!rc && whole) {
+        rc = open_file(dir, "model_prefill", tag, &rt->prefill, st);
+        if (!rc) rc = check_io(rt, rt->prefill, "model_prefill", 0, st);
+        if (!rc) rc = open_file(dir, "model_decode", tag, &rt->decode, st);
+        if (!rc) rc = check_io(rt, rt->decode, "model_decode", 1, st);
+        for (int l = 0; l < L && !rc; l++) {
+            rt->kt[l] = pdq_cg_output_tensor(rt->decode, 1 + 2 * l);
+            rt->vt[l] = pdq_cg_output_tensor(rt->decode, 2 + 2 * l);
+        }
+    } else if (!rc) {
+        rt->lp = calloc((size_t)L, sizeof(void *));
+        rt->ld = calloc((size_t)L, sizeof(void *));
+        if (!rt->lp || !rt->ld) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
+        if (!rc) rc = open_file(dir, "token_embedding", tag, &rt->embed, st);
+        if (!rc) rc = check_io(rt, rt->embed, "token_embedding", 4, st);
+        if (!rc) rc = open_file(dir, "lm_head", tag, &rt->head, st);
+        if (!rc) rc = check_io(rt, rt->head, "lm_head", 5, st);
+        char base[96];
+        for (int l = 0; l < L && !rc; l++) {
+            snprintf(base, sizeof base, "decoder_layer_prefill_%d", l);
+            rc = open_file(dir, base, tag, &rt->lp[l], st);
+            if (!rc) rc = check_io(rt, rt->lp[l], base, 2, st);
+            snprintf(base, sizeof base, "decoder_layer_decode_%d", l);
+            if (!rc) rc = open_file(dir, base, tag, &rt->ld[l], st);
+            if (!rc) rc = check_io(rt, rt->ld[l], base, 3, st);
+            if (!rc) {
+                rt->kt[l] = pdq_cg_output_tensor(rt->ld[l], PDQ_L_OUT_K);
+                rt->vt[l] = pdq_cg_output_tensor(rt->ld[l], PDQ_L_OUT_V);
+            }
+        }
+    }
+    for (int l = 0; l < L && !rc; l++) {
+        size_t n = (size_t)rt->KV * rt->C * rt->hd;
+        rt->k[l] = calloc(n, esize(rt->kt[l]));
+        rt->v[l] = calloc(n, esize(rt->vt[l]));
+        if (!rt->k[l] || !rt->v[l]) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime: KV cache");
+    }
+    if (rc) { pdq_crt_free(rt); return pdq_wrap(st, "circle runtime on %s", dir); }
+    *out = rt;
+    return PDQ_OK;
+}
+
+int pdq_crt_max_seq(const pdq_crt *rt) { return rt->S; }
+int pdq_crt_vocab(const pdq_crt *rt) { return rt->V; }
+int pdq_crt_len(const pdq_crt *rt) { return rt->len; }
+
+/* Prefill mask / cos / sin for n real tokens at positions 0..n-1 (padding: position 0, sees nothing). */
+static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *cos, float *sin) {
+    int S = rt->S, hd = rt->hd;
+    for (int i = 0; i < S; i++) {
+        for (int j = 0; j < S; j++) mask[(size_t)i * S + j] = (i < n && j <= i) ? 0.0f : rt->fill;
+        int p = i < n ? i : 0;
+        memcpy(cos + (size_t)i * hd, rt->cos_tab + (size_t)p * hd, sizeof(float) * (size_t)hd);
+        memcpy(sin + (size_t)i * hd, rt->sin_tab + (size_t)p * hd, sizeof(float) * (size_t)hd);
+    }
+}
+
+static void decode_inputs(const pdq_crt *rt, float *mask, float *cos, float *sin) {
+    int S = rt->S, hd = rt->hd;
+    for (int j = 0; j < S; j++) mask[j] = j < rt->len ? 0.0f : rt->fill;
+    mask[S - 1] = 0.0f;
+    memcpy(cos, rt->cos_tab + (size_t)rt->len * hd, sizeof(float) * (size_t)hd);
+    memcpy(sin, rt->sin_tab + (size_t)rt->len * hd, sizeof(float) * (size_t)hd);
+}
+
+/* Slots [0, n) of layer l from K/V outputs of T positions (prefill: T = S; decode: slot len). */
+static void store_kv(pdq_crt *rt, int l, const float *k, const float *v, int T, int slot0, int n) {
+    size_t hd = (size_t)rt->hd;
+    for (int h = 0; h < rt->KV; h++)
+        for (int t = 0; t < n; t++) {
+            if (slot0 + t >= rt->C) break;
+            size_t src = ((size_t)h * T + t) * hd, dst = ((size_t)h * rt->C + slot0 + t) * hd;
+            cache_store(rt->kt[l], rt->k[l], dst, k + src, hd);
+            cache_store(rt->vt[l], rt->v[l], dst, v + src, hd);
+        }
+}
+
+pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st) {
+    int S = rt->S, D = rt->D, V = rt->V;
+    if (n < 1 || n > S) return pdq_fail(st, PDQ_ERR_LIMIT, "circle prefill: %d tokens, need 1..max_seq %d", n, S);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= V) return pdq_fail(st, PDQ_ERR_ARG, "circle prefill: token id %d out of range", ids[i]);
+    pdq_code rc;
+    rt->len = 0;
+    if (rt->whole) {
+        pdq_cgraph *g = rt->prefill;
+        int32_t *in_ids = pdq_cg_input(g, 0);
+        for (int i = 0; i < S; i++) in_ids[i] = i < n ? ids[i] : 0;
+        prefill_inputs(rt, n, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
+        if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
+        memcpy(logits, pdq_cg_output(g, 0) + (size_t)(n - 1) * V, sizeof(float) * (size_t)V);
+        for (int l = 0; l < rt->L; l++) store_kv(rt, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), S, 0, n);
+    } else {
+        int32_t *in_ids = pdq_cg_input(rt->embed, 0);
+        for (int i = 0; i < S; i++) in_ids[i] = i < n ? ids[i] : 0;
+        if ((rc = pdq_cg_run(rt->embed, st)) != PDQ_OK) return rc;
+        const float *h = pdq_cg_output(rt->embed, 0);
+        for (int l = 0; l < rt->L; l++) {
+            pdq_cgraph *g = rt->lp[l];
+            memcpy(pdq_cg_input(g, PDQ_PF_IN_HIDDEN), h, sizeof(float) * (size_t)S * D);
+            prefill_inputs(rt, n, pdq_cg_input(g, PDQ_PF_IN_MASK), pdq_cg_input(g, PDQ_PF_IN_COS), pdq_cg_input(g, PDQ_PF_IN_SIN));
+            if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
+            h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
+            store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), S, 0, n);
+        }
+        memcpy(pdq_cg_input(rt->head, 0), h + (size_t)(n - 1) * D, sizeof(float) * (size_t)D);
+        if ((rc = pdq_cg_run(rt->head, st)) != PDQ_OK) return rc;
+        memcpy(logits, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
+    }
+    rt->len = n;
+    return PDQ_OK;
+}
+
+pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st) {
+    int S = rt->S, D = rt->D, V = rt->V;
+    size_t cn = (size_t)rt->KV * rt->C * rt->hd;
+    if (rt->len < 1) return pdq_fail(st, PDQ_ERR_ARG, "circle decode: no prompt (prefill first)");
+    if (rt->len >= S) return pdq_fail(st, PDQ_ERR_LIMIT, "circle decode: cache full: %d tokens (max_seq %d)", rt->len, S);
+    if (id < 0 || id >= V) return pdq_fail(st, PDQ_ERR_ARG, "circle decode: token id %d out of range", id);
+    pdq_code rc;
+    if (rt->whole) {
+        pdq_cgraph *g = rt->decode;
+        *(int32_t *)pdq_cg_input(g, 0) = id;
+        decode_inputs(rt, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
+        for (int l = 0; l < rt->L; l++) {
+            cache_load(rt->kt[l], rt->k[l], pdq_cg_input(g, 4 + 2 * l), cn);
+            cache_load(rt->vt[l], rt->v[l], pdq_cg_input(g, 5 + 2 * l), cn);
+        }
+        if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
+        memcpy(logits, pdq_cg_output(g, 0), sizeof(float) * (size_t)V);
+        for (int l = 0; l < rt->L; l++) store_kv(rt, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), 1, rt->len, 1);
+    } else {
+        int32_t *in_ids = pdq_cg_input(rt->embed, 0);
+        memset(in_ids, 0, sizeof(int32_t) * (size_t)S);
+        in_ids[0] = id;
+        if ((rc = pdq_cg_run(rt->embed, st)) != PDQ_OK) return rc;
+        const float *h = pdq_cg_output(rt->embed, 0); /* row 0 */
+        for (int l = 0; l < rt->L; l++) {
+            pdq_cgraph *g = rt->ld[l];
+            memcpy(pdq_cg_input(g, PDQ_AP_IN_HIDDEN), h, sizeof(float) * (size_t)D);
+            decode_inputs(rt, pdq_cg_input(g, PDQ_AP_IN_MASK), pdq_cg_input(g, PDQ_AP_IN_COS), pdq_cg_input(g, PDQ_AP_IN_SIN));
+            cache_load(rt->kt[l], rt->k[l], pdq_cg_input(g, PDQ_AP_IN_PAST_K), cn);
+            cache_load(rt->vt[l], rt->v[l], pdq_cg_input(g, PDQ_AP_IN_PAST_V), cn);
+            if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
+            h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
+            store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), 1, rt->len, 1);
+        }
+        memcpy(pdq_cg_input(rt->head, 0), h, sizeof(float) * (size_t)D);
+        if ((rc = pdq_cg_run(rt->head, st)) != PDQ_OK) return rc;
+        memcpy(logits, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
+    }
+    rt->len++;
+    return PDQ_OK;
+}

@@ -1,0 +1,187 @@
+/* Composition of graphs (embedding + layers + head -> one whole-model graph) and structural
+ * graph comparison (the round-trip check). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdq/circle_export.h"
+
+static pdq_code copy_q(pdq_tensor *t, const pdq_qparams *q, pdq_status *st) {
+    if (!q) return PDQ_OK;
+    pdq_qparams *n = calloc(1, sizeof *n);
+    if (n) {
+        n->scale = malloc(sizeof(float) * (size_t)(q->n ? q->n : 1));
+        n->zero_point = malloc(sizeof(int64_t) * (size_t)(q->n ? q->n : 1));
+    }
+    if (!n || !n->scale || !n->zero_point) {
+        if (n) { free(n->scale); free(n->zero_point); free(n); }
+        return pdq_fail(st, PDQ_ERR_NOMEM, "graph compose: qparams of %s", t->name);
+    }
+    n->n = q->n;
+    n->quantized_dim = q->quantized_dim;
+    memcpy(n->scale, q->scale, sizeof(float) * (size_t)q->n);
+    memcpy(n->zero_point, q->zero_point, sizeof(int64_t) * (size_t)q->n);
+    if (t->q) { free(t->q->scale); free(t->q->zero_point); free(t->q); }
+    t->q = n;
+    return PDQ_OK;
+}
+
+pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, int *outs, pdq_status *st) {
+    int *ids = malloc(sizeof(int) * (size_t)(src->n_tensors ? src->n_tensors : 1));
+    int *in = NULL;
+    int max_in = 1;
+    for (int o = 0; o < src->n_ops; o++)
+        if (src->ops[o].n_in > max_in) max_in = src->ops[o].n_in;
+    in = malloc(sizeof(int) * (size_t)max_in);
+    if (!ids || !in) { free(ids); free(in); return pdq_fail(st, PDQ_ERR_NOMEM, "graph compose"); }
+    pdq_code rc = PDQ_OK;
+    for (int t = 0; t < src->n_tensors; t++) ids[t] = -1;
+    for (int i = 0; i < src->n_inputs && rc == PDQ_OK; i++) {
+        int t = src->inputs[i];
+        const pdq_tensor *x = &src->tensors[t];
+        if (map && map[i] >= 0) { ids[t] = map[i]; continue; }
+        ids[t] = pdq_graph_input(dst, x->name, x->dtype, x->ndim, x->shape, st);
+        if (ids[t] < 0) rc = st ? st->code : PDQ_ERR_ARG;
+        else rc = copy_q(&dst->tensors[ids[t]], x->q, st);
+    }
+    /* Constants in src order, each just before the first op that reads it would be nicer for
+     * readers of the file; tensor order does not change semantics, so they go first. */
+    for (int t = 0; t < src->n_tensors && rc == PDQ_OK; t++) {
+        const pdq_tensor *x = &src->tensors[t];
+        if (x->kind != PDQ_TK_CONST) continue;
+        ids[t] = pdq_graph_const(dst, x->name, x->dtype, x->ndim, x->shape, x->data, x->owned, st);
+        if (ids[t] < 0) rc = st ? st->code : PDQ_ERR_ARG;
+        else rc = copy_q(&dst->tensors[ids[t]], x->q, st);
+    }
+    for (int o = 0; o < src->n_ops && rc == PDQ_OK; o++) {
+        const pdq_op *op = &src->ops[o];
+        for (int i = 0; i < op->n_in; i++) in[i] = ids[op->in[i]];
+        const pdq_tensor *y = &src->tensors[op->out[0]];
+        int id = pdq_graph_op(dst, op->type, in, op->n_in, op, y->name, st);
+        if (id < 0) { rc = st ? st->code : PDQ_ERR_ARG; break; }
+        dst->tensors[id].dtype = y->dtype;
+        rc = copy_q(&dst->tensors[id], y->q, st);
+        ids[op->out[0]] = id;
+    }
+    if (rc == PDQ_OK && outs)
+        for (int i = 0; i < src->n_outputs; i++) outs[i] = ids[src->outputs[i]];
+    free(ids);
+    free(in);
+    if (rc != PDQ_OK) return pdq_wrap(st, "appending graph %s to %s", src->name, dst->name);
+    return PDQ_OK;
+}
+
+pdq_code pdq_build_whole(const pdq_model *m, pdq_graph_mode mode, int max_seq, const pdq_static_opts *o,
+                         pdq_graph **out, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    int decode = mode == PDQ_MODE_APPEND;
+    int T = decode ? 1 : max_seq, L = c->n_layers, hd = c->head_dim;
+    pdq_graph *g = NULL, *part = NULL;
+    pdq_code rc = pdq_graph_new(decode ? "model_decode" : "model_prefill", &g, st);
+    if (rc != PDQ_OK) return rc;
+    int *kv = malloc(sizeof(int) * (size_t)(2 * L));
+    if (!kv) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "whole-model graph"); }
+    /* shared inputs first: ids, mask, cos, sin (then the per-layer past K/V as the layers add them) */
+    int is[2] = {1, T}, ms[3] = {1, T, max_seq}, cs[3] = {1, T, hd};
+    int ids = pdq_graph_input(g, "input_ids", PDQ_TI32, 2, is, st);
+    int mask = ids < 0 ? -1 : pdq_graph_input(g, "attention_mask", PDQ_TF32, 3, ms, st);
+    int cos = mask < 0 ? -1 : pdq_graph_input(g, "cos", PDQ_TF32, 3, cs, st);
+    int sin = cos < 0 ? -1 : pdq_graph_input(g, "sin", PDQ_TF32, 3, cs, st);
+    if (sin < 0) { rc = st ? st->code : PDQ_ERR_ARG; goto done; }
+    int h;
+    if ((rc = pdq_build_embed(m, 1, T, &part, st)) != PDQ_OK) goto done;
+    int map_e[1] = {ids};
+    if ((rc = pdq_graph_append(g, part, map_e, &h, st)) != PDQ_OK) goto done;
+    pdq_graph_free(part);
+    part = NULL;
+    for (int l = 0; l < L; l++) {
+        if ((rc = pdq_build_layer(m, l, NULL, mode, 1, max_seq, decode ? 1 : 0, o, &part, st)) != PDQ_OK) goto done;
+        int map[6], outs[3];
+        if (decode) {
+            map[PDQ_AP_IN_HIDDEN] = h; map[PDQ_AP_IN_MASK] = mask; map[PDQ_AP_IN_PAST_K] = -1;
+            map[PDQ_AP_IN_PAST_V] = -1; map[PDQ_AP_IN_COS] = cos; map[PDQ_AP_IN_SIN] = sin;
+        } else {
+            map[PDQ_PF_IN_HIDDEN] = h; map[PDQ_PF_IN_MASK] = mask; map[PDQ_PF_IN_COS] = cos; map[PDQ_PF_IN_SIN] = sin;
+        }
+        if ((rc = pdq_graph_append(g, part, map, outs, st)) != PDQ_OK) goto done;
+        pdq_graph_free(part);
+        part = NULL;
+        h = outs[PDQ_L_OUT_HIDDEN];
+        kv[2 * l] = outs[PDQ_L_OUT_K];
+        kv[2 * l + 1] = outs[PDQ_L_OUT_V];
+    }
+    if ((rc = pdq_build_head(m, 1, T, &part, st)) != PDQ_OK) goto done;
+    int logits;
+    if ((rc = pdq_graph_append(g, part, &h, &logits, st)) != PDQ_OK) goto done;
+    rc = pdq_graph_mark_output(g, logits, st);
+    for (int i = 0; i < 2 * L && rc == PDQ_OK; i++) rc = pdq_graph_mark_output(g, kv[i], st);
+    if (rc == PDQ_OK) rc = pdq_graph_validate(g, st);
+done:
+    pdq_graph_free(part);
+    free(kv);
+    if (rc != PDQ_OK) {
+        pdq_graph_free(g);
+        return rc;
+    }
+    *out = g;
+    return PDQ_OK;
+}
+
+/* ---------------- comparison ---------------- */
+
+static int q_same(const pdq_qparams *a, const pdq_qparams *b) {
+    if (!a || !b) return !a && !b;
+    if (a->n != b->n || a->quantized_dim != b->quantized_dim) return 0;
+    return !memcmp(a->scale, b->scale, sizeof(float) * (size_t)a->n) &&
+           !memcmp(a->zero_point, b->zero_point, sizeof(int64_t) * (size_t)a->n);
+}
+
+static int tensor_same(const pdq_tensor *a, const pdq_tensor *b) {
+    if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->kind != b->kind || a->ndim != b->ndim) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return 0;
+    if (a->kind == PDQ_TK_CONST && memcmp(a->data, b->data, pdq_tensor_count(a) * pdq_tdtype_size(a->dtype))) return 0;
+    return q_same(a->q, b->q);
+}
+
+static int opt_same(const pdq_op *a, const pdq_op *b) {
+    switch (a->type) {
+    case PDQ_OP_FULLY_CONNECTED: return !a->opt.fc.keep_num_dims == !b->opt.fc.keep_num_dims;
+    case PDQ_OP_BATCH_MATMUL: return !a->opt.bmm.adj_x == !b->opt.bmm.adj_x && !a->opt.bmm.adj_y == !b->opt.bmm.adj_y;
+    case PDQ_OP_MEAN: return !a->opt.mean.keep_dims == !b->opt.mean.keep_dims;
+    case PDQ_OP_RMS_NORM: return a->opt.rms.epsilon == b->opt.rms.epsilon;
+    case PDQ_OP_SOFTMAX: return a->opt.softmax.beta == b->opt.softmax.beta;
+    case PDQ_OP_CONCATENATION: return a->opt.concat.axis == b->opt.concat.axis;
+    case PDQ_OP_GATHER: return a->opt.gather.axis == b->opt.gather.axis;
+    default: return 1;
+    }
+}
+
+#define DIFF(...) do { if (why && n) snprintf(why, n, __VA_ARGS__); return 0; } while (0)
+
+int pdq_graph_same(const pdq_graph *a, const pdq_graph *b, char *why, size_t n) {
+    if (a->n_tensors != b->n_tensors) DIFF("%d vs %d tensors", a->n_tensors, b->n_tensors);
+    if (a->n_ops != b->n_ops) DIFF("%d vs %d ops", a->n_ops, b->n_ops);
+    if (a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs)
+        DIFF("I/O counts %d/%d vs %d/%d", a->n_inputs, a->n_outputs, b->n_inputs, b->n_outputs);
+    for (int i = 0; i < a->n_tensors; i++) {
+        int j = pdq_graph_find(b, a->tensors[i].name);
+        if (j < 0) DIFF("tensor %s missing", a->tensors[i].name);
+        if (!tensor_same(&a->tensors[i], &b->tensors[j])) DIFF("tensor %s differs", a->tensors[i].name);
+    }
+    for (int o = 0; o < a->n_ops; o++) {
+        const pdq_op *x = &a->ops[o], *y = &b->ops[o];
+        if (x->type != y->type || x->n_in != y->n_in || x->n_out != y->n_out || !opt_same(x, y))
+            DIFF("op %d (%s vs %s) differs", o, pdq_op_name(x->type), pdq_op_name(y->type));
+        for (int i = 0; i < x->n_in; i++)
+            if (strcmp(a->tensors[x->in[i]].name, b->tensors[y->in[i]].name)) DIFF("op %d input %d differs", o, i);
+        for (int i = 0; i < x->n_out; i++)
+            if (strcmp(a->tensors[x->out[i]].name, b->tensors[y->out[i]].name)) DIFF("op %d output %d differs", o, i);
+    }
+    for (int i = 0; i < a->n_inputs; i++)
+        if (strcmp(a->tensors[a->inputs[i]].name, b->tensors[b->inputs[i]].name)) DIFF("input %d differs", i);
+    for (int i = 0; i < a->n_outputs; i++)
+        if (strcmp(a->tensors[a->outputs[i]].name, b->tensors[b->outputs[i]].name)) DIFF("output %d differs", i);
+    return 1;
+}

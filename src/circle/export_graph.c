@@ -1,0 +1,153 @@
+/* IR graph -> Circle model: tensor i of the graph is Circle tensor i, one operator per op, with
+ * the options TICO writes (NOTES §3): FC keep_num_dims and bias -1, masks 0 on STRIDED_SLICE,
+ * AddOptions left at the schema default (pot_scale_int16 true, as TICO leaves it). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "circle/circle_defs.h"
+#include "pdq/circle_export.h"
+
+int8_t pdq_circle_type_of(pdq_tdtype dt);
+int8_t pdq_circle_type_of(pdq_tdtype dt) {
+    switch (dt) {
+    case PDQ_TF32: return CIRCLE_TT_FLOAT32;
+    case PDQ_TI32: return CIRCLE_TT_INT32;
+    case PDQ_TI16: return CIRCLE_TT_INT16;
+    case PDQ_TU8: return CIRCLE_TT_UINT8;
+    case PDQ_TU4: return CIRCLE_TT_UINT4;
+    case PDQ_TI64: return CIRCLE_TT_INT64;
+    }
+    return CIRCLE_TT_FLOAT32;
+}
+
+static pdq_code add_const_buffer(pdq_circle_model *m, const pdq_tensor *t, uint32_t *buf, pdq_status *st) {
+    size_t n = pdq_tensor_count(t);
+    int32_t b;
+    if (t->dtype == PDQ_TU4) {
+        size_t nb = n / 2 + (n & 1);
+        uint8_t *p = malloc(nb ? nb : 1);
+        if (!p) return pdq_fail(st, PDQ_ERR_NOMEM, "circle export: packing %s", t->name);
+        if (pdq_circle_pack_uint4(t->data, n, p, st) != PDQ_OK) {
+            free(p);
+            return pdq_wrap(st, "circle export: constant %s", t->name);
+        }
+        b = pdq_circle_add_buffer(m, p, nb, 1, st);
+        free(p);
+    } else {
+        b = pdq_circle_add_buffer(m, t->data, (uint64_t)(n * pdq_tdtype_size(t->dtype)), 0, st);
+    }
+    if (b < 0) return st ? st->code : PDQ_ERR_NOMEM;
+    *buf = (uint32_t)b;
+    return PDQ_OK;
+}
+
+static pdq_code add_op(pdq_circle_model *m, const pdq_graph *g, const pdq_op *op, pdq_status *st) {
+    int32_t in[PDQ_CIRCLE_MAX_IO + 1], out[1];
+    if (op->n_in > PDQ_CIRCLE_MAX_IO) return pdq_fail(st, PDQ_ERR_LIMIT, "circle export: op with %d inputs", op->n_in);
+    int n_in = op->n_in;
+    for (int i = 0; i < n_in; i++) in[i] = op->in[i];
+    out[0] = op->out[0];
+    uint8_t ot = CIRCLE_OPT_NONE;
+    int32_t code;
+    pdq_circle_options o;
+    memset(&o, 0, sizeof o);
+    switch (op->type) {
+    case PDQ_OP_FULLY_CONNECTED:
+        code = CIRCLE_OP_FULLY_CONNECTED;
+        ot = CIRCLE_OPT_FullyConnectedOptions;
+        o.fc.keep_num_dims = op->opt.fc.keep_num_dims != 0;
+        if (n_in == 2) in[n_in++] = -1; /* no bias */
+        break;
+    case PDQ_OP_BATCH_MATMUL:
+        code = CIRCLE_OP_BATCH_MATMUL;
+        ot = CIRCLE_OPT_BatchMatMulOptions;
+        o.bmm.adjoint_lhs = op->opt.bmm.adj_x != 0;
+        o.bmm.adjoint_rhs = op->opt.bmm.adj_y != 0;
+        break;
+    case PDQ_OP_ADD: code = CIRCLE_OP_ADD; ot = CIRCLE_OPT_AddOptions; o = pdq_circle_options_default(ot); break;
+    case PDQ_OP_SUB: code = CIRCLE_OP_SUB; ot = CIRCLE_OPT_SubOptions; o = pdq_circle_options_default(ot); break;
+    case PDQ_OP_MUL: code = CIRCLE_OP_MUL; ot = CIRCLE_OPT_MulOptions; break;
+    case PDQ_OP_DIV: code = CIRCLE_OP_DIV; ot = CIRCLE_OPT_DivOptions; break;
+    case PDQ_OP_MEAN:
+        code = CIRCLE_OP_MEAN;
+        ot = CIRCLE_OPT_ReducerOptions;
+        o.reducer.keep_dims = op->opt.mean.keep_dims != 0;
+        break;
+    case PDQ_OP_RSQRT: code = CIRCLE_OP_RSQRT; break;
+    case PDQ_OP_NEG: code = CIRCLE_OP_NEG; ot = CIRCLE_OPT_NegOptions; break;
+    case PDQ_OP_LOGISTIC: code = CIRCLE_OP_LOGISTIC; break;
+    case PDQ_OP_RMS_NORM:
+        code = CIRCLE_OP_RMS_NORM;
+        ot = CIRCLE_OPT_RmsNormOptions;
+        o.rms_norm.epsilon = op->opt.rms.epsilon;
+        break;
+    case PDQ_OP_SOFTMAX:
+        code = CIRCLE_OP_SOFTMAX;
+        ot = CIRCLE_OPT_SoftmaxOptions;
+        o.softmax.beta = op->opt.softmax.beta;
+        break;
+    case PDQ_OP_RESHAPE: {
+        code = CIRCLE_OP_RESHAPE;
+        ot = CIRCLE_OPT_ReshapeOptions;
+        const pdq_tensor *s = &g->tensors[op->in[1]];
+        int r = s->shape[0];
+        if (r > PDQ_CIRCLE_MAX_RANK) return pdq_fail(st, PDQ_ERR_LIMIT, "circle export: reshape rank %d", r);
+        o.reshape.rank = r;
+        for (int i = 0; i < r; i++) o.reshape.new_shape[i] = ((const int32_t *)s->data)[i];
+        break;
+    }
+    case PDQ_OP_TRANSPOSE: code = CIRCLE_OP_TRANSPOSE; ot = CIRCLE_OPT_TransposeOptions; break;
+    case PDQ_OP_CONCATENATION:
+        code = CIRCLE_OP_CONCATENATION;
+        ot = CIRCLE_OPT_ConcatenationOptions;
+        o.concat.axis = op->opt.concat.axis;
+        break;
+    case PDQ_OP_STRIDED_SLICE: code = CIRCLE_OP_STRIDED_SLICE; ot = CIRCLE_OPT_StridedSliceOptions; break;
+    case PDQ_OP_SLICE: code = CIRCLE_OP_SLICE; break;
+    case PDQ_OP_GATHER:
+        code = CIRCLE_OP_GATHER;
+        ot = CIRCLE_OPT_GatherOptions;
+        o.gather.axis = op->opt.gather.axis;
+        break;
+    default:
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle export: op type %d", (int)op->type);
+    }
+    return pdq_circle_add_op(m, code, n_in, in, 1, out, ot, &o, st) < 0 ? (st ? st->code : PDQ_ERR_NOMEM) : PDQ_OK;
+}
+
+pdq_code pdq_circle_from_graph(const pdq_graph *g, pdq_circle_model *m, pdq_status *st) {
+    pdq_code rc = pdq_circle_model_init(m, st);
+    if (rc != PDQ_OK) return rc;
+    for (int i = 0; i < g->n_tensors && rc == PDQ_OK; i++) {
+        const pdq_tensor *t = &g->tensors[i];
+        uint32_t buf = 0;
+        if (t->kind == PDQ_TK_CONST) rc = add_const_buffer(m, t, &buf, st);
+        if (rc != PDQ_OK) break;
+        int32_t shape[PDQ_G_MAX_DIMS];
+        for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
+        int32_t id = pdq_circle_add_tensor(m, t->name, pdq_circle_type_of(t->dtype), t->ndim, shape, buf, st);
+        if (id < 0) { rc = st ? st->code : PDQ_ERR_NOMEM; break; }
+        if (t->q && t->q->n > 0) {
+            int32_t n = t->q->n;
+            float *sc = t->q->scale;
+            rc = pdq_circle_set_quant(m, id, n, sc, t->q->zero_point, t->q->quantized_dim, st);
+        }
+    }
+    for (int o = 0; o < g->n_ops && rc == PDQ_OK; o++) rc = add_op(m, g, &g->ops[o], st);
+    for (int i = 0; i < g->n_inputs && rc == PDQ_OK; i++) rc = pdq_circle_add_input(m, g->inputs[i], st);
+    for (int i = 0; i < g->n_outputs && rc == PDQ_OK; i++) rc = pdq_circle_add_output(m, g->outputs[i], st);
+    if (rc != PDQ_OK) {
+        pdq_circle_model_free(m);
+        return pdq_wrap(st, "circle export of graph %s", g->name);
+    }
+    return PDQ_OK;
+}
+
+pdq_code pdq_circle_write_graph(const char *path, const pdq_graph *g, pdq_status *st) {
+    pdq_circle_model m;
+    pdq_code rc = pdq_circle_from_graph(g, &m, st);
+    if (rc != PDQ_OK) return rc;
+    rc = pdq_circle_write(path, &m, NULL, st);
+    pdq_circle_model_free(&m);
+    return rc;
+}

@@ -1,0 +1,230 @@
+/* Export of a model to Circle files as TICO names them, the RoPE tables and manifest.json (the
+ * contract a device runtime needs: I/O order, names, shapes, dtypes, qparams, max_seq, mask fill,
+ * RoPE convention and tables, KV-cache layout and update rule). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "pdq/circle_export.h"
+#include "pdq/npy.h"
+
+void pdq_export_opts_default(pdq_export_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->max_seq = 64;
+    o->whole = 1;
+    o->per_layer = 1;
+    pdq_static_opts_default(&o->so);
+    o->so.rope = PDQ_RT_ROPE_PRE_NEGATED_SIN;
+    o->so.scale = PDQ_RT_SCALE_K_PROJ;
+    o->so.layout = PDQ_RT_LAYOUT_UNROLLED;
+}
+
+static cJSON *qparams_json(const pdq_qparams *q) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *s = cJSON_AddArrayToObject(o, "scale"), *z = cJSON_AddArrayToObject(o, "zero_point");
+    for (int i = 0; i < q->n; i++) {
+        cJSON_AddItemToArray(s, cJSON_CreateNumber(q->scale[i]));
+        cJSON_AddItemToArray(z, cJSON_CreateNumber((double)q->zero_point[i]));
+    }
+    if (q->n > 1) cJSON_AddNumberToObject(o, "quantized_dimension", q->quantized_dim);
+    return o;
+}
+
+static cJSON *tensor_json(const pdq_tensor *t) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", t->name);
+    cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+    for (int d = 0; d < t->ndim; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber(t->shape[d]));
+    cJSON_AddStringToObject(o, "dtype", pdq_tdtype_name(t->dtype));
+    if (t->q) cJSON_AddItemToObject(o, "qparams", qparams_json(t->q));
+    return o;
+}
+
+static cJSON *graph_json(const pdq_graph *g, const char *file, long long bytes) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", file);
+    cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+    cJSON_AddNumberToObject(o, "operators", g->n_ops);
+    cJSON *in = cJSON_AddArrayToObject(o, "inputs"), *out = cJSON_AddArrayToObject(o, "outputs");
+    for (int i = 0; i < g->n_inputs; i++) cJSON_AddItemToArray(in, tensor_json(&g->tensors[g->inputs[i]]));
+    for (int i = 0; i < g->n_outputs; i++) cJSON_AddItemToArray(out, tensor_json(&g->tensors[g->outputs[i]]));
+    return o;
+}
+
+typedef struct {
+    const char *dir;
+    const char *tag;    /* "" or ".q" */
+    cJSON *files;       /* manifest "files" object */
+    int quiet;
+    pdq_status *st;
+} ectx;
+
+/* Writes g as dir/<base><tag>.circle and records it in the manifest under key. Frees g. */
+static pdq_code emit(ectx *e, pdq_graph *g, const char *base) {
+    char path[4096], file[512];
+    snprintf(file, sizeof file, "%s%s.circle", base, e->tag);
+    snprintf(path, sizeof path, "%s/%s", e->dir, file);
+    pdq_code rc = pdq_circle_write_graph(path, g, e->st);
+    if (rc == PDQ_OK) {
+        struct stat sb;
+        long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+        cJSON_AddItemToObject(e->files, base, graph_json(g, file, bytes));
+        if (!e->quiet) fprintf(stderr, "export: %s (%d ops, %.1f MiB)\n", file, g->n_ops, (double)bytes / 1048576.0);
+    }
+    pdq_graph_free(g);
+    return rc;
+}
+
+static pdq_code write_tables(const pdq_model *m, const char *dir, const pdq_static_opts *so, int S, pdq_status *st) {
+    int hd = m->cfg.head_dim;
+    float *cs = malloc(sizeof(float) * (size_t)S * hd * 2);
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)S);
+    if (!cs || !pos) { free(cs); free(pos); return pdq_fail(st, PDQ_ERR_NOMEM, "rope tables"); }
+    float *sn = cs + (size_t)S * hd;
+    for (int i = 0; i < S; i++) pos[i] = i;
+    pdq_rope_tables(m, S, pos, cs, sn);
+    if (so->rope == PDQ_RT_ROPE_PRE_NEGATED_SIN)
+        for (int p = 0; p < S; p++)
+            for (int i = 0; i < hd / 2; i++) sn[(size_t)p * hd + i] = -sn[(size_t)p * hd + i];
+    char path[4096];
+    int64_t shape[2] = {S, hd};
+    snprintf(path, sizeof path, "%s/rope_cos.npy", dir);
+    pdq_code rc = pdq_npy_write(path, PDQ_NPY_F32, 2, shape, cs, st);
+    snprintf(path, sizeof path, "%s/rope_sin.npy", dir);
+    if (rc == PDQ_OK) rc = pdq_npy_write(path, PDQ_NPY_F32, 2, shape, sn, st);
+    free(cs);
+    free(pos);
+    return rc;
+}
+
+static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts *o, int quantized) {
+    const pdq_config *c = &m->cfg;
+    cJSON_AddStringToObject(root, "format", "pdq-circle-export");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddBoolToObject(root, "quantized", quantized);
+    cJSON_AddNumberToObject(root, "max_seq", o->max_seq);
+    cJSON_AddNumberToObject(root, "batch", 1);
+    cJSON *mo = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddNumberToObject(mo, "hidden_size", c->hidden_size);
+    cJSON_AddNumberToObject(mo, "intermediate_size", c->intermediate_size);
+    cJSON_AddNumberToObject(mo, "num_hidden_layers", c->n_layers);
+    cJSON_AddNumberToObject(mo, "num_attention_heads", c->n_heads);
+    cJSON_AddNumberToObject(mo, "num_key_value_heads", c->n_kv_heads);
+    cJSON_AddNumberToObject(mo, "head_dim", c->head_dim);
+    cJSON_AddNumberToObject(mo, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(mo, "rms_norm_eps", c->rms_norm_eps);
+    cJSON_AddNumberToObject(mo, "bos_token_id", c->bos_token_id);
+    cJSON *eos = cJSON_AddArrayToObject(mo, "eos_token_ids");
+    for (int i = 0; i < c->n_eos; i++) cJSON_AddItemToArray(eos, cJSON_CreateNumber(c->eos_token_ids[i]));
+    cJSON_AddStringToObject(root, "scale_fusion", o->so.scale == PDQ_RT_SCALE_K_PROJ ? "k_proj" : "none");
+    cJSON_AddStringToObject(root, "attention_layout", o->so.layout == PDQ_RT_LAYOUT_UNROLLED ? "unrolled" : "batched");
+    cJSON *mk = cJSON_AddObjectToObject(root, "attention_mask");
+    cJSON_AddNumberToObject(mk, "fill", o->so.mask_fill);
+    cJSON_AddStringToObject(mk, "kind", "additive: 0 where the query may see the key, fill elsewhere");
+    cJSON_AddStringToObject(mk, "prefill",
+                            "(1,S,S), S = max_seq, prompt at positions 0..n-1 (padding on the right): row i has 0 at "
+                            "columns j <= i for i < n; padding rows are all fill");
+    cJSON_AddStringToObject(mk, "decode",
+                            "(1,Q,max_seq), keys = concat(past cache slots 0..max_seq-Q-1, the Q new tokens): 0 at the "
+                            "len used cache slots and at new columns max_seq-Q..max_seq-Q+q for query q, fill elsewhere");
+    cJSON *rp = cJSON_AddObjectToObject(root, "rope");
+    cJSON_AddStringToObject(rp, "convention", o->so.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN ? "pre_negated_sin" : "hf");
+    cJSON_AddStringToObject(rp, "formula",
+                            o->so.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN
+                                ? "y = x*cos + concat(x2, x1)*sin' with sin'[:hd/2] = -sin[:hd/2]"
+                                : "y = x*cos + concat(-x2, x1)*sin");
+    cJSON_AddNumberToObject(rp, "theta", c->rope_theta);
+    cJSON_AddStringToObject(rp, "scaling", c->rope_type == PDQ_ROPE_LLAMA3 ? "llama3" : "default");
+    if (c->rope_type == PDQ_ROPE_LLAMA3) {
+        cJSON_AddNumberToObject(rp, "factor", c->rope_factor);
+        cJSON_AddNumberToObject(rp, "low_freq_factor", c->rope_low_freq_factor);
+        cJSON_AddNumberToObject(rp, "high_freq_factor", c->rope_high_freq_factor);
+        cJSON_AddNumberToObject(rp, "original_max_position_embeddings", c->rope_original_max_pos);
+    }
+    cJSON_AddNumberToObject(rp, "attention_scaling", 1.0);
+    cJSON_AddStringToObject(rp, "tables", "rope_cos.npy, rope_sin.npy: (max_seq, head_dim) float32 rows by position "
+                                          "(emb = cat(freqs, freqs)); sin already in the convention's form");
+    cJSON_AddStringToObject(rp, "cos", "rope_cos.npy");
+    cJSON_AddStringToObject(rp, "sin", "rope_sin.npy");
+    cJSON *kv = cJSON_AddObjectToObject(root, "kv_cache");
+    cJSON_AddStringToObject(kv, "layout", "per layer K and V of (1, num_key_value_heads, max_seq-1, head_dim), slot = position");
+    cJSON_AddStringToObject(kv, "contents", o->so.scale == PDQ_RT_SCALE_K_PROJ
+                                                ? "K after RoPE, computed with k_proj pre-scaled by 1/sqrt(head_dim); V as projected"
+                                                : "K after RoPE; V as projected");
+    cJSON_AddStringToObject(kv, "dtype", quantized ? "the dtype and qparams of the new_k/new_v outputs (stored codes, copied without requantization)"
+                                                   : "float32");
+    cJSON_AddStringToObject(kv, "update",
+                            "prefill of n tokens: slots 0..n-1 <- new_k/new_v[:, :, 0:n]; decode at length len: pass "
+                            "the whole cache as past_key/past_value (append Q: its first max_seq-Q slots), then slot "
+                            "len+q <- delta[:, :, q]; len += Q");
+    cJSON_AddStringToObject(root, "token_ids", "int32 (GATHER indices)");
+}
+
+pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_export_opts *o, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    pdq_export_opts def;
+    if (!o) { pdq_export_opts_default(&def); o = &def; }
+    int S = o->max_seq;
+    if (S < 2) return pdq_fail(st, PDQ_ERR_ARG, "export: max_seq %d must be >= 2", S);
+    if (c->max_position_embeddings > 0 && S > c->max_position_embeddings)
+        return pdq_fail(st, PDQ_ERR_LIMIT, "export: max_seq %d exceeds max_position_embeddings %d", S, c->max_position_embeddings);
+    if (o->append_q && (o->append_q < 2 || o->append_q >= S))
+        return pdq_fail(st, PDQ_ERR_LIMIT, "export: append bucket %d must be in [2, max_seq-1 = %d]", o->append_q, S - 1);
+    if (!o->whole && !o->per_layer) return pdq_fail(st, PDQ_ERR_ARG, "export: nothing to export (neither whole nor per-layer)");
+    if (mkdir(outdir, 0777) != 0 && errno != EEXIST)
+        return pdq_fail(st, PDQ_ERR_IO, "export: cannot create %s: %s", outdir, strerror(errno));
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return pdq_fail(st, PDQ_ERR_NOMEM, "manifest");
+    manifest_head(root, m, o, 0);
+    ectx e = {.dir = outdir, .tag = "", .files = cJSON_AddObjectToObject(root, "files"), .quiet = o->quiet, .st = st};
+    pdq_code rc = write_tables(m, outdir, &o->so, S, st);
+    pdq_graph *g = NULL;
+    char base[128];
+    if (rc == PDQ_OK && o->whole) {
+        rc = pdq_build_whole(m, PDQ_MODE_PREFILL, S, &o->so, &g, st);
+        if (rc == PDQ_OK) rc = emit(&e, g, "model_prefill");
+        if (rc == PDQ_OK) rc = pdq_build_whole(m, PDQ_MODE_APPEND, S, &o->so, &g, st);
+        if (rc == PDQ_OK) rc = emit(&e, g, "model_decode");
+    }
+    if (rc == PDQ_OK && o->per_layer) {
+        rc = pdq_build_embed(m, 1, S, &g, st);
+        if (rc == PDQ_OK) rc = emit(&e, g, "token_embedding");
+        for (int l = 0; l < c->n_layers && rc == PDQ_OK; l++) {
+            rc = pdq_build_layer(m, l, NULL, PDQ_MODE_PREFILL, 1, S, 0, &o->so, &g, st);
+            snprintf(base, sizeof base, "decoder_layer_prefill_%d", l);
+            if (rc == PDQ_OK) rc = emit(&e, g, base);
+            if (rc == PDQ_OK) rc = pdq_build_layer(m, l, NULL, PDQ_MODE_APPEND, 1, S, 1, &o->so, &g, st);
+            snprintf(base, sizeof base, "decoder_layer_decode_%d", l);
+            if (rc == PDQ_OK) rc = emit(&e, g, base);
+            if (rc == PDQ_OK && o->append_q) {
+                rc = pdq_build_layer(m, l, NULL, PDQ_MODE_APPEND, 1, S, o->append_q, &o->so, &g, st);
+                snprintf(base, sizeof base, "decoder_layer_append_q%d_%d", o->append_q, l);
+                if (rc == PDQ_OK) rc = emit(&e, g, base);
+            }
+        }
+        if (rc == PDQ_OK) rc = pdq_build_head(m, 1, 1, &g, st);
+        if (rc == PDQ_OK) rc = emit(&e, g, "lm_head");
+    }
+    if (rc == PDQ_OK) {
+        char *txt = cJSON_Print(root);
+        char path[4096], tmp[4200];
+        snprintf(path, sizeof path, "%s/manifest.json", outdir);
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = txt ? fopen(tmp, "w") : NULL;
+        if (!f) rc = pdq_fail(st, PDQ_ERR_IO, "export: cannot write %s", tmp);
+        else {
+            int ok = fputs(txt, f) >= 0 && fputc('\n', f) != EOF;
+            ok &= fclose(f) == 0;
+            if (!ok || rename(tmp, path) != 0) rc = pdq_fail(st, PDQ_ERR_IO, "export: cannot write %s", path);
+        }
+        free(txt);
+    }
+    cJSON_Delete(root);
+    if (rc != PDQ_OK) return pdq_wrap(st, "export to %s", outdir);
+    return PDQ_OK;
+}

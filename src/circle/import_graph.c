@@ -1,0 +1,313 @@
+/* Circle model -> IR graph: inputs in subgraph order, then every constant in tensor order, then
+ * the operators in file order (each creates its output with the file's name; the inferred shape
+ * must equal the file's). QUANTIZE / DEQUANTIZE become a same-shape RESHAPE: the executor
+ * requantizes every op output to its own grid, which is exactly what QUANTIZE does. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "circle/circle_defs.h"
+#include "pdq/circle_export.h"
+
+static int dtype_of(int8_t tt, pdq_tdtype *dt) {
+    switch (tt) {
+    case CIRCLE_TT_FLOAT32: *dt = PDQ_TF32; return 1;
+    case CIRCLE_TT_INT32: *dt = PDQ_TI32; return 1;
+    case CIRCLE_TT_INT16: *dt = PDQ_TI16; return 1;
+    case CIRCLE_TT_UINT8: *dt = PDQ_TU8; return 1;
+    case CIRCLE_TT_UINT4: *dt = PDQ_TU4; return 1;
+    case CIRCLE_TT_INT64: *dt = PDQ_TI64; return 1;
+    }
+    return 0;
+}
+
+static pdq_code set_q(pdq_tensor *t, const pdq_circle_quant *cq, pdq_status *st) {
+    if (cq->n_scale <= 0) return PDQ_OK;
+    pdq_qparams *q = calloc(1, sizeof *q);
+    if (q) {
+        q->scale = malloc(sizeof(float) * (size_t)cq->n_scale);
+        q->zero_point = calloc((size_t)cq->n_scale, sizeof(int64_t));
+    }
+    if (!q || !q->scale || !q->zero_point) {
+        if (q) { free(q->scale); free(q->zero_point); free(q); }
+        return pdq_fail(st, PDQ_ERR_NOMEM, "circle import: qparams of %s", t->name);
+    }
+    q->n = cq->n_scale;
+    memcpy(q->scale, cq->scale, sizeof(float) * (size_t)q->n);
+    if (cq->n_zero_point) memcpy(q->zero_point, cq->zero_point, sizeof(int64_t) * (size_t)q->n);
+    q->quantized_dim = cq->quantized_dimension;
+    t->q = q;
+    return PDQ_OK;
+}
+
+static pdq_code tensor_shape(const pdq_circle_tensor *ct, int ti, int *shape, pdq_status *st) {
+    const char *nm = ct->name ? ct->name : "?";
+    if (ct->rank > PDQ_G_MAX_DIMS)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: tensor %d '%s' has rank %d (max %d)", ti, nm, ct->rank,
+                        PDQ_G_MAX_DIMS);
+    for (int d = 0; d < ct->rank; d++) {
+        if (ct->shape[d] <= 0 || (ct->has_shape_signature && ct->shape_signature[d] < 0))
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: tensor %d '%s': dynamic or empty dim %d (%d)", ti,
+                            nm, d, ct->shape[d]);
+        shape[d] = ct->shape[d];
+    }
+    return PDQ_OK;
+}
+
+/* Maps one operator; fills the IR op type/options and the IR input ids. */
+static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int oi, const int *ids, pdq_graph *g,
+                       pdq_op *op, int *in, int *n_in, pdq_status *st) {
+    int32_t code = m->opcodes[co->opcode_index].builtin_code;
+    const char *nm = pdq_circle_op_name(code);
+    memset(op, 0, sizeof *op);
+    *n_in = 0;
+    for (int i = 0; i < co->n_inputs; i++) {
+        int t = co->inputs[i];
+        if (t < 0) {
+            if (code == CIRCLE_OP_FULLY_CONNECTED && i == 2) continue; /* absent bias */
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (%s): optional input %d left out", oi,
+                            nm ? nm : "?", i);
+        }
+        if (ids[t] < 0)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): input %d (tensor %d '%s') is not produced before use",
+                            oi, nm ? nm : "?", i, t, m->tensors[t].name ? m->tensors[t].name : "?");
+        in[(*n_in)++] = ids[t];
+    }
+    uint8_t want = CIRCLE_OPT_NONE;
+    int any_opt = 0; /* options_type may also be NONE for ops that have no fields */
+    const pdq_circle_options *o = &co->opt;
+    switch (code) {
+    case CIRCLE_OP_FULLY_CONNECTED:
+        op->type = PDQ_OP_FULLY_CONNECTED;
+        want = CIRCLE_OPT_FullyConnectedOptions;
+        op->opt.fc.keep_num_dims = co->options_type == want ? o->fc.keep_num_dims : 0;
+        if (co->options_type == want && o->fc.fused_activation_function)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (FULLY_CONNECTED): fused activation %d", oi,
+                            o->fc.fused_activation_function);
+        break;
+    case CIRCLE_OP_BATCH_MATMUL:
+        op->type = PDQ_OP_BATCH_MATMUL;
+        want = CIRCLE_OPT_BatchMatMulOptions;
+        if (co->options_type == want) { op->opt.bmm.adj_x = o->bmm.adjoint_lhs; op->opt.bmm.adj_y = o->bmm.adjoint_rhs; }
+        break;
+    case CIRCLE_OP_ADD: op->type = PDQ_OP_ADD; want = CIRCLE_OPT_AddOptions; any_opt = 1; break;
+    case CIRCLE_OP_SUB: op->type = PDQ_OP_SUB; want = CIRCLE_OPT_SubOptions; any_opt = 1; break;
+    case CIRCLE_OP_MUL: op->type = PDQ_OP_MUL; want = CIRCLE_OPT_MulOptions; any_opt = 1; break;
+    case CIRCLE_OP_DIV: op->type = PDQ_OP_DIV; want = CIRCLE_OPT_DivOptions; any_opt = 1; break;
+    case CIRCLE_OP_MEAN:
+        op->type = PDQ_OP_MEAN;
+        want = CIRCLE_OPT_ReducerOptions;
+        op->opt.mean.keep_dims = co->options_type == want ? o->reducer.keep_dims : 0;
+        break;
+    case CIRCLE_OP_RSQRT: op->type = PDQ_OP_RSQRT; break;
+    case CIRCLE_OP_NEG: op->type = PDQ_OP_NEG; want = CIRCLE_OPT_NegOptions; break;
+    case CIRCLE_OP_LOGISTIC: op->type = PDQ_OP_LOGISTIC; break;
+    case CIRCLE_OP_RMS_NORM:
+        op->type = PDQ_OP_RMS_NORM;
+        want = CIRCLE_OPT_RmsNormOptions;
+        op->opt.rms.epsilon = co->options_type == want ? o->rms_norm.epsilon : 1e-6f;
+        break;
+    case CIRCLE_OP_SOFTMAX:
+        op->type = PDQ_OP_SOFTMAX;
+        want = CIRCLE_OPT_SoftmaxOptions;
+        op->opt.softmax.beta = co->options_type == want ? o->softmax.beta : 1.0f;
+        break;
+    case CIRCLE_OP_RESHAPE: op->type = PDQ_OP_RESHAPE; want = CIRCLE_OPT_ReshapeOptions; break;
+    case CIRCLE_OP_TRANSPOSE: op->type = PDQ_OP_TRANSPOSE; want = CIRCLE_OPT_TransposeOptions; break;
+    case CIRCLE_OP_CONCATENATION:
+        op->type = PDQ_OP_CONCATENATION;
+        want = CIRCLE_OPT_ConcatenationOptions;
+        if (co->options_type == want) op->opt.concat.axis = o->concat.axis;
+        if (co->options_type == want && o->concat.fused_activation_function)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (CONCATENATION): fused activation", oi);
+        break;
+    case CIRCLE_OP_STRIDED_SLICE:
+        op->type = PDQ_OP_STRIDED_SLICE;
+        want = CIRCLE_OPT_StridedSliceOptions;
+        if (co->options_type == want &&
+            (o->strided_slice.begin_mask || o->strided_slice.end_mask || o->strided_slice.ellipsis_mask ||
+             o->strided_slice.new_axis_mask || o->strided_slice.shrink_axis_mask || o->strided_slice.offset))
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (STRIDED_SLICE): non-zero masks", oi);
+        break;
+    case CIRCLE_OP_SLICE: op->type = PDQ_OP_SLICE; break;
+    case CIRCLE_OP_GATHER:
+        op->type = PDQ_OP_GATHER;
+        want = CIRCLE_OPT_GatherOptions;
+        if (co->options_type == want) {
+            op->opt.gather.axis = o->gather.axis;
+            if (o->gather.batch_dims)
+                return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (GATHER): batch_dims %d", oi,
+                                o->gather.batch_dims);
+        }
+        break;
+    case CIRCLE_OP_QUANTIZE:
+    case CIRCLE_OP_DEQUANTIZE: {
+        /* identity data move; the output's own grid does the requantization */
+        if (*n_in != 1) return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): %d inputs", oi, nm, *n_in);
+        const pdq_tensor *x = &g->tensors[in[0]];
+        int32_t v[PDQ_G_MAX_DIMS];
+        for (int d = 0; d < x->ndim; d++) v[d] = x->shape[d];
+        char name[300];
+        int k = 0;
+        do snprintf(name, sizeof name, "%s.pdq_identity_shape%s%.0d", x->name, k ? "_" : "", k);
+        while (pdq_graph_find(g, name) >= 0 && ++k < 1000);
+        int s = pdq_graph_const_i32(g, name, x->ndim, v, st);
+        if (s < 0) return st ? st->code : PDQ_ERR_NOMEM;
+        in[(*n_in)++] = s;
+        op->type = PDQ_OP_RESHAPE;
+        return PDQ_OK;
+    }
+    default:
+        if (nm) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d: %s (code %d) is not supported", oi, nm, code);
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d: unknown builtin code %d", oi, code);
+    }
+    if (co->options_type != CIRCLE_OPT_NONE && co->options_type != want)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): options type %u, expected %u", oi, nm,
+                        co->options_type, want);
+    (void)any_opt;
+    if (co->options_type == CIRCLE_OPT_AddOptions && o->add.fused_activation_function)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (ADD): fused activation", oi);
+    if (co->options_type == CIRCLE_OPT_MulOptions && o->mul.fused_activation_function)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (MUL): fused activation", oi);
+    return PDQ_OK;
+}
+
+pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_graph **out, pdq_status *st) {
+    pdq_graph *g;
+    pdq_code rc = pdq_graph_new(name ? name : "circle", &g, st);
+    if (rc != PDQ_OK) return rc;
+    int nt = m->n_tensors;
+    int *ids = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+    int *in = malloc(sizeof(int) * (PDQ_CIRCLE_MAX_IO + 1));
+    if (!ids || !in) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle import"); goto fail; }
+    for (int i = 0; i < nt; i++) ids[i] = -1;
+    for (int i = 0; i < nt; i++)
+        if (!m->tensors[i].name || !*m->tensors[i].name) {
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: tensor %d has no name", i);
+            goto fail;
+        }
+    /* inputs, in subgraph order */
+    for (int k = 0; k < m->n_inputs; k++) {
+        int ti = m->inputs[k];
+        const pdq_circle_tensor *ct = &m->tensors[ti];
+        pdq_tdtype dt;
+        int shape[PDQ_G_MAX_DIMS];
+        if (ids[ti] >= 0) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: tensor %d '%s' is input twice", ti, ct->name); goto fail; }
+        if (ct->buffer) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: input '%s' has a constant buffer", ct->name); goto fail; }
+        if (!dtype_of(ct->type, &dt)) {
+            rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: input '%s' of type %s", ct->name, pdq_circle_type_name(ct->type));
+            goto fail;
+        }
+        if ((rc = tensor_shape(ct, ti, shape, st)) != PDQ_OK) goto fail;
+        if ((ids[ti] = pdq_graph_input(g, ct->name, dt, ct->rank, shape, st)) < 0) { rc = st->code; goto fail; }
+        if ((rc = set_q(&g->tensors[ids[ti]], &ct->quant, st)) != PDQ_OK) goto fail;
+    }
+    /* constants, in tensor order */
+    for (int ti = 0; ti < nt; ti++) {
+        const pdq_circle_tensor *ct = &m->tensors[ti];
+        if (!ct->buffer || ids[ti] >= 0) continue;
+        pdq_tdtype dt;
+        int shape[PDQ_G_MAX_DIMS];
+        if (!dtype_of(ct->type, &dt)) {
+            rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: constant '%s' of type %s", ct->name,
+                          pdq_circle_type_name(ct->type));
+            goto fail;
+        }
+        if ((rc = tensor_shape(ct, ti, shape, st)) != PDQ_OK) goto fail;
+        size_t n = 1;
+        for (int d = 0; d < ct->rank; d++) n *= (size_t)shape[d];
+        const pdq_circle_buffer *b = &m->buffers[ct->buffer];
+        int64_t want = pdq_circle_type_bytes(ct->type, (int64_t)n);
+        if (want < 0 || (uint64_t)want != b->len) {
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: constant '%s': buffer of %llu bytes, shape needs %lld", ct->name,
+                          (unsigned long long)b->len, (long long)want);
+            goto fail;
+        }
+        size_t nb = n * pdq_tdtype_size(dt);
+        void *data = malloc(nb ? nb : 1);
+        if (!data) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle import: constant '%s'", ct->name); goto fail; }
+        if (dt == PDQ_TU4) pdq_circle_unpack_uint4(b->data, n, data);
+        else if (nb) memcpy(data, b->data, nb);
+        if ((ids[ti] = pdq_graph_const_owned(g, ct->name, dt, ct->rank, shape, data, st)) < 0) { rc = st->code; goto fail; }
+        if ((rc = set_q(&g->tensors[ids[ti]], &ct->quant, st)) != PDQ_OK) goto fail;
+    }
+    /* operators */
+    for (int oi = 0; oi < m->n_ops; oi++) {
+        const pdq_circle_op *co = &m->ops[oi];
+        if (co->n_outputs != 1) {
+            rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d has %d outputs (1 supported)", oi, co->n_outputs);
+            goto fail;
+        }
+        int to = co->outputs[0];
+        const pdq_circle_tensor *ct = &m->tensors[to];
+        if (ids[to] >= 0) {
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d writes '%s', an input/constant or an earlier output",
+                          oi, ct->name);
+            goto fail;
+        }
+        pdq_op op;
+        int n_in;
+        if ((rc = map_op(m, co, oi, ids, g, &op, in, &n_in, st)) != PDQ_OK) goto fail;
+        pdq_tdtype dt;
+        int shape[PDQ_G_MAX_DIMS];
+        if (!dtype_of(ct->type, &dt)) {
+            rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: tensor '%s' of type %s", ct->name, pdq_circle_type_name(ct->type));
+            goto fail;
+        }
+        if ((rc = tensor_shape(ct, to, shape, st)) != PDQ_OK) goto fail;
+        int id = pdq_graph_op(g, op.type, in, n_in, &op, ct->name, st);
+        if (id < 0) { rc = pdq_wrap(st, "circle import: operator %d", oi); goto fail; }
+        pdq_tensor *t = &g->tensors[id];
+        int same = t->ndim == ct->rank;
+        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == shape[d];
+        if (!same) {
+            char a[96], b[96];
+            size_t ka = 0, kb = 0;
+            for (int d = 0; d < t->ndim && ka < sizeof a - 12; d++) ka += (size_t)snprintf(a + ka, sizeof a - ka, "%s%d", d ? "," : "", t->shape[d]);
+            for (int d = 0; d < ct->rank && kb < sizeof b - 12; d++) kb += (size_t)snprintf(b + kb, sizeof b - kb, "%s%d", d ? "," : "", shape[d]);
+            a[ka] = b[kb] = 0;
+            rc = pdq_fail(st, PDQ_ERR_SHAPE, "circle import: operator %d (%s): output '%s' has shape (%s) in the file, the op gives (%s)",
+                          oi, pdq_op_name(op.type), ct->name, b, a);
+            goto fail;
+        }
+        t->dtype = dt;
+        if ((rc = set_q(t, &ct->quant, st)) != PDQ_OK) goto fail;
+        ids[to] = id;
+    }
+    for (int k = 0; k < m->n_outputs; k++) {
+        int ti = m->outputs[k];
+        if (ids[ti] < 0 || g->tensors[ids[ti]].kind != PDQ_TK_INTER) {
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: output %d (tensor %d '%s') is not an operator result", k, ti,
+                          m->tensors[ti].name);
+            goto fail;
+        }
+        if ((rc = pdq_graph_mark_output(g, ids[ti], st)) != PDQ_OK) goto fail;
+    }
+    if ((rc = pdq_graph_validate(g, st)) != PDQ_OK) goto fail;
+    free(ids);
+    free(in);
+    *out = g;
+    return PDQ_OK;
+fail:
+    free(ids);
+    free(in);
+    pdq_graph_free(g);
+    return rc ? rc : PDQ_ERR_FORMAT;
+}
+
+pdq_code pdq_circle_load_graph(const char *path, pdq_graph **out, pdq_status *st) {
+    pdq_circle_model m;
+    pdq_code rc = pdq_circle_read(path, &m, st);
+    if (rc != PDQ_OK) return rc;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char name[256];
+    snprintf(name, sizeof name, "%s", base);
+    char *dot = strstr(name, ".circle");
+    if (dot) *dot = 0;
+    if ((dot = strstr(name, ".q")) && dot[2] == 0) *dot = 0;
+    rc = pdq_circle_to_graph(&m, name, out, st);
+    pdq_circle_model_free(&m);
+    if (rc != PDQ_OK) return pdq_wrap(st, "%s", path);
+    return PDQ_OK;
+}

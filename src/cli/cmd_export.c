@@ -1,0 +1,63 @@
+/* pdq export: Circle files (whole-model prefill/decode pair and/or per-layer files as TICO names
+ * them), RoPE tables and manifest.json from an HF checkpoint or a pdq quantized checkpoint. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "commands.h"
+#include "common.h"
+#include "pdq/circle_export.h"
+
+static const char *k_usage =
+    "usage: pdq export --model DIR --out OUTDIR [--max-seq N (64)] [--whole] [--per-layer] [--append-bucket Q]\n"
+    "                  [--rope pre_negated_sin|hf] [--scale-fusion k_proj|none] [--layout unrolled|batched]\n"
+    "                  [--mask-fill X (-120)] [--threads N] [--quiet]\n"
+    "  default: both --whole (model_prefill/model_decode) and --per-layer (token_embedding, decoder_layer_*, lm_head)\n";
+
+int cmd_export(int argc, char **argv) {
+    pdq_args a;
+    args_init(&a, "export", argc, argv);
+    if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
+    pdq_export_opts o;
+    pdq_export_opts_default(&o);
+    const char *dir = args_str(&a, "--model"), *out = args_str(&a, "--out");
+    o.max_seq = (int)args_int(&a, "--max-seq", 64);
+    int whole = args_flag(&a, "--whole"), per = args_flag(&a, "--per-layer");
+    o.append_q = (int)args_int(&a, "--append-bucket", 0);
+    const char *rope = args_str(&a, "--rope"), *sf = args_str(&a, "--scale-fusion"), *lay = args_str(&a, "--layout");
+    o.so.mask_fill = (float)args_double(&a, "--mask-fill", -120.0);
+    int threads = (int)args_int(&a, "--threads", 0);
+    o.quiet = args_flag(&a, "--quiet");
+    if (args_finish(&a) || !dir || !out) { fputs(k_usage, stderr); return 2; }
+    if (whole || per) { o.whole = whole; o.per_layer = per; }
+    if (rope && (int)(o.so.rope = (pdq_rope_conv)pdq_rope_conv_parse(rope)) < 0) {
+        fprintf(stderr, "pdq export: unknown --rope %s\n", rope);
+        return 2;
+    }
+    if (sf && (int)(o.so.scale = (pdq_scale_fusion)pdq_scale_fusion_parse(sf)) < 0) {
+        fprintf(stderr, "pdq export: unknown --scale-fusion %s\n", sf);
+        return 2;
+    }
+    if (lay && (int)(o.so.layout = (pdq_attn_layout)pdq_attn_layout_parse(lay)) < 0) {
+        fprintf(stderr, "pdq export: unknown --layout %s\n", lay);
+        return 2;
+    }
+    pdq_model *m = cli_load_model("export", dir, threads);
+    if (!m) return 1;
+    pdq_status st = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pdq_code rc = pdq_export_model(m, out, &o, &st);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pdq_model_free(m);
+    if (rc != PDQ_OK) {
+        fprintf(stderr, "pdq export: %s\n", st.msg);
+        return 1;
+    }
+    if (!o.quiet)
+        fprintf(stderr, "export: done in %.2f s -> %s/manifest.json\n",
+                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), out);
+    return 0;
+}
