@@ -186,6 +186,6 @@ int tk_bpe_word(const pdq_tokenizer *t, const char *s, size_t n, tk_ids *out, tk
     }
     size_t before = out->n;
     if (bpe_merge(t, s, n, out)) return -1;
-    if (cache) cache_put(cache, s, n, out->p + before, out->n - before);
+    if (cache && out->n > before) cache_put(cache, s, n, out->p + before, out->n - before);
     return 0;
 }
