@@ -165,6 +165,27 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
     cJSON_AddStringToObject(root, "token_ids", "int32 (GATHER indices)");
 }
 
+/* config and tokenizer next to the files, so the export dir is self-contained for generate. */
+static pdq_code copy_side_files(const char *src, const char *dir, pdq_status *st) {
+    static const char *const k[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"};
+    for (size_t i = 0; src && i < sizeof k / sizeof k[0]; i++) {
+        char a[4096], b[4096];
+        snprintf(a, sizeof a, "%s/%s", src, k[i]);
+        snprintf(b, sizeof b, "%s/%s", dir, k[i]);
+        FILE *in = fopen(a, "rb");
+        if (!in) continue;
+        FILE *out = fopen(b, "wb");
+        if (!out) { fclose(in); return pdq_fail(st, PDQ_ERR_IO, "export: cannot write %s", b); }
+        char buf[65536];
+        size_t r;
+        int ok = 1;
+        while ((r = fread(buf, 1, sizeof buf, in)) > 0) ok &= fwrite(buf, 1, r, out) == r;
+        fclose(in);
+        if (fclose(out) != 0 || !ok) return pdq_fail(st, PDQ_ERR_IO, "export: cannot write %s", b);
+    }
+    return PDQ_OK;
+}
+
 pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_export_opts *o, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     pdq_export_opts def;
@@ -183,6 +204,7 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     manifest_head(root, m, o, 0);
     ectx e = {.dir = outdir, .tag = "", .files = cJSON_AddObjectToObject(root, "files"), .quiet = o->quiet, .st = st};
     pdq_code rc = write_tables(m, outdir, &o->so, S, st);
+    if (rc == PDQ_OK && m->dir && strcmp(m->dir, outdir)) rc = copy_side_files(m->dir, outdir, st);
     pdq_graph *g = NULL;
     char base[128];
     if (rc == PDQ_OK && o->whole) {

@@ -53,9 +53,8 @@ int cmd_circle_run(int argc, char **argv) {
     int n_in = args_all(&a, "--input", ins, 256);
     const char *out = args_str(&a, "--out");
     int float_out = args_flag(&a, "--float-out");
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     const char *file = args_pos(&a, 0);
-    if (!file || !out) { fputs(k_usage, stderr); return 2; }
+    if (args_finish(&a) || !file || !out) { fputs(k_usage, stderr); return 2; }
     pdq_status st = {0};
     pdq_cgraph *cg = NULL;
     if (pdq_cg_open(file, &cg, &st) != PDQ_OK) {

@@ -14,7 +14,8 @@
 static const char *k_usage =
     "usage: pdq generate --model DIR (--prompt T | --ids \"1 2 3\") [--max-new N] [--temperature X --top-p P --seed S]\n"
     "                    [--ignore-eos] [--json] [--threads N]\n"
-    "       pdq generate --static --max-seq N ... (static graphs; see pdq generate --static --help)\n";
+    "       pdq generate --static --max-seq N ... (static graphs; see pdq generate --static --help)\n"
+    "       pdq generate --circle OUTDIR ... (exported Circle files; see pdq generate --circle X --help)\n";
 
 /* Prints the text of ids[0..n) not yet printed. The whole sequence, prompt included, is decoded
  * each time: multi-byte characters split over byte-fallback tokens appear once complete, and
@@ -37,6 +38,8 @@ static void stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, 
 int cmd_generate(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
         if (strcmp(argv[i], "--static") == 0) return cmd_generate_static(argc, argv); /* static_generate.c */
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--circle") == 0) return cmd_generate_circle(argc, argv); /* circle_cli.c */
     pdq_args a;
     args_init(&a, "generate", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }

@@ -64,6 +64,8 @@ static int write_json(const char *path, report *r) {
 }
 
 int cmd_verify(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) /* exported files: circle_cli.c */
+        if (strcmp(argv[i], "--circle") == 0) return cmd_verify_circle(argc, argv);
     pdq_args a;
     args_init(&a, "verify", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }

@@ -24,6 +24,9 @@ int cmd_export(int argc, char **argv);
 int cmd_circle_run(int argc, char **argv);
 /* pdq inspect FILE.circle (src/cli/inspect_circle.c). */
 int cli_inspect_circle(const char *path);
+/* pdq generate/verify --circle OUTDIR (src/cli/circle_cli.c). */
+int cmd_generate_circle(int argc, char **argv);
+int cmd_verify_circle(int argc, char **argv);
 /* pdq generate --static ...: generation through the static runtime (cmd_generate delegates). */
 int cmd_generate_static(int argc, char **argv);
 

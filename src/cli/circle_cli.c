@@ -1,0 +1,253 @@
+/* pdq generate --circle OUTDIR and pdq verify --circle OUTDIR: the external-KV runtime over the
+ * exported files (whole-model pair, or --per-layer files). verify runs, step by step on the same
+ * greedy tokens, the exported files, the in-memory static runtime of --model with the manifest's
+ * graph options (fake-quant when the dir holds ptq.json) and the FP32 reference. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "args.h"
+#include "commands.h"
+#include "common.h"
+#include "pdq/circle_export.h"
+#include "pdq/eval.h"
+#include "pdq/ptq.h"
+#include "pdq/sampling.h"
+
+static const char *k_gen_usage =
+    "usage: pdq generate --circle OUTDIR [--per-layer] (--prompt T | --ids \"1 2 3\") [--max-new N]\n"
+    "                    [--temperature X --top-p P --seed S] [--ignore-eos] [--json]\n";
+static const char *k_ver_usage =
+    "usage: pdq verify --circle OUTDIR --model DIR (--prompt T | --ids \"1 2 3\") [--steps K (32)] [--per-layer]\n"
+    "                  [--tol X (float 1e-5, quantized 0)] [--json FILE] [--threads N]\n";
+
+/* Prompt ids from --prompt (tokenizer of tokdir) or --ids. */
+static long prompt_ids(const char *cmd, const char *tokdir, const char *prompt, const char *ids_s, int32_t **ids,
+                       pdq_tokenizer **tok_out) {
+    pdq_status st = {0};
+    pdq_tokenizer *tok = NULL;
+    if (prompt) {
+        if (!(tok = cli_load_tokenizer(cmd, tokdir))) return -1;
+        size_t n;
+        if (pdq_tokenizer_encode(tok, prompt, strlen(prompt), 1, ids, &n, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq %s: %s\n", cmd, st.msg);
+            pdq_tokenizer_free(tok);
+            return -1;
+        }
+        if (tok_out) *tok_out = tok;
+        else pdq_tokenizer_free(tok);
+        return (long)n;
+    }
+    long n = cli_parse_ids(cmd, ids_s, ids);
+    if (n >= 0 && tok_out && pdq_tokenizer_load(tokdir, &tok, &st) == PDQ_OK) *tok_out = tok;
+    return n;
+}
+
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+int cmd_generate_circle(int argc, char **argv) {
+    pdq_args a;
+    args_init(&a, "generate", argc, argv);
+    if (args_flag(&a, "--help")) { fputs(k_gen_usage, stdout); return 0; }
+    const char *dir = args_str(&a, "--circle"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
+    int per_layer = args_flag(&a, "--per-layer"), max_new = (int)args_int(&a, "--max-new", 32);
+    pdq_sampler smp;
+    pdq_sampler_init(&smp, args_double(&a, "--temperature", 0.0), args_double(&a, "--top-p", 1.0),
+                     (unsigned long long)args_int(&a, "--seed", 0));
+    int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
+    if (args_finish(&a) || !dir || !prompt == !ids_s || max_new < 0) { fputs(k_gen_usage, stderr); return 2; }
+    pdq_status st = {0};
+    pdq_tokenizer *tok = NULL;
+    int32_t *ids = NULL;
+    long n = prompt_ids("generate", dir, prompt, ids_s, &ids, &tok);
+    if (n <= 0) { if (n == 0) fprintf(stderr, "pdq generate: empty prompt\n"); free(ids); pdq_tokenizer_free(tok); return 1; }
+    pdq_crt *rt = NULL;
+    if (pdq_crt_open(dir, !per_layer, &rt, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq generate: %s\n", st.msg);
+        free(ids);
+        pdq_tokenizer_free(tok);
+        return 1;
+    }
+    int V = pdq_crt_vocab(rt), S = pdq_crt_max_seq(rt), status = 1;
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    int32_t *all = malloc(sizeof(int32_t) * (size_t)(n + max_new + 1));
+    int n_out = 0;
+    if (!logits || !all) { fprintf(stderr, "pdq generate: out of memory\n"); goto done; }
+    memcpy(all, ids, sizeof(int32_t) * (size_t)n);
+    if (pdq_crt_prefill(rt, ids, (int)n, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+    /* eos from the manifest's copy of config.json */
+    pdq_config cfg;
+    int have_cfg = pdq_config_load(dir, &cfg, &st) == PDQ_OK;
+    for (int i = 0; i < max_new; i++) {
+        int32_t next = (int32_t)pdq_sample(&smp, logits, V);
+        all[n + n_out++] = next;
+        int eos = 0;
+        for (int e = 0; have_cfg && e < cfg.n_eos; e++) eos |= next == cfg.eos_token_ids[e];
+        if ((eos && !ignore_eos) || i + 1 == max_new) break;
+        if (n + n_out >= S) { fprintf(stderr, "pdq generate: max_seq %d reached\n", S); break; }
+        if (pdq_crt_decode(rt, next, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+    }
+    if (json || !tok) {
+        printf("{\"prompt_ids\": [");
+        for (long i = 0; i < n; i++) printf("%s%d", i ? ", " : "", all[i]);
+        printf("], \"ids\": [");
+        for (int i = 0; i < n_out; i++) printf("%s%d", i ? ", " : "", all[n + i]);
+        printf("]}\n");
+    } else {
+        char *text = NULL;
+        if (pdq_tokenizer_decode(tok, all, (size_t)(n + n_out), 1, &text, &st) == PDQ_OK) printf("%s\n", text);
+        free(text);
+    }
+    status = 0;
+done:
+    free(logits);
+    free(all);
+    free(ids);
+    pdq_tokenizer_free(tok);
+    pdq_crt_free(rt);
+    return status;
+}
+
+/* Graph options, max_seq and quantized flag from OUTDIR/manifest.json. */
+static int read_manifest(const char *dir, pdq_static_opts *o, int *max_seq, int *quant) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    size_t len;
+    char *txt = cli_read_text("verify", path, &len);
+    if (!txt) return -1;
+    cJSON *r = cJSON_Parse(txt);
+    free(txt);
+    if (!r) { fprintf(stderr, "pdq verify: %s is not JSON\n", path); return -1; }
+    pdq_static_opts_default(o);
+    const cJSON *x;
+    if ((x = cJSON_GetObjectItemCaseSensitive(r, "max_seq")) && cJSON_IsNumber(x)) *max_seq = x->valueint;
+    *quant = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "quantized"));
+    const cJSON *rope = cJSON_GetObjectItemCaseSensitive(r, "rope");
+    if ((x = cJSON_GetObjectItemCaseSensitive(rope, "convention")) && cJSON_IsString(x))
+        o->rope = (pdq_rope_conv)pdq_rope_conv_parse(x->valuestring);
+    if ((x = cJSON_GetObjectItemCaseSensitive(r, "scale_fusion")) && cJSON_IsString(x))
+        o->scale = (pdq_scale_fusion)pdq_scale_fusion_parse(x->valuestring);
+    if ((x = cJSON_GetObjectItemCaseSensitive(r, "attention_layout")) && cJSON_IsString(x))
+        o->layout = (pdq_attn_layout)pdq_attn_layout_parse(x->valuestring);
+    const cJSON *mk = cJSON_GetObjectItemCaseSensitive(r, "attention_mask");
+    if ((x = cJSON_GetObjectItemCaseSensitive(mk, "fill")) && cJSON_IsNumber(x)) o->mask_fill = (float)x->valuedouble;
+    cJSON_Delete(r);
+    if ((int)o->rope < 0 || (int)o->scale < 0 || (int)o->layout < 0 || *max_seq < 2) {
+        fprintf(stderr, "pdq verify: %s: bad graph options or max_seq\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_verify_circle(int argc, char **argv) {
+    pdq_args a;
+    args_init(&a, "verify", argc, argv);
+    if (args_flag(&a, "--help")) { fputs(k_ver_usage, stdout); return 0; }
+    const char *dir = args_str(&a, "--circle"), *mdir = args_str(&a, "--model");
+    const char *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids"), *json_path = args_str(&a, "--json");
+    int steps = (int)args_int(&a, "--steps", 32), per_layer = args_flag(&a, "--per-layer");
+    double tol = args_double(&a, "--tol", -1);
+    int threads = (int)args_int(&a, "--threads", 0);
+    if (args_finish(&a) || !dir || !mdir || !prompt == !ids_s || steps < 0) { fputs(k_ver_usage, stderr); return 2; }
+    pdq_static_opts so;
+    int S = 0, quant = 0;
+    if (read_manifest(dir, &so, &S, &quant)) return 1;
+    if (tol < 0) tol = quant ? 0.0 : 1e-5;
+    int32_t *ids = NULL;
+    long n = prompt_ids("verify", mdir, prompt, ids_s, &ids, NULL);
+    if (n <= 0) { if (n == 0) fprintf(stderr, "pdq verify: empty prompt\n"); free(ids); return 1; }
+    if (n + steps > S) {
+        fprintf(stderr, "pdq verify: %ld prompt tokens + %d steps exceed the export's max_seq %d\n", n, steps, S);
+        free(ids);
+        return 1;
+    }
+    pdq_model *m = cli_load_model("verify", mdir, threads);
+    if (!m) { free(ids); return 1; }
+    pdq_status st = {0};
+    pdq_crt *crt = NULL;
+    pdq_rt *rt = NULL;
+    pdq_ptq *ptq = NULL;
+    pdq_kvcache kv = {0};
+    int V = m->cfg.vocab_size, status = 1, mism = 0;
+    float *a_l = malloc(sizeof(float) * (size_t)V * 3), *b_l = a_l + V, *r_l = b_l + V;
+    int32_t *seq = malloc(sizeof(int32_t) * (size_t)(n + steps + 1));
+    cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "steps");
+    double worst_mem = 0, worst_ref = 0;
+    int top1_ref = 0;
+    if (!a_l || !seq) { fprintf(stderr, "pdq verify: out of memory\n"); goto done; }
+    memcpy(seq, ids, sizeof(int32_t) * (size_t)n);
+    if (pdq_crt_open(dir, !per_layer, &crt, &st) != PDQ_OK ||
+        pdq_ptq_open_runtime(m, mdir, 1, S, &so, &rt, &ptq, &st) != PDQ_OK ||
+        pdq_kvcache_init(&kv, &m->cfg, 1, (int)n + steps + 1, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq verify: %s\n", st.msg);
+        goto done;
+    }
+    if (quant && !ptq) fprintf(stderr, "pdq verify: warning: quantized export but %s has no ptq.json\n", mdir);
+    int len = (int)n;
+    for (int step = 0; step <= steps; step++) {
+        pdq_code rc;
+        if (step == 0) {
+            rc = pdq_crt_prefill(crt, seq, len, a_l, &st);
+            if (!rc) rc = pdq_rt_prefill(rt, 1, len, seq, NULL, PDQ_PAD_RIGHT, b_l, NULL, &st);
+            if (!rc) rc = pdq_model_forward(m, &kv, 1, len, seq, NULL, NULL, r_l, 1, &st);
+        } else {
+            rc = pdq_crt_decode(crt, seq[len - 1], a_l, &st);
+            if (!rc) rc = pdq_rt_decode(rt, 1, &seq[len - 1], b_l, &st);
+            if (!rc) rc = pdq_model_forward(m, &kv, 1, 1, &seq[len - 1], NULL, NULL, r_l, 1, &st);
+        }
+        if (rc) { fprintf(stderr, "pdq verify: step %d: %s\n", step, st.msg); goto done; }
+        pdq_logit_cmp cm, cr;
+        pdq_compare_logits(b_l, a_l, V, &cm);
+        pdq_compare_logits(r_l, a_l, V, &cr);
+        int ta = argmax(a_l, V), tb = argmax(b_l, V);
+        mism += ta != tb;
+        top1_ref += cr.top1_agree;
+        if (cm.max_abs_diff > worst_mem || cm.max_abs_diff != cm.max_abs_diff) worst_mem = cm.max_abs_diff;
+        if (cr.max_abs_diff > worst_ref) worst_ref = cr.max_abs_diff;
+        printf("step %3d  %-7s  vs in-memory max|d| %.3e  token %s   vs fp32 max|d| %.3e  top1 %s\n", step,
+               step ? "decode" : "prefill", cm.max_abs_diff, ta == tb ? "same" : "DIFF", cr.max_abs_diff,
+               cr.top1_agree ? "yes" : "no");
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "step", step);
+        cJSON_AddNumberToObject(o, "token", ta);
+        cJSON_AddNumberToObject(o, "max_abs_diff_in_memory", cm.max_abs_diff);
+        cJSON_AddBoolToObject(o, "same_token", ta == tb);
+        cJSON_AddNumberToObject(o, "max_abs_diff_fp32", cr.max_abs_diff);
+        cJSON_AddBoolToObject(o, "top1_agree_fp32", cr.top1_agree);
+        cJSON_AddItemToArray(arr, o);
+        seq[len++] = ta;
+    }
+    printf("circle %s (%s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - fp32| %.3e, top-1 vs fp32 %d/%d\n",
+           per_layer ? "per-layer" : "whole-model", quant ? "quantized" : "float", worst_mem, tol,
+           mism ? "DIFFER" : "identical", worst_ref, top1_ref, steps + 1);
+    cJSON_AddNumberToObject(root, "max_abs_diff_in_memory", worst_mem);
+    cJSON_AddNumberToObject(root, "max_abs_diff_fp32", worst_ref);
+    cJSON_AddNumberToObject(root, "token_mismatches", mism);
+    cJSON_AddNumberToObject(root, "top1_agree_fp32", top1_ref);
+    if (json_path) {
+        char *s = cJSON_Print(root);
+        FILE *f = fopen(json_path, "w");
+        if (!f || !s || fputs(s, f) < 0) fprintf(stderr, "pdq verify: cannot write %s\n", json_path);
+        if (f) fclose(f);
+        free(s);
+    }
+    status = (worst_mem <= tol && !mism) ? 0 : 1;
+done:
+    cJSON_Delete(root);
+    pdq_kvcache_free(&kv);
+    pdq_ptq_free(ptq);
+    pdq_rt_free(rt);
+    pdq_crt_free(crt);
+    pdq_model_free(m);
+    free(a_l);
+    free(seq);
+    free(ids);
+    return status;
+}
