@@ -237,12 +237,45 @@ static void test_bad_input(void **state) {
     for (int i = 0; i < 20; i++) assert_float_equal(deq[i], 0, 0);
 }
 
+
+/* Calibration windows: BOS then a contiguous slice of the text, seeded and reproducible;
+ * a text shorter than one window is an error naming the counts. */
+static void test_calib_windows(void **state) {
+    (void)state;
+    long n = 1000;
+    int32_t *ids = malloc(sizeof(int32_t) * n);
+    for (long i = 0; i < n; i++) ids[i] = (int32_t)(i + 10);
+    int32_t *a, *b, *c;
+    assert_int_equal(pdq_calib_windows(ids, n, 16, 64, 1, 42, &a, NULL), PDQ_OK);
+    assert_int_equal(pdq_calib_windows(ids, n, 16, 64, 1, 42, &b, NULL), PDQ_OK);
+    assert_int_equal(pdq_calib_windows(ids, n, 16, 64, 1, 43, &c, NULL), PDQ_OK);
+    assert_memory_equal(a, b, sizeof(int32_t) * 16 * 64);
+    assert_true(memcmp(a, c, sizeof(int32_t) * 16 * 64) != 0);
+    for (int s = 0; s < 16; s++) {
+        const int32_t *w = a + s * 64;
+        assert_int_equal(w[0], 1);
+        assert_true(w[1] >= 10 && w[63] <= 1009);
+        for (int k = 2; k < 64; k++) assert_int_equal(w[k], w[k - 1] + 1);
+    }
+    free(a); free(b); free(c);
+    /* exactly long enough: one possible window, the whole text */
+    assert_int_equal(pdq_calib_windows(ids, 63, 2, 64, 1, 1, &a, NULL), PDQ_OK);
+    assert_int_equal(a[1], 10);
+    assert_int_equal(a[64 + 63], 72);
+    free(a);
+    pdq_status st = {0};
+    assert_int_equal(pdq_calib_windows(ids, 62, 2, 64, 1, 1, &a, &st), PDQ_ERR_ARG);
+    assert_non_null(strstr(st.msg, "too short"));
+    assert_null(a);
+    free(ids);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rtn_nearest_grid_point), cmocka_unit_test(test_grid_ends_and_every_code),
         cmocka_unit_test(test_groups_and_per_tensor),  cmocka_unit_test(test_mse_search),
         cmocka_unit_test(test_pack4),                  cmocka_unit_test(test_overrides),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_bad_input),              cmocka_unit_test(test_calib_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,9 +22,9 @@ pdq_code pdq_calib_windows(const int32_t *ids, long n, int nsamples, int seq_len
     if (nsamples <= 0 || seq_len < 2)
         return pdq_fail(st, PDQ_ERR_ARG, "calibration: need nsamples >= 1 and seq_len >= 2 (got %d, %d)", nsamples, seq_len);
     int body = bos >= 0 ? seq_len - 1 : seq_len;
-    if (n < (long)body + 1)
+    if (n < (long)body)
         return pdq_fail(st, PDQ_ERR_ARG,
-                        "calibration text too short: %ld tokens, windows of %d need at least %d", n, seq_len, body + 1);
+                        "calibration text too short: %ld tokens, windows of %d need at least %d", n, seq_len, body);
     int32_t *w = malloc((size_t)nsamples * seq_len * sizeof(int32_t));
     if (!w) return pdq_fail(st, PDQ_ERR_NOMEM, "calibration: out of memory");
     uint64_t s = seed;
