@@ -94,6 +94,10 @@ typedef struct {
     int append_q;           /* > 1: decoder_layer_append_q<Q>_<i> too */
     pdq_static_opts so;     /* graph options (default: TICO npu_export profile) */
     int quiet;
+    /* Quantized export: a pdq quantized checkpoint dir holding ptq.json (NULL: float). Files get
+     * the ".q" tag; graph options come from ptq.json. The model's norm weights must already be
+     * fake-quantized (pdq_ptq_quantize_norms), its linears the checkpoint's dequantized ones. */
+    const char *quant_dir;
 } pdq_export_opts;
 
 /* max_seq 64, whole + per-layer, no append, pre_negated_sin / k_proj / unrolled, fill -120. */

@@ -12,6 +12,7 @@
 
 #include "pdq/circle_export.h"
 #include "pdq/npy.h"
+#include "circle/export_quant.h"
 
 void pdq_export_opts_default(pdq_export_opts *o) {
     memset(o, 0, sizeof *o);
@@ -62,6 +63,8 @@ typedef struct {
     cJSON *files;       /* manifest "files" object */
     int quiet;
     pdq_status *st;
+    pdq_ptq *ptq;       /* quantized export */
+    pdq_qweights *qw;
 } ectx;
 
 /* Writes g as dir/<base><tag>.circle and records it in the manifest under key. Frees g. */
@@ -69,7 +72,8 @@ static pdq_code emit(ectx *e, pdq_graph *g, const char *base) {
     char path[4096], file[512];
     snprintf(file, sizeof file, "%s%s.circle", base, e->tag);
     snprintf(path, sizeof path, "%s/%s", e->dir, file);
-    pdq_code rc = pdq_circle_write_graph(path, g, e->st);
+    pdq_code rc = e->ptq ? pdq_export_quantize_graph(g, e->ptq, e->qw, e->st) : PDQ_OK;
+    if (rc == PDQ_OK) rc = pdq_circle_write_graph(path, g, e->st);
     if (rc == PDQ_OK) {
         struct stat sb;
         long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
@@ -199,10 +203,23 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     if (!o->whole && !o->per_layer) return pdq_fail(st, PDQ_ERR_ARG, "export: nothing to export (neither whole nor per-layer)");
     if (mkdir(outdir, 0777) != 0 && errno != EEXIST)
         return pdq_fail(st, PDQ_ERR_IO, "export: cannot create %s: %s", outdir, strerror(errno));
+    pdq_export_opts qo = *o;
+    pdq_ptq *ptq = NULL;
+    pdq_qweights *qw = NULL;
+    if (o->quant_dir) {
+        char pp[4096];
+        snprintf(pp, sizeof pp, "%s/ptq.json", o->quant_dir);
+        pdq_code qrc = pdq_ptq_load(m, pp, &ptq, st);
+        if (qrc == PDQ_OK) qrc = pdq_qweights_open(o->quant_dir, &qw, st);
+        if (qrc != PDQ_OK) { pdq_ptq_free(ptq); return pdq_wrap(st, "quantized export"); }
+        qo.so = *pdq_ptq_static_opts(ptq);
+        o = &qo;
+    }
     cJSON *root = cJSON_CreateObject();
-    if (!root) return pdq_fail(st, PDQ_ERR_NOMEM, "manifest");
-    manifest_head(root, m, o, 0);
-    ectx e = {.dir = outdir, .tag = "", .files = cJSON_AddObjectToObject(root, "files"), .quiet = o->quiet, .st = st};
+    if (!root) { pdq_ptq_free(ptq); pdq_qweights_free(qw); return pdq_fail(st, PDQ_ERR_NOMEM, "manifest"); }
+    manifest_head(root, m, o, ptq != NULL);
+    ectx e = {.dir = outdir, .tag = ptq ? ".q" : "", .files = cJSON_AddObjectToObject(root, "files"), .quiet = o->quiet,
+              .st = st, .ptq = ptq, .qw = qw};
     pdq_code rc = write_tables(m, outdir, &o->so, S, st);
     if (rc == PDQ_OK && m->dir && strcmp(m->dir, outdir)) rc = copy_side_files(m->dir, outdir, st);
     pdq_graph *g = NULL;
@@ -232,6 +249,7 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
         if (rc == PDQ_OK) rc = pdq_build_head(m, 1, 1, &g, st);
         if (rc == PDQ_OK) rc = emit(&e, g, "lm_head");
     }
+    if (qw) cJSON_AddNumberToObject(root, "inexact_weight_channels", (double)pdq_qweights_inexact(qw));
     if (rc == PDQ_OK) {
         char *txt = cJSON_Print(root);
         char path[4096], tmp[4200];
@@ -246,7 +264,11 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
         }
         free(txt);
     }
+    if (rc == PDQ_OK && qw && pdq_qweights_inexact(qw) && !o->quiet)
+        fprintf(stderr, "export: warning: %ld weight rows/channels could not be stored bit-exactly\n", pdq_qweights_inexact(qw));
     cJSON_Delete(root);
+    pdq_ptq_free(ptq);
+    pdq_qweights_free(qw);
     if (rc != PDQ_OK) return pdq_wrap(st, "export to %s", outdir);
     return PDQ_OK;
 }

@@ -9,11 +9,13 @@
 #include "commands.h"
 #include "common.h"
 #include "pdq/circle_export.h"
+#include "pdq/ptq.h"
 
 static const char *k_usage =
     "usage: pdq export --model DIR --out OUTDIR [--max-seq N (64)] [--whole] [--per-layer] [--append-bucket Q]\n"
     "                  [--rope pre_negated_sin|hf] [--scale-fusion k_proj|none] [--layout unrolled|batched]\n"
     "                  [--mask-fill X (-120)] [--threads N] [--quiet]\n"
+    "  a quantized checkpoint dir with ptq.json gives the .q.circle files (int16 activations, uint4/uint8 weights)\n"
     "  default: both --whole (model_prefill/model_decode) and --per-layer (token_embedding, decoder_layer_*, lm_head)\n";
 
 int cmd_export(int argc, char **argv) {
@@ -46,6 +48,11 @@ int cmd_export(int argc, char **argv) {
     }
     pdq_model *m = cli_load_model("export", dir, threads);
     if (!m) return 1;
+    if (pdq_ptq_in_dir(dir)) { /* quantized checkpoint with activation grids: .q.circle files */
+        o.quant_dir = dir;
+        pdq_ptq_quantize_norms(m);
+        if (rope || sf || lay) fprintf(stderr, "pdq export: note: graph options come from %s/ptq.json\n", dir);
+    }
     pdq_status st = {0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -1,0 +1,225 @@
+/* Quantized export: annotates a float graph with the file dtypes and qparams.
+ *   activations: the PTQ group grid of the edge (int16 symmetric zp 0, or uint8), scale stored as
+ *                float32;
+ *   linear / embedding / lm_head weights: the checkpoint's codes (UINT4 when bits <= 4, else
+ *                UINT8), per-channel scale/zero on dimension 0 (per-row grids only);
+ *   norm weights: int16 per channel, code +-32767, scale searched (a few ulps) so that the file
+ *                dequantizes to exactly the in-memory (fake-quantized) value.
+ * The k_proj weight with scale fusion is stored with per-row scales that reproduce the in-memory
+ * scaled weights fl(fl(s*(q-z)) * 1/sqrt(hd)) exactly when such a float exists (searched). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "circle/export_quant.h"
+#include "pdq/quant.h"
+#include "pdq/safetensors.h"
+
+struct pdq_qweights {
+    pdq_safetensors *s;
+    cJSON *desc;     /* pdq_quant.json "tensors" */
+    cJSON *root;
+    long inexact;    /* rows whose scale could not reproduce the in-memory weight exactly */
+};
+
+void pdq_qweights_free(pdq_qweights *w) {
+    if (!w) return;
+    if (w->s) pdq_st_close(w->s);
+    cJSON_Delete(w->root);
+    free(w);
+}
+
+long pdq_qweights_inexact(const pdq_qweights *w) { return w ? w->inexact : 0; }
+
+pdq_code pdq_qweights_open(const char *dir, pdq_qweights **out, pdq_status *st) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return pdq_fail(st, PDQ_ERR_IO, "quantized export: cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *txt = malloc((size_t)n + 1);
+    if (!txt || fread(txt, 1, (size_t)n, f) != (size_t)n) { free(txt); fclose(f); return pdq_fail(st, PDQ_ERR_IO, "%s", path); }
+    fclose(f);
+    txt[n] = 0;
+    pdq_qweights *w = calloc(1, sizeof *w);
+    if (!w) { free(txt); return pdq_fail(st, PDQ_ERR_NOMEM, "quantized export"); }
+    w->root = cJSON_Parse(txt);
+    free(txt);
+    w->desc = w->root ? cJSON_GetObjectItemCaseSensitive(w->root, "tensors") : NULL;
+    if (!cJSON_IsObject(w->desc)) { pdq_qweights_free(w); return pdq_fail(st, PDQ_ERR_FORMAT, "%s: no tensors", path); }
+    snprintf(path, sizeof path, "%s/model.q.safetensors", dir);
+    pdq_code rc = pdq_st_open(path, &w->s, st);
+    if (rc) { pdq_qweights_free(w); return rc; }
+    *out = w;
+    return PDQ_OK;
+}
+
+static pdq_qparams *new_q(int n, pdq_status *st) {
+    pdq_qparams *q = calloc(1, sizeof *q);
+    if (q) {
+        q->scale = calloc((size_t)n, sizeof(float));
+        q->zero_point = calloc((size_t)n, sizeof(int64_t));
+    }
+    if (!q || !q->scale || !q->zero_point) {
+        if (q) { free(q->scale); free(q->zero_point); free(q); }
+        pdq_fail(st, PDQ_ERR_NOMEM, "quantized export: qparams");
+        return NULL;
+    }
+    q->n = n;
+    return q;
+}
+
+static void set_q(pdq_tensor *t, pdq_qparams *q) {
+    if (t->q) { free(t->q->scale); free(t->q->zero_point); free(t->q); }
+    t->q = q;
+}
+
+static float deq(float s, int64_t k) { return (float)((double)k * (double)s); }
+
+/* A float s' near s0 with deq(s', k) == want[k] for every k in ks; returns 1 if found. */
+static int search_scale(float s0, const int64_t *ks, const float *want, int n, float *out) {
+    float lo = s0, hi = s0;
+    for (int step = 0; step <= 64; step++) {
+        for (int side = 0; side < 2; side++) {
+            float s = side ? hi : lo;
+            int ok = 1;
+            for (int i = 0; ok && i < n; i++) ok = deq(s, ks[i]) == want[i];
+            if (ok) { *out = s; return 1; }
+        }
+        lo = nextafterf(lo, 0.0f);
+        hi = nextafterf(hi, INFINITY);
+    }
+    *out = s0;
+    return 0;
+}
+
+/* One weight constant from the checkpoint: codes into the tensor, per-row qparams. */
+static pdq_code quant_weight(pdq_qweights *w, pdq_tensor *t, const char *mod, const cJSON *e, pdq_status *st) {
+    int bits = cJSON_GetObjectItemCaseSensitive(e, "bits")->valueint;
+    int group = cJSON_GetObjectItemCaseSensitive(e, "group")->valueint;
+    int rows = t->shape[0], cols = t->shape[1];
+    if (group && group < cols)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "quantized export: %s has groups of %d columns; Circle weights are per channel",
+                        mod, group);
+    char nm[300];
+    snprintf(nm, sizeof nm, "%s.qweight", mod);
+    const pdq_st_tensor *tq = pdq_st_find(w->s, nm);
+    snprintf(nm, sizeof nm, "%s.scales", mod);
+    const pdq_st_tensor *ts = pdq_st_find(w->s, nm);
+    snprintf(nm, sizeof nm, "%s.zeros", mod);
+    const pdq_st_tensor *tz = pdq_st_find(w->s, nm);
+    if (!tq || !ts || !tz) return pdq_fail(st, PDQ_ERR_MISSING, "quantized export: codes/scales/zeros of %s missing", mod);
+    int packed = bits <= 4;
+    size_t qc = packed ? (size_t)(cols + 1) / 2 : (size_t)cols;
+    uint8_t *codes = malloc((size_t)rows * cols);
+    pdq_qparams *q = new_q(rows, st);
+    if (!codes || !q) { free(codes); if (q) set_q(&(pdq_tensor){0}, q); return pdq_fail(st, PDQ_ERR_NOMEM, "%s", mod); }
+    const float *wf = t->data; /* the in-memory weight (scaled k_proj included) */
+    int64_t ks[16];
+    float want[16];
+    for (int r = 0; r < rows; r++) {
+        const uint8_t *src = (const uint8_t *)tq->data + (size_t)r * qc;
+        if (packed) pdq_unpack4(src, (size_t)cols, codes + (size_t)r * cols);
+        else memcpy(codes + (size_t)r * cols, src, (size_t)cols);
+        float sc;
+        memcpy(&sc, (const char *)ts->data + sizeof(float) * (size_t)r, sizeof sc);
+        uint8_t z = ((const uint8_t *)tz->data)[r];
+        q->zero_point[r] = z;
+        /* every distinct (code - zero) of the row and the weight it must dequantize to */
+        int n = 0;
+        for (int c = 0; c < cols && n < 16; c++) {
+            int64_t k = (int64_t)codes[(size_t)r * cols + c] - z;
+            int seen = 0;
+            for (int i = 0; i < n; i++) seen |= ks[i] == k;
+            if (!seen) { ks[n] = k; want[n] = wf[(size_t)r * cols + c]; n++; }
+        }
+        float s0 = sc;
+        if (n > 0) {
+            for (int i = 0; i < n; i++)
+                if (ks[i]) { s0 = (float)((double)want[i] / (double)ks[i]); break; }
+            if (!search_scale(s0, ks, want, n, &s0)) w->inexact++;
+        }
+        q->scale[r] = s0;
+    }
+    q->quantized_dim = 0;
+    if (t->owned) free(t->data);
+    t->data = codes;
+    t->owned = 1;
+    t->dtype = packed ? PDQ_TU4 : PDQ_TU8;
+    set_q(t, q);
+    return PDQ_OK;
+}
+
+/* Norm gamma: int16 per channel, code +-32767 (0 for 0), scale reproducing the value exactly. */
+static pdq_code quant_norm(pdq_qweights *w, pdq_tensor *t, pdq_status *st) {
+    int n = t->shape[0];
+    int16_t *codes = malloc(sizeof(int16_t) * (size_t)n);
+    pdq_qparams *q = new_q(n, st);
+    if (!codes || !q) { free(codes); return pdq_fail(st, PDQ_ERR_NOMEM, "%s", t->name); }
+    const float *g = t->data;
+    for (int i = 0; i < n; i++) {
+        int64_t k = g[i] > 0 ? 32767 : g[i] < 0 ? -32767 : 0;
+        codes[i] = (int16_t)k;
+        float s = k ? (float)((double)g[i] / (double)k) : 1.0f;
+        if (k && !search_scale(s, &k, &g[i], 1, &s)) w->inexact++;
+        q->scale[i] = s > 0 ? s : 1.0f;
+    }
+    if (t->owned) free(t->data);
+    t->data = codes;
+    t->owned = 1;
+    t->dtype = PDQ_TI16;
+    set_q(t, q);
+    return PDQ_OK;
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pdq_status *st) {
+    for (int i = 0; i < g->n_tensors; i++) {
+        pdq_tensor *t = &g->tensors[i];
+        pdq_code rc = PDQ_OK;
+        if (t->kind == PDQ_TK_CONST) {
+            if (t->dtype != PDQ_TF32) continue; /* shapes, perms, indices */
+            if (ends_with(t->name, "layernorm.weight") || !strcmp(t->name, "model.norm.weight")) {
+                rc = quant_norm(w, t, st);
+            } else if (ends_with(t->name, ".weight") && t->ndim == 2) {
+                char mod[256];
+                snprintf(mod, sizeof mod, "%.*s", (int)(strlen(t->name) - 7), t->name);
+                const cJSON *e = cJSON_GetObjectItemCaseSensitive(w->desc, mod);
+                if (e) rc = quant_weight(w, t, mod, e, st);
+            }
+            if (rc) return pdq_wrap(st, "graph %s", g->name);
+            continue;
+        }
+        if (t->dtype != PDQ_TF32) continue; /* token ids */
+        const char *nm = t->name;
+        char alias[256];
+        if (!strcmp(nm, "attention_mask") || !strcmp(nm, "cos") || !strcmp(nm, "sin")) {
+            snprintf(alias, sizeof alias, "model.layers.0.%s", nm); /* shared whole-model inputs */
+            nm = alias;
+        }
+        int gi = pdq_ptq_find(p, nm);
+        if (gi < 0)
+            return pdq_fail(st, PDQ_ERR_MISSING, "quantized export: edge %s of graph %s has no activation grid in ptq.json "
+                            "(calibrated with other graph options?)", t->name, g->name);
+        const pdq_agrid *gr = &pdq_ptq_group_at(p, gi)->grid;
+        if (gr->dt == PDQ_ADT_FLOAT) continue;
+        if (gr->dt != PDQ_ADT_INT16 && gr->dt != PDQ_ADT_UINT8)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "quantized export: edge %s: %s activations", t->name, pdq_adtype_name(gr->dt));
+        pdq_qparams *q = new_q(1, st);
+        if (!q) return st->code;
+        q->scale[0] = (float)gr->scale;
+        q->zero_point[0] = gr->zero_point;
+        t->dtype = gr->dt == PDQ_ADT_INT16 ? PDQ_TI16 : PDQ_TU8;
+        set_q(t, q);
+    }
+    return PDQ_OK;
+}

@@ -1,0 +1,19 @@
+/* Quantized export helpers (private): the checkpoint's weight codes and the graph annotation. */
+#ifndef PDQ_CIRCLE_EXPORT_QUANT_H
+#define PDQ_CIRCLE_EXPORT_QUANT_H
+
+#include "pdq/graph.h"
+#include "pdq/ptq.h"
+
+typedef struct pdq_qweights pdq_qweights;
+
+/* Opens dir/pdq_quant.json and dir/model.q.safetensors. */
+pdq_code pdq_qweights_open(const char *dir, pdq_qweights **out, pdq_status *st);
+void pdq_qweights_free(pdq_qweights *w);
+/* Rows / channels whose stored scale could not reproduce the in-memory weight bit for bit. */
+long pdq_qweights_inexact(const pdq_qweights *w);
+/* Sets file dtypes and qparams on g (activations from p, weights from w); graph weights must be
+ * the in-memory ones (dequantized, norms fake-quantized). */
+pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pdq_status *st);
+
+#endif
