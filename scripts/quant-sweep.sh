@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Perplexity sweep of weight quantization on the bundled model: FP32, RTN and GPTQ at w8/w4/w3,
 # per-channel and group 32, with embedding/lm_head in float and with the uint8 defaults.
-# Calibration: the train split; evaluation: the test split (windows 256, stride 256).
+# Calibration: the train split; evaluation: the test split (windows 256, stride 256). Weights
+# only (--abits none: activations stay float).
 # usage: scripts/quant-sweep.sh [PDQ_BINARY] [WORKDIR] [NSAMPLES] [SEQ_LEN]
 set -euo pipefail
 PDQ=${1:-build/pdq}
@@ -24,7 +25,7 @@ for emb in none 8; do
                 gflag=(); [ "$group" != 0 ] && gflag=(--group "$group" --partial-groups)
                 "$PDQ" quantize --model $M --calib $CAL --method $method --wbits $bits "${gflag[@]}" \
                     --nsamples "$NS" --seq-len "$SL" --embed-bits $emb --lm-head-bits $emb \
-                    --eval $EV --eval-fp32-ppl "$fp32" --quiet --out "$out" >/dev/null
+                    --abits none --eval $EV --eval-fp32-ppl "$fp32" --quiet --out "$out" >/dev/null
                 r="$out/report.json"
                 ppl=$(jq -r .eval.quant_ppl "$r")
                 ratio=$(jq -r 'if .total_rtn_loss then (.total_gptq_loss / .total_rtn_loss * 1000 | round / 1000) else "-" end' "$r")

@@ -23,7 +23,7 @@ err() { # name "cmd" needle
 head -c 8000 data/web-bible/test.txt >"$tmp/eval.txt"
 q="$tmp/q"
 if "$PDQ" quantize --model $M --calib data/web-bible/train.txt --method gptq --wbits 4 --group 32 --partial-groups \
-    --nsamples 4 --seq-len 64 --eval "$tmp/eval.txt" --eval-len 128 --eval-stride 128 --threads 1 \
+    --nsamples 4 --seq-len 64 --abits none --eval "$tmp/eval.txt" --eval-len 128 --eval-stride 128 --threads 1 \
     --out "$q" >"$tmp/log" 2>&1; then ok gptq-run; else bad gptq-run; cat "$tmp/log"; fi
 for f in pdq_quant.json model.q.safetensors report.json config.json tokenizer.json hf/config.json hf/model.safetensors; do
     check "exists $f" "[ -s '$q/$f' ]"
@@ -57,7 +57,7 @@ err group-divides "'$PDQ' quantize --model $M --method rtn --group 48 --out '$tm
 err bits-range "'$PDQ' quantize --model $M --method rtn --wbits 9 --out '$tmp/x'" "out of range"
 err embed-bits "'$PDQ' quantize --model $M --method rtn --embed-bits 1 --out '$tmp/x'" "--embed-bits"
 err override-typo "'$PDQ' quantize --model $M --method rtn --override down_prj=8 --out '$tmp/x'" "matches no decoder linear"
-err calib-short "'$PDQ' quantize --model $M --calib '$tmp/short.txt' --nsamples 2 --seq-len 64 --out '$tmp/x'" "too short"
+err calib-short "'$PDQ' quantize --model $M --calib '$tmp/short.txt' --abits none --nsamples 2 --seq-len 64 --out '$tmp/x'" "too short"
 err calib-needed "'$PDQ' quantize --model $M --method gptq --out '$tmp/x'" "--calib"
 err method "'$PDQ' quantize --model $M --method awq --out '$tmp/x'" "gptq or rtn"
 if [ -x "$SYNTH" ]; then
