@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs pdq's Debian build dependencies when any is missing. Idempotent.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev python3
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev python3 jq
       libopenblas-dev liblapacke-dev libcjson-dev libpcre2-dev libcmocka-dev flatbuffers-compiler)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -245,10 +245,12 @@ pdq_code pdq_ptq_open_runtime(pdq_model *m, const char *dir, int B, int max_seq,
     const pdq_static_opts *cs = pdq_ptq_static_opts(p);
     if (so && (so->rope != cs->rope || so->scale != cs->scale || so->layout != cs->layout ||
                so->mask_fill != cs->mask_fill)) {
+        /* Format the message before freeing p: cs points into it. */
+        pdq_fail(st, PDQ_ERR_ARG, "%s was calibrated with rope %s, scale fusion %s, layout %s, mask fill %g: "
+                 "run with the same graph options", path, rope_name(cs->rope), fusion_name(cs->scale),
+                 layout_name(cs->layout), (double)cs->mask_fill);
         pdq_ptq_free(p);
-        return pdq_fail(st, PDQ_ERR_ARG, "%s was calibrated with rope %s, scale fusion %s, layout %s, mask fill %g: "
-                        "run with the same graph options", path, rope_name(cs->rope), fusion_name(cs->scale),
-                        layout_name(cs->layout), (double)cs->mask_fill);
+        return st ? st->code : PDQ_ERR_ARG;
     }
     if (max_seq <= 0) max_seq = p->max_seq;
     if (max_seq > p->max_seq) {

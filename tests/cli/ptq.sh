@@ -42,7 +42,7 @@ check inspect-lists "grep -q 'model.layers.0.self_attn.q_proj.out *int16' '$tmp/
 check inspect-edge "grep -q 'shares model.layers.1.self_attn.new_k' '$tmp/insp1' && [ \$(grep -c '^model\\.' '$tmp/insp1') -eq 1 ]"
 check inspect-json "'$PDQ' inspect --model '$q' --edge lm_head.out --json | jq -e '.edges[0].dtype == \"int16\" and .edges[0].clipped_fraction == 0' >/dev/null"
 err inspect-noedge "'$PDQ' inspect --model '$q' --edge no.such" "no edge named"
-err inspect-circle "'$PDQ' inspect '$tmp/x.circle'" "Circle"
+err inspect-circle "'$PDQ' inspect '$tmp/x.circle'" "x.circle"
 err inspect-nodir "'$PDQ' inspect --model '$tmp/none'" "ptq.json"
 
 # the fake-quant graphs in the runtime commands
