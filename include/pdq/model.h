@@ -24,6 +24,9 @@ typedef struct {
     float *attn_norm;          /* [D] input_layernorm */
     float *w[PDQ_LIN_COUNT];   /* q [H*hd, D], k/v [KV*hd, D], o [D, H*hd], gate/up [I, D], down [D, I] */
     float *ffn_norm;           /* [D] post_attention_layernorm */
+    float *wk_scale;           /* NULL, or [n_kv*hd] when Wk is per-row quantized (w = wk_scale[r] *
+                                  integer): a k_proj scale fold then scales these scales, so the folded
+                                  weight is still (code - zero) * float32 scale, exactly as exported */
 } pdq_layer;
 
 typedef struct pdq_model {

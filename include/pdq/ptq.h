@@ -22,7 +22,9 @@
  * Grids. int16: symmetric, zero point 0, scale = absmax / 32767, codes clamped to [-32768, 32767].
  * uint8: asymmetric, range widened to include 0, scale = (max - min) / 255, zero point
  * round(-min / scale) in [0, 255]. int32 (identity check only): symmetric, scale = absmax /
- * (2^31 - 1). Codes are round-half-to-even(x / scale) + zero point (in double), saturated. */
+ * (2^31 - 1). Every scale is rounded up to a float32 (the value a Circle file stores), then
+ * used in double. Codes are round-half-to-even(x / scale) + zero point (in double), saturated;
+ * values (code - zero point) * scale rounded to float: exactly what the Circle interpreter does. */
 #ifndef PDQ_PTQ_H
 #define PDQ_PTQ_H
 
@@ -51,6 +53,8 @@ typedef struct {
 
 /* Grid of dtype dt covering [mn, mx] (0 is always included; an all-zero range gets scale 1). */
 void pdq_agrid_from_range(pdq_adtype dt, double mn, double mx, pdq_agrid *g);
+/* A scale as the smallest float32 >= it (kept as it is when it does not fit a positive float). */
+double pdq_agrid_f32(double scale);
 /* Code of x: clamp(rint_half_even(x / scale) + zero_point, qmin, qmax); NaN -> zero point. */
 int64_t pdq_agrid_code(const pdq_agrid *g, float x);
 float pdq_agrid_dequant(const pdq_agrid *g, int64_t q);

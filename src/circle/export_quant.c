@@ -5,8 +5,9 @@
  *                UINT8), per-channel scale/zero on dimension 0 (per-row grids only);
  *   norm weights: int16 per channel, code +-32767, scale searched (a few ulps) so that the file
  *                dequantizes to exactly the in-memory (fake-quantized) value.
- * The k_proj weight with scale fusion is stored with per-row scales that reproduce the in-memory
- * scaled weights fl(fl(s*(q-z)) * 1/sqrt(hd)) exactly when such a float exists (searched). */
+ * The k_proj weight with scale fusion is (code - zero) * fl(scale / sqrt(hd)) in memory too (the
+ * model keeps k_proj's row scales, pdq_layer.wk_scale), so its stored scale reproduces it exactly.
+ * A weight no float32 scale reproduces is an error: file and memory would compute other numbers. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,7 +143,20 @@ static pdq_code quant_weight(pdq_qweights *w, pdq_tensor *t, const char *mod, co
         if (n > 0) {
             for (int i = 0; i < n; i++)
                 if (ks[i]) { s0 = (float)((double)want[i] / (double)ks[i]); break; }
-            if (!search_scale(s0, ks, want, n, &s0)) w->inexact++;
+            int ok = search_scale(s0, ks, want, n, &s0);
+            /* the search saw at most 16 distinct codes: the whole row must reproduce */
+            for (int c = 0; ok && c < cols; c++)
+                ok = deq(s0, (int64_t)codes[(size_t)r * cols + c] - z) == wf[(size_t)r * cols + c];
+            if (!ok) {
+                w->inexact++;
+                free(codes);
+                free(q->scale);
+                free(q->zero_point);
+                free(q);
+                return pdq_fail(st, PDQ_ERR_NUMERIC, "quantized export: %s row %d: no float32 scale makes (code - zero) * scale "
+                                "equal the in-memory weight, the file would compute other numbers (a k_proj scale fold "
+                                "on a quantized weight needs the model's per-row k scales)", mod, r);
+            }
         }
         q->scale[r] = s0;
     }
@@ -166,7 +180,15 @@ static pdq_code quant_norm(pdq_qweights *w, pdq_tensor *t, pdq_status *st) {
         int64_t k = g[i] > 0 ? 32767 : g[i] < 0 ? -32767 : 0;
         codes[i] = (int16_t)k;
         float s = k ? (float)((double)g[i] / (double)k) : 1.0f;
-        if (k && !search_scale(s, &k, &g[i], 1, &s)) w->inexact++;
+        if (k && !search_scale(s, &k, &g[i], 1, &s)) {
+            w->inexact++;
+            free(codes);
+            free(q->scale);
+            free(q->zero_point);
+            free(q);
+            return pdq_fail(st, PDQ_ERR_NUMERIC, "quantized export: %s[%d]: no float32 scale reproduces the in-memory "
+                            "norm weight", t->name, i);
+        }
         q->scale[i] = s > 0 ? s : 1.0f;
     }
     if (t->owned) free(t->data);

@@ -178,10 +178,11 @@ int cmd_verify_circle(int argc, char **argv) {
     int V = m->cfg.vocab_size, status = 1, mism = 0;
     float *a_l = malloc(sizeof(float) * (size_t)V * 3), *b_l = a_l + V, *r_l = b_l + V;
     int32_t *seq = malloc(sizeof(int32_t) * (size_t)(n + steps + 1));
+    float *all_l = malloc(sizeof(float) * (size_t)V * (size_t)n);
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "steps");
     double worst_mem = 0, worst_ref = 0;
     int top1_ref = 0;
-    if (!a_l || !seq) { fprintf(stderr, "pdq verify: out of memory\n"); goto done; }
+    if (!a_l || !seq || !all_l) { fprintf(stderr, "pdq verify: out of memory\n"); goto done; }
     memcpy(seq, ids, sizeof(int32_t) * (size_t)n);
     if (pdq_crt_open(dir, !per_layer, &crt, &st) != PDQ_OK ||
         pdq_ptq_open_runtime(m, mdir, 1, S, &so, &rt, &ptq, &st) != PDQ_OK ||
@@ -195,7 +196,11 @@ int cmd_verify_circle(int argc, char **argv) {
         pdq_code rc;
         if (step == 0) {
             rc = pdq_crt_prefill(crt, seq, len, a_l, &st);
-            if (!rc) rc = pdq_rt_prefill(rt, 1, len, seq, NULL, PDQ_PAD_RIGHT, b_l, NULL, &st);
+            /* the whole-model prefill graph runs the head on all max_seq rows: compare with the
+             * in-memory head over all rows too (BLAS sums a 1-row product in another order) */
+            if (!rc && per_layer) rc = pdq_rt_prefill(rt, 1, len, seq, NULL, PDQ_PAD_RIGHT, b_l, NULL, &st);
+            if (!rc && !per_layer) rc = pdq_rt_prefill(rt, 1, len, seq, NULL, PDQ_PAD_RIGHT, NULL, all_l, &st);
+            if (!rc && !per_layer) memcpy(b_l, all_l + (size_t)(len - 1) * V, sizeof(float) * (size_t)V);
             if (!rc) rc = pdq_model_forward(m, &kv, 1, len, seq, NULL, NULL, r_l, 1, &st);
         } else {
             rc = pdq_crt_decode(crt, seq[len - 1], a_l, &st);
@@ -247,6 +252,7 @@ done:
     pdq_crt_free(crt);
     pdq_model_free(m);
     free(a_l);
+    free(all_l);
     free(seq);
     free(ids);
     return status;

@@ -29,6 +29,7 @@ void pdq_model_free(pdq_model *m) {
             pdq_layer *L = &m->layers[l];
             free(L->attn_norm);
             free(L->ffn_norm);
+            free(L->wk_scale);
             for (int i = 0; i < PDQ_LIN_COUNT; i++) free(L->w[i]);
         }
     free(m->layers);

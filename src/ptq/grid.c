@@ -1,6 +1,7 @@
 /* Per-tensor activation grids: int16 symmetric, uint8 asymmetric, int32 (identity check), and
- * the quantize -> dequantize step applied at every edge. Arithmetic in double so the rounding of
- * x / scale is exact enough for half-to-even ties to be real ties. */
+ * the quantize -> dequantize step applied at every edge. Scales are float32 values (Circle stores
+ * float32), so the fake-quant computes exactly what an exported file computes. Arithmetic in
+ * double so the rounding of x / scale is exact enough for half-to-even ties to be real ties. */
 #include <math.h>
 #include <string.h>
 
@@ -24,6 +25,13 @@ int pdq_adtype_parse(const char *s) {
     return -1;
 }
 
+double pdq_agrid_f32(double scale) {
+    float f = (float)scale;
+    if (!(f > 0) || f > 3.0e38f) return scale; /* underflow / overflow: leave as it is, the caller checks */
+    if ((double)f < scale) f = nextafterf(f, INFINITY); /* rounded up: the observed range never clips */
+    return (double)f;
+}
+
 void pdq_agrid_from_range(pdq_adtype dt, double mn, double mx, pdq_agrid *g) {
     memset(g, 0, sizeof *g);
     g->dt = dt;
@@ -38,14 +46,14 @@ void pdq_agrid_from_range(pdq_adtype dt, double mn, double mx, pdq_agrid *g) {
         g->qmax = dt == PDQ_ADT_INT16 ? 32767 : 2147483647LL;
         g->qmin = -g->qmax - 1;
         double a = fmax(-mn, mx);
-        if (a > 0) g->scale = a / (double)g->qmax;
+        if (a > 0) g->scale = pdq_agrid_f32(a / (double)g->qmax);
         return;
     }
     case PDQ_ADT_UINT8: {
         g->qmin = 0;
         g->qmax = 255;
         if (mx > mn) {
-            g->scale = (mx - mn) / 255.0;
+            g->scale = pdq_agrid_f32((mx - mn) / 255.0);
             double z = nearbyint(-mn / g->scale);
             g->zero_point = z < 0 ? 0 : z > 255 ? 255 : (int64_t)z;
         }

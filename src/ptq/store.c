@@ -143,7 +143,7 @@ static pdq_code apply_groups(pdq_ptq *p, const cJSON *groups, const cJSON *edges
         map[i] = gi;
         pdq_ptq_group *G = &p->groups[gi];
         G->grid.dt = (pdq_adtype)dt;
-        G->grid.scale = scale;
+        G->grid.scale = pdq_agrid_f32(scale); /* tables written before scales were float32 */
         G->grid.zero_point = (int64_t)zp;
         G->grid.qmin = (int64_t)qmin;
         G->grid.qmax = (int64_t)qmax;

@@ -370,6 +370,27 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
     return PDQ_OK;
 }
 
+/* A per-row quantized k_proj keeps its float32 row scales on the model (pdq_layer.wk_scale): a
+ * k_proj scale fold then scales them, keeping the folded weight (code - zero) * float32 scale. */
+static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const char *name, pdq_status *st) {
+    int l, end = 0;
+    if (sscanf(name, "model.layers.%d.self_attn.k_proj%n", &l, &end) != 1 || name[end] || l < 0 ||
+        l >= m->cfg.n_layers)
+        return PDQ_OK;
+    char nm[160];
+    snprintf(nm, sizeof nm, "%.127s.scales", name);
+    const pdq_st_tensor *ts = pdq_st_find(s, nm);
+    int rows = m->cfg.n_kv_heads * m->cfg.head_dim;
+    if (!ts || ts->ndim != 2 || ts->shape[0] != rows || ts->shape[1] != 1)
+        return PDQ_OK; /* grouped: no per-row scale */
+    float *sc = malloc(sizeof(float) * (size_t)rows);
+    if (!sc) return pdq_fail(st, PDQ_ERR_NOMEM, "k_proj scales");
+    memcpy(sc, ts->data, sizeof(float) * (size_t)rows); /* mmapped data may be unaligned */
+    free(m->layers[l].wk_scale);
+    m->layers[l].wk_scale = sc;
+    return PDQ_OK;
+}
+
 pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
@@ -398,6 +419,7 @@ pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
             matched++;
             if (!mt[i].cols) rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s is 1-D and cannot be quantized", path, mt[i].name);
             else rc = load_module(s, e, &mt[i], path, st);
+            if (!rc) rc = keep_k_scale(m, s, mt[i].name, st);
         } else {
             char nm[160];
             snprintf(nm, sizeof nm, "%.127s.weight", mt[i].name);

@@ -58,6 +58,24 @@ static void commit(pdq_qmodule *mod, pdq_qresult *r, float *w, const pdq_qscheme
     mod->seconds = secs;
 }
 
+/* Per-row k_proj scales on the model (pdq_layer.wk_scale), so a k_proj scale fold in the static
+ * graphs scales the float32 scales instead of the dequantized weights. */
+static pdq_code keep_k_scales(pdq_model *m, const pdq_qmodel *q, pdq_status *st) {
+    for (int i = 0; i < q->n; i++) {
+        int l, end = 0;
+        const pdq_qresult *r = &q->mods[i].r;
+        if (sscanf(q->mods[i].name, "model.layers.%d.self_attn.k_proj%n", &l, &end) != 1 || q->mods[i].name[end] ||
+            l < 0 || l >= m->cfg.n_layers || r->ngroups != 1 || !r->scale)
+            continue;
+        float *s = malloc(sizeof(float) * (size_t)r->rows);
+        if (!s) return pdq_fail(st, PDQ_ERR_NOMEM, "k_proj scales");
+        memcpy(s, r->scale, sizeof(float) * (size_t)r->rows);
+        free(m->layers[l].wk_scale);
+        m->layers[l].wk_scale = s;
+    }
+    return PDQ_OK;
+}
+
 static void linear_full_name(char *buf, size_t n, int layer, int id) {
     snprintf(buf, n, "model.layers.%d.%s.%s", layer, pdq_linear_parent((pdq_linear_id)id),
              pdq_linear_name((pdq_linear_id)id));
@@ -298,6 +316,7 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
     if (o.lm_head_bits && !o.lm_head_gptq && !c->tie_word_embeddings &&
         (rc = rtn_table(q, "lm_head", m->lm_head, V, D, o.lm_head_bits, st)))
         goto fail;
+    if ((rc = keep_k_scales(m, q, st))) goto fail;
     q->seconds = pdq_now() - t_start;
     return PDQ_OK;
 fail:

@@ -248,7 +248,19 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
             scaled = malloc(n * sizeof(float));
             if (!scaled) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "scaled k_proj"); }
             float s = 1.0f / sqrtf((float)hd);
-            for (size_t k = 0; k < n; k++) scaled[k] = wd[k] * s;
+            if (w->wk_scale) {
+                /* quantized rows: the fold scales the row's float32 scale, codes unchanged */
+                for (int r = 0; r < shp[0]; r++) {
+                    float sc = w->wk_scale[r], fs = sc * s;
+                    for (int cc = 0; cc < shp[1]; cc++) {
+                        size_t k = (size_t)r * shp[1] + cc;
+                        double code = sc != 0.0f ? nearbyint((double)wd[k] / (double)sc) : 0.0;
+                        scaled[k] = (float)(code * (double)fs);
+                    }
+                }
+            } else {
+                for (size_t k = 0; k < n; k++) scaled[k] = wd[k] * s;
+            }
         }
         char name[200];
         snprintf(name, sizeof name, "%s%s.%s.weight", b.prefix, pdq_linear_parent((pdq_linear_id)i),
