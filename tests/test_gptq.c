@@ -187,7 +187,7 @@ static void check_against_reference(const cfg_t *c, uint64_t seed) {
     assert_int_equal(code_diff, 0);
     /* losses: brute-force tr(dW H dW^T); GPTQ beats RTN */
     double bl = brute_loss(w, r.deq, c->rows, c->cols, H);
-    assert_true(fabs(bl - r.loss) <= 1e-6 * fabs(bl) + 1e-9);
+    assert_true(fabs(bl - r.loss) <= 1e-5 * fabs(bl) + 1e-9);
     assert_true(r.loss <= r.rtn_loss);
     pdq_qresult_free(&r);
     free(deq); free(codes); free(w); free(H);
@@ -227,7 +227,7 @@ static void test_loss_below_rtn(void **state) {
         pdq_qresult rt;
         assert_int_equal(pdq_rtn_result(&o.scheme, w, rows, cols, H, "w", &rt, NULL), PDQ_OK);
         assert_float_equal(rt.loss, r.rtn_loss, 1e-9 * rt.loss);
-        assert_float_equal(rt.loss, brute_loss(w, rt.deq, rows, cols, H), 1e-6 * rt.loss);
+        assert_float_equal(rt.loss, brute_loss(w, rt.deq, rows, cols, H), 1e-5 * rt.loss);
         worse += r.loss > r.rtn_loss;
         total++;
         assert_true(r.loss < 0.9 * r.rtn_loss);

@@ -118,7 +118,7 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
 /* RTN into the same result layout, with losses on H (H may be NULL: losses left 0). */
 pdq_code pdq_rtn_result(const pdq_qscheme *s, const float *w, int rows, int cols, const float *H,
                         const char *name, pdq_qresult *r, pdq_status *st);
-/* tr(dW H dW^T) for dW = a - b [rows, cols], in double. */
+/* tr(dW H dW^T) for dW = a - b [rows, cols] (float GEMM, double sum). */
 double pdq_quant_loss(const float *a, const float *b, int rows, int cols, const float *H);
 
 /* --- calibration --- */
