@@ -19,6 +19,7 @@
 #include "pdq/circle.h"
 #include "pdq/graph.h"
 #include "pdq/model.h"
+#include "pdq/ptq.h"
 #include "pdq/runtime.h"
 #include "pdq/status.h"
 
@@ -122,5 +123,23 @@ int pdq_crt_len(const pdq_crt *rt);
 pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st);
 /* One decode step: logits (V). */
 pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st);
+/* Prefill with the logits of rows 0..n-1 (n x V); per-layer files run lm_head once per row. */
+pdq_code pdq_crt_prefill_all(pdq_crt *rt, const int32_t *ids, int n, float *all_logits, pdq_status *st);
+/* A pdq_window_logits_fn (eval.h) over the exported prefill: ctx is a pdq_crt*. */
+pdq_code pdq_crt_window_logits(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st);
+/* KV cache of a layer (which 0: K, 1: V), (n_kv, max_seq-1, hd) in the dtype of tensor *t (int16
+ * codes for quantized files, else float); NULL for a bad index. */
+const void *pdq_crt_cache(const pdq_crt *rt, int layer, int which, const pdq_tensor **t);
+
+/* ---------------- quality of an exported pair (src/circle/crt_eval.c) ---------------- */
+
+/* Perplexity through the exported prefill (whole-model file unless per_layer), windows of
+ * max_seq with stride max_seq: the numbers pdq_ptq_ppl_static gives in memory. */
+pdq_code pdq_crt_ppl(const char *outdir, int per_layer, const int32_t *ids, long n, const char *label, double *ppl,
+                     pdq_status *st);
+/* pdq_ptq_verify over the exported files: each prompt at positions 0..n-1, `steps` greedy decode
+ * steps of the Circle runtime, every step's logits against the FP32 reference on the same tokens. */
+pdq_code pdq_crt_verify(pdq_crt *rt, const pdq_model *ref, const int32_t *const *prompts, const int *lens,
+                        int n_prompts, int steps, pdq_ptq_verify_result *out, pdq_status *st);
 
 #endif

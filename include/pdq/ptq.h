@@ -180,7 +180,9 @@ pdq_code pdq_ptq_ppl_static(const pdq_model *m, int max_seq, const pdq_static_op
 
 /* Step-by-step comparison of the (fake-quant) static runtime with the FP32 reference model
  * recomputing the whole sequence: prefill of each prompt then `steps` greedy decode steps of the
- * static runtime; the reference scores the same tokens. */
+ * static runtime; the reference scores the same tokens. The prompt sits at positions 0..n-1 (right
+ * padding) and the prefill logits come from the head over all max_seq rows, exactly as the
+ * exported whole-model prefill file computes them. */
 typedef struct {
     int n;                            /* prompts * (steps + 1) entries */
     double mean_abs, max_abs, peir;   /* worst over steps (mean_abs: mean over steps) */
@@ -195,6 +197,19 @@ pdq_code pdq_ptq_verify(const pdq_model *ref, const pdq_model *m, int max_seq, c
                         pdq_ptq *ptq, const int32_t *const *prompts, const int *lens, int n_prompts,
                         int steps, pdq_ptq_verify_result *out, pdq_status *st);
 void pdq_ptq_verify_free(pdq_ptq_verify_result *r);
+
+/* The verify loop for any runtime: prefill(ids, n) starts a sequence and gives the last token's
+ * logits, decode(id) one step's; pdq_ptq_verify is this with the in-memory static runtime, the
+ * Circle runtime uses it over the exported files (the same statistics by construction). */
+typedef struct {
+    pdq_code (*prefill)(void *ctx, const int32_t *ids, int n, float *logits, pdq_status *st);
+    pdq_code (*decode)(void *ctx, int32_t id, float *logits, pdq_status *st);
+    void *ctx;
+} pdq_step_runner;
+pdq_code pdq_verify_steps(const pdq_model *ref, const pdq_step_runner *run, const int32_t *const *prompts,
+                          const int *lens, int n_prompts, int steps, pdq_ptq_verify_result *out, pdq_status *st);
+/* The fixed verify prompts of the activation step (report.json "verify"). */
+int pdq_ptq_verify_prompts(const char *const **prompts);
 
 /* The activation step of `pdq quantize`: m holds the quantized weights (FP32 reference loaded
  * from src_dir), calibration windows come from calib ids; writes OUTDIR/ptq.json, evaluates

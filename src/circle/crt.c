@@ -278,7 +278,8 @@ static void store_kv(pdq_crt *rt, int l, const float *k, const float *v, int T, 
         }
 }
 
-pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st) {
+/* logits: the last token's (may be NULL); all: rows 0..n-1 (may be NULL). */
+static pdq_code prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, float *all, pdq_status *st) {
     int S = rt->S, D = rt->D, V = rt->V;
     if (n < 1 || n > S) return pdq_fail(st, PDQ_ERR_LIMIT, "circle prefill: %d tokens, need 1..max_seq %d", n, S);
     for (int i = 0; i < n; i++)
@@ -291,7 +292,8 @@ pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, 
         for (int i = 0; i < S; i++) in_ids[i] = i < n ? ids[i] : 0;
         prefill_inputs(rt, n, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
         if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
-        memcpy(logits, pdq_cg_output(g, 0) + (size_t)(n - 1) * V, sizeof(float) * (size_t)V);
+        if (logits) memcpy(logits, pdq_cg_output(g, 0) + (size_t)(n - 1) * V, sizeof(float) * (size_t)V);
+        if (all) memcpy(all, pdq_cg_output(g, 0), sizeof(float) * (size_t)n * V);
         for (int l = 0; l < rt->L; l++) store_kv(rt, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), S, 0, n);
     } else {
         int32_t *in_ids = pdq_cg_input(rt->embed, 0);
@@ -306,12 +308,34 @@ pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, 
             h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
             store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), S, 0, n);
         }
-        memcpy(pdq_cg_input(rt->head, 0), h + (size_t)(n - 1) * D, sizeof(float) * (size_t)D);
-        if ((rc = pdq_cg_run(rt->head, st)) != PDQ_OK) return rc;
-        memcpy(logits, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
+        /* lm_head takes one row: every requested row runs it once */
+        for (int i = all ? 0 : n - 1; i < n; i++) {
+            memcpy(pdq_cg_input(rt->head, 0), h + (size_t)i * D, sizeof(float) * (size_t)D);
+            if ((rc = pdq_cg_run(rt->head, st)) != PDQ_OK) return rc;
+            if (all) memcpy(all + (size_t)i * V, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
+        }
+        if (logits) memcpy(logits, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
     }
     rt->len = n;
     return PDQ_OK;
+}
+
+pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st) {
+    return prefill(rt, ids, n, logits, NULL, st);
+}
+
+pdq_code pdq_crt_prefill_all(pdq_crt *rt, const int32_t *ids, int n, float *all_logits, pdq_status *st) {
+    return prefill(rt, ids, n, NULL, all_logits, st);
+}
+
+pdq_code pdq_crt_window_logits(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st) {
+    return prefill(ctx, ids, T, NULL, logits, st);
+}
+
+const void *pdq_crt_cache(const pdq_crt *rt, int layer, int which, const pdq_tensor **t) {
+    if (layer < 0 || layer >= rt->L || which < 0 || which > 1) return NULL;
+    if (t) *t = which ? rt->vt[layer] : rt->kt[layer];
+    return which ? rt->v[layer] : rt->k[layer];
 }
 
 pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st) {

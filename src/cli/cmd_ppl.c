@@ -6,12 +6,40 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "pdq/circle_export.h"
 #include "pdq/eval.h"
 #include "ptq_args.h"
 
 static const char *k_usage =
     "usage: pdq ppl --model DIR (--text FILE | --ids-file F) [--max-len N] [--stride N] [--json] [--threads N]\n"
-    "               [--static [--max-seq N]]  (static prefill graph, windows of max_seq; fake-quant with ptq.json)\n";
+    "               [--static [--max-seq N]]  (static prefill graph, windows of max_seq; fake-quant with ptq.json)\n"
+    "       pdq ppl --circle OUTDIR [--per-layer] (--text FILE | --ids-file F) [--json] [--threads N]\n"
+    "               (through the exported prefill file: windows and stride of the export's max_seq)\n";
+
+/* --circle: the tokenizer copy and the files of an export dir. */
+static int ppl_circle(const char *dir, int per_layer, const int32_t *ids, long n, int json) {
+    pdq_status st = {0};
+    pdq_crt *rt;
+    if (pdq_crt_open(dir, !per_layer, &rt, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq ppl: %s\n", st.msg);
+        return 1;
+    }
+    int S = pdq_crt_max_seq(rt), status = 1;
+    pdq_ppl_result r;
+    if (pdq_ppl_windows(pdq_crt_window_logits, rt, pdq_crt_vocab(rt), ids, n, S, S, "perplexity (circle)", &r, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq ppl: %s\n", st.msg);
+    } else {
+        if (json)
+            printf("{\"ppl\": %.17g, \"tokens\": %ld, \"nll\": %.17g, \"windows\": %d, \"max_len\": %d, \"stride\": %d}\n",
+                   r.ppl, r.tokens, r.nll, r.windows, S, S);
+        else
+            printf("perplexity %.4f over %ld tokens (%d windows of %d, stride %d, exported %s)\n", r.ppl, r.tokens,
+                   r.windows, S, S, per_layer ? "per-layer files" : "model_prefill");
+        status = 0;
+    }
+    pdq_crt_free(rt);
+    return status;
+}
 
 int cmd_ppl(int argc, char **argv) {
     pdq_args a;
@@ -21,8 +49,22 @@ int cmd_ppl(int argc, char **argv) {
     long max_len = args_int(&a, "--max-len", 0), stride = args_int(&a, "--stride", 0);
     int json = args_flag(&a, "--json"), threads = (int)args_int(&a, "--threads", 0);
     int use_static = args_flag(&a, "--static"), max_seq = (int)args_int(&a, "--max-seq", 0);
+    const char *cdir = args_str(&a, "--circle");
+    int per_layer = args_flag(&a, "--per-layer");
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    if (!dir || !text == !ids_file) { fputs(k_usage, stderr); return 2; }
+    if (!dir == !cdir || !text == !ids_file || (cdir && (use_static || max_len || stride || max_seq)) ||
+        (per_layer && !cdir)) {
+        fputs(k_usage, stderr);
+        return 2;
+    }
+    if (cdir) { /* the export copies the tokenizer */
+        char mp[4096];
+        snprintf(mp, sizeof mp, "%s/manifest.json", cdir);
+        FILE *f = fopen(mp, "rb");
+        if (!f) { fprintf(stderr, "pdq ppl: %s is not a Circle export (no manifest.json)\n", cdir); return 1; }
+        fclose(f);
+        dir = cdir;
+    }
 
     pdq_status st = {0};
     int32_t *ids = NULL;
@@ -43,6 +85,12 @@ int cmd_ppl(int argc, char **argv) {
     } else if (pdq_read_ids_file(ids_file, &ids, &n, &st) != PDQ_OK) {
         fprintf(stderr, "pdq ppl: %s\n", st.msg);
         return 1;
+    }
+    if (cdir) {
+        pdq_set_threads(NULL, threads); /* BLAS sums in a thread-count dependent order */
+        int rc = ppl_circle(cdir, per_layer, ids, n, json);
+        free(ids);
+        return rc;
     }
     pdq_model *m = cli_load_model("ppl", dir, threads);
     if (!m) { free(ids); return 1; }

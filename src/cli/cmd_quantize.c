@@ -10,6 +10,7 @@
 #include "pdq/quant.h"
 #include "ptq_args.h"
 #include "quant_args.h"
+#include "quantize_export.h"
 
 #define MAX_OVERRIDES 64
 
@@ -29,7 +30,8 @@ static const char *k_usage =
     "  --eval-fp32-ppl X    reuse a known FP32 perplexity of the same file and windows (sweeps)\n"
     "  --threads N          BLAS/threads (default: all cores)\n"
     "  --quiet              no per-module table\n"
-    PTQ_ARGS_USAGE;
+    PTQ_ARGS_USAGE
+    QUANTIZE_EXPORT_USAGE;
 
 /* "none" -> 0, else an integer; -1 on error. */
 static int parse_bits(const char *s, int def) {
@@ -71,10 +73,19 @@ int cmd_quantize(int argc, char **argv) {
     int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet");
     int eval_len = (int)args_int(&a, "--eval-len", 256), eval_stride = (int)args_int(&a, "--eval-stride", 256);
     double known_fp32 = args_double(&a, "--eval-fp32-ppl", 0);
+    const char *export = args_str(&a, "--export");
+    int graph_opts_given = args_str(&a, "--rope") || args_str(&a, "--scale-fusion") || args_str(&a, "--layout");
     pdq_ptq_run_opts ro;
     int abits = ptq_args_read(&a, &ro, calib != NULL);
     if (args_finish(&a) || !dir || !out) { fputs(k_usage, stderr); return 2; }
     if (abits < 0) return 2;
+    int ex_whole = 0, ex_per = 0;
+    if (export && quantize_export_parse(export, &ex_whole, &ex_per)) return 2;
+    if (export && !graph_opts_given) { /* the graphs TICO exports for the NPU */
+        ro.so.rope = PDQ_RT_ROPE_PRE_NEGATED_SIN;
+        ro.so.scale = PDQ_RT_SCALE_K_PROJ;
+        ro.so.layout = PDQ_RT_LAYOUT_UNROLLED;
+    }
     if (method && strcmp(method, "gptq") != 0 && strcmp(method, "rtn") != 0) {
         fprintf(stderr, "pdq quantize: --method must be gptq or rtn, got '%s'\n", method);
         return 2;
@@ -148,6 +159,7 @@ int cmd_quantize(int argc, char **argv) {
     ro.seed = o.seed;
     if (abits != PDQ_ADT_FLOAT && pdq_ptq_quantize_dir(dir, out, m, &ro, text, n_text, bos, eval_ids, (long)n_eval, stdout, &st))
         goto fail;
+    if (export && quantize_export(dir, out, ex_whole, ex_per, &ro, eval_ids, (long)n_eval, threads)) goto done;
     printf("wrote %s\n", out);
     status = 0;
     goto done;

@@ -62,14 +62,52 @@ static pdq_code ref_greedy(const pdq_model *ref, const int32_t *prompt, int len,
     return PDQ_OK;
 }
 
+/* The in-memory runtime as a step runner: prompt at positions 0..n-1 (right padding), prefill
+ * logits from the head over every row, the way the exported whole-model prefill computes them. */
+typedef struct {
+    pdq_rt *rt;
+    float *all;
+    int V;
+} rt_steps;
+
+static pdq_code rt_prefill(void *ctx, const int32_t *ids, int n, float *logits, pdq_status *st) {
+    rt_steps *r = ctx;
+    pdq_rt_reset(r->rt);
+    pdq_code rc = pdq_rt_prefill(r->rt, 1, n, ids, NULL, PDQ_PAD_RIGHT, NULL, r->all, st);
+    if (rc == PDQ_OK) memcpy(logits, r->all + (size_t)(n - 1) * r->V, sizeof(float) * (size_t)r->V);
+    return rc;
+}
+
+static pdq_code rt_decode(void *ctx, int32_t id, float *logits, pdq_status *st) {
+    rt_steps *r = ctx;
+    return pdq_rt_decode(r->rt, 1, &id, logits, st);
+}
+
 pdq_code pdq_ptq_verify(const pdq_model *ref, const pdq_model *m, int max_seq, const pdq_static_opts *so,
                         pdq_ptq *ptq, const int32_t *const *prompts, const int *lens, int n_prompts,
                         int steps, pdq_ptq_verify_result *r, pdq_status *st) {
     memset(r, 0, sizeof *r);
-    int V = m->cfg.vocab_size, per = steps + 1, N = n_prompts * per, maxlen = 0;
+    int maxlen = 0;
     for (int i = 0; i < n_prompts; i++) maxlen = lens[i] > maxlen ? lens[i] : maxlen;
     if (maxlen + steps > max_seq)
         return pdq_fail(st, PDQ_ERR_LIMIT, "verify: prompt of %d tokens + %d steps exceeds max_seq %d", maxlen, steps, max_seq);
+    rt_steps rs = {NULL, malloc(sizeof(float) * (size_t)m->cfg.vocab_size * (size_t)(maxlen ? maxlen : 1)), m->cfg.vocab_size};
+    if (!rs.all) return pdq_fail(st, PDQ_ERR_NOMEM, "verify");
+    pdq_code rc = open_rt(m, max_seq, so, ptq, &rs.rt, st);
+    if (rc == PDQ_OK) {
+        pdq_step_runner run = {rt_prefill, rt_decode, &rs};
+        rc = pdq_verify_steps(ref, &run, prompts, lens, n_prompts, steps, r, st);
+        close_rt(rs.rt, ptq);
+    }
+    free(rs.all);
+    return rc;
+}
+
+pdq_code pdq_verify_steps(const pdq_model *ref, const pdq_step_runner *run, const int32_t *const *prompts,
+                          const int *lens, int n_prompts, int steps, pdq_ptq_verify_result *r, pdq_status *st) {
+    memset(r, 0, sizeof *r);
+    int V = ref->cfg.vocab_size, per = steps + 1, N = n_prompts * per, maxlen = 0;
+    for (int i = 0; i < n_prompts; i++) maxlen = lens[i] > maxlen ? lens[i] : maxlen;
     r->n = N;
     r->n_prompts = n_prompts;
     r->steps = steps;
@@ -90,11 +128,8 @@ pdq_code pdq_ptq_verify(const pdq_model *ref, const pdq_model *m, int max_seq, c
         ok &= !!(r->tok_ref[i] = malloc(sizeof(int32_t) * (size_t)per));
     }
     pdq_code rc = ok ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "verify");
-    pdq_rt *rt = NULL;
-    if (rc == PDQ_OK) rc = open_rt(m, max_seq, so, ptq, &rt, st);
     for (int p = 0; p < n_prompts && rc == PDQ_OK; p++) {
-        pdq_rt_reset(rt);
-        rc = pdq_rt_prefill_rows(rt, 1, &prompts[p], &lens[p], PDQ_PAD_LEFT, lq, st);
+        rc = run->prefill(run->ctx, prompts[p], lens[p], lq, st);
         memcpy(seq, prompts[p], sizeof(int32_t) * (size_t)lens[p]);
         for (int k = 0; k <= steps && rc == PDQ_OK; k++) {
             int len = lens[p] + k, e = p * per + k;
@@ -111,11 +146,10 @@ pdq_code pdq_ptq_verify(const pdq_model *ref, const pdq_model *m, int max_seq, c
             int32_t next = pdq_argmax(lq, V);
             r->tok_quant[p][k] = next;
             seq[len] = next;
-            if (k < steps) rc = pdq_rt_decode(rt, 1, &next, lq, st);
+            if (k < steps) rc = run->decode(run->ctx, next, lq, st);
         }
         if (rc == PDQ_OK) rc = ref_greedy(ref, prompts[p], lens[p], per, r->tok_ref[p], lr, seq, st);
     }
-    if (rt) close_rt(rt, ptq);
     free(lq); free(lr); free(seq);
     if (rc != PDQ_OK) { pdq_ptq_verify_free(r); return rc; }
     double agree = 0;

@@ -18,6 +18,11 @@ static const char *const k_prompts[] = {
 };
 #define N_PROMPTS ((int)(sizeof k_prompts / sizeof k_prompts[0]))
 
+int pdq_ptq_verify_prompts(const char *const **prompts) {
+    *prompts = k_prompts;
+    return N_PROMPTS;
+}
+
 void pdq_ptq_run_opts_default(pdq_ptq_run_opts *o) {
     memset(o, 0, sizeof *o);
     pdq_ptq_opts_default(&o->po);

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# pdq quantize … --export circle-full,circle-per-layer: one command from the HF checkpoint to the
+# quantized Circle pair + per-layer files in OUTDIR/circle, with report.json's export section
+# (files and sizes as on disk; perplexity through the exported prefill and top-1 vs FP32 through
+# the exported pair, equal to the in-memory activation-step numbers); pdq ppl --circle gives the
+# same perplexity; verify --circle finds identical int16 outputs (tol 0) in both layouts.
+set -u
+PDQ=${1:?usage: quantize_export.sh PDQ_BINARY}
+M=models/web-bible-llama-19m
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export PDQ_PROGRESS=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+
+head -c 5000 data/web-bible/test.txt >"$tmp/eval.txt"
+q="$tmp/q"
+if "$PDQ" quantize --model $M --calib data/web-bible/train.txt --method rtn --wbits 4 --quiet --threads 2 \
+    --max-seq 32 --act-nsamples 1 --verify-steps 4 --eval "$tmp/eval.txt" --eval-len 32 --eval-stride 32 \
+    --export circle-full,circle-per-layer --out "$q" >"$tmp/log" 2>&1; then
+    ok run
+else
+    bad run; cat "$tmp/log"
+fi
+for f in model_prefill.q model_decode.q token_embedding.q lm_head.q decoder_layer_prefill_3.q decoder_layer_decode_0.q; do
+    check "file $f" "[ -s '$q/circle/$f.circle' ]"
+done
+check manifest "jq -e '.quantized == true and .max_seq == 32 and .rope.convention == \"pre_negated_sin\" and .inexact_weight_channels == 0' '$q/circle/manifest.json' >/dev/null"
+# every listed file with its size on disk, and every .circle listed
+sizes_ok=1
+while read -r name bytes; do
+    [ "$(stat -c %s "$q/circle/$name")" = "$bytes" ] || sizes_ok=0
+done < <(jq -r '.export.files[] | "\(.name) \(.bytes)"' "$q/report.json")
+check sizes "[ $sizes_ok = 1 ] && [ \$(jq '[.export.files[] | select(.name | endswith(\".circle\"))] | length' '$q/report.json') = \$(ls '$q/circle' | grep -c '\.circle\$') ]"
+check total "jq -e '.export.total_bytes == ([.export.files[].bytes] | add)' '$q/report.json' >/dev/null"
+# the exported pair's quality is the in-memory one, to the last bit
+check ppl-equal "jq -e '.export.quality.ppl == .activations.ppl_static.full and .export.quality.ppl > 1' '$q/report.json' >/dev/null"
+check top1-equal "jq -e '.export.quality.top1_agreement == .activations.verify.top1_agreement and .export.quality.max_abs_diff == .activations.verify.max_abs_diff and .export.quality.steps_compared == 20' '$q/report.json' >/dev/null"
+check flagged-equal "jq -e '.export.quality.equal_in_memory == true' '$q/report.json' >/dev/null"
+# same BLAS thread count as the quantize run: BLAS sums in a thread-count dependent order
+ppl=$("$PDQ" ppl --circle "$q/circle" --text "$tmp/eval.txt" --json --threads 2 2>/dev/null | jq '.ppl')
+check ppl-circle "jq -e --argjson p '${ppl:-0}' '.activations.ppl_static.full == \$p' '$q/report.json' >/dev/null"
+for pl in "" --per-layer; do
+    if "$PDQ" verify --circle "$q/circle" --model "$q" --prompt "In the beginning, God created" --steps 20 $pl --threads 2 >"$tmp/v" 2>&1 &&
+        grep -q "max |circle - in-memory| 0.000e+00 (tol 0.0e+00), tokens identical" "$tmp/v"; then
+        ok "verify-exact${pl}"
+    else
+        bad "verify-exact${pl}"; tail -3 "$tmp/v"
+    fi
+done
+out=$("$PDQ" quantize --model $M --method rtn --export circle-half --out "$tmp/x" 2>&1)
+check bad-export "[ \$? -ne 0 ] || true; grep -q 'circle-full and/or circle-per-layer' <<<\"\$out\""
+out=$("$PDQ" ppl --circle "$tmp/none" --text "$tmp/eval.txt" 2>&1)
+check ppl-circle-missing "grep -q 'manifest' <<<\"\$out\""
+exit $fail
