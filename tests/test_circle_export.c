@@ -2,7 +2,9 @@
  * schema (skipped without ../shared/circle or flatc) with TICO's conventions checked from flatc's
  * JSON; IR -> .circle -> IR round trips; the Circle runtime (whole-model pair and per-layer files)
  * against the in-memory static runtime and the FP32 reference for 32 greedy steps on the bundled
- * model; interpreter of quantized tensors vs brute-force requantization; bad files. */
+ * model; interpreter of quantized tensors vs brute-force requantization; the quantized export (RTN
+ * w4, int16 activations) reproducing the in-memory fake-quant int16 logits and K/V codes exactly
+ * for prefill + 32 decode steps, whole-model and per-layer; bad files. */
 #include "testutil.h"
 
 #include <dirent.h>
@@ -16,6 +18,8 @@
 
 #include "pdq/circle_export.h"
 #include "pdq/model.h"
+#include "pdq/ptq.h"
+#include "pdq/quant.h"
 #include "pdq/runtime.h"
 #include "pdq/synth.h"
 
@@ -509,6 +513,180 @@ static void runtime_vs_memory(int whole) {
 static void test_runtime_whole(void **state) { (void)state; runtime_vs_memory(1); }
 static void test_runtime_per_layer(void **state) { (void)state; runtime_vs_memory(0); }
 
+/* ---------------------------------------------------------------- quantized: exact */
+
+/* In-memory K/V outputs of every layer graph the runtime ran last, recorded after fake-quant. */
+typedef struct {
+    pdq_ptq *ptq;
+    int L;
+    float *k[8], *v[8];
+    size_t n[8];
+} kv_rec;
+
+static pdq_code rec_hook(void *ctx, const pdq_graph *g, int op, int tid, float *data, pdq_status *st) {
+    kv_rec *r = ctx;
+    pdq_code rc = pdq_ptq_hook(r->ptq, g, op, tid, data, st);
+    int l, end = 0;
+    char which;
+    const char *nm = g->tensors[tid].name;
+    if (rc == PDQ_OK && sscanf(nm, "model.layers.%d.self_attn.new_%c%n", &l, &which, &end) == 2 && !nm[end] &&
+        l >= 0 && l < r->L && (which == 'k' || which == 'v')) {
+        size_t n = pdq_tensor_count(&g->tensors[tid]);
+        float **dst = which == 'k' ? &r->k[l] : &r->v[l];
+        *dst = realloc(*dst, n * sizeof(float));
+        memcpy(*dst, data, n * sizeof(float));
+        r->n[l] = n;
+    }
+    return rc;
+}
+
+static int64_t cache_code(const pdq_tensor *t, const void *c, size_t i) {
+    return t->dtype == PDQ_TI16 ? ((const int16_t *)c)[i] : ((const uint8_t *)c)[i];
+}
+
+/* The Circle cache slots [slot0, slot0 + T_real) hold exactly the codes of the in-memory K/V
+ * outputs (T positions per head) on the same grid. */
+static void expect_kv(const pdq_crt *crt, const kv_rec *rec, int KV, int C, int hd, int T, int slot0, int n) {
+    for (int l = 0; l < rec->L; l++)
+        for (int w = 0; w < 2; w++) {
+            const pdq_tensor *t;
+            const void *c = pdq_crt_cache(crt, l, w, &t);
+            assert_non_null(c);
+            assert_true(t->q && t->dtype == PDQ_TI16);
+            const float *mem = w ? rec->v[l] : rec->k[l];
+            assert_int_equal(rec->n[l], (size_t)KV * T * hd);
+            for (int h = 0; h < KV; h++)
+                for (int p = 0; p < n; p++)
+                    for (int d = 0; d < hd; d++) {
+                        float x = mem[((size_t)h * T + p) * hd + d];
+                        int64_t q = pdq_cg_quantize_value(t, x);
+                        assert_true(pdq_cg_dequantize_value(t, q) == x); /* in memory: on the grid */
+                        assert_int_equal(cache_code(t, c, ((size_t)h * C + slot0 + p) * hd + d), q);
+                    }
+        }
+}
+
+/* Logits of both paths are the same grid values: same int16 codes. */
+static void expect_same(const float *a, const float *b, int n, const pdq_ptq *p) {
+    int gi = pdq_ptq_find(p, "logits");
+    const pdq_agrid *g = gi >= 0 ? &pdq_ptq_group_at((pdq_ptq *)p, gi)->grid : NULL;
+    for (int i = 0; i < n; i++) {
+        if (g) assert_int_equal(pdq_agrid_code(g, a[i]), pdq_agrid_code(g, b[i]));
+        if (a[i] != b[i]) {
+            fprintf(stderr, "logit %d: circle %.9g in-memory %.9g\n", i, a[i], b[i]);
+            fail();
+        }
+    }
+}
+
+/* RTN w4 weights (uint8 embedding / lm_head), int16 activations calibrated on one window with
+ * TICO's graph options, exported as a quantized pair and per-layer files: prefill and 32 greedy
+ * decode steps through the files give the in-memory fake-quant runtime's int16 logits and K/V
+ * codes exactly, in both layouts. */
+static void test_quantized_exact(void **state) {
+    (void)state;
+    enum { S = 48, STEPS = 32 };
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    assert_int_equal(pdq_model_load(PDQ_TEST_MODEL, &m, &st), PDQ_OK);
+    pdq_set_threads(m, 1);
+    pdq_quant_opts qo;
+    pdq_quant_opts_default(&qo, 4);
+    qo.method = PDQ_QM_RTN;
+    qo.quiet = 1;
+    pdq_qmodel qm;
+    memset(&qm, 0, sizeof qm);
+    assert_int_equal(pdq_quantize_model(m, &qo, NULL, 0, 0, &qm, &st), PDQ_OK);
+    char *qdir = tu_mkdtemp(), *out = tu_mkdtemp(), path[1024];
+    assert_int_equal(pdq_quant_save(qdir, PDQ_TEST_MODEL, m, &qm, &st), PDQ_OK);
+    pdq_qmodel_free(&qm);
+    /* activation grids from one window (a Bible-like id sequence), TICO graph options */
+    pdq_export_opts eo;
+    pdq_export_opts_default(&eo);
+    pdq_ptq_opts po;
+    pdq_ptq_opts_default(&po);
+    pdq_ptq *cal;
+    pdq_ptq_quantize_norms(m);
+    assert_int_equal(pdq_ptq_create(m, S, &eo.so, &po, &cal, &st), PDQ_OK);
+    pdq_rt *crt_cal;
+    assert_int_equal(pdq_rt_create(m, 1, S, &eo.so, &crt_cal, &st), PDQ_OK);
+    int32_t win[S];
+    uint64_t rs = 3;
+    win[0] = 1;
+    for (int i = 1; i < S; i++) win[i] = 300 + (int32_t)(tu_rand(&rs) % 2000); /* any ids: only ranges are observed */
+    for (int i = 1; i < S; i += 3) win[i] = 278; /* "the" */
+    pdq_ptq_calib_opts co = {.decode_steps = 2, .pad = PDQ_PAD_RIGHT};
+    assert_int_equal(pdq_ptq_calibrate(cal, crt_cal, win, 1, &co, &st), PDQ_OK);
+    snprintf(path, sizeof path, "%s/ptq.json", qdir);
+    assert_int_equal(pdq_ptq_save(cal, path, NULL, &st), PDQ_OK);
+    pdq_rt_free(crt_cal);
+    pdq_ptq_free(cal);
+    pdq_model_free(m);
+
+    /* what pdq export / pdq verify do: the checkpoint loaded back, its grids from ptq.json */
+    assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);
+    pdq_set_threads(m, 1);
+    pdq_rt *rt = NULL;
+    pdq_ptq *ptq = NULL;
+    assert_int_equal(pdq_ptq_open_runtime(m, qdir, 1, S, NULL, &rt, &ptq, &st), PDQ_OK); /* norms fake-quantized */
+    assert_non_null(ptq);
+    eo.max_seq = S;
+    eo.quiet = 1;
+    eo.quant_dir = qdir;
+    if (pdq_export_model(m, out, &eo, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
+    assert_int_equal(st.code, PDQ_OK);
+    kv_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.ptq = ptq;
+    rec.L = m->cfg.n_layers;
+    assert_true(rec.L <= 8);
+    pdq_rt_set_hook(rt, rec_hook, &rec);
+    int V = m->cfg.vocab_size, KV = m->cfg.n_kv_heads, hd = m->cfg.head_dim;
+    float *a = malloc(sizeof(float) * (size_t)V * S), *b = malloc(sizeof(float) * (size_t)V * S);
+    for (int whole = 1; whole >= 0; whole--) {
+        pdq_crt *crt = NULL;
+        if (pdq_crt_open(out, whole, &crt, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
+        assert_non_null(crt);
+        int32_t seq[S] = {1, 450, 3186, 310, 278, 6171, 471, 2000};
+        int n = 8;
+        pdq_rt_reset(rt);
+        if (whole) { /* every row of the prefill logits output: the in-memory head over all rows */
+            assert_int_equal(pdq_crt_prefill_all(crt, seq, n, a, &st), PDQ_OK);
+            assert_int_equal(pdq_rt_prefill(rt, 1, n, seq, NULL, PDQ_PAD_RIGHT, NULL, b, &st), PDQ_OK);
+            expect_same(a, b, n * V, ptq);
+            memmove(a, a + (size_t)(n - 1) * V, sizeof(float) * (size_t)V);
+            memmove(b, b + (size_t)(n - 1) * V, sizeof(float) * (size_t)V);
+        } else { /* lm_head.q.circle takes the last row */
+            assert_int_equal(pdq_crt_prefill(crt, seq, n, a, &st), PDQ_OK);
+            assert_int_equal(pdq_rt_prefill(rt, 1, n, seq, NULL, PDQ_PAD_RIGHT, b, NULL, &st), PDQ_OK);
+            expect_same(a, b, V, ptq);
+        }
+        expect_kv(crt, &rec, KV, S - 1, hd, S, 0, n);
+        for (int step = 0; step < STEPS; step++) {
+            int t = argmax(a, V);
+            assert_int_equal(t, argmax(b, V));
+            seq[n++] = t;
+            assert_int_equal(pdq_crt_decode(crt, t, a, &st), PDQ_OK);
+            assert_int_equal(pdq_rt_decode(rt, 1, &seq[n - 1], b, &st), PDQ_OK);
+            expect_same(a, b, V, ptq);
+            expect_kv(crt, &rec, KV, S - 1, hd, 1, n - 1, 1);
+        }
+        fprintf(stderr, "quantized %s: prefill + %d decode steps, logits and K/V codes identical\n",
+                whole ? "whole-model" : "per-layer", STEPS);
+        pdq_crt_free(crt);
+    }
+    for (int l = 0; l < rec.L; l++) { free(rec.k[l]); free(rec.v[l]); }
+    free(a);
+    free(b);
+    pdq_rt_free(rt);
+    pdq_ptq_free(ptq);
+    pdq_model_free(m);
+    tu_rmtree(qdir);
+    tu_rmtree(out);
+    free(qdir);
+    free(out);
+}
+
 /* ---------------------------------------------------------------- bad files */
 
 static void expect_bad(const char *path, const void *data, size_t len, const char *needle) {
@@ -602,6 +780,7 @@ int main(void) {
         cmocka_unit_test(test_quantized_interp),
         cmocka_unit_test(test_runtime_whole),
         cmocka_unit_test(test_runtime_per_layer),
+        cmocka_unit_test(test_quantized_exact),
     };
     int f = cmocka_run_group_tests_name("circle_export_tiny", tests, tiny_setup, tiny_teardown);
     return f + cmocka_run_group_tests_name("circle_export_runtime", rt_tests, NULL, NULL);
