@@ -36,15 +36,10 @@ int cmd_chat(int argc, char **argv) {
     const char *dir = args_str(&a, "--model");
     int max_seq = (int)args_int(&a, "--max-seq", 0), Q = (int)args_int(&a, "--bucket", 8);
     int max_new = (int)args_int(&a, "--max-new", 32), threads = (int)args_int(&a, "--threads", 0);
-    const char *rope_s = args_str(&a, "--rope"), *scale_s = args_str(&a, "--scale-fusion"), *layout_s = args_str(&a, "--layout");
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     pdq_static_opts o;
-    pdq_static_opts_default(&o);
-    int bad = !dir || max_seq < 2 || Q < 1 || max_new < 0;
-    if (rope_s && (int)(o.rope = (pdq_rope_conv)pdq_rope_conv_parse(rope_s)) < 0) bad = 1;
-    if (scale_s && (int)(o.scale = (pdq_scale_fusion)pdq_scale_fusion_parse(scale_s)) < 0) bad = 1;
-    if (layout_s && (int)(o.layout = (pdq_attn_layout)pdq_attn_layout_parse(layout_s)) < 0) bad = 1;
-    if (bad) { fputs(k_usage, stderr); return 2; }
+    int bad = cli_static_opts(&a, &o, NULL) < 0;
+    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
+    if (bad || !dir || max_seq < 2 || Q < 1 || max_new < 0) { fputs(k_usage, stderr); return 2; }
     pdq_tokenizer *tok = cli_load_tokenizer("chat", dir);
     if (!tok) return 1;
     pdq_model *m = cli_load_model("chat", dir, threads);

@@ -74,23 +74,17 @@ int cmd_verify(int argc, char **argv) {
     int n_prompts = args_all(&a, "--prompt", prompts, MAX_ROWS);
     int n_idss = args_all(&a, "--ids", idss, MAX_ROWS);
     int max_seq = (int)args_int(&a, "--max-seq", 0), steps = (int)args_int(&a, "--steps", 0);
-    const char *pad_s = args_str(&a, "--padding"), *app = args_str(&a, "--append"), *app_ids = args_str(&a, "--append-ids");
+    const char *app = args_str(&a, "--append"), *app_ids = args_str(&a, "--append-ids");
     int bucket = (int)args_int(&a, "--bucket", 0);
-    const char *rope_s = args_str(&a, "--rope"), *scale_s = args_str(&a, "--scale-fusion"), *layout_s = args_str(&a, "--layout");
+    pdq_static_opts o;
+    pdq_padding pad;
+    int opts_given = cli_static_opts(&a, &o, &pad);
     double fill = args_double(&a, "--mask-fill", -120.0), tol = args_double(&a, "--tol", -1.0);
     const char *json_path = args_str(&a, "--json");
     int threads = (int)args_int(&a, "--threads", 0);
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    pdq_static_opts o;
-    pdq_static_opts_default(&o);
     o.mask_fill = (float)fill;
-    int bad = !dir || n_prompts + n_idss == 0 || n_prompts + n_idss > MAX_ROWS || max_seq < 2 || steps < 0 || (app && app_ids);
-    if (rope_s && (int)(o.rope = (pdq_rope_conv)pdq_rope_conv_parse(rope_s)) < 0) bad = 1;
-    if (scale_s && (int)(o.scale = (pdq_scale_fusion)pdq_scale_fusion_parse(scale_s)) < 0) bad = 1;
-    if (layout_s && (int)(o.layout = (pdq_attn_layout)pdq_attn_layout_parse(layout_s)) < 0) bad = 1;
-    pdq_padding pad = PDQ_PAD_LEFT;
-    if (pad_s && !strcmp(pad_s, "right")) pad = PDQ_PAD_RIGHT;
-    else if (pad_s && strcmp(pad_s, "left")) bad = 1;
+    int bad = opts_given < 0 || !dir || n_prompts + n_idss == 0 || n_prompts + n_idss > MAX_ROWS || max_seq < 2 || steps < 0 || (app && app_ids);
     if (bad) { fputs(k_usage, stderr); return 2; }
 
     int B = n_prompts + n_idss, status = 1;
@@ -140,7 +134,7 @@ int cmd_verify(int argc, char **argv) {
     if (!(m = cli_load_model("verify", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
-    if (cli_static_runtime("verify", dir, m, B, max_seq, &o, rope_s || scale_s || layout_s || fill != -120.0, &rt, &ptq))
+    if (cli_static_runtime("verify", dir, m, B, max_seq, &o, opts_given > 0 || fill != -120.0, &rt, &ptq))
         goto done;
     logits = malloc(sizeof(float) * (size_t)B * V);
     if (!logits) { fprintf(stderr, "pdq verify: out of memory\n"); goto done; }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 pdq_model *cli_load_model(const char *cmd, const char *dir, int threads) {
     if (!dir) {
@@ -90,4 +91,33 @@ char *cli_read_text(const char *cmd, const char *path, size_t *len) {
     buf[n] = '\0';
     if (len) *len = n;
     return buf;
+}
+
+int cli_static_opts(pdq_args *a, pdq_static_opts *o, pdq_padding *pad) {
+    pdq_static_opts_default(o);
+    const char *rope = args_str(a, "--rope"), *scale = args_str(a, "--scale-fusion"), *layout = args_str(a, "--layout");
+    int bad = 0;
+    if (rope && (int)(o->rope = (pdq_rope_conv)pdq_rope_conv_parse(rope)) < 0) {
+        fprintf(stderr, "pdq %s: --rope must be hf or pre_negated_sin, got '%s'\n", a->cmd, rope);
+        bad = 1;
+    }
+    if (scale && (int)(o->scale = (pdq_scale_fusion)pdq_scale_fusion_parse(scale)) < 0) {
+        fprintf(stderr, "pdq %s: --scale-fusion must be none or k_proj, got '%s'\n", a->cmd, scale);
+        bad = 1;
+    }
+    if (layout && (int)(o->layout = (pdq_attn_layout)pdq_attn_layout_parse(layout)) < 0) {
+        fprintf(stderr, "pdq %s: --layout must be batched or unrolled, got '%s'\n", a->cmd, layout);
+        bad = 1;
+    }
+    if (pad) {
+        const char *p = args_str(a, "--padding");
+        *pad = PDQ_PAD_LEFT;
+        if (p && !strcmp(p, "right")) {
+            *pad = PDQ_PAD_RIGHT;
+        } else if (p && strcmp(p, "left")) {
+            fprintf(stderr, "pdq %s: --padding must be left or right, got '%s'\n", a->cmd, p);
+            bad = 1;
+        }
+    }
+    return bad ? -1 : (rope || scale || layout);
 }

@@ -4,7 +4,9 @@
 
 #include <stdint.h>
 
+#include "args.h"
 #include "pdq/model.h"
+#include "pdq/runtime.h"
 #include "pdq/tokenizer.h"
 
 /* Loads the model at dir with n threads (<=0: all cores); prints the error and returns NULL. */
@@ -15,5 +17,10 @@ pdq_tokenizer *cli_load_tokenizer(const char *cmd, const char *dir);
 long cli_parse_ids(const char *cmd, const char *s, int32_t **ids);
 /* Whole file into a malloc'd NUL-terminated buffer, or NULL after printing an error. */
 char *cli_read_text(const char *cmd, const char *path, size_t *len);
+
+/* Static-graph options from --rope, --scale-fusion, --layout and --padding (defaults first).
+ * Returns 1 when any of the three graph options was given explicitly, 0 when none was, or -1
+ * after printing which value is unknown. pad may be NULL (the command has no --padding). */
+int cli_static_opts(pdq_args *a, pdq_static_opts *o, pdq_padding *pad);
 
 #endif

@@ -30,24 +30,18 @@ int cmd_generate_static(int argc, char **argv) {
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     (void)args_flag(&a, "--static");
     const char *dir = args_str(&a, "--model"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
-    const char *file = args_str(&a, "--batch-prompts"), *pad_s = args_str(&a, "--padding");
+    const char *file = args_str(&a, "--batch-prompts");
     int max_seq = (int)args_int(&a, "--max-seq", 0), max_new = (int)args_int(&a, "--max-new", 64);
     pdq_sampler smp;
     double temp = args_double(&a, "--temperature", 0.0), top_p = args_double(&a, "--top-p", 1.0);
     unsigned long long seed = (unsigned long long)args_int(&a, "--seed", 0);
     int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
     int threads = (int)args_int(&a, "--threads", 0);
-    const char *rope_s = args_str(&a, "--rope"), *scale_s = args_str(&a, "--scale-fusion"), *layout_s = args_str(&a, "--layout");
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     pdq_static_opts o;
-    pdq_static_opts_default(&o);
-    int bad = !dir || max_seq < 2 || max_new < 0 || (!!prompt + !!ids_s + !!file) != 1 || temp < 0 || top_p <= 0 || top_p > 1;
-    if (rope_s && (int)(o.rope = (pdq_rope_conv)pdq_rope_conv_parse(rope_s)) < 0) bad = 1;
-    if (scale_s && (int)(o.scale = (pdq_scale_fusion)pdq_scale_fusion_parse(scale_s)) < 0) bad = 1;
-    if (layout_s && (int)(o.layout = (pdq_attn_layout)pdq_attn_layout_parse(layout_s)) < 0) bad = 1;
-    pdq_padding pad = PDQ_PAD_LEFT;
-    if (pad_s && !strcmp(pad_s, "right")) pad = PDQ_PAD_RIGHT;
-    else if (pad_s && strcmp(pad_s, "left")) bad = 1;
+    pdq_padding pad;
+    int opts_given = cli_static_opts(&a, &o, &pad);
+    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
+    int bad = opts_given < 0 || !dir || max_seq < 2 || max_new < 0 || (!!prompt + !!ids_s + !!file) != 1 || temp < 0 || top_p <= 0 || top_p > 1;
     if (bad) { fputs(k_usage, stderr); return 2; }
 
     int status = 1, B = 0;
@@ -91,7 +85,7 @@ int cmd_generate_static(int argc, char **argv) {
     if (!(m = cli_load_model("generate", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
-    if (cli_static_runtime("generate", dir, m, B, max_seq, &o, rope_s || scale_s || layout_s, &rt, &ptq)) goto done;
+    if (cli_static_runtime("generate", dir, m, B, max_seq, &o, opts_given > 0, &rt, &ptq)) goto done;
     logits = malloc(sizeof(float) * (size_t)B * V);
     out = malloc(sizeof(int32_t) * (size_t)B * (max_new + 1));
     n_out = calloc((size_t)B, sizeof(int));
