@@ -1,8 +1,8 @@
 /* make bench section "gptq": Hessian accumulation GFLOP/s (SYRK, 512-row batches), GPTQ time for
  * one decoder layer of the given checkpoint's shape (random weights, Hessian of random correlated
  * inputs; 1 and 2 threads), and the time and peak RSS of a whole-model GPTQ quantization of that
- * checkpoint with 8 x 512 calibration windows (random ids; run in a child process so its peak RSS
- * is its own). Prints one JSON object.
+ * checkpoint with 8 x 512 calibration windows (random ids; lazily loaded model as pdq quantize
+ * uses; run in a child process so its peak RSS is its own). Prints one JSON object.
  * usage: bench_section_gptq MODEL_DIR BIG_MODEL_DIR   (env PDQ_BENCH_GPTQ_WHOLE=0 skips the last) */
 #include <cblas.h>
 #include <stdio.h>
@@ -87,7 +87,8 @@ static int whole_model(const char *dir, int threads, double *secs, double *rss_m
     if (pid == 0) {
         pdq_status st = {0};
         pdq_model *m;
-        if (pdq_model_load(dir, &m, &st)) { fprintf(stderr, "bench gptq: %s\n", st.msg); _exit(1); }
+        /* lazy: as pdq quantize does, one layer's f32 weights in memory at a time */
+        if (pdq_model_load_lazy(dir, &m, &st)) { fprintf(stderr, "bench gptq: %s\n", st.msg); _exit(1); }
         pdq_set_threads(m, threads);
         int ns = 8, T = 512 < m->cfg.max_position_embeddings ? 512 : m->cfg.max_position_embeddings;
         int32_t *ids = malloc((size_t)ns * T * sizeof(int32_t));

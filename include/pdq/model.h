@@ -38,12 +38,28 @@ typedef struct pdq_model {
     float *inv_freq;    /* [head_dim/2] RoPE inverse frequencies (llama3 scaling applied) */
     int n_threads;
     char *dir;          /* directory it was loaded from */
+    struct pdq_safetensors *lazy_src; /* non-NULL: loaded lazily (pdq_model_load_lazy), the open
+                                         source the big weights are read from on demand */
 } pdq_model;
 
 /* Loads an HF checkpoint directory (config.json + safetensors, sharded or not; f32/bf16/f16
  * converted to f32 once). A pdq quantized checkpoint directory (see quant.h) loads too: its
  * weights are dequantized. Tensor shapes are all checked; errors name file and tensor. */
 pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st);
+/* Lazy load, for whole-model work that needs one layer at a time (quantization): config, norms
+ * and RoPE tables are loaded; the decoder linears, the embedding and lm_head stay NULL, read
+ * from the mmapped safetensors (converted to f32) by the acquire calls and freed by release.
+ * A pdq quantized checkpoint directory loads eagerly (as pdq_model_load). On an eagerly loaded
+ * model acquire and release do nothing, so code written for both works on either. */
+pdq_code pdq_model_load_lazy(const char *dir, pdq_model **out, pdq_status *st);
+/* Weights of layer l (m->layers[l].w[*]) as f32. */
+pdq_code pdq_model_layer_acquire(pdq_model *m, int l, pdq_status *st);
+void pdq_model_layer_release(pdq_model *m, int l);
+/* m->embed (and m->lm_head when tied) / m->lm_head (the embedding when tied). */
+pdq_code pdq_model_embed_acquire(pdq_model *m, pdq_status *st);
+void pdq_model_embed_release(pdq_model *m);
+pdq_code pdq_model_lm_head_acquire(pdq_model *m, pdq_status *st);
+void pdq_model_lm_head_release(pdq_model *m);
 /* Allocates a zeroed model with every buffer sized for cfg (for generators and tests). */
 pdq_code pdq_model_alloc(const pdq_config *cfg, pdq_model **out, pdq_status *st);
 void pdq_model_free(pdq_model *m);

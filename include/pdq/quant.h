@@ -155,7 +155,9 @@ typedef struct {
     char name[128];         /* "model.layers.0.self_attn.q_proj", "lm_head", "model.embed_tokens" */
     int bits, group, sym, actorder;
     double seconds;
-    pdq_qresult r;
+    pdq_qresult r;          /* grids, g_idx and losses; codes and deq are NULL (see qweight) */
+    uint8_t *qweight;       /* the codes as the checkpoint stores them: two per byte, low nibble
+                             * first, [rows, ceil(cols/2)] for bits <= 4, else [rows, cols] */
 } pdq_qmodule;
 
 typedef struct {
@@ -168,8 +170,11 @@ typedef struct {
 
 void pdq_qmodel_free(pdq_qmodel *q);
 
-/* Quantizes m in place (its weights become the dequantized values) and records codes, grids and
- * losses in q. calib: nsamples*seq_len ids (NULL for RTN). */
+/* Quantizes m in place and records codes, grids and losses in q. calib: nsamples*seq_len ids
+ * (NULL for RTN). An eager model's weights become the dequantized values. A lazy model
+ * (pdq_model_load_lazy) is quantized with one layer's f32 weights in memory at a time (plus the
+ * embedding or lm_head while they are processed); its big weights are released afterwards, and
+ * the dequantized values are what pdq_quant_save writes (or pdq_model_load of OUTDIR gives). */
 pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *o, const int32_t *calib,
                             int nsamples, int seq_len, pdq_qmodel *q, pdq_status *st);
 /* Prints the per-module table (module, bits, GPTQ loss, RTN loss, time) to f. */
@@ -188,7 +193,9 @@ typedef struct {
 pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq_quant_eval *ev, pdq_status *st);
 
 /* Writes OUTDIR: pdq_quant.json + model.q.safetensors (+ config/tokenizer copies from src_dir)
- * and OUTDIR/hf/ (config.json + model.safetensors, f32, dequantized, HF names). */
+ * and OUTDIR/hf/ (config.json + model.safetensors, f32, dequantized, HF names). Streams tensor
+ * by tensor: quantized tensors from q's codes, float ones from m (read from the source on demand
+ * for a lazy m), so neither file is held in memory. */
 pdq_code pdq_quant_save(const char *outdir, const char *src_dir, const pdq_model *m,
                         const pdq_qmodel *q, pdq_status *st);
 /* Loads a quantized checkpoint directory (one with pdq_quant.json): dequantizes into m, which

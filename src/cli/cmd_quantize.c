@@ -114,8 +114,11 @@ int cmd_quantize(int argc, char **argv) {
     long n_text = 0;
     pdq_quant_eval ev = {0};
     pdq_qmodel q = {0};
-    pdq_model *m = cli_load_model("quantize", dir, threads);
-    if (!m) return 1;
+    /* Quantization needs one layer in memory at a time (lazy model); the FP32 perplexity needs the
+     * whole float model, loaded for it and freed before quantizing. */
+    pdq_model *m = NULL;
+    if (pdq_model_load_lazy(dir, &m, &st)) { fprintf(stderr, "pdq quantize: %s\n", st.msg); return 1; }
+    pdq_set_threads(m, threads);
     if (evalf) {
         pdq_tokenizer *tok = cli_load_tokenizer("quantize", dir);
         size_t len;
@@ -131,7 +134,12 @@ int cmd_quantize(int argc, char **argv) {
         ev.max_len = eval_len;
         ev.stride = eval_stride;
         if (known_fp32 > 0) ev.fp32_ppl = known_fp32;
-        else if (eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens)) goto done;
+        else {
+            pdq_model *fm = cli_load_model("quantize", dir, threads);
+            int bad = !fm || eval_ppl(fm, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens);
+            pdq_model_free(fm);
+            if (bad) goto done;
+        }
     }
     int bos = -1;
     if (calib && (o.method == PDQ_QM_GPTQ || abits != PDQ_ADT_FLOAT) && pdq_calib_tokenize(dir, calib, &text, &n_text, &bos, &st))
@@ -150,6 +158,12 @@ int cmd_quantize(int argc, char **argv) {
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
     if (!quiet) pdq_qmodel_print(&q, stdout);
     if (pdq_quant_save(out, dir, m, &q, &st)) goto fail;
+    if (ev.has || abits != PDQ_ADT_FLOAT) {
+        /* the steps below run the whole quantized model: loaded from OUTDIR (dequantized there
+         * exactly as the quantizer computed it) */
+        pdq_model_free(m);
+        if (!(m = cli_load_model("quantize", out, threads))) goto done;
+    }
     if (ev.has && eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl quant", &ev.quant_ppl, &ev.tokens))
         goto done;
     char path[4096];

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +39,7 @@ void pdq_model_free(pdq_model *m) {
     free(m->norm);
     free(m->inv_freq);
     free(m->dir);
+    pdq_st_close(m->lazy_src);
     free(m);
 }
 
@@ -91,36 +93,52 @@ static pdq_code read2(const pdq_safetensors *s, const char *name, int64_t a, int
     return pdq_st_read_f32(s, name, b ? 2 : 1, shape, dst, st);
 }
 
-static pdq_code load_weights(const pdq_safetensors *s, pdq_model *m, pdq_status *st) {
-    const pdq_config *c = &m->cfg;
-    int64_t D = c->hidden_size, V = c->vocab_size;
-    pdq_code rc;
-    if ((rc = read2(s, "model.embed_tokens.weight", V, D, m->embed, st))) return rc;
-    if ((rc = read2(s, "model.norm.weight", D, 0, m->norm, st))) return rc;
-    /* Tied: lm_head shares the embedding; a stored lm_head.weight is ignored, as HF does. */
-    if (!c->tie_word_embeddings) {
-        if (!pdq_st_find(s, "lm_head.weight"))
-            return pdq_fail(st, PDQ_ERR_MISSING,
-                            "%s: tensor lm_head.weight is missing and tie_word_embeddings is false",
-                            pdq_st_file_of(s, NULL));
-        if ((rc = read2(s, "lm_head.weight", V, D, m->lm_head, st))) return rc;
-    }
+static pdq_code read_embed(const pdq_safetensors *s, pdq_model *m, pdq_status *st) {
+    return read2(s, "model.embed_tokens.weight", m->cfg.vocab_size, m->cfg.hidden_size, m->embed, st);
+}
+
+/* Tied: lm_head shares the embedding; a stored lm_head.weight is ignored, as HF does. */
+static pdq_code read_lm_head(const pdq_safetensors *s, pdq_model *m, pdq_status *st) {
+    if (!pdq_st_find(s, "lm_head.weight"))
+        return pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor lm_head.weight is missing and tie_word_embeddings is false",
+                        pdq_st_file_of(s, NULL));
+    return read2(s, "lm_head.weight", m->cfg.vocab_size, m->cfg.hidden_size, m->lm_head, st);
+}
+
+/* The small tensors: final norm and every layer's two norms. */
+static pdq_code read_norms(const pdq_safetensors *s, pdq_model *m, pdq_status *st) {
+    int64_t D = m->cfg.hidden_size;
     char name[160];
-    for (int l = 0; l < c->n_layers; l++) {
+    pdq_code rc = read2(s, "model.norm.weight", D, 0, m->norm, st);
+    for (int l = 0; !rc && l < m->cfg.n_layers; l++) {
         pdq_layer *L = &m->layers[l];
         snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", l);
-        if ((rc = read2(s, name, D, 0, L->attn_norm, st))) return rc;
+        if ((rc = read2(s, name, D, 0, L->attn_norm, st))) break;
         snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
-        if ((rc = read2(s, name, D, 0, L->ffn_norm, st))) return rc;
-        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-            int o, in;
-            pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
-            snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
-                     pdq_linear_name((pdq_linear_id)i));
-            if ((rc = read2(s, name, o, in, L->w[i], st))) return rc;
-        }
+        rc = read2(s, name, D, 0, L->ffn_norm, st);
+    }
+    return rc;
+}
+
+static pdq_code read_linears(const pdq_safetensors *s, pdq_model *m, int l, pdq_status *st) {
+    char name[160];
+    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+        int o, in;
+        pdq_linear_shape(&m->cfg, (pdq_linear_id)i, &o, &in);
+        snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
+                 pdq_linear_name((pdq_linear_id)i));
+        pdq_code rc = read2(s, name, o, in, m->layers[l].w[i], st);
+        if (rc) return rc;
     }
     return PDQ_OK;
+}
+
+static pdq_code load_weights(const pdq_safetensors *s, pdq_model *m, pdq_status *st) {
+    pdq_code rc = read_embed(s, m, st);
+    if (!rc) rc = read_norms(s, m, st);
+    if (!rc && !m->cfg.tie_word_embeddings) rc = read_lm_head(s, m, st);
+    for (int l = 0; !rc && l < m->cfg.n_layers; l++) rc = read_linears(s, m, l, st);
+    return rc;
 }
 
 pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
@@ -162,4 +180,145 @@ pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
     }
     *out = m;
     return PDQ_OK;
+}
+
+/* --- lazy loading --- */
+
+/* Drops the mmapped pages of a tensor that has been converted from this process's resident set
+ * (they stay in the page cache), so a lazy model's RSS does not grow to the whole file. Page
+ * rounding: the start is rounded down (inside the mapping: the file starts page aligned), the
+ * end down too (a partial last page stays). */
+static void drop_pages(const pdq_safetensors *s, const char *name) {
+    const pdq_st_tensor *t = pdq_st_find(s, name);
+    long pg = sysconf(_SC_PAGESIZE);
+    if (!t || !t->data || pg <= 0) return;
+    uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)(pg - 1);
+    uintptr_t b = ((uintptr_t)t->data + t->nbytes) & ~(uintptr_t)(pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+pdq_code pdq_model_load_lazy(const char *dir, pdq_model **out, pdq_status *st) {
+    *out = NULL;
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
+    if (pdq_quant_is_checkpoint(dir)) return pdq_model_load(dir, out, st);
+    pdq_config cfg;
+    pdq_code rc = pdq_config_load(dir, &cfg, st);
+    if (rc) return rc;
+    pdq_model *m = calloc(1, sizeof *m);
+    if (!m) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
+    m->cfg = cfg;
+    m->n_threads = pdq_default_threads();
+    size_t D = (size_t)cfg.hidden_size;
+    int ok = 1;
+    m->norm = zalloc(D, &ok);
+    m->inv_freq = zalloc((size_t)cfg.head_dim / 2, &ok);
+    m->layers = calloc((size_t)cfg.n_layers, sizeof *m->layers);
+    if (!m->layers) {
+        m->cfg.n_layers = 0;
+        ok = 0;
+    }
+    for (int l = 0; ok && l < cfg.n_layers; l++) {
+        m->layers[l].attn_norm = zalloc(D, &ok);
+        m->layers[l].ffn_norm = zalloc(D, &ok);
+    }
+    if (!ok) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
+    if (!rc) rc = pdq_st_open(dir, &m->lazy_src, st);
+    if (!rc) rc = read_norms(m->lazy_src, m, st);
+    /* every big tensor's name and shape is checked now, so later acquires fail only on memory */
+    for (int l = 0; !rc && l < cfg.n_layers; l++)
+        for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
+            char name[160];
+            int o, in;
+            pdq_linear_shape(&cfg, (pdq_linear_id)i, &o, &in);
+            snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
+                     pdq_linear_name((pdq_linear_id)i));
+            const pdq_st_tensor *t = pdq_st_find(m->lazy_src, name);
+            if (!t) rc = pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing", pdq_st_file_of(m->lazy_src, NULL), name);
+            else if (t->ndim != 2 || t->shape[0] != o || t->shape[1] != in)
+                rc = pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s should be [%d, %d]", pdq_st_file_of(m->lazy_src, t),
+                              name, o, in);
+        }
+    if (!rc && !(m->dir = strdup(dir))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    if (rc) {
+        pdq_model_free(m);
+        return rc;
+    }
+    pdq_rope_inv_freq(&cfg, m->inv_freq);
+    *out = m;
+    return PDQ_OK;
+}
+
+pdq_code pdq_model_layer_acquire(pdq_model *m, int l, pdq_status *st) {
+    if (!m->lazy_src || m->layers[l].w[0]) return PDQ_OK;
+    pdq_layer *L = &m->layers[l];
+    int ok = 1;
+    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+        int o, in;
+        pdq_linear_shape(&m->cfg, (pdq_linear_id)i, &o, &in);
+        L->w[i] = malloc((size_t)o * (size_t)in * sizeof(float));
+        if (!L->w[i]) ok = 0;
+    }
+    pdq_code rc = ok ? read_linears(m->lazy_src, m, l, st)
+                     : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory materializing layer %d", l);
+    char name[160];
+    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+        snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
+                 pdq_linear_name((pdq_linear_id)i));
+        drop_pages(m->lazy_src, name);
+    }
+    if (rc) pdq_model_layer_release(m, l);
+    return rc;
+}
+
+void pdq_model_layer_release(pdq_model *m, int l) {
+    if (!m->lazy_src) return;
+    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+        free(m->layers[l].w[i]);
+        m->layers[l].w[i] = NULL;
+    }
+}
+
+static pdq_code acquire_table(pdq_model *m, float **dst, int embed, pdq_status *st) {
+    if (*dst) return PDQ_OK;
+    *dst = malloc((size_t)m->cfg.vocab_size * (size_t)m->cfg.hidden_size * sizeof(float));
+    if (!*dst) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory materializing %s", embed ? "the embedding" : "lm_head");
+    pdq_code rc = embed ? read_embed(m->lazy_src, m, st) : read_lm_head(m->lazy_src, m, st);
+    drop_pages(m->lazy_src, embed ? "model.embed_tokens.weight" : "lm_head.weight");
+    if (rc) {
+        free(*dst);
+        *dst = NULL;
+    }
+    return rc;
+}
+
+pdq_code pdq_model_embed_acquire(pdq_model *m, pdq_status *st) {
+    if (!m->lazy_src) return PDQ_OK;
+    pdq_code rc = acquire_table(m, &m->embed, 1, st);
+    if (!rc && m->cfg.tie_word_embeddings) m->lm_head = m->embed;
+    return rc;
+}
+
+void pdq_model_embed_release(pdq_model *m) {
+    if (!m->lazy_src) return;
+    if (m->lm_head == m->embed) m->lm_head = NULL;
+    free(m->embed);
+    m->embed = NULL;
+}
+
+pdq_code pdq_model_lm_head_acquire(pdq_model *m, pdq_status *st) {
+    if (!m->lazy_src) return PDQ_OK;
+    if (m->cfg.tie_word_embeddings) return pdq_model_embed_acquire(m, st);
+    return acquire_table(m, &m->lm_head, 0, st);
+}
+
+void pdq_model_lm_head_release(pdq_model *m) {
+    if (!m->lazy_src) return;
+    if (m->cfg.tie_word_embeddings) {
+        pdq_model_embed_release(m);
+        return;
+    }
+    free(m->lm_head);
+    m->lm_head = NULL;
 }

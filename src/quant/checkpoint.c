@@ -6,7 +6,8 @@
  *   NAME.g_idx    I32 [cols] group of each column (only with groups)
  * and every other tensor as F32 under its HF name. w = scale * (code - zero).
  * Next to it: config/tokenizer copies, and OUTDIR/hf/ with the dequantized weights as an f32 HF
- * checkpoint (config.json + model.safetensors). */
+ * checkpoint (config.json + model.safetensors). Both files are streamed tensor by tensor (the
+ * dequantized one row by row from the codes), so saving needs no whole model in memory. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -221,6 +222,101 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
     return j;
 }
 
+/* f32 values of an unquantized tensor: m's array, or for a lazy m read from its source into
+ * *tmp (caller frees). */
+static pdq_code float_data(const pdq_model *m, const mtensor *t, const float **data, float **tmp, pdq_status *st) {
+    *tmp = NULL;
+    *data = t->data;
+    if (t->data) return PDQ_OK;
+    if (!m->lazy_src) return pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no weights for it", t->name);
+    size_t n = (size_t)t->rows * (t->cols ? (size_t)t->cols : 1);
+    if (!(*tmp = malloc(n * sizeof(float)))) return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", t->name);
+    char nm[160];
+    snprintf(nm, sizeof nm, "%.127s.weight", t->name);
+    int64_t shape[2] = {t->rows, t->cols};
+    pdq_code rc = pdq_st_read_f32(m->lazy_src, nm, t->cols ? 2 : 1, shape, *tmp, st);
+    if (rc) { free(*tmp); *tmp = NULL; }
+    *data = *tmp;
+    return rc;
+}
+
+static pdq_code put_float(pdq_st_writer *w, const pdq_model *m, const mtensor *t, pdq_status *st) {
+    const float *d;
+    float *tmp;
+    pdq_code rc = float_data(m, t, &d, &tmp, st);
+    if (!rc) rc = pdq_st_writer_put(w, d, sizeof(float) * (size_t)t->rows * (t->cols ? (size_t)t->cols : 1), st);
+    free(tmp);
+    return rc;
+}
+
+static int64_t qweight_cols(const pdq_qmodule *mod) { return mod->bits <= 4 ? (mod->r.cols + 1) / 2 : mod->r.cols; }
+
+/* The quantized tensors of a module, in file order: qweight, scales, zeros, g_idx. */
+static pdq_code put_module(pdq_st_writer *w, const pdq_qmodule *mod, pdq_status *st) {
+    const pdq_qresult *r = &mod->r;
+    size_t rows = (size_t)r->rows, cols = (size_t)r->cols, ng = (size_t)r->ngroups;
+    if (!mod->qweight) return pdq_fail(st, PDQ_ERR_ARG, "%s: no codes", mod->name);
+    pdq_code rc = pdq_st_writer_put(w, mod->qweight, rows * (size_t)qweight_cols(mod), st);
+    if (!rc) rc = pdq_st_writer_put(w, r->scale, rows * ng * sizeof(float), st);
+    uint8_t *z = rc ? NULL : malloc(rows * ng);
+    if (!rc && !z) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    if (!rc) {
+        for (size_t k = 0; k < rows * ng; k++) z[k] = (uint8_t)r->zero[k];
+        rc = pdq_st_writer_put(w, z, rows * ng, st);
+    }
+    free(z);
+    if (!rc && r->g_idx) rc = pdq_st_writer_put(w, r->g_idx, cols * sizeof(int32_t), st);
+    return rc;
+}
+
+/* The dequantized values of a module, row by row from its codes: scale * (code - zero), the
+ * values the quantizer computed. */
+static pdq_code put_dequant(pdq_st_writer *w, const pdq_qmodule *mod, pdq_status *st) {
+    const pdq_qresult *r = &mod->r;
+    int rows = r->rows, cols = r->cols, ng = r->ngroups;
+    size_t qc = (size_t)qweight_cols(mod);
+    uint8_t *codes = malloc((size_t)cols);
+    float *row = malloc((size_t)cols * sizeof(float));
+    pdq_code rc = codes && row ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    for (int rr = 0; !rc && rr < rows; rr++) {
+        const uint8_t *src = mod->qweight + (size_t)rr * qc;
+        if (mod->bits <= 4) pdq_unpack4(src, (size_t)cols, codes);
+        else memcpy(codes, src, (size_t)cols);
+        for (int c = 0; c < cols; c++) {
+            size_t g = (size_t)rr * ng + (size_t)(r->g_idx ? r->g_idx[c] : 0);
+            row[c] = r->scale[g] * ((float)codes[c] - r->zero[g]);
+        }
+        rc = pdq_st_writer_put(w, row, (size_t)cols * sizeof(float), st);
+    }
+    free(codes);
+    free(row);
+    return rc;
+}
+
+/* Opens a writer for l's tensors (names, dtypes, shapes), then put(i) for every model tensor. */
+typedef pdq_code (*put_fn)(pdq_st_writer *w, const pdq_model *m, const mtensor *t, const pdq_qmodule *mod,
+                           pdq_status *st);
+
+static pdq_code stream(const char *path, const tlist *l, const char *meta, const pdq_model *m, const mtensor *mt,
+                       int nt, const pdq_qmodel *q, put_fn put, pdq_status *st) {
+    pdq_st_writer *w;
+    pdq_code rc = pdq_st_writer_open(path, l->t, l->n, meta, &w, st);
+    for (int i = 0; !rc && i < nt; i++) rc = put(w, m, &mt[i], find_mod(q, mt[i].name), st);
+    if (rc) {
+        if (w) pdq_st_writer_abort(w);
+        return rc;
+    }
+    return pdq_st_writer_close(w, st);
+}
+
+static pdq_code put_q(pdq_st_writer *w, const pdq_model *m, const mtensor *t, const pdq_qmodule *mod, pdq_status *st) {
+    return mod ? put_module(w, mod, st) : put_float(w, m, t, st);
+}
+
+static pdq_code put_hf(pdq_st_writer *w, const pdq_model *m, const mtensor *t, const pdq_qmodule *mod, pdq_status *st) {
+    return mod ? put_dequant(w, mod, st) : put_float(w, m, t, st);
+}
+
 pdq_code pdq_quant_save(const char *outdir, const char *src_dir, const pdq_model *m, const pdq_qmodel *q,
                         pdq_status *st) {
     char path[4096];
@@ -236,45 +332,27 @@ pdq_code pdq_quant_save(const char *outdir, const char *src_dir, const pdq_model
     if (nt > MAXT) return pdq_fail(st, PDQ_ERR_LIMIT, "model has more than %d tensors", MAXT);
     tlist *l = calloc(1, sizeof *l);
     if (!l) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
-    /* quantized checkpoint */
+    /* quantized checkpoint: the header lists every tensor, the data follow in the same order */
     for (int i = 0; !rc && i < nt; i++) {
         const pdq_qmodule *mod = find_mod(q, mt[i].name);
         if (!mod) {
-            rc = tl_add(l, mt[i].name, ".weight", PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, mt[i].data,
-                        NULL, st);
+            rc = tl_add(l, mt[i].name, ".weight", PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, NULL, NULL, st);
             continue;
         }
         const pdq_qresult *r = &mod->r;
-        size_t rows = (size_t)r->rows, cols = (size_t)r->cols, ng = (size_t)r->ngroups;
-        if (mod->bits <= 4) {
-            size_t pc = (cols + 1) / 2;
-            uint8_t *p = malloc(rows * pc);
-            if (!p) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); break; }
-            for (size_t rr = 0; rr < rows; rr++) pdq_pack4(r->codes + rr * cols, cols, p + rr * pc);
-            rc = tl_add(l, mod->name, ".qweight", PDQ_DT_U8, 2, (int64_t)rows, (int64_t)pc, p, p, st);
-        } else {
-            rc = tl_add(l, mod->name, ".qweight", PDQ_DT_U8, 2, (int64_t)rows, (int64_t)cols, r->codes, NULL, st);
-        }
-        uint8_t *z = malloc(rows * ng);
-        if (!rc && !z) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
-        if (rc) { free(z); break; }
-        for (size_t k = 0; k < rows * ng; k++) z[k] = (uint8_t)r->zero[k];
-        if (!(rc = tl_add(l, mod->name, ".scales", PDQ_DT_F32, 2, (int64_t)rows, (int64_t)ng, r->scale, NULL, st)))
-            rc = tl_add(l, mod->name, ".zeros", PDQ_DT_U8, 2, (int64_t)rows, (int64_t)ng, z, z, st);
-        else
-            free(z);
-        if (!rc && r->g_idx) rc = tl_add(l, mod->name, ".g_idx", PDQ_DT_I32, 1, (int64_t)cols, 0, r->g_idx, NULL, st);
+        rc = tl_add(l, mod->name, ".qweight", PDQ_DT_U8, 2, r->rows, qweight_cols(mod), NULL, NULL, st);
+        if (!rc) rc = tl_add(l, mod->name, ".scales", PDQ_DT_F32, 2, r->rows, r->ngroups, NULL, NULL, st);
+        if (!rc) rc = tl_add(l, mod->name, ".zeros", PDQ_DT_U8, 2, r->rows, r->ngroups, NULL, NULL, st);
+        if (!rc && r->g_idx) rc = tl_add(l, mod->name, ".g_idx", PDQ_DT_I32, 1, r->cols, 0, NULL, NULL, st);
     }
-    const char *meta = "{\"format\": \"pdq-quant\"}";
     snprintf(path, sizeof path, "%s/model.q.safetensors", outdir);
-    if (!rc) rc = pdq_st_write(path, l->t, l->n, meta, st);
+    if (!rc) rc = stream(path, l, "{\"format\": \"pdq-quant\"}", m, mt, nt, q, put_q, st);
     tl_free(l);
     /* dequantized HF checkpoint */
     for (int i = 0; !rc && i < nt; i++)
-        rc = tl_add(l, mt[i].name, ".weight", PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, mt[i].data,
-                    NULL, st);
+        rc = tl_add(l, mt[i].name, ".weight", PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, NULL, NULL, st);
     snprintf(path, sizeof path, "%s/hf/model.safetensors", outdir);
-    if (!rc) rc = pdq_st_write(path, l->t, l->n, "{\"format\": \"pt\"}", st);
+    if (!rc) rc = stream(path, l, "{\"format\": \"pt\"}", m, mt, nt, q, put_hf, st);
     tl_free(l);
     free(l);
     if (rc) return rc;

@@ -25,7 +25,10 @@ void pdq_quant_opts_default(pdq_quant_opts *o, int bits) {
 }
 
 void pdq_qmodel_free(pdq_qmodel *q) {
-    for (int i = 0; i < q->n; i++) pdq_qresult_free(&q->mods[i].r);
+    for (int i = 0; i < q->n; i++) {
+        pdq_qresult_free(&q->mods[i].r);
+        free(q->mods[i].qweight);
+    }
     free(q->mods);
     memset(q, 0, sizeof *q);
 }
@@ -44,18 +47,32 @@ static pdq_qmodule *add_module(pdq_qmodel *q, const char *name, pdq_status *st) 
     return m;
 }
 
-/* Stores a result: the weight takes the dequantized values; the result keeps codes and grids. */
-static void commit(pdq_qmodule *mod, pdq_qresult *r, float *w, const pdq_qscheme *s, int actorder,
-                   double secs) {
-    memcpy(w, r->deq, (size_t)r->rows * r->cols * sizeof(float));
+/* Stores a result: the weight takes the dequantized values; the module keeps grids and the codes
+ * as the checkpoint stores them (4-bit ones packed: the whole model's codes stay small). */
+static pdq_code commit(pdq_qmodule *mod, pdq_qresult *r, float *w, const pdq_qscheme *s, int actorder,
+                       double secs, pdq_status *st) {
+    size_t rows = (size_t)r->rows, cols = (size_t)r->cols;
+    memcpy(w, r->deq, rows * cols * sizeof(float));
     free(r->deq);
     r->deq = NULL;
+    if (s->bits <= 4) {
+        size_t pc = (cols + 1) / 2;
+        uint8_t *p = malloc(rows * pc + 1);
+        if (!p) { pdq_qresult_free(r); return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory packing codes", mod->name); }
+        for (size_t rr = 0; rr < rows; rr++) pdq_pack4(r->codes + rr * cols, cols, p + rr * pc);
+        free(r->codes);
+        mod->qweight = p;
+    } else {
+        mod->qweight = r->codes;
+    }
+    r->codes = NULL;
     mod->r = *r;
     mod->bits = s->bits;
     mod->group = s->group;
     mod->sym = s->sym;
     mod->actorder = actorder;
     mod->seconds = secs;
+    return PDQ_OK;
 }
 
 /* Per-row k_proj scales on the model (pdq_layer.wk_scale), so a k_proj scale fold in the static
@@ -130,8 +147,7 @@ static pdq_code rtn_table(pdq_qmodel *q, const char *name, float *w, int rows, i
     if (rc) return rc;
     pdq_qmodule *mod = add_module(q, name, st);
     if (!mod) { pdq_qresult_free(&r); return st ? st->code : PDQ_ERR_NOMEM; }
-    commit(mod, &r, w, &s, 0, pdq_now() - t0);
-    return PDQ_OK;
+    return commit(mod, &r, w, &s, 0, pdq_now() - t0, st);
 }
 
 typedef struct {
@@ -173,6 +189,7 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, float *x, int
     char name[128];
     for (int l = 0; !rc && l < c->n_layers; l++) {
         pdq_layer *L = &m->layers[l];
+        if ((rc = pdq_model_layer_acquire(m, l, st))) break;
         for (int g = 0; !rc && g < 4; g++) {
             int out, in;
             pdq_linear_shape(c, groups[g][0], &out, &in);
@@ -208,7 +225,7 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, float *x, int
                 if ((rc = pdq_gptq(&go, L->w[id], out, in, H, name, &r, st))) break;
                 pdq_qmodule *mod = add_module(q, name, st);
                 if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; break; }
-                commit(mod, &r, L->w[id], &go.scheme, go.actorder, tcal + pdq_now() - t1);
+                if ((rc = commit(mod, &r, L->w[id], &go.scheme, go.actorder, tcal + pdq_now() - t1, st))) break;
                 step(pg, ns);
             }
         }
@@ -218,6 +235,7 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, float *x, int
             rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, x + (size_t)s * T * D, NULL, NULL, NULL, NULL, st);
             step(pg, 1);
         }
+        pdq_model_layer_release(m, l);
     }
     free(tmp);
     free(H);
@@ -239,6 +257,7 @@ static pdq_code gptq_head(pdq_model *m, const pdq_quant_opts *o, float *x, int n
         pdq_rmsnorm(tmp, x + (size_t)s * T * D, m->norm, T, D, c->rms_norm_eps);
         rc = pdq_hessian_add(&hs, tmp, T, st);
     }
+    if (!rc) rc = pdq_model_lm_head_acquire(m, st);
     if (!rc) {
         pdq_hessian_get(&hs, H);
         pdq_gptq_opts go = o->gptq;
@@ -247,8 +266,9 @@ static pdq_code gptq_head(pdq_model *m, const pdq_quant_opts *o, float *x, int n
         if (!(rc = pdq_gptq(&go, m->lm_head, V, D, H, "lm_head", &r, st))) {
             pdq_qmodule *mod = add_module(q, "lm_head", st);
             if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; }
-            else commit(mod, &r, m->lm_head, &go.scheme, go.actorder, pdq_now() - t0);
+            else rc = commit(mod, &r, m->lm_head, &go.scheme, go.actorder, pdq_now() - t0, st);
         }
+        pdq_model_lm_head_release(m);
     }
     pdq_hessian_free(&hs);
     free(tmp);
@@ -277,10 +297,13 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
     char name[128];
 
     /* embedding (and lm_head when tied: one tensor) first, so calibration sees it */
+    if ((o.embed_bits || gptq) && (rc = pdq_model_embed_acquire(m, st))) goto fail;
     if (o.embed_bits && (rc = rtn_table(q, "model.embed_tokens", m->embed, V, D, o.embed_bits, st))) goto fail;
 
     if (!gptq) {
-        for (int l = 0; l < c->n_layers; l++)
+        pdq_model_embed_release(m);
+        for (int l = 0; l < c->n_layers; l++) {
+            if ((rc = pdq_model_layer_acquire(m, l, st))) goto fail;
             for (int i = 0; i < PDQ_LIN_COUNT; i++) {
                 int out, in;
                 pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
@@ -292,14 +315,17 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
                 if ((rc = pdq_rtn_result(&s, m->layers[l].w[i], out, in, NULL, name, &r, st))) goto fail;
                 pdq_qmodule *mod = add_module(q, name, st);
                 if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; goto fail; }
-                commit(mod, &r, m->layers[l].w[i], &s, 0, pdq_now() - t0);
+                if ((rc = commit(mod, &r, m->layers[l].w[i], &s, 0, pdq_now() - t0, st))) goto fail;
             }
+            pdq_model_layer_release(m, l);
+        }
     } else {
         size_t nx = (size_t)ns * T * D;
         float *x = malloc(nx * sizeof(float));
         if (!x) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory caching %d x %d activations", ns, T); goto fail; }
         for (int s = 0; !rc && s < ns; s++)
             rc = pdq_model_embed(m, T, calib + (size_t)s * T, x + (size_t)s * T * D, st);
+        pdq_model_embed_release(m);
         progress_t pg;
         memset(&pg, 0, sizeof pg);
         long total = (long)c->n_layers * (5 * ns + PDQ_LIN_COUNT * ns);
@@ -313,9 +339,12 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
         free(x);
         if (rc) goto fail;
     }
-    if (o.lm_head_bits && !o.lm_head_gptq && !c->tie_word_embeddings &&
-        (rc = rtn_table(q, "lm_head", m->lm_head, V, D, o.lm_head_bits, st)))
-        goto fail;
+    if (o.lm_head_bits && !o.lm_head_gptq && !c->tie_word_embeddings) {
+        if ((rc = pdq_model_lm_head_acquire(m, st)) ||
+            (rc = rtn_table(q, "lm_head", m->lm_head, V, D, o.lm_head_bits, st)))
+            goto fail;
+        pdq_model_lm_head_release(m);
+    }
     if ((rc = keep_k_scales(m, q, st))) goto fail;
     q->seconds = pdq_now() - t_start;
     return PDQ_OK;
