@@ -43,8 +43,11 @@ fuzz:
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	bash scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-bench: deps all
-	bash scripts/bench.sh $(BUILD)
+# The JSON document alone goes to stdout (and build/bench.json); building and progress go to stderr.
+bench:
+	@bash scripts/install-deps.sh >&2
+	@$(MAKE) --no-print-directory all >&2
+	@bash scripts/bench.sh $(BUILD) | tee $(BUILD)/bench.json
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
