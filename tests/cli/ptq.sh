@@ -6,18 +6,7 @@
 set -u
 PDQ=${1:?usage: ptq.sh PDQ_BINARY}
 M=models/web-bible-llama-19m
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export PDQ_PROGRESS=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
-check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
-err() { # name "cmd" needle: non-zero exit and a message containing needle
-    local out
-    if out=$(eval "$2" 2>&1); then bad "$1: exit 0"; return; fi
-    if grep -qF -- "$3" <<<"$out"; then ok "$1"; else bad "$1: no '$3' in: $out"; fi
-}
+. "$(dirname "$0")/lib/checks.sh"
 
 head -c 6000 data/web-bible/test.txt >"$tmp/eval.txt"
 q="$tmp/q"

@@ -7,13 +7,7 @@
 set -u
 PDQ=${1:?usage: quantize_export.sh PDQ_BINARY}
 M=models/web-bible-llama-19m
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export PDQ_PROGRESS=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
-check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+. "$(dirname "$0")/lib/checks.sh"
 
 head -c 5000 data/web-bible/test.txt >"$tmp/eval.txt"
 q="$tmp/q"
