@@ -27,7 +27,7 @@
 
 typedef enum { PDQ_QT_U4 = 0, PDQ_QT_U8 = 1, PDQ_QT_COUNT } pdq_qtype;
 
-typedef struct {
+typedef struct pdq_qmatrix {
     pdq_qtype type;
     int rows, cols;           /* W is [rows = out, cols = in] */
     int group;                /* columns per grid; == cols for per-channel */
