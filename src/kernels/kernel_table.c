@@ -28,17 +28,15 @@ const char *pdq_qmatmul_path(const pdq_qctx *ctx) {
 }
 
 #define GEMV_CHUNK 32   /* output rows per task (a multiple of 4: the AVX2 row block) */
-#define GEMM_CHUNK 16
-#define GEMM_XBLOCK_BYTES (512 * 1024) /* prepared rows of x kept hot while a chunk's panels pass */
+#define GEMM_CHUNK 16   /* weight rows decoded per task (a multiple of 4: the panel) */
 
 typedef struct {
     const pdq_qmatrix *w;
     const float *xt;       /* [n, xt_len] */
     float *y;              /* [n, rows] */
     float *wf;             /* [threads, 4, xt_len] panel scratch (GEMM) */
-    int n, xt_len, chunk, xblock;
+    int n, xt_len, chunk, simd;
     qk_gemv_fn gemv;
-    qk_panel_fn panel;
 } run_ctx;
 
 static void gemv_task(void *p, int task, int thread) {
@@ -50,23 +48,42 @@ static void gemv_task(void *p, int task, int thread) {
         c->gemv(c->w, c->xt + (size_t)i * c->xt_len, r0, r1, c->y + (size_t)i * c->w->rows);
 }
 
-/* Rows of x in blocks that stay in cache; within a block each panel of four weight rows is
- * decoded once and used for every row of the block. */
+/* The chunk's weight rows are decoded once into the thread's scratch, then every row of x
+ * passes over them: three rows of x at a time against panels of four weight rows (AVX2), or row
+ * by row (scalar); both give each element the GEMV's value. */
 static void gemm_task(void *p, int task, int thread) {
     const run_ctx *c = p;
     const pdq_qmatrix *w = c->w;
     int r0 = task * c->chunk, r1 = r0 + c->chunk;
     if (r1 > w->rows) r1 = w->rows;
-    float *wf = c->wf + (size_t)thread * 4 * c->xt_len;
-    for (int i0 = 0; i0 < c->n; i0 += c->xblock) {
-        int i1 = i0 + c->xblock < c->n ? i0 + c->xblock : c->n;
+    float *wf = c->wf + (size_t)thread * c->chunk * c->xt_len;
+    for (int r = r0; r < r1; r++) {
+#ifdef PDQ_QK_HAVE_AVX2
+        if (c->simd) { qk_decode_row_avx2(w, r, wf + (size_t)(r - r0) * c->xt_len); continue; }
+#endif
+        qk_decode_row(w, r, wf + (size_t)(r - r0) * c->xt_len);
+    }
+#ifdef PDQ_QK_HAVE_AVX2
+    if (c->simd) {
+        for (int i = 0; i < c->n; i += 3) {
+            int ni = c->n - i < 3 ? c->n - i : 3;
+            const float *xr[3];
+            for (int k = 0; k < 3; k++) xr[k] = c->xt + (size_t)(i + (k < ni ? k : ni - 1)) * c->xt_len;
+            for (int r = r0; r < r1; r += 4) {
+                int nr = r1 - r < 4 ? r1 - r : 4;
+                qk_tile_avx2(w, xr, ni, wf + (size_t)(r - r0) * c->xt_len, r, nr, c->y + (size_t)i * w->rows + r,
+                             (size_t)w->rows);
+            }
+        }
+        return;
+    }
+#endif
+    for (int i = 0; i < c->n; i++)
         for (int r = r0; r < r1; r += 4) {
             int nr = r1 - r < 4 ? r1 - r : 4;
-            for (int k = 0; k < nr; k++) qk_decode_row(w, r + k, wf + (size_t)k * c->xt_len);
-            for (int i = i0; i < i1; i++)
-                c->panel(w, c->xt + (size_t)i * c->xt_len, wf, r, nr, c->y + (size_t)i * w->rows + r);
+            qk_panel_scalar(w, c->xt + (size_t)i * c->xt_len, wf + (size_t)(r - r0) * c->xt_len, r, nr,
+                            c->y + (size_t)i * w->rows + r);
         }
-    }
 }
 
 static void *alloc32(size_t bytes) {
@@ -78,7 +95,7 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
     if (n <= 0) return PDQ_OK;
     pdq_pool *pool = ctx ? ctx->pool : NULL;
     int simd = use_avx2(ctx, w);
-    run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_len(w)};
+    run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_len(w), .simd = simd};
     float *xt = alloc32((size_t)n * c.xt_len * sizeof(float));
     if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %d", n, c.xt_len);
     for (int i = 0; i < n; i++) qk_prepare_x(w, x + (size_t)i * w->cols, xt + (size_t)i * c.xt_len);
@@ -90,19 +107,10 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
         pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
     } else {
         int threads = pdq_pool_threads(pool);
-        c.wf = alloc32((size_t)threads * 4 * c.xt_len * sizeof(float));
-        if (!c.wf) {
-            rc = pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: panel scratch for %d threads", threads);
-        } else {
-            c.chunk = GEMM_CHUNK;
-            c.panel = qk_panel_scalar;
-#ifdef PDQ_QK_HAVE_AVX2
-            if (simd) c.panel = qk_panel_avx2;
-#endif
-            c.xblock = (int)(GEMM_XBLOCK_BYTES / ((size_t)c.xt_len * sizeof(float)));
-            if (c.xblock < 1) c.xblock = 1;
-            pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemm_task, &c);
-        }
+        c.chunk = GEMM_CHUNK;
+        c.wf = alloc32((size_t)threads * c.chunk * c.xt_len * sizeof(float));
+        if (!c.wf) rc = pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: panel scratch for %d threads", threads);
+        else pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemm_task, &c);
         free(c.wf);
     }
     free(xt);

@@ -8,9 +8,6 @@
 
 /* Rows [r0, r1) of y = W · x for one prepared row xt (see qk_prepare_x); y is indexed by row. */
 typedef void (*qk_gemv_fn)(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
-/* y[k] (k < nr) = dot of prepared row xt with the decoded panel wf[k * xt_len ...] of rows r..r+nr
- * (scales from w), in the same order as the GEMV. Type independent. */
-typedef void (*qk_panel_fn)(const pdq_qmatrix *w, const float *xt, const float *wf, int r, int nr, float *y);
 
 typedef struct {
     const char *name;        /* "uint4", "uint8" */
@@ -23,12 +20,16 @@ const qk_type_traits *qk_traits(pdq_qtype t);
 
 void qk_gemv_u4_scalar(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
 void qk_gemv_u8_scalar(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
+/* y[k] (k < nr) = prepared row xt · decoded panel rows wf[k * xt_len ...] (rows r..r+nr-1), in
+ * the GEMV's order. */
 void qk_panel_scalar(const pdq_qmatrix *w, const float *xt, const float *wf, int r, int nr, float *y);
 #if defined(__x86_64__) || defined(__i386__)
 #define PDQ_QK_HAVE_AVX2 1
 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
-void qk_panel_avx2(const pdq_qmatrix *w, const float *xt, const float *wf, int r, int nr, float *y);
+void qk_tile_avx2(const pdq_qmatrix *w, const float *const xr[3], int ni, const float *wf, int r, int nr, float *y,
+                  size_t ystride);
+void qk_decode_row_avx2(const pdq_qmatrix *w, int r, float *wf);
 #endif
 
 static inline int qk_block(const pdq_qmatrix *w) { return w->type == PDQ_QT_U4 ? 16 : 8; }

@@ -147,31 +147,90 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
     }
 }
 
-/* One prepared row against a decoded panel of up to four rows: loads of x shared, four chains. */
-QK_AVX2 void qk_panel_avx2(const pdq_qmatrix *w, const float *xt, const float *wf, int r, int nr, float *y) {
+/* Three prepared rows of x against a decoded panel of up to four weight rows: 12 FMA chains
+ * (3 loads of x and 4 of W per 12 FMAs, so the FMA units, not the loads, set the pace). Missing
+ * rows repeat the last one and are not stored. y[i * ystride + k] for i < ni, k < nr. */
+QK_AVX2 void qk_tile_avx2(const pdq_qmatrix *w, const float *const xr[3], int ni, const float *wf, int r, int nr,
+                          float *y, size_t ystride) {
     int b = qk_block(w), gs = qk_group_stride(w), ng = w->ngroups, len = qk_xt_len(w);
-    const float *w0 = wf, *w1 = wf + (size_t)(nr > 1) * len, *w2 = wf + (size_t)(nr > 2 ? 2 : nr - 1) * len;
-    const float *w3 = wf + (size_t)(nr > 3 ? 3 : nr - 1) * len;
-    const float *s0 = w->scales + (size_t)r * ng, *s1 = s0 + (size_t)(nr > 1) * ng;
-    const float *s2 = s0 + (size_t)(nr > 2 ? 2 : nr - 1) * ng, *s3 = s0 + (size_t)(nr > 3 ? 3 : nr - 1) * ng;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const float *x0 = xr[0], *x1 = xr[ni > 1 ? 1 : 0], *x2 = xr[ni > 2 ? 2 : ni - 1];
+    const float *wr[4];
+    const float *sc[4];
+    for (int k = 0; k < 4; k++) {
+        int kk = k < nr ? k : nr - 1;
+        wr[k] = wf + (size_t)kk * len;
+        sc[k] = w->scales + (size_t)(r + kk) * ng;
+    }
+    __m256 acc[3][4];
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 4; k++) acc[i][k] = _mm256_setzero_ps();
     for (int g = 0; g < ng; g++) {
         int nv = (qk_group_len(w, g) + b - 1) / b * b / 8;
         size_t o = (size_t)g * gs;
-        __m256 d0 = _mm256_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
-        for (int i = 0; i < nv; i++, o += 8) {
-            __m256 xv = _mm256_loadu_ps(xt + o);
-            d0 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w0 + o), d0);
-            d1 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w1 + o), d1);
-            d2 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w2 + o), d2);
-            d3 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(w3 + o), d3);
+        __m256 d00 = _mm256_setzero_ps(), d01 = d00, d02 = d00, d03 = d00, d10 = d00, d11 = d00, d12 = d00, d13 = d00,
+               d20 = d00, d21 = d00, d22 = d00, d23 = d00;
+        for (int v = 0; v < nv; v++, o += 8) {
+            __m256 xa = _mm256_loadu_ps(x0 + o), xb = _mm256_loadu_ps(x1 + o), xc = _mm256_loadu_ps(x2 + o), wv;
+#define QK_TILE_COL(k)                              \
+    wv = _mm256_loadu_ps(wr[k] + o);                \
+    d0##k = _mm256_fmadd_ps(xa, wv, d0##k);         \
+    d1##k = _mm256_fmadd_ps(xb, wv, d1##k);         \
+    d2##k = _mm256_fmadd_ps(xc, wv, d2##k);
+            QK_TILE_COL(0)
+            QK_TILE_COL(1)
+            QK_TILE_COL(2)
+            QK_TILE_COL(3)
+#undef QK_TILE_COL
         }
-        a0 = _mm256_fmadd_ps(_mm256_set1_ps(s0[g]), d0, a0);
-        a1 = _mm256_fmadd_ps(_mm256_set1_ps(s1[g]), d1, a1);
-        a2 = _mm256_fmadd_ps(_mm256_set1_ps(s2[g]), d2, a2);
-        a3 = _mm256_fmadd_ps(_mm256_set1_ps(s3[g]), d3, a3);
+#define QK_TILE_ACC(k)                                                    \
+    do {                                                                  \
+        __m256 sv = _mm256_set1_ps(sc[k][g]);                             \
+        acc[0][k] = _mm256_fmadd_ps(sv, d0##k, acc[0][k]);                \
+        acc[1][k] = _mm256_fmadd_ps(sv, d1##k, acc[1][k]);                \
+        acc[2][k] = _mm256_fmadd_ps(sv, d2##k, acc[2][k]);                \
+    } while (0)
+        QK_TILE_ACC(0);
+        QK_TILE_ACC(1);
+        QK_TILE_ACC(2);
+        QK_TILE_ACC(3);
+#undef QK_TILE_ACC
     }
-    float out[4] = {hsum(a0), hsum(a1), hsum(a2), hsum(a3)};
-    for (int k = 0; k < nr; k++) y[k] = out[k];
+    for (int i = 0; i < ni; i++)
+        for (int k = 0; k < nr; k++) y[(size_t)i * ystride + k] = hsum(acc[i][k]);
+}
+
+/* Decoded panel row, vectorized: the values qk_decode_row gives (exact small integers). */
+QK_AVX2 void qk_decode_row_avx2(const pdq_qmatrix *w, int r, float *wf) {
+    int gs = qk_group_stride(w), ng = w->ngroups;
+    const uint8_t *row = w->codes + (size_t)r * w->row_bytes;
+    const __m256i m15 = _mm256_set1_epi32(0xF);
+    int32_t v[16];
+    for (int g = 0; g < ng; g++) {
+        int c0 = g * w->group, c1 = c0 + qk_group_len(w, g), z = w->zeros[(size_t)r * ng + g];
+        __m256i zv = _mm256_set1_epi32(z);
+        float *o = wf + (size_t)g * gs;
+        int c = c0;
+        if (w->type == PDQ_QT_U4) {
+            if ((c0 & 1) == 0)
+                for (; c + 16 <= c1; c += 16, o += 16) {
+                    __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(row + ((size_t)c >> 1))));
+                    _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(q, m15), zv)));
+                    _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(q, 4), zv)));
+                }
+            for (; c < c1; c += 16, o += 16) {
+                qk_decode_block(w, row, c, c1, z, v);
+                for (int j = 0; j < 16; j++) o[j] = (float)v[j];
+            }
+        } else {
+            for (; c + 8 <= c1; c += 8, o += 8) {
+                __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(row + c)));
+                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zv)));
+            }
+            for (; c < c1; c += 8, o += 8) {
+                qk_decode_block(w, row, c, c1, z, v);
+                for (int j = 0; j < 8; j++) o[j] = (float)v[j];
+            }
+        }
+    }
 }
 #endif
