@@ -62,7 +62,9 @@ static void kmat_free(kmat *m) {
     free(m->codes); free(m->packed); free(m->zeros); free(m->scales); free(m->perm);
 }
 
-/* y_ref[i, r] = sum_c x[i, perm(c)] * scale * (code - zero), in double; mag = sum of |terms|. */
+/* y_ref[i, r] = sum_c x[i, perm(c)] * scale * (code - zero), in double. mag = sum of
+ * |x| * scale * (code + zero): the kernels sum scale * x * code and subtract scale * zero * sum(x),
+ * so float rounding is relative to both parts, not to their (possibly cancelling) difference. */
 static void reference(const kcase *k, const kmat *m, const float *x, int n, double *y, double *mag) {
     int group = k->group ? k->group : k->cols, ng = (k->cols + group - 1) / group;
     for (int i = 0; i < n; i++)
@@ -73,7 +75,7 @@ static void reference(const kcase *k, const kmat *m, const float *x, int n, doub
                 double wv = (double)m->scales[g] * ((double)m->codes[(size_t)r * k->cols + c] - (double)m->zeros[g]);
                 double xv = x[(size_t)i * k->cols + (m->perm ? m->perm[c] : c)];
                 s += xv * wv;
-                a += fabs(xv * wv);
+                a += fabs(xv) * m->scales[g] * ((double)m->codes[(size_t)r * k->cols + c] + (double)m->zeros[g]);
             }
             y[(size_t)i * k->rows + r] = s;
             mag[(size_t)i * k->rows + r] = a;

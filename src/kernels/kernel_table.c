@@ -32,7 +32,7 @@ const char *pdq_qmatmul_path(const pdq_qctx *ctx) {
 
 typedef struct {
     const pdq_qmatrix *w;
-    const float *xt;       /* [n, xt_len] */
+    const float *xt;       /* [n, xt_len] prepared rows (qk_xt_stride floats each) */
     float *y;              /* [n, rows] */
     float *wf;             /* [threads, 4, xt_len] panel scratch (GEMM) */
     int n, xt_len, chunk, simd;
@@ -95,7 +95,7 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
     if (n <= 0) return PDQ_OK;
     pdq_pool *pool = ctx ? ctx->pool : NULL;
     int simd = use_avx2(ctx, w);
-    run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_len(w), .simd = simd};
+    run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_stride(w), .simd = simd};
     float *xt = alloc32((size_t)n * c.xt_len * sizeof(float));
     if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %d", n, c.xt_len);
     for (int i = 0; i < n; i++) qk_prepare_x(w, x + (size_t)i * w->cols, xt + (size_t)i * c.xt_len);

@@ -4,6 +4,8 @@
 #ifndef PDQ_KERNELS_QKERNEL_INTERNAL_H
 #define PDQ_KERNELS_QKERNEL_INTERNAL_H
 
+#include <math.h>
+
 #include "kernels/qmatmul.h"
 
 /* Rows [r0, r1) of y = W · x for one prepared row xt (see qk_prepare_x); y is indexed by row. */
@@ -39,6 +41,8 @@ static inline int qk_group_stride(const pdq_qmatrix *w) {
     return (w->group + b - 1) / b * b;
 }
 static inline int qk_xt_len(const pdq_qmatrix *w) { return w->ngroups * qk_group_stride(w); }
+/* A prepared row: the slots (qk_xt_len floats), then the sum of x over each group. */
+static inline int qk_xt_stride(const pdq_qmatrix *w) { return qk_xt_len(w) + (w->ngroups + 7) / 8 * 8; }
 static inline int qk_group_len(const pdq_qmatrix *w, int g) {
     int c0 = g * w->group, rest = w->cols - c0;
     return rest < w->group ? rest : w->group;
@@ -54,17 +58,17 @@ static inline int qk_slot_col(int block, int c, int j) {
     return block == 16 ? c + (j < 8 ? 2 * j : 2 * (j - 8) + 1) : c + j;
 }
 
-/* code - zero of every slot of the block at column c of group end c1 (0 past c1). */
-static inline void qk_decode_block(const pdq_qmatrix *w, const uint8_t *row, int c, int c1, int zero, int32_t *v) {
+/* The code of every slot of the block at column c of group end c1 (0 past c1). */
+static inline void qk_decode_block(const pdq_qmatrix *w, const uint8_t *row, int c, int c1, int32_t *v) {
     int b = qk_block(w);
     for (int j = 0; j < b; j++) {
         int col = qk_slot_col(b, c, j);
-        v[j] = col < c1 ? qk_code(w, row, col) - zero : 0;
+        v[j] = col < c1 ? qk_code(w, row, col) : 0;
     }
 }
 
 /* The prepared row: per group, blocks of x in slot order (x[perm[col]] with a permutation),
- * zeros past the group's end. xt has qk_xt_len(w) floats. */
+ * zeros past the group's end, then each group's sum of x (in slot order). qk_xt_stride floats. */
 static inline void qk_prepare_x(const pdq_qmatrix *w, const float *x, float *xt) {
     int b = qk_block(w), gs = qk_group_stride(w);
     for (int g = 0; g < w->ngroups; g++) {
@@ -75,19 +79,32 @@ static inline void qk_prepare_x(const pdq_qmatrix *w, const float *x, float *xt)
                 int col = qk_slot_col(b, c0 + k, j);
                 o[k + j] = col < c1 ? x[w->perm ? w->perm[col] : col] : 0.0f;
             }
+        float sum = 0.0f;
+        for (int k = 0; k < gs; k++) sum += o[k];
+        xt[qk_xt_len(w) + g] = sum;
     }
 }
 
-/* Decoded panel row: (float)(code - zero) in the prepared layout (exact: small integers). */
+/* The zero points' share of row r: sum over groups of scale * zero * (sum of x over the group),
+ * accumulated in group order; the kernels return (lane sums of scale * x * code) minus this. */
+static inline float qk_zero_term(const pdq_qmatrix *w, int r, const float *xt) {
+    const float *xs = xt + qk_xt_len(w);
+    const float *s = w->scales + (size_t)r * w->ngroups;
+    const uint8_t *z = w->zeros + (size_t)r * w->ngroups;
+    float t = 0.0f;
+    for (int g = 0; g < w->ngroups; g++) t = fmaf(s[g] * (float)z[g], xs[g], t);
+    return t;
+}
+
+/* Decoded panel row: (float)code in the prepared layout (exact: small integers). */
 static inline void qk_decode_row(const pdq_qmatrix *w, int r, float *wf) {
     int b = qk_block(w), gs = qk_group_stride(w);
     const uint8_t *row = w->codes + (size_t)r * w->row_bytes;
     int32_t v[16];
     for (int g = 0; g < w->ngroups; g++) {
         int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
-        int z = w->zeros[(size_t)r * w->ngroups + g];
         for (int k = 0; k < gs; k += b) {
-            qk_decode_block(w, row, c0 + k, c1, z, v);
+            qk_decode_block(w, row, c0 + k, c1, v);
             for (int j = 0; j < b; j++) wf[(size_t)g * gs + k + j] = (float)v[j];
         }
     }

@@ -9,11 +9,13 @@
  * column c of the stored codes multiply x[perm[c]].
  *
  * Summation order (the contract both code paths keep, so AVX2 and scalar agree bit for bit): per
- * output element and group, 8 float lanes d[l] accumulate fmaf(x, (float)(code - zero), d[l]) over
- * blocks (uint4: 16 columns per block, lane l takes column 2l then 2l+1 of the block, i.e. the low
- * then the high nibble of byte l; uint8: 8 columns, lane l takes column l; a short last block
- * reads zeros), then acc[l] = fmaf(scale, d[l], acc[l]); the result is
- * ((acc0+acc1)+(acc2+acc3))+((acc4+acc5)+(acc6+acc7)). Every output element is computed by one
+ * output element and group, 8 float lanes d[l] accumulate fmaf(x, (float)code, d[l]) over blocks
+ * (uint4: 16 columns per block, lane l takes column 2l then 2l+1 of the block, i.e. the low then
+ * the high nibble of byte l; uint8: 8 columns, lane l takes column l; a short last block reads
+ * zeros), then acc[l] = fmaf(scale, d[l], acc[l]); the zero points enter once per row as
+ * zt = fmaf(scale * zero, sum of the group's x, zt) in group order (the group sums are taken once
+ * per row of x, which saves the per-weight subtraction); the result is
+ * ((acc0+acc1)+(acc2+acc3))+((acc4+acc5)+(acc6+acc7)) - zt. Every output element is computed by one
  * task in this order, so results do not depend on the thread count, the row blocking, or whether
  * the row came through GEMV (n = 1) or GEMM (n > 1). */
 #ifndef PDQ_KERNELS_QMATMUL_H

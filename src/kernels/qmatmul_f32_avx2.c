@@ -18,7 +18,6 @@ QK_AVX2 static inline float hsum(__m256 v) {
 typedef struct {
     const uint8_t *row[4];
     const float *scale[4];
-    const uint8_t *zero[4];
 } rows4;
 
 static void rows4_init(const pdq_qmatrix *w, int r, int nr, rows4 *p) {
@@ -26,15 +25,14 @@ static void rows4_init(const pdq_qmatrix *w, int r, int nr, rows4 *p) {
         int rk = r + (k < nr ? k : nr - 1);
         p->row[k] = w->codes + (size_t)rk * w->row_bytes;
         p->scale[k] = w->scales + (size_t)rk * w->ngroups;
-        p->zero[k] = w->zeros + (size_t)rk * w->ngroups;
     }
 }
 
 /* The slots of a partial or unaligned block, through the generic decoder. */
-QK_AVX2 static inline void slow_block(const pdq_qmatrix *w, const uint8_t *row, int c, int c1, int z, __m256i *lo,
+QK_AVX2 static inline void slow_block(const pdq_qmatrix *w, const uint8_t *row, int c, int c1, __m256i *lo,
                                       __m256i *hi) {
     int32_t v[16] = {0};
-    qk_decode_block(w, row, c, c1, z, v);
+    qk_decode_block(w, row, c, c1, v);
     *lo = _mm256_loadu_si256((const __m256i *)v);
     *hi = _mm256_loadu_si256((const __m256i *)(v + 8));
 }
@@ -51,8 +49,6 @@ QK_AVX2 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
             int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
             const float *xg = xt + (size_t)g * gs;
             __m256 d0 = _mm256_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
-            __m256i z0 = _mm256_set1_epi32(p.zero[0][g]), z1 = _mm256_set1_epi32(p.zero[1][g]);
-            __m256i z2 = _mm256_set1_epi32(p.zero[2][g]), z3 = _mm256_set1_epi32(p.zero[3][g]);
             int c = c0;
             if ((c0 & 1) == 0) {
                 size_t off = (size_t)c0 >> 1;
@@ -61,8 +57,7 @@ QK_AVX2 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
 #define QK_U4_ROW(k)                                                                                   \
     do {                                                                                               \
         __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p.row[k] + off)));          \
-        __m256i lo = _mm256_sub_epi32(_mm256_and_si256(v, m15), z##k);                                 \
-        __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(v, 4), z##k);                                  \
+        __m256i lo = _mm256_and_si256(v, m15), hi = _mm256_srli_epi32(v, 4);                           \
         d##k = _mm256_fmadd_ps(xa, _mm256_cvtepi32_ps(lo), d##k);                                      \
         d##k = _mm256_fmadd_ps(xb, _mm256_cvtepi32_ps(hi), d##k);                                      \
     } while (0)
@@ -78,7 +73,7 @@ QK_AVX2 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
                 __m256i lo, hi;
 #define QK_U4_SLOW(k)                                                                                  \
     do {                                                                                               \
-        slow_block(w, p.row[k], c, c1, p.zero[k][g], &lo, &hi);                                        \
+        slow_block(w, p.row[k], c, c1, &lo, &hi);                                        \
         d##k = _mm256_fmadd_ps(xa, _mm256_cvtepi32_ps(lo), d##k);                                      \
         d##k = _mm256_fmadd_ps(xb, _mm256_cvtepi32_ps(hi), d##k);                                      \
     } while (0)
@@ -93,7 +88,7 @@ QK_AVX2 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
             acc[2] = _mm256_fmadd_ps(_mm256_set1_ps(p.scale[2][g]), d2, acc[2]);
             acc[3] = _mm256_fmadd_ps(_mm256_set1_ps(p.scale[3][g]), d3, acc[3]);
         }
-        for (int k = 0; k < nr; k++) y[r + k] = hsum(acc[k]);
+        for (int k = 0; k < nr; k++) y[r + k] = hsum(acc[k]) - qk_zero_term(w, r + k, xt);
     }
 }
 
@@ -108,15 +103,13 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
             int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
             const float *xg = xt + (size_t)g * gs;
             __m256 d0 = _mm256_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
-            __m256i z0 = _mm256_set1_epi32(p.zero[0][g]), z1 = _mm256_set1_epi32(p.zero[1][g]);
-            __m256i z2 = _mm256_set1_epi32(p.zero[2][g]), z3 = _mm256_set1_epi32(p.zero[3][g]);
             int c = c0;
             for (; c + 8 <= c1; c += 8) {
                 __m256 xa = _mm256_loadu_ps(xg + (c - c0));
 #define QK_U8_ROW(k)                                                                                   \
     do {                                                                                               \
         __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p.row[k] + c)));            \
-        d##k = _mm256_fmadd_ps(xa, _mm256_cvtepi32_ps(_mm256_sub_epi32(v, z##k)), d##k);               \
+        d##k = _mm256_fmadd_ps(xa, _mm256_cvtepi32_ps(v), d##k);                                       \
     } while (0)
                 QK_U8_ROW(0);
                 QK_U8_ROW(1);
@@ -129,7 +122,7 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
                 int32_t v[8];
 #define QK_U8_SLOW(k)                                                                                  \
     do {                                                                                               \
-        qk_decode_block(w, p.row[k], c, c1, p.zero[k][g], v);                                          \
+        qk_decode_block(w, p.row[k], c, c1, v);                                          \
         d##k = _mm256_fmadd_ps(xa, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)v)), d##k);  \
     } while (0)
                 QK_U8_SLOW(0);
@@ -143,7 +136,7 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
             acc[2] = _mm256_fmadd_ps(_mm256_set1_ps(p.scale[2][g]), d2, acc[2]);
             acc[3] = _mm256_fmadd_ps(_mm256_set1_ps(p.scale[3][g]), d3, acc[3]);
         }
-        for (int k = 0; k < nr; k++) y[r + k] = hsum(acc[k]);
+        for (int k = 0; k < nr; k++) y[r + k] = hsum(acc[k]) - qk_zero_term(w, r + k, xt);
     }
 }
 
@@ -152,7 +145,7 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
  * rows repeat the last one and are not stored. y[i * ystride + k] for i < ni, k < nr. */
 QK_AVX2 void qk_tile_avx2(const pdq_qmatrix *w, const float *const xr[3], int ni, const float *wf, int r, int nr,
                           float *y, size_t ystride) {
-    int b = qk_block(w), gs = qk_group_stride(w), ng = w->ngroups, len = qk_xt_len(w);
+    int b = qk_block(w), gs = qk_group_stride(w), ng = w->ngroups, len = qk_xt_stride(w);
     const float *x0 = xr[0], *x1 = xr[ni > 1 ? 1 : 0], *x2 = xr[ni > 2 ? 2 : ni - 1];
     const float *wr[4];
     const float *sc[4];
@@ -196,7 +189,7 @@ QK_AVX2 void qk_tile_avx2(const pdq_qmatrix *w, const float *const xr[3], int ni
 #undef QK_TILE_ACC
     }
     for (int i = 0; i < ni; i++)
-        for (int k = 0; k < nr; k++) y[(size_t)i * ystride + k] = hsum(acc[i][k]);
+        for (int k = 0; k < nr; k++) y[(size_t)i * ystride + k] = hsum(acc[i][k]) - qk_zero_term(w, r + k, xr[i]);
 }
 
 /* Decoded panel row, vectorized: the values qk_decode_row gives (exact small integers). */
@@ -206,28 +199,27 @@ QK_AVX2 void qk_decode_row_avx2(const pdq_qmatrix *w, int r, float *wf) {
     const __m256i m15 = _mm256_set1_epi32(0xF);
     int32_t v[16];
     for (int g = 0; g < ng; g++) {
-        int c0 = g * w->group, c1 = c0 + qk_group_len(w, g), z = w->zeros[(size_t)r * ng + g];
-        __m256i zv = _mm256_set1_epi32(z);
+        int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
         float *o = wf + (size_t)g * gs;
         int c = c0;
         if (w->type == PDQ_QT_U4) {
             if ((c0 & 1) == 0)
                 for (; c + 16 <= c1; c += 16, o += 16) {
                     __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(row + ((size_t)c >> 1))));
-                    _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(q, m15), zv)));
-                    _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(q, 4), zv)));
+                    _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_and_si256(q, m15)));
+                    _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(_mm256_srli_epi32(q, 4)));
                 }
             for (; c < c1; c += 16, o += 16) {
-                qk_decode_block(w, row, c, c1, z, v);
+                qk_decode_block(w, row, c, c1, v);
                 for (int j = 0; j < 16; j++) o[j] = (float)v[j];
             }
         } else {
             for (; c + 8 <= c1; c += 8, o += 8) {
                 __m256i q = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(row + c)));
-                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zv)));
+                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(q));
             }
             for (; c < c1; c += 8, o += 8) {
-                qk_decode_block(w, row, c, c1, z, v);
+                qk_decode_block(w, row, c, c1, v);
                 for (int j = 0; j < 8; j++) o[j] = (float)v[j];
             }
         }

@@ -11,11 +11,10 @@ static float row_dot(const pdq_qmatrix *w, int r, const float *xt) {
     int32_t v[16];
     for (int g = 0; g < ng; g++) {
         int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
-        int z = w->zeros[(size_t)r * ng + g];
         const float *xg = xt + (size_t)g * gs;
         float d[8] = {0};
         for (int c = c0; c < c1; c += b) {
-            qk_decode_block(w, row, c, c1, z, v);
+            qk_decode_block(w, row, c, c1, v);
             const float *xb = xg + (c - c0);
             for (int l = 0; l < 8; l++) d[l] = fmaf(xb[l], (float)v[l], d[l]);
             if (b == 16)
@@ -24,7 +23,7 @@ static float row_dot(const pdq_qmatrix *w, int r, const float *xt) {
         float s = w->scales[(size_t)r * ng + g];
         for (int l = 0; l < 8; l++) acc[l] = fmaf(s, d[l], acc[l]);
     }
-    return qk_hsum8(acc);
+    return qk_hsum8(acc) - qk_zero_term(w, r, xt);
 }
 
 void qk_gemv_u4_scalar(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y) {
@@ -36,7 +35,7 @@ void qk_gemv_u8_scalar(const pdq_qmatrix *w, const float *xt, int r0, int r1, fl
 }
 
 void qk_panel_scalar(const pdq_qmatrix *w, const float *xt, const float *wf, int r, int nr, float *y) {
-    int b = qk_block(w), gs = qk_group_stride(w), ng = w->ngroups, len = qk_xt_len(w);
+    int b = qk_block(w), gs = qk_group_stride(w), ng = w->ngroups, len = qk_xt_stride(w);
     for (int k = 0; k < nr; k++) {
         const float *wk = wf + (size_t)k * len;
         float acc[8] = {0};
@@ -49,6 +48,6 @@ void qk_panel_scalar(const pdq_qmatrix *w, const float *xt, const float *wf, int
             float s = w->scales[(size_t)(r + k) * ng + g];
             for (int l = 0; l < 8; l++) acc[l] = fmaf(s, d[l], acc[l]);
         }
-        y[k] = qk_hsum8(acc);
+        y[k] = qk_hsum8(acc) - qk_zero_term(w, r + k, xt);
     }
 }
