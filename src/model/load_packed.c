@@ -76,9 +76,11 @@ static pdq_code group_order(const int32_t *gi, int cols, int group, int ng, int3
     for (int g = 0; g < ng; g++) {
         int len = cols - g * group < group ? cols - g * group : group;
         if (count[g + 1] != len) {
-            free(count); free(p);
+            int got = count[g + 1];
+            free(count);
+            free(p);
             return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s.g_idx puts %d columns in group %d, the packed layout needs %d",
-                            file, name, count[g + 1], g, len);
+                            file, name, got, g, len);
         }
     }
     for (int g = 0; g < ng; g++) count[g + 1] += count[g];
