@@ -33,11 +33,13 @@ static const char *k_usage =
 #define MAX_LIST 16
 #define MAX_MODELS 16
 
-static double now(void) {
+static double clock_s(clockid_t id) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(id, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static double peak_rss_mib(void) {
     struct rusage ru;
@@ -63,8 +65,8 @@ static int parse_list(const char *s, int *out, int max, int min, const char *fla
 typedef struct {
     const char *model, *path, *test;
     int n_prompt, n_gen, threads, reps;
-    double mean, sd, load_s, rss;
-    double *samples;
+    double mean, sd, load_s, rss, cpu_ts;
+    double *samples, *cpu_samples;
     size_t weight_bytes;
     const char *kernel;
 } row_t;
@@ -77,8 +79,9 @@ static void stats(const double *x, int n, double *mean, double *sd) {
     *sd = n > 1 ? sqrt(q / (n - 1)) : 0.0;
 }
 
-/* One timed run: tokens/s, or < 0 on error (message printed). */
-static double run_once(pdq_model *m, const int32_t *ids, int p, int n, int decode_prompt) {
+/* One timed run: tokens/s of wall time (and *cpu_rate per CPU second of the process), or < 0 on
+ * error (message printed). */
+static double run_once(pdq_model *m, const int32_t *ids, int p, int n, int decode_prompt, double *cpu_rate) {
     pdq_status st = {0};
     pdq_kvcache kv = {0};
     int V = m->cfg.vocab_size;
@@ -91,17 +94,17 @@ static double run_once(pdq_model *m, const int32_t *ids, int p, int n, int decod
         return -1;
     }
     if (n == 0) {
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         pdq_code rc = pdq_model_forward(m, &kv, 1, p, ids, NULL, NULL, logits, 1, &st);
-        double t1 = now();
-        if (rc == PDQ_OK) rate = p / (t1 - t0);
+        double t1 = now(), c1 = cpu_now();
+        if (rc == PDQ_OK) rate = p / (t1 - t0), *cpu_rate = p / (c1 - c0);
     } else {
         pdq_code rc = pdq_model_forward(m, &kv, 1, decode_prompt, ids, NULL, NULL, logits, 1, &st);
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         for (int i = 0; rc == PDQ_OK && i < n; i++)
             rc = pdq_model_forward(m, &kv, 1, 1, ids + decode_prompt + i, NULL, NULL, logits, 1, &st);
-        double t1 = now();
-        if (rc == PDQ_OK) rate = n / (t1 - t0);
+        double t1 = now(), c1 = cpu_now();
+        if (rc == PDQ_OK) rate = n / (t1 - t0), *cpu_rate = n / (c1 - c0);
     }
     if (rate < 0) fprintf(stderr, "pdq bench: %s\n", st.msg);
     pdq_kvcache_free(&kv);
@@ -119,21 +122,23 @@ static void print_json(const row_t *rows, int n) {
                "\"samples_ts\": [",
                r->model, r->path, r->kernel, r->test, r->n_prompt, r->n_gen, r->threads, r->reps, r->mean, r->sd);
         for (int k = 0; k < r->reps; k++) printf("%s%.4f", k ? ", " : "", r->samples[k]);
-        printf("], \"weight_bytes\": %zu, \"avg_gbps\": %.3f, \"load_s\": %.3f, \"peak_rss_mib\": %.1f}%s\n",
-               r->weight_bytes, gbps, r->load_s, r->rss, i + 1 < n ? "," : "");
+        printf("], \"avg_ts_cpu\": %.4f, \"weight_bytes\": %zu, \"avg_gbps\": %.3f, \"load_s\": %.3f, "
+               "\"peak_rss_mib\": %.1f}%s\n",
+               r->cpu_ts, r->weight_bytes, gbps, r->load_s, r->rss, i + 1 < n ? "," : "");
     }
     printf("]\n");
 }
 
 static void print_md(const row_t *rows, int n) {
-    printf("| model | path | weights MiB | threads | test | t/s | GB/s | load s | peak RSS MiB |\n");
-    printf("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+    printf("| model | path | weights MiB | threads | test | t/s | t/cpu-s | GB/s | load s | peak RSS MiB |\n");
+    printf("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const row_t *r = &rows[i];
         char gb[32] = "–";
         if (r->n_gen) snprintf(gb, sizeof gb, "%.2f", r->mean * (double)r->weight_bytes / 1e9);
-        printf("| %s | %s | %.1f | %d | %s | %.2f ± %.2f | %s | %.2f | %.0f |\n", r->model, r->path,
-               (double)r->weight_bytes / (1024.0 * 1024.0), r->threads, r->test, r->mean, r->sd, gb, r->load_s, r->rss);
+        printf("| %s | %s | %.1f | %d | %s | %.2f ± %.2f | %.2f | %s | %.2f | %.0f |\n", r->model, r->path,
+               (double)r->weight_bytes / (1024.0 * 1024.0), r->threads, r->test, r->mean, r->sd, r->cpu_ts, gb, r->load_s,
+               r->rss);
     }
 }
 
@@ -176,10 +181,11 @@ int cmd_bench(int argc, char **argv) {
     int cap_rows = nmod * nt * (np + nn);
     row_t *rows = calloc((size_t)cap_rows + 1, sizeof *rows);
     double *samples = calloc((size_t)(cap_rows + 1) * (size_t)reps, sizeof *samples);
+    double *cpu_samples = calloc((size_t)(cap_rows + 1) * (size_t)reps, sizeof *cpu_samples);
     int nrows = 0, status = 0;
     pdq_qctx probe = {0};
     const char *kernel = pdq_qmatmul_path(&probe);
-    for (int mi = 0; rows && samples && mi < nmod && !status; mi++) {
+    for (int mi = 0; rows && samples && cpu_samples && mi < nmod && !status; mi++) {
         pdq_status st = {0};
         pdq_model *m = NULL;
         double t0 = now();
@@ -208,10 +214,13 @@ int cmd_bench(int argc, char **argv) {
                 if ((k < np && p == 0) || (k >= np && n == 0)) continue;
                 row_t *r = &rows[nrows];
                 r->samples = samples + (size_t)nrows * reps;
-                if (run_once(m, ids, p, n, (int)dprompt) < 0) { status = 1; break; } /* warm-up */
+                r->cpu_samples = cpu_samples + (size_t)nrows * reps;
+                double cpu_rate = 0, sd_unused;
+                if (run_once(m, ids, p, n, (int)dprompt, &cpu_rate) < 0) { status = 1; break; } /* warm-up */
                 for (int rep = 0; rep < reps && !status; rep++)
-                    if ((r->samples[rep] = run_once(m, ids, p, n, (int)dprompt)) < 0) status = 1;
+                    if ((r->samples[rep] = run_once(m, ids, p, n, (int)dprompt, &r->cpu_samples[rep])) < 0) status = 1;
                 if (status) break;
+                stats(r->cpu_samples, (int)reps, &r->cpu_ts, &sd_unused);
                 char *test = malloc(32);
                 if (test) snprintf(test, 32, n ? "tg%d" : "pp%d", n ? n : p);
                 r->model = models[mi];
@@ -235,7 +244,7 @@ int cmd_bench(int argc, char **argv) {
         free(ids);
         pdq_model_free(m);
     }
-    if (!rows || !samples) { fprintf(stderr, "pdq bench: out of memory\n"); status = 1; }
+    if (!rows || !samples || !cpu_samples) { fprintf(stderr, "pdq bench: out of memory\n"); status = 1; }
     if (!status) {
         if (json) print_json(rows, nrows);
         else print_md(rows, nrows);
@@ -244,5 +253,6 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < nmod; i++) free(models[i]);
     free(rows);
     free(samples);
+    free(cpu_samples);
     return status;
 }
