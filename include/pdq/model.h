@@ -27,6 +27,8 @@ typedef struct {
     float *wk_scale;           /* NULL, or [n_kv*hd] when Wk is per-row quantized (w = wk_scale[r] *
                                   integer): a k_proj scale fold then scales these scales, so the folded
                                   weight is still (code - zero) * float32 scale, exactly as exported */
+    struct pdq_qmatrix *pw[PDQ_LIN_COUNT]; /* packed weight-only model (pdq_model_load_packed): the
+                                  packed linear (w[i] is then NULL), else NULL */
 } pdq_layer;
 
 typedef struct pdq_model {
@@ -40,12 +42,26 @@ typedef struct pdq_model {
     char *dir;          /* directory it was loaded from */
     struct pdq_safetensors *lazy_src; /* non-NULL: loaded lazily (pdq_model_load_lazy), the open
                                          source the big weights are read from on demand */
+    struct pdq_qmatrix *embed_q;   /* packed model: the quantized embedding (embed is then NULL) */
+    struct pdq_qmatrix *lm_head_q; /* packed model: the quantized lm_head (lm_head NULL); == embed_q when tied */
+    struct pdq_packed *packed;     /* packed model: owns the mapped checkpoint and the matrices */
+    struct pdq_pool *pool;         /* packed model: workers for the packed kernels (pdq_set_threads) */
 } pdq_model;
 
 /* Loads an HF checkpoint directory (config.json + safetensors, sharded or not; f32/bf16/f16
  * converted to f32 once). A pdq quantized checkpoint directory (see quant.h) loads too: its
  * weights are dequantized. Tensor shapes are all checked; errors name file and tensor. */
 pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st);
+/* Weight-only load of a pdq quantized checkpoint for the reference forward (generate, ppl,
+ * logits): codes, scales and zero points stay packed (codes read from the mapped file) and the
+ * forward calls the packed kernels (src/kernels/qmatmul.h); no f32 copy of a quantized linear,
+ * embedding or lm_head is made. Such a model has NULL float pointers where weights are packed,
+ * so code that needs f32 weights (static graphs, PTQ, export, GPTQ) loads with pdq_model_load.
+ * Any other directory loads as pdq_model_load. */
+pdq_code pdq_model_load_packed(const char *dir, pdq_model **out, pdq_status *st);
+/* Weight bytes one decode token reads: packed codes, scales, zeros of every packed matrix plus
+ * the f32 bytes of the float linears and lm_head (embedding rows and norms not counted). */
+size_t pdq_model_decode_weight_bytes(const pdq_model *m);
 /* Lazy load, for whole-model work that needs one layer at a time (quantization): config, norms
  * and RoPE tables are loaded; the decoder linears, the embedding and lm_head stay NULL, read
  * from the mmapped safetensors (converted to f32) by the acquire calls and freed by release.

@@ -75,7 +75,7 @@ int cmd_generate(int argc, char **argv) {
         pdq_status ignore = {0};
         if (pdq_tokenizer_load(dir, &tok, &ignore) != PDQ_OK) tok = NULL; /* ids-only dirs work */
     }
-    pdq_model *m = cli_load_model("generate", dir, threads);
+    pdq_model *m = cli_load_model_packed("generate", dir, threads);
     if (!m) { free(ids); pdq_tokenizer_free(tok); return 1; }
     int status = 1, V = m->cfg.vocab_size;
     int cap = (int)n + max_new;

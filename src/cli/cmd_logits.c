@@ -41,7 +41,7 @@ int cmd_logits(int argc, char **argv) {
         return 1;
     }
     if (n == 0) { fprintf(stderr, "pdq logits: empty sequence\n"); free(ids); return 1; }
-    pdq_model *m = cli_load_model("logits", dir, threads);
+    pdq_model *m = cli_load_model_packed("logits", dir, threads);
     if (!m) { free(ids); return 1; }
     int status = 1;
     int V = m->cfg.vocab_size;

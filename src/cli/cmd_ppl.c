@@ -92,7 +92,7 @@ int cmd_ppl(int argc, char **argv) {
         free(ids);
         return rc;
     }
-    pdq_model *m = cli_load_model("ppl", dir, threads);
+    pdq_model *m = use_static ? cli_load_model("ppl", dir, threads) : cli_load_model_packed("ppl", dir, threads);
     if (!m) { free(ids); return 1; }
     pdq_rt *rt = NULL;
     pdq_ptq *ptq = NULL;

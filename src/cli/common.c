@@ -20,6 +20,21 @@ pdq_model *cli_load_model(const char *cmd, const char *dir, int threads) {
     return m;
 }
 
+pdq_model *cli_load_model_packed(const char *cmd, const char *dir, int threads) {
+    if (!dir) {
+        fprintf(stderr, "pdq %s: --model DIR is required\n", cmd);
+        return NULL;
+    }
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    if (pdq_model_load_packed(dir, &m, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq %s: %s\n", cmd, st.msg);
+        return NULL;
+    }
+    pdq_set_threads(m, threads);
+    return m;
+}
+
 pdq_tokenizer *cli_load_tokenizer(const char *cmd, const char *dir) {
     pdq_status st = {0};
     pdq_tokenizer *t = NULL;

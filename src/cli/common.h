@@ -11,6 +11,9 @@
 
 /* Loads the model at dir with n threads (<=0: all cores); prints the error and returns NULL. */
 pdq_model *cli_load_model(const char *cmd, const char *dir, int threads);
+/* The same for the weight-only reference commands: a quantized OUTDIR keeps its weights packed
+ * (pdq_model_load_packed); any other directory loads as cli_load_model. */
+pdq_model *cli_load_model_packed(const char *cmd, const char *dir, int threads);
 /* Loads the tokenizer from dir; prints the error and returns NULL. */
 pdq_tokenizer *cli_load_tokenizer(const char *cmd, const char *dir);
 /* Parses "1 2 3" (spaces/commas) into ids; returns count or -1 after printing an error. */

@@ -6,6 +6,7 @@
 
 #include <cblas.h>
 
+#include "kernels/qmatmul.h"
 #include "pdq/model.h"
 
 /* y[n, out] = x[n, in] · W[out, in]ᵀ. A single row goes through GEMV: decode is bandwidth-bound. */
@@ -14,6 +15,18 @@ static void linear(float *y, const float *x, const float *w, int n, int out, int
         cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w, in, x, 1, 0.0f, y, 1);
     else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+}
+
+/* A linear of a layer: the packed kernel when the layer's weight is packed (weight-only model),
+ * else the float path above, unchanged. */
+static pdq_code layer_linear(const pdq_model *m, const pdq_layer *L, pdq_linear_id id, float *y, const float *x,
+                             int n, int out, int in, pdq_status *st) {
+    if (L->pw[id]) {
+        pdq_qctx ctx = {.pool = m->pool};
+        return pdq_qmatmul(&ctx, L->pw[id], x, n, y, st);
+    }
+    linear(y, x, L->w[id], n, out, in);
+    return PDQ_OK;
 }
 
 void pdq_rmsnorm(float *y, const float *x, const float *w, int rows, int d, float eps) {
@@ -55,18 +68,31 @@ pdq_code pdq_model_embed(const pdq_model *m, int n, const int32_t *ids, float *x
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= V)
             return pdq_fail(st, PDQ_ERR_ARG, "token id %d at position %d is outside the vocabulary [0, %d)", ids[i], i, V);
-        memcpy(x + (size_t)i * D, m->embed + (size_t)ids[i] * D, (size_t)D * sizeof(float));
+        if (!m->embed && m->embed_q) pdq_qmatrix_dequant_row(m->embed_q, ids[i], x + (size_t)i * D);
+        else memcpy(x + (size_t)i * D, m->embed + (size_t)ids[i] * D, (size_t)D * sizeof(float));
     }
     return PDQ_OK;
 }
 
-void pdq_model_head(const pdq_model *m, int n, const float *x, float *logits) {
+static pdq_code head(const pdq_model *m, int n, const float *x, float *logits, pdq_status *st) {
     int D = m->cfg.hidden_size;
     float *h = malloc((size_t)n * D * sizeof *h);
-    if (!h) return;
+    if (!h) return pdq_fail(st, PDQ_ERR_NOMEM, "head of %d rows", n);
     pdq_rmsnorm(h, x, m->norm, n, D, m->cfg.rms_norm_eps);
-    linear(logits, h, m->lm_head, n, m->cfg.vocab_size, D);
+    pdq_code rc = PDQ_OK;
+    if (m->lm_head_q) {
+        pdq_qctx ctx = {.pool = m->pool};
+        rc = pdq_qmatmul(&ctx, m->lm_head_q, h, n, logits, st);
+    } else {
+        linear(logits, h, m->lm_head, n, m->cfg.vocab_size, D);
+    }
     free(h);
+    return rc;
+}
+
+void pdq_model_head(const pdq_model *m, int n, const float *x, float *logits) {
+    pdq_status st = {0};
+    (void)head(m, n, x, logits, &st);
 }
 
 typedef struct {
@@ -159,9 +185,13 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     /* Attention block. */
     pdq_rmsnorm(s.h, x, w->attn_norm, n, D, c->rms_norm_eps);
     if (hook) hook(hook_ctx, li, PDQ_LIN_Q, s.h, n, D);
-    linear(s.q, s.h, w->w[PDQ_LIN_Q], n, H * hd, D);
-    linear(s.k, s.h, w->w[PDQ_LIN_K], n, KV * hd, D);
-    linear(s.v, s.h, w->w[PDQ_LIN_V], n, KV * hd, D);
+    pdq_code rc = layer_linear(m, w, PDQ_LIN_Q, s.q, s.h, n, H * hd, D, st);
+    if (!rc) rc = layer_linear(m, w, PDQ_LIN_K, s.k, s.h, n, KV * hd, D, st);
+    if (!rc) rc = layer_linear(m, w, PDQ_LIN_V, s.v, s.h, n, KV * hd, D, st);
+    if (rc) {
+        scratch_free(&s);
+        return rc;
+    }
     pdq_rope_tables(m, n, pos, s.cos, s.sin);
     for (int i = 0; i < n; i++) {
         for (int h = 0; h < H; h++) apply_rope(s.q + ((size_t)i * H + h) * hd, s.cos + (size_t)i * hd, s.sin + (size_t)i * hd, hd);
@@ -181,20 +211,30 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     for (int b = 0; b < B; b++)
         attend(c, kv, li, b, T, s.q + (size_t)b * T * H * hd, s.att + (size_t)b * T * H * hd, s.scores);
     if (hook) hook(hook_ctx, li, PDQ_LIN_O, s.att, n, H * hd);
-    linear(s.o, s.att, w->w[PDQ_LIN_O], n, D, H * hd);
+    if ((rc = layer_linear(m, w, PDQ_LIN_O, s.o, s.att, n, D, H * hd, st))) {
+        scratch_free(&s);
+        return rc;
+    }
     for (size_t i = 0; i < (size_t)n * D; i++) x[i] += s.o[i];
 
     /* MLP block: down(silu(gate(h)) * up(h)). */
     pdq_rmsnorm(s.h, x, w->ffn_norm, n, D, c->rms_norm_eps);
     if (hook) hook(hook_ctx, li, PDQ_LIN_GATE, s.h, n, D);
-    linear(s.g, s.h, w->w[PDQ_LIN_GATE], n, F, D);
-    linear(s.u, s.h, w->w[PDQ_LIN_UP], n, F, D);
+    rc = layer_linear(m, w, PDQ_LIN_GATE, s.g, s.h, n, F, D, st);
+    if (!rc) rc = layer_linear(m, w, PDQ_LIN_UP, s.u, s.h, n, F, D, st);
+    if (rc) {
+        scratch_free(&s);
+        return rc;
+    }
     for (size_t i = 0; i < (size_t)n * F; i++) {
         float g = s.g[i];
         s.g[i] = g / (1.0f + expf(-g)) * s.u[i];
     }
     if (hook) hook(hook_ctx, li, PDQ_LIN_DOWN, s.g, n, F);
-    linear(s.o, s.g, w->w[PDQ_LIN_DOWN], n, D, F);
+    if ((rc = layer_linear(m, w, PDQ_LIN_DOWN, s.o, s.g, n, D, F, st))) {
+        scratch_free(&s);
+        return rc;
+    }
     for (size_t i = 0; i < (size_t)n * D; i++) x[i] += s.o[i];
     scratch_free(&s);
     return PDQ_OK;
@@ -268,9 +308,9 @@ pdq_code pdq_model_forward(const pdq_model *m, pdq_kvcache *kv, int B, int T, co
         if (last_only) {
             for (int b = 0; b < B; b++)
                 memmove(x + (size_t)b * D, x + ((size_t)b * T + T - 1) * D, (size_t)D * sizeof(float));
-            pdq_model_head(m, B, x, logits);
+            rc = head(m, B, x, logits, st);
         } else {
-            pdq_model_head(m, B * T, x, logits);
+            rc = head(m, B * T, x, logits, st);
         }
     }
 done:

@@ -11,6 +11,8 @@
 #include "pdq/model.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
+#include "pdq/threadpool.h"
+#include "model/packed_internal.h"
 
 int pdq_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -21,6 +23,12 @@ void pdq_set_threads(pdq_model *m, int n) {
     if (n <= 0) n = pdq_default_threads();
     if (m) m->n_threads = n;
     openblas_set_num_threads(n);
+    /* a packed model's kernels run on its own pool: resize it (serial if that fails) */
+    if (m && m->packed && pdq_pool_threads(m->pool) != n) {
+        pdq_status st = {0};
+        pdq_pool_free(m->pool);
+        m->pool = pdq_pool_create(n, &st);
+    }
 }
 
 void pdq_model_free(pdq_model *m) {
@@ -40,6 +48,8 @@ void pdq_model_free(pdq_model *m) {
     free(m->inv_freq);
     free(m->dir);
     pdq_st_close(m->lazy_src);
+    pdq_pool_free(m->pool);
+    pdq_packed_free(m->packed);
     free(m);
 }
 

@@ -1,0 +1,72 @@
+/* Packed-kernel micro benchmark: GEMV bandwidth and GEMM throughput on TinyLlama-1.1B linear
+ * shapes. build/bench_qmatmul [threads] [n_gemm]; prints one line per case (best of 5). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "kernels/qmatmul.h"
+#include "pdq/quant.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(getenv("BENCH_CPUTIME") ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    int threads = argc > 1 ? atoi(argv[1]) : 1, ngemm = argc > 2 ? atoi(argv[2]) : 128;
+    int scalar = argc > 3 ? atoi(argv[3]) : 0;
+    pdq_status st = {0};
+    pdq_pool *pool = pdq_pool_create(threads, &st);
+    pdq_qctx ctx = {.pool = pool, .force_scalar = scalar};
+    static const int shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}};
+    for (int t = 0; t < 2; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int rows = shapes[s][0], cols = shapes[s][1];
+            size_t rb = t == 0 ? (size_t)(cols + 1) / 2 : (size_t)cols;
+            uint8_t *codes = malloc((size_t)rows * rb), *zeros = malloc((size_t)rows);
+            float *scales = malloc(sizeof(float) * (size_t)rows);
+            for (size_t i = 0; i < (size_t)rows * rb; i++) codes[i] = (uint8_t)(i * 2654435761u >> 13);
+            for (int i = 0; i < rows; i++) { zeros[i] = t == 0 ? 8 : 128; scales[i] = 0.01f; }
+            pdq_qmatrix w;
+            if (pdq_qmatrix_init(&w, t == 0 ? PDQ_QT_U4 : PDQ_QT_U8, rows, cols, 0, codes, scales, zeros, NULL, "b", &st)) return 1;
+            float *x = malloc(sizeof(float) * (size_t)cols * ngemm), *y = malloc(sizeof(float) * (size_t)rows * ngemm);
+            for (size_t i = 0; i < (size_t)cols * ngemm; i++) x[i] = (float)((i % 97) - 48) / 48.0f;
+            double best1 = 1e9, bestn = 1e9;
+            for (int r = 0; r < 5; r++) {
+                double t0 = now();
+                for (int k = 0; k < 10; k++) pdq_qmatmul(&ctx, &w, x, 1, y, &st);
+                double t1 = now();
+                if ((t1 - t0) / 10 < best1) best1 = (t1 - t0) / 10;
+            }
+            for (int r = 0; r < 3; r++) {
+                double t0 = now();
+                pdq_qmatmul(&ctx, &w, x, ngemm, y, &st);
+                double t1 = now();
+                if (t1 - t0 < bestn) bestn = t1 - t0;
+            }
+            double bestb = 1e9;
+            if (t == 0) {
+                float *wf = malloc(sizeof(float) * (size_t)rows * cols);
+                for (size_t i = 0; i < (size_t)rows * cols; i++) wf[i] = (float)(i % 13) * 0.01f;
+                openblas_set_num_threads(threads);
+                for (int r = 0; r < 3; r++) {
+                    double t0 = now();
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, ngemm, rows, cols, 1.0f, x, cols, wf, cols, 0.0f, y, rows);
+                    double t1 = now();
+                    if (t1 - t0 < bestb) bestb = t1 - t0;
+                }
+                free(wf);
+                printf("f32 openblas sgemm n=%d %.1f GFLOP/s\n", ngemm, 2.0 * rows * cols * ngemm / bestb / 1e9);
+            }
+            printf("%s %5d x %5d  gemv %.3f ms %.1f GB/s   gemm n=%d %.1f ms %.1f GFLOP/s\n", t ? "u8" : "u4", rows, cols,
+                   best1 * 1e3, (double)pdq_qmatrix_bytes(&w) / best1 / 1e9, ngemm, bestn * 1e3,
+                   2.0 * rows * cols * ngemm / bestn / 1e9);
+            free(codes); free(zeros); free(scales); free(x); free(y);
+        }
+    pdq_pool_free(pool);
+    return 0;
+}

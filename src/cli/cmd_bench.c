@@ -1,0 +1,258 @@
+/* pdq bench: speed of the reference forward, modelled on llama-bench. For every model, thread
+ * count and test: prefill "ppP" = one forward over P tokens from an empty cache; decode "tgN" =
+ * N single-token forwards with the KV cache after a --decode-prompt token prompt (untimed).
+ * Each test runs once to warm up, then -r times; rows give mean and stddev of tokens/s. A
+ * quantized OUTDIR runs the packed weight-only path (pdq_model_load_packed), any other directory
+ * the f32 reference. Decode rows also give the weight bytes one token reads and the rate they are
+ * streamed at (GB/s). Token ids are random in [0, vocab) with a fixed seed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "args.h"
+#include "commands.h"
+#include "kernels/qmatmul.h"
+#include "pdq/model.h"
+#include "pdq/quant.h"
+
+static const char *k_usage =
+    "usage: pdq bench --model DIR [--model DIR ...] [-p LIST] [-n LIST] [-t LIST] [-r N]\n"
+    "                 [--decode-prompt N] [--json | -o md|json]\n"
+    "  --model DIR      a HF checkpoint (f32 reference path) or a quantized OUTDIR (packed weight-only\n"
+    "                   path); repeatable, or a comma-separated list\n"
+    "  -p, --n-prompt   prefill lengths, comma-separated (default 128; 0 skips prefill)\n"
+    "  -n, --n-gen      decode lengths (default 32; 0 skips decode)\n"
+    "  -t, --threads    thread counts (default: all cores)\n"
+    "  -r, --repetitions  timed runs per test (default 5), after one warm-up run\n"
+    "  --decode-prompt N  prompt tokens before a decode test (default 16)\n"
+    "  --json, -o json  JSON rows (the format is documented in README.md, \"Packed weights\")\n";
+
+#define MAX_LIST 16
+#define MAX_MODELS 16
+
+static double clock_s(clockid_t id) {
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
+
+static double peak_rss_mib(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)ru.ru_maxrss / 1024.0; /* Linux: KiB */
+}
+
+static int parse_list(const char *s, int *out, int max, int min, const char *flag) {
+    int n = 0;
+    while (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < min || v > 1000000 || n == max || (*end && *end != ',')) {
+            fprintf(stderr, "pdq bench: bad %s list near '%s' (integers >= %d, at most %d)\n", flag, s, min, max);
+            return -1;
+        }
+        out[n++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+typedef struct {
+    const char *model, *path, *test;
+    int n_prompt, n_gen, threads, reps;
+    double mean, sd, load_s, rss, cpu_ts;
+    double *samples, *cpu_samples;
+    size_t weight_bytes;
+    const char *kernel;
+} row_t;
+
+static void stats(const double *x, int n, double *mean, double *sd) {
+    double s = 0, q = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++) q += (x[i] - *mean) * (x[i] - *mean);
+    *sd = n > 1 ? sqrt(q / (n - 1)) : 0.0;
+}
+
+/* One timed run: tokens/s of wall time (and *cpu_rate per CPU second of the process), or < 0 on
+ * error (message printed). */
+static double run_once(pdq_model *m, const int32_t *ids, int p, int n, int decode_prompt, double *cpu_rate) {
+    pdq_status st = {0};
+    pdq_kvcache kv = {0};
+    int V = m->cfg.vocab_size;
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    int cap = n ? decode_prompt + n : p;
+    double rate = -1;
+    if (!logits || pdq_kvcache_init(&kv, &m->cfg, 1, cap, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq bench: %s\n", logits ? st.msg : "out of memory");
+        free(logits);
+        return -1;
+    }
+    if (n == 0) {
+        double t0 = now(), c0 = cpu_now();
+        pdq_code rc = pdq_model_forward(m, &kv, 1, p, ids, NULL, NULL, logits, 1, &st);
+        double t1 = now(), c1 = cpu_now();
+        if (rc == PDQ_OK) rate = p / (t1 - t0), *cpu_rate = p / (c1 - c0);
+    } else {
+        pdq_code rc = pdq_model_forward(m, &kv, 1, decode_prompt, ids, NULL, NULL, logits, 1, &st);
+        double t0 = now(), c0 = cpu_now();
+        for (int i = 0; rc == PDQ_OK && i < n; i++)
+            rc = pdq_model_forward(m, &kv, 1, 1, ids + decode_prompt + i, NULL, NULL, logits, 1, &st);
+        double t1 = now(), c1 = cpu_now();
+        if (rc == PDQ_OK) rate = n / (t1 - t0), *cpu_rate = n / (c1 - c0);
+    }
+    if (rate < 0) fprintf(stderr, "pdq bench: %s\n", st.msg);
+    pdq_kvcache_free(&kv);
+    free(logits);
+    return rate;
+}
+
+static void print_json(const row_t *rows, int n) {
+    printf("[\n");
+    for (int i = 0; i < n; i++) {
+        const row_t *r = &rows[i];
+        double gbps = r->n_gen ? r->mean * (double)r->weight_bytes / 1e9 : 0;
+        printf("  {\"model\": \"%s\", \"path\": \"%s\", \"kernel\": \"%s\", \"test\": \"%s\", \"n_prompt\": %d, "
+               "\"n_gen\": %d, \"n_threads\": %d, \"repetitions\": %d, \"avg_ts\": %.4f, \"stddev_ts\": %.4f, "
+               "\"samples_ts\": [",
+               r->model, r->path, r->kernel, r->test, r->n_prompt, r->n_gen, r->threads, r->reps, r->mean, r->sd);
+        for (int k = 0; k < r->reps; k++) printf("%s%.4f", k ? ", " : "", r->samples[k]);
+        printf("], \"avg_ts_cpu\": %.4f, \"weight_bytes\": %zu, \"avg_gbps\": %.3f, \"load_s\": %.3f, "
+               "\"peak_rss_mib\": %.1f}%s\n",
+               r->cpu_ts, r->weight_bytes, gbps, r->load_s, r->rss, i + 1 < n ? "," : "");
+    }
+    printf("]\n");
+}
+
+static void print_md(const row_t *rows, int n) {
+    printf("| model | path | weights MiB | threads | test | t/s | t/cpu-s | GB/s | load s | peak RSS MiB |\n");
+    printf("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int i = 0; i < n; i++) {
+        const row_t *r = &rows[i];
+        char gb[32] = "–";
+        if (r->n_gen) snprintf(gb, sizeof gb, "%.2f", r->mean * (double)r->weight_bytes / 1e9);
+        printf("| %s | %s | %.1f | %d | %s | %.2f ± %.2f | %.2f | %s | %.2f | %.0f |\n", r->model, r->path,
+               (double)r->weight_bytes / (1024.0 * 1024.0), r->threads, r->test, r->mean, r->sd, r->cpu_ts, gb, r->load_s,
+               r->rss);
+    }
+}
+
+int cmd_bench(int argc, char **argv) {
+    pdq_args a;
+    args_init(&a, "bench", argc, argv);
+    if (args_flag(&a, "--help") || args_flag(&a, "-h")) { fputs(k_usage, stdout); return 0; }
+    const char *mv[MAX_MODELS];
+    int nm_args = args_all(&a, "--model", mv, MAX_MODELS);
+    const char *ps = args_str(&a, "-p"), *ps2 = args_str(&a, "--n-prompt");
+    const char *ns = args_str(&a, "-n"), *ns2 = args_str(&a, "--n-gen");
+    const char *ts = args_str(&a, "-t"), *ts2 = args_str(&a, "--threads");
+    long reps = args_int(&a, "-r", args_int(&a, "--repetitions", 5));
+    long dprompt = args_int(&a, "--decode-prompt", 16);
+    const char *fmt = args_str(&a, "-o");
+    int json = args_flag(&a, "--json") || (fmt && strcmp(fmt, "json") == 0);
+    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
+    if (fmt && strcmp(fmt, "json") != 0 && strcmp(fmt, "md") != 0) {
+        fprintf(stderr, "pdq bench: -o takes md or json\n");
+        return 2;
+    }
+    int P[MAX_LIST] = {128}, N[MAX_LIST] = {32}, Tn[MAX_LIST] = {pdq_default_threads()};
+    int np = 1, nn = 1, nt = 1;
+    if ((ps2 ? ps2 : ps) && (np = parse_list(ps2 ? ps2 : ps, P, MAX_LIST, 0, "-p")) < 0) return 2;
+    if ((ns2 ? ns2 : ns) && (nn = parse_list(ns2 ? ns2 : ns, N, MAX_LIST, 0, "-n")) < 0) return 2;
+    if ((ts2 ? ts2 : ts) && (nt = parse_list(ts2 ? ts2 : ts, Tn, MAX_LIST, 1, "-t")) < 0) return 2;
+    if (nm_args == 0 || reps < 1 || reps > 1000 || dprompt < 1 || dprompt > 100000) { fputs(k_usage, stderr); return 2; }
+    /* --model a,b and repeated --model */
+    char *models[MAX_MODELS * 4];
+    int nmod = 0;
+    for (int i = 0; i < nm_args; i++) {
+        char *dup = strdup(mv[i]), *save = NULL;
+        for (char *tok = strtok_r(dup, ",", &save); tok && nmod < MAX_MODELS * 4; tok = strtok_r(NULL, ",", &save))
+            models[nmod++] = strdup(tok);
+        free(dup);
+    }
+    int maxp = 0, maxn = 0;
+    for (int i = 0; i < np; i++) maxp = P[i] > maxp ? P[i] : maxp;
+    for (int i = 0; i < nn; i++) maxn = N[i] > maxn ? N[i] : maxn;
+    int cap_rows = nmod * nt * (np + nn);
+    row_t *rows = calloc((size_t)cap_rows + 1, sizeof *rows);
+    double *samples = calloc((size_t)(cap_rows + 1) * (size_t)reps, sizeof *samples);
+    double *cpu_samples = calloc((size_t)(cap_rows + 1) * (size_t)reps, sizeof *cpu_samples);
+    int nrows = 0, status = 0;
+    pdq_qctx probe = {0};
+    const char *kernel = pdq_qmatmul_path(&probe);
+    for (int mi = 0; rows && samples && cpu_samples && mi < nmod && !status; mi++) {
+        pdq_status st = {0};
+        pdq_model *m = NULL;
+        double t0 = now();
+        if (pdq_model_load_packed(models[mi], &m, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq bench: %s\n", st.msg);
+            status = 1;
+            break;
+        }
+        double load_s = now() - t0;
+        int packed = m->packed != NULL;
+        size_t wbytes = pdq_model_decode_weight_bytes(m);
+        int len = maxp > (int)dprompt + maxn ? maxp : (int)dprompt + maxn;
+        if (len > m->cfg.max_position_embeddings)
+            fprintf(stderr, "pdq bench: warning: %d tokens exceed max_position_embeddings %d\n", len,
+                    m->cfg.max_position_embeddings);
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)len);
+        uint64_t s = 0x9E3779B97F4A7C15ull;
+        for (int i = 0; ids && i < len; i++) {
+            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+            ids[i] = (int32_t)(s % (uint64_t)m->cfg.vocab_size);
+        }
+        for (int ti = 0; ids && ti < nt && !status; ti++) {
+            pdq_set_threads(m, Tn[ti]);
+            for (int k = 0; k < np + nn && !status; k++) {
+                int p = k < np ? P[k] : 0, n = k < np ? 0 : N[k - np];
+                if ((k < np && p == 0) || (k >= np && n == 0)) continue;
+                row_t *r = &rows[nrows];
+                r->samples = samples + (size_t)nrows * reps;
+                r->cpu_samples = cpu_samples + (size_t)nrows * reps;
+                double cpu_rate = 0, sd_unused;
+                if (run_once(m, ids, p, n, (int)dprompt, &cpu_rate) < 0) { status = 1; break; } /* warm-up */
+                for (int rep = 0; rep < reps && !status; rep++)
+                    if ((r->samples[rep] = run_once(m, ids, p, n, (int)dprompt, &r->cpu_samples[rep])) < 0) status = 1;
+                if (status) break;
+                stats(r->cpu_samples, (int)reps, &r->cpu_ts, &sd_unused);
+                char *test = malloc(32);
+                if (test) snprintf(test, 32, n ? "tg%d" : "pp%d", n ? n : p);
+                r->model = models[mi];
+                r->path = packed ? "packed" : "f32";
+                r->kernel = packed ? kernel : "blas";
+                r->test = test ? test : "?";
+                r->n_prompt = n ? (int)dprompt : p;
+                r->n_gen = n;
+                r->threads = Tn[ti];
+                r->reps = (int)reps;
+                r->weight_bytes = wbytes;
+                r->load_s = load_s;
+                stats(r->samples, (int)reps, &r->mean, &r->sd);
+                nrows++;
+                if (!json) fprintf(stderr, "pdq bench: %s %s t=%d %s: %.2f t/s\n", models[mi], r->path, Tn[ti], r->test, r->mean);
+            }
+        }
+        double rss = peak_rss_mib();
+        for (int i = 0; i < nrows; i++)
+            if (rows[i].model == models[mi]) rows[i].rss = rss;
+        free(ids);
+        pdq_model_free(m);
+    }
+    if (!rows || !samples || !cpu_samples) { fprintf(stderr, "pdq bench: out of memory\n"); status = 1; }
+    if (!status) {
+        if (json) print_json(rows, nrows);
+        else print_md(rows, nrows);
+    }
+    for (int i = 0; i < nrows; i++) free((char *)rows[i].test);
+    for (int i = 0; i < nmod; i++) free(models[i]);
+    free(rows);
+    free(samples);
+    free(cpu_samples);
+    return status;
+}

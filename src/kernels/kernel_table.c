@@ -1,0 +1,118 @@
+/* The per-type kernel table and the driver: prepares x once per call, then runs the GEMV or
+ * GEMM over chunks of output rows on the pool. Each output element is computed by one task in
+ * the fixed order of qmatmul.h, so the thread count never changes a result. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/qkernel_internal.h"
+
+static const qk_type_traits k_traits[PDQ_QT_COUNT] = {
+#ifdef PDQ_QK_HAVE_AVX2
+    [PDQ_QT_U4] = {"uint4", 16, qk_gemv_u4_scalar, qk_gemv_u4_avx2},
+    [PDQ_QT_U8] = {"uint8", 8, qk_gemv_u8_scalar, qk_gemv_u8_avx2},
+#else
+    [PDQ_QT_U4] = {"uint4", 16, qk_gemv_u4_scalar, NULL},
+    [PDQ_QT_U8] = {"uint8", 8, qk_gemv_u8_scalar, NULL},
+#endif
+};
+
+const qk_type_traits *qk_traits(pdq_qtype t) { return &k_traits[t]; }
+
+static int use_avx2(const pdq_qctx *ctx, const pdq_qmatrix *w) {
+    return !(ctx && ctx->force_scalar) && k_traits[w->type].gemv_avx2 && pdq_cpu_has_avx2_fma();
+}
+
+const char *pdq_qmatmul_path(const pdq_qctx *ctx) {
+    pdq_qmatrix probe = {.type = PDQ_QT_U4};
+    return use_avx2(ctx, &probe) ? "avx2" : "scalar";
+}
+
+#define GEMV_CHUNK 32   /* output rows per task (a multiple of 4: the AVX2 row block) */
+#define GEMM_CHUNK 16   /* weight rows decoded per task (a multiple of 4: the panel) */
+
+typedef struct {
+    const pdq_qmatrix *w;
+    const float *xt;       /* [n, xt_len] prepared rows (qk_xt_stride floats each) */
+    float *y;              /* [n, rows] */
+    float *wf;             /* [threads, 4, xt_len] panel scratch (GEMM) */
+    int n, xt_len, chunk, simd;
+    qk_gemv_fn gemv;
+} run_ctx;
+
+static void gemv_task(void *p, int task, int thread) {
+    (void)thread;
+    const run_ctx *c = p;
+    int r0 = task * c->chunk, r1 = r0 + c->chunk;
+    if (r1 > c->w->rows) r1 = c->w->rows;
+    for (int i = 0; i < c->n; i++)
+        c->gemv(c->w, c->xt + (size_t)i * c->xt_len, r0, r1, c->y + (size_t)i * c->w->rows);
+}
+
+/* The chunk's weight rows are decoded once into the thread's scratch, then every row of x
+ * passes over them: three rows of x at a time against panels of four weight rows (AVX2), or row
+ * by row (scalar); both give each element the GEMV's value. */
+static void gemm_task(void *p, int task, int thread) {
+    const run_ctx *c = p;
+    const pdq_qmatrix *w = c->w;
+    int r0 = task * c->chunk, r1 = r0 + c->chunk;
+    if (r1 > w->rows) r1 = w->rows;
+    float *wf = c->wf + (size_t)thread * c->chunk * c->xt_len;
+    for (int r = r0; r < r1; r++) {
+#ifdef PDQ_QK_HAVE_AVX2
+        if (c->simd) { qk_decode_row_avx2(w, r, wf + (size_t)(r - r0) * c->xt_len); continue; }
+#endif
+        qk_decode_row(w, r, wf + (size_t)(r - r0) * c->xt_len);
+    }
+#ifdef PDQ_QK_HAVE_AVX2
+    if (c->simd) {
+        for (int i = 0; i < c->n; i += 3) {
+            int ni = c->n - i < 3 ? c->n - i : 3;
+            const float *xr[3];
+            for (int k = 0; k < 3; k++) xr[k] = c->xt + (size_t)(i + (k < ni ? k : ni - 1)) * c->xt_len;
+            for (int r = r0; r < r1; r += 4) {
+                int nr = r1 - r < 4 ? r1 - r : 4;
+                qk_tile_avx2(w, xr, ni, wf + (size_t)(r - r0) * c->xt_len, r, nr, c->y + (size_t)i * w->rows + r,
+                             (size_t)w->rows);
+            }
+        }
+        return;
+    }
+#endif
+    for (int i = 0; i < c->n; i++)
+        for (int r = r0; r < r1; r += 4) {
+            int nr = r1 - r < 4 ? r1 - r : 4;
+            qk_panel_scalar(w, c->xt + (size_t)i * c->xt_len, wf + (size_t)(r - r0) * c->xt_len, r, nr,
+                            c->y + (size_t)i * w->rows + r);
+        }
+}
+
+static void *alloc32(size_t bytes) {
+    bytes = (bytes + 31) / 32 * 32;
+    return aligned_alloc(32, bytes ? bytes : 32);
+}
+
+pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, int n, float *y, pdq_status *st) {
+    if (n <= 0) return PDQ_OK;
+    pdq_pool *pool = ctx ? ctx->pool : NULL;
+    int simd = use_avx2(ctx, w);
+    run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_stride(w), .simd = simd};
+    float *xt = alloc32((size_t)n * c.xt_len * sizeof(float));
+    if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %d", n, c.xt_len);
+    for (int i = 0; i < n; i++) qk_prepare_x(w, x + (size_t)i * w->cols, xt + (size_t)i * c.xt_len);
+    c.xt = xt;
+    pdq_code rc = PDQ_OK;
+    if (n == 1) {
+        c.chunk = GEMV_CHUNK;
+        c.gemv = simd ? k_traits[w->type].gemv_avx2 : k_traits[w->type].gemv_scalar;
+        pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
+    } else {
+        int threads = pdq_pool_threads(pool);
+        c.chunk = GEMM_CHUNK;
+        c.wf = alloc32((size_t)threads * c.chunk * c.xt_len * sizeof(float));
+        if (!c.wf) rc = pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: panel scratch for %d threads", threads);
+        else pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemm_task, &c);
+        free(c.wf);
+    }
+    free(xt);
+    return rc;
+}

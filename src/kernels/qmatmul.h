@@ -1,0 +1,73 @@
+/* Packed-weight matrices and their f32-activation kernels: y[n, out] = x[n, in] · Wᵀ with
+ * W = scale * (code - zero), pdq's quantizer semantics (include/pdq/quant.h), computed from the
+ * packed codes without an f32 copy of W.
+ *
+ * Layout (what pdq's quantized checkpoint stores): codes row-major [rows, row_bytes], uint4 two
+ * per byte low nibble first (row_bytes = ceil(cols/2)) or uint8 (row_bytes = cols); float32
+ * scales and uint8 zero points [rows, ngroups], one grid per `group` consecutive input columns
+ * (group == cols: per-channel). An optional column permutation (GPTQ act-order with groups) makes
+ * column c of the stored codes multiply x[perm[c]].
+ *
+ * Summation order (the contract both code paths keep, so AVX2 and scalar agree bit for bit): per
+ * output element and group, 8 float lanes d[l] accumulate fmaf(x, (float)code, d[l]) over blocks
+ * (uint4: 16 columns per block, lane l takes column 2l then 2l+1 of the block, i.e. the low then
+ * the high nibble of byte l; uint8: 8 columns, lane l takes column l; a short last block reads
+ * zeros), then acc[l] = fmaf(scale, d[l], acc[l]); the zero points enter once per row as
+ * zt = fmaf(scale * zero, sum of the group's x, zt) in group order (the group sums are taken once
+ * per row of x, which saves the per-weight subtraction); the result is
+ * ((acc0+acc1)+(acc2+acc3))+((acc4+acc5)+(acc6+acc7)) - zt. Every output element is computed by one
+ * task in this order, so results do not depend on the thread count, the row blocking, or whether
+ * the row came through GEMV (n = 1) or GEMM (n > 1). */
+#ifndef PDQ_KERNELS_QMATMUL_H
+#define PDQ_KERNELS_QMATMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pdq/status.h"
+#include "pdq/threadpool.h"
+
+typedef enum { PDQ_QT_U4 = 0, PDQ_QT_U8 = 1, PDQ_QT_COUNT } pdq_qtype;
+
+typedef struct pdq_qmatrix {
+    pdq_qtype type;
+    int rows, cols;           /* W is [rows = out, cols = in] */
+    int group;                /* columns per grid; == cols for per-channel */
+    int ngroups;              /* ceil(cols / group) */
+    size_t row_bytes;         /* bytes of codes per row */
+    const uint8_t *codes;     /* [rows * row_bytes]; any alignment */
+    const float *scales;      /* [rows * ngroups], float-aligned */
+    const uint8_t *zeros;     /* [rows * ngroups] */
+    const int32_t *perm;      /* NULL, or [cols]: stored column c multiplies x[perm[c]] */
+    void *owned;              /* freed with the matrix (one block holding what it owns) */
+} pdq_qmatrix;
+
+/* Describes a matrix over caller memory (nothing copied; the caller keeps it alive). Checks
+ * type, shape, group and that every zero point fits the type; errors name `name`. */
+pdq_code pdq_qmatrix_init(pdq_qmatrix *w, pdq_qtype type, int rows, int cols, int group, const uint8_t *codes,
+                          const float *scales, const uint8_t *zeros, const int32_t *perm, const char *name,
+                          pdq_status *st);
+void pdq_qmatrix_free(pdq_qmatrix *w);
+/* Bytes of codes, scales, zeros (and perm) a GEMV over W reads. */
+size_t pdq_qmatrix_bytes(const pdq_qmatrix *w);
+/* Dequantizes row r into out[cols] (in input order): scale * ((float)code - (float)zero),
+ * the expression the dequantizing loader uses, so an embedding row matches it exactly. */
+void pdq_qmatrix_dequant_row(const pdq_qmatrix *w, int r, float *out);
+
+/* How kernels run: a pool (NULL: on the caller) and a switch to the portable path. */
+typedef struct {
+    pdq_pool *pool;
+    int force_scalar;         /* 1: the scalar path even where AVX2/FMA is available */
+} pdq_qctx;
+
+/* 1 when this CPU has AVX2 and FMA (what the SIMD kernels need). */
+int pdq_cpu_has_avx2_fma(void);
+/* "avx2" or "scalar": the path pdq_qmatmul takes with this context. */
+const char *pdq_qmatmul_path(const pdq_qctx *ctx);
+
+/* y[n, rows] = x[n, cols] · Wᵀ (x, y row-major, not aliased). n == 1 is the GEMV (decode),
+ * n > 1 the GEMM that decodes each weight block once for many rows of x. Scratch is allocated
+ * per call; only PDQ_ERR_NOMEM can fail. */
+pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, int n, float *y, pdq_status *st);
+
+#endif

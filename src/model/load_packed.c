@@ -1,0 +1,286 @@
+/* Weight-only loading of a pdq quantized checkpoint with the weights kept packed: the codes of
+ * every quantized tensor are used in place from the mapped model.q.safetensors (no copy, no
+ * dequantization: loading costs the header parse and the small grids), scales and zero points
+ * are copied (they may be unaligned in the file), and the forward runs the packed kernels.
+ * A GPTQ act-order checkpoint with groups (g_idx not column / group) has its codes reordered
+ * once so that every group is contiguous, with the permutation applied to x by the kernel. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kernels/qmatmul.h"
+#include "model/packed_internal.h"
+#include "pdq/model.h"
+#include "pdq/quant.h"
+#include "pdq/safetensors.h"
+#include "pdq/threadpool.h"
+
+struct pdq_packed {
+    pdq_safetensors *src;  /* the mapped checkpoint the codes live in */
+    pdq_qmatrix *mats;
+    int n, cap;
+};
+
+void pdq_packed_free(struct pdq_packed *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) pdq_qmatrix_free(&p->mats[i]);
+    free(p->mats);
+    pdq_st_close(p->src);
+    free(p);
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+            if (fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
+            else { buf[n] = '\0'; *len = (size_t)n; }
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static const pdq_st_tensor *want(const pdq_safetensors *s, const char *name, const char *suffix, pdq_dtype dt,
+                                 int ndim, int64_t a, int64_t b, const char *file, pdq_status *st) {
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s%s", name, suffix);
+    const pdq_st_tensor *t = pdq_st_find(s, nm);
+    if (!t) { pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing", file, nm); return NULL; }
+    if (t->dtype != dt || t->ndim != ndim || t->shape[0] != a || (ndim > 1 && t->shape[1] != b)) {
+        pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s should be %s [%lld%s%lld], got %s with %d dims", file, nm,
+                 pdq_dtype_name(dt), (long long)a, ndim > 1 ? ", " : "", ndim > 1 ? (long long)b : 0LL,
+                 pdq_dtype_name(t->dtype), t->ndim);
+        return NULL;
+    }
+    return t;
+}
+
+/* Column order that makes every group contiguous: columns sorted by g_idx (stable). NULL perm
+ * when g_idx is already column / group; error when a group's size does not fit the layout. */
+static pdq_code group_order(const int32_t *gi, int cols, int group, int ng, int32_t **perm, const char *file,
+                            const char *name, pdq_status *st) {
+    *perm = NULL;
+    int seq = 1;
+    for (int c = 0; c < cols && seq; c++) seq = gi[c] == c / group;
+    if (seq) return PDQ_OK;
+    int *count = calloc((size_t)ng + 1, sizeof *count);
+    int32_t *p = malloc(sizeof(int32_t) * (size_t)cols);
+    if (!count || !p) { free(count); free(p); return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); }
+    for (int c = 0; c < cols; c++) count[gi[c] + 1]++;
+    for (int g = 0; g < ng; g++) {
+        int len = cols - g * group < group ? cols - g * group : group;
+        if (count[g + 1] != len) {
+            int got = count[g + 1];
+            free(count);
+            free(p);
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s.g_idx puts %d columns in group %d, the packed layout needs %d",
+                            file, name, got, g, len);
+        }
+    }
+    for (int g = 0; g < ng; g++) count[g + 1] += count[g];
+    for (int c = 0; c < cols; c++) p[count[gi[c]]++] = c;
+    free(count);
+    *perm = p;
+    return PDQ_OK;
+}
+
+/* One quantized tensor described by e -> *w, over the mapped codes (or reordered ones). */
+static pdq_code load_matrix(const pdq_safetensors *s, const cJSON *e, const char *name, int rows, int cols,
+                            const char *file, pdq_qmatrix *w, pdq_status *st) {
+    const cJSON *jb = cJSON_GetObjectItem(e, "bits"), *jg = cJSON_GetObjectItem(e, "group");
+    const cJSON *jsh = cJSON_GetObjectItem(e, "shape");
+    if (!cJSON_IsNumber(jb) || !cJSON_IsNumber(jg) || !cJSON_IsArray(jsh) || cJSON_GetArraySize(jsh) != 2)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: entry %s needs bits, group and shape", file, name);
+    int bits = jb->valueint, group = jg->valueint;
+    if (cJSON_GetArrayItem(jsh, 0)->valueint != rows || cJSON_GetArrayItem(jsh, 1)->valueint != cols)
+        return pdq_fail(st, PDQ_ERR_SHAPE, "%s: %s has shape [%d, %d] in pdq_quant.json, the config needs [%d, %d]",
+                        file, name, cJSON_GetArrayItem(jsh, 0)->valueint, cJSON_GetArrayItem(jsh, 1)->valueint,
+                        rows, cols);
+    if (bits < 2 || bits > 8 || group < 0)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s: bad bits %d / group %d", file, name, bits, group);
+    int ng = group ? (cols + group - 1) / group : 1, maxq = (1 << bits) - 1, packed = bits <= 4;
+    int64_t qc = packed ? (cols + 1) / 2 : cols;
+    const pdq_st_tensor *tq = want(s, name, ".qweight", PDQ_DT_U8, 2, rows, qc, file, st);
+    const pdq_st_tensor *ts = tq ? want(s, name, ".scales", PDQ_DT_F32, 2, rows, ng, file, st) : NULL;
+    const pdq_st_tensor *tz = ts ? want(s, name, ".zeros", PDQ_DT_U8, 2, rows, ng, file, st) : NULL;
+    if (!tz) return st ? st->code : PDQ_ERR_FORMAT;
+    const pdq_st_tensor *tg = ng > 1 ? want(s, name, ".g_idx", PDQ_DT_I32, 1, cols, 0, file, st) : NULL;
+    if (ng > 1 && !tg) return st ? st->code : PDQ_ERR_FORMAT;
+    const uint8_t *z = tz->data, *codes = tq->data;
+    for (size_t i = 0; i < (size_t)rows * ng; i++)
+        if (z[i] > maxq) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s zero point %d exceeds %d bits", file, name, z[i], bits);
+    /* 4- and 8-bit codes cannot exceed their grid; narrower ones are checked like the eager loader */
+    if (bits != 4 && bits != 8)
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) {
+                const uint8_t *row = codes + (size_t)r * qc;
+                int v = packed ? (row[c >> 1] >> ((c & 1) * 4)) & 0xF : row[c];
+                if (v > maxq)
+                    return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s code %d at [%d, %d] exceeds %d bits", file, name, v, r, c, bits);
+            }
+    int32_t *gi = NULL, *perm = NULL;
+    pdq_code rc = PDQ_OK;
+    if (tg) {
+        if (!(gi = malloc(sizeof(int32_t) * (size_t)cols))) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+        memcpy(gi, tg->data, sizeof(int32_t) * (size_t)cols); /* mapped data may be unaligned */
+        for (int c = 0; !rc && c < cols; c++)
+            if (gi[c] < 0 || gi[c] >= ng)
+                rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s.g_idx[%d] = %d outside [0, %d)", file, name, c, gi[c], ng);
+        if (!rc) rc = group_order(gi, cols, group, ng, &perm, file, name, st);
+        free(gi);
+        if (rc) return rc;
+    }
+    /* one block: scales | zeros | perm | reordered codes */
+    size_t nsc = (size_t)rows * ng * sizeof(float), nz = (size_t)rows * ng, np = perm ? sizeof(int32_t) * (size_t)cols : 0;
+    size_t off_z = nsc, off_p = (off_z + nz + 3) / 4 * 4, off_c = off_p + np;
+    size_t ncodes = perm ? (size_t)rows * (size_t)qc : 0;
+    unsigned char *blk = malloc(off_c + ncodes + 1);
+    if (!blk) { free(perm); return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for its grids", name); }
+    memcpy(blk, ts->data, nsc);
+    memcpy(blk + off_z, z, nz);
+    if (perm) {
+        memcpy(blk + off_p, perm, np);
+        uint8_t *dst = blk + off_c;
+        memset(dst, 0, ncodes);
+        for (int r = 0; r < rows; r++) {
+            const uint8_t *src = codes + (size_t)r * qc;
+            uint8_t *d = dst + (size_t)r * qc;
+            for (int j = 0; j < cols; j++) {
+                int c = perm[j];
+                int v = packed ? (src[c >> 1] >> ((c & 1) * 4)) & 0xF : src[c];
+                if (packed) d[j >> 1] |= (uint8_t)(v << ((j & 1) * 4));
+                else d[j] = (uint8_t)v;
+            }
+        }
+        codes = dst;
+    }
+    free(perm);
+    rc = pdq_qmatrix_init(w, packed ? PDQ_QT_U4 : PDQ_QT_U8, rows, cols, group, codes, (const float *)blk,
+                          blk + off_z, np ? (const int32_t *)(blk + off_p) : NULL, name, st);
+    if (rc) { free(blk); return rc; }
+    w->owned = blk;
+    return PDQ_OK;
+}
+
+static pdq_code read_f32(const pdq_safetensors *s, const char *name, int rows, int cols, float **dst, pdq_status *st) {
+    char nm[192];
+    snprintf(nm, sizeof nm, "%s.weight", name);
+    size_t n = (size_t)rows * (cols ? (size_t)cols : 1);
+    if (!(*dst = malloc(n * sizeof(float)))) return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", nm);
+    int64_t shape[2] = {rows, cols};
+    return pdq_st_read_f32(s, nm, cols ? 2 : 1, shape, *dst, st);
+}
+
+/* A 2-D tensor: packed when pdq_quant.json lists it, else f32. */
+static pdq_code load_2d(struct pdq_packed *p, const cJSON *tens, const char *name, int rows, int cols,
+                        const char *file, float **f32, pdq_qmatrix **q, int *matched, pdq_status *st) {
+    const cJSON *e = cJSON_GetObjectItem(tens, name);
+    if (!e) return read_f32(p->src, name, rows, cols, f32, st);
+    (*matched)++;
+    pdq_qmatrix *w = &p->mats[p->n];
+    pdq_code rc = load_matrix(p->src, e, name, rows, cols, file, w, st);
+    if (!rc) { *q = w; p->n++; }
+    return rc;
+}
+
+static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, const char *file, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    int D = c->hidden_size, V = c->vocab_size, matched = 0;
+    char nm[160];
+    pdq_code rc = load_2d(p, tens, "model.embed_tokens", V, D, file, &m->embed, &m->embed_q, &matched, st);
+    if (!rc) rc = read_f32(p->src, "model.norm", D, 0, &m->norm, st);
+    for (int l = 0; !rc && l < c->n_layers; l++) {
+        pdq_layer *L = &m->layers[l];
+        snprintf(nm, sizeof nm, "model.layers.%d.input_layernorm", l);
+        if ((rc = read_f32(p->src, nm, D, 0, &L->attn_norm, st))) break;
+        snprintf(nm, sizeof nm, "model.layers.%d.post_attention_layernorm", l);
+        if ((rc = read_f32(p->src, nm, D, 0, &L->ffn_norm, st))) break;
+        for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
+            int o, in;
+            pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
+            snprintf(nm, sizeof nm, "model.layers.%d.%s.%s", l, pdq_linear_parent((pdq_linear_id)i),
+                     pdq_linear_name((pdq_linear_id)i));
+            rc = load_2d(p, tens, nm, o, in, file, &L->w[i], &L->pw[i], &matched, st);
+        }
+    }
+    if (!rc && c->tie_word_embeddings) {
+        m->lm_head = m->embed;
+        m->lm_head_q = m->embed_q;
+    } else if (!rc) {
+        rc = load_2d(p, tens, "lm_head", V, D, file, &m->lm_head, &m->lm_head_q, &matched, st);
+    }
+    if (!rc && matched != cJSON_GetArraySize(tens))
+        rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %d quantized tensors listed, only %d belong to the model", file,
+                      cJSON_GetArraySize(tens), matched);
+    return rc;
+}
+
+pdq_code pdq_model_load_packed(const char *dir, pdq_model **out, pdq_status *st) {
+    *out = NULL;
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
+    if (!pdq_quant_is_checkpoint(dir)) return pdq_model_load(dir, out, st);
+    pdq_config cfg;
+    pdq_code rc = pdq_config_load(dir, &cfg, st);
+    if (rc) return rc;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
+    size_t len = 0;
+    char *txt = slurp(path, &len);
+    if (!txt) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read", path);
+    cJSON *j = cJSON_ParseWithLength(txt, len);
+    free(txt);
+    const cJSON *fmt = cJSON_GetObjectItem(j, "format"), *tens = cJSON_GetObjectItem(j, "tensors");
+    if (!cJSON_IsObject(j) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pdq-quant") != 0 || !cJSON_IsObject(tens)) {
+        cJSON_Delete(j);
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not a pdq-quant description (format/tensors missing)", path);
+    }
+    pdq_model *m = calloc(1, sizeof *m);
+    struct pdq_packed *p = calloc(1, sizeof *p);
+    if (m) m->cfg = cfg;
+    if (m) m->n_threads = pdq_default_threads();
+    if (!m || !p || !(m->layers = calloc((size_t)cfg.n_layers, sizeof *m->layers)) ||
+        !(m->inv_freq = calloc((size_t)cfg.head_dim / 2 + 1, sizeof(float)))) {
+        if (m && !m->layers) m->cfg.n_layers = 0;
+        rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
+    }
+    if (m) m->packed = p;
+    if (!rc) {
+        p->cap = cfg.n_layers * PDQ_LIN_COUNT + 2;
+        if (!(p->mats = calloc((size_t)p->cap, sizeof *p->mats))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    }
+    snprintf(path, sizeof path, "%s/model.q.safetensors", dir);
+    if (!rc) rc = pdq_st_open(path, &p->src, st);
+    if (!rc) rc = load_all(m, p, tens, path, st);
+    if (!rc && !(m->dir = strdup(dir))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    cJSON_Delete(j);
+    if (!rc) m->pool = pdq_pool_create(m->n_threads, st);
+    if (!rc && !m->pool) rc = st ? st->code : PDQ_ERR_NOMEM;
+    if (rc) {
+        if (m) pdq_model_free(m);
+        else free(p);
+        return rc;
+    }
+    pdq_rope_inv_freq(&cfg, m->inv_freq);
+    *out = m;
+    return PDQ_OK;
+}
+
+size_t pdq_model_decode_weight_bytes(const pdq_model *m) {
+    const pdq_config *c = &m->cfg;
+    size_t total = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+            int o, in;
+            pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
+            total += m->layers[l].pw[i] ? pdq_qmatrix_bytes(m->layers[l].pw[i]) : (size_t)o * in * sizeof(float);
+        }
+    total += m->lm_head_q ? pdq_qmatrix_bytes(m->lm_head_q) : (size_t)c->vocab_size * c->hidden_size * sizeof(float);
+    return total;
+}
