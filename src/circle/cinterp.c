@@ -40,7 +40,7 @@ int64_t pdq_cg_quantize_value(const pdq_tensor *t, float x) {
 }
 
 float pdq_cg_dequantize_value(const pdq_tensor *t, int64_t q) {
-    return (float)((double)(q - t->q->zero_point[0]) * (double)t->q->scale[0]);
+    return (float)(((double)q - (double)t->q->zero_point[0]) * (double)t->q->scale[0]); /* no int64 overflow */
 }
 
 /* Requantizes one produced edge in place. */
@@ -77,7 +77,7 @@ static float *dequant_const(const pdq_tensor *t, pdq_status *st) {
         default: v = 0; break;
         }
         size_t c = q->n > 1 ? (i / inner) % (size_t)q->n : 0;
-        out[i] = (float)((double)(v - q->zero_point[c]) * (double)q->scale[c]);
+        out[i] = (float)(((double)v - (double)q->zero_point[c]) * (double)q->scale[c]);
     }
     return out;
 }

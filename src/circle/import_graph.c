@@ -303,10 +303,10 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
             rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: tensor '%s' of type %s", ct->name, pdq_circle_type_name(ct->type));
             goto fail;
         }
-        if ((rc = tensor_shape(ct, to, shape, st)) != PDQ_OK || (rc = check_q(ct, to, dt, st)) != PDQ_OK) goto fail;
+        /* inference first: its errors name the op, its operands, the value and the limit */
+        const char *cn = pdq_circle_op_name(m->opcodes[co->opcode_index].builtin_code);
         int id = pdq_graph_op(g, op.type, in, n_in, &op, ct->name, st);
-        if (id < 0) {
-            const char *cn = pdq_circle_op_name(m->opcodes[co->opcode_index].builtin_code);
+        if (id < 0 || (rc = tensor_shape(ct, to, shape, st)) != PDQ_OK || (rc = check_q(ct, to, dt, st)) != PDQ_OK) {
             rc = pdq_wrap(st, "circle import: operator %d (%s)", oi, cn ? cn : "?");
             goto fail;
         }
