@@ -347,6 +347,97 @@ static void use_before_def(pdq_circle_model *m) {
     output(m, op(m, CIRCLE_OP_ADD, 2, in, "y", CIRCLE_TT_FLOAT32, 1, SH(2), 0, NULL));
 }
 
+/* ---- valid graphs of every op kind: they must run, and they seed the fuzzer's mutations */
+
+static void ok_elementwise(pdq_circle_model *m) {
+    int32_t a = input(m, "a", CIRCLE_TT_FLOAT32, 3, SH(2, 1, 3)), b = input(m, "b", CIRCLE_TT_FLOAT32, 2, SH(4, 1));
+    int32_t ab[2] = {a, b};
+    int32_t s = op(m, CIRCLE_OP_SUB, 2, ab, "s", CIRCLE_TT_FLOAT32, 3, SH(2, 4, 3), 0, NULL);
+    int32_t sb[2] = {s, b};
+    int32_t d = op(m, CIRCLE_OP_DIV, 2, sb, "d", CIRCLE_TT_FLOAT32, 3, SH(2, 4, 3), 0, NULL);
+    int32_t mu[2] = {d, d};
+    int32_t p = op(m, CIRCLE_OP_MUL, 2, mu, "p", CIRCLE_TT_FLOAT32, 3, SH(2, 4, 3), 0, NULL);
+    int32_t pb[2] = {p, b}; /* > 0 for the RSQRT */
+    int32_t q = op(m, CIRCLE_OP_ADD, 2, pb, "q", CIRCLE_TT_FLOAT32, 3, SH(2, 4, 3), 0, NULL);
+    int32_t r = op(m, CIRCLE_OP_RSQRT, 1, &q, "r", CIRCLE_TT_FLOAT32, 3, SH(2, 4, 3), 0, NULL);
+    int32_t l = op(m, CIRCLE_OP_LOGISTIC, 1, &r, "l", CIRCLE_TT_FLOAT32, 3, SH(2, 4, 3), 0, NULL);
+    output(m, op(m, CIRCLE_OP_NEG, 1, &l, "n", CIRCLE_TT_FLOAT32, 3, SH(2, 4, 3), CIRCLE_OPT_NegOptions, NULL));
+}
+
+static void ok_reduce_norm(pdq_circle_model *m) {
+    int32_t x = input(m, "x", CIRCLE_TT_FLOAT32, 3, SH(2, 3, 4));
+    pdq_circle_options k = pdq_circle_options_default(CIRCLE_OPT_ReducerOptions);
+    k.reducer.keep_dims = true;
+    int32_t mi[2] = {x, i32vec(m, "axes", 2, SH(-1, 0))};
+    output(m, op(m, CIRCLE_OP_MEAN, 2, mi, "mean", CIRCLE_TT_FLOAT32, 3, SH(1, 3, 1), CIRCLE_OPT_ReducerOptions, &k));
+    int32_t ri[2] = {x, f32vec(m, "gamma", 1, k_ones)};
+    pdq_circle_options e = pdq_circle_options_default(CIRCLE_OPT_RmsNormOptions);
+    e.rms_norm.epsilon = 1e-5f;
+    int32_t r = op(m, CIRCLE_OP_RMS_NORM, 2, ri, "rms", CIRCLE_TT_FLOAT32, 3, SH(2, 3, 4), CIRCLE_OPT_RmsNormOptions, &e);
+    pdq_circle_options b = pdq_circle_options_default(CIRCLE_OPT_SoftmaxOptions);
+    b.softmax.beta = 0.5f;
+    output(m, op(m, CIRCLE_OP_SOFTMAX, 1, &r, "soft", CIRCLE_TT_FLOAT32, 3, SH(2, 3, 4), CIRCLE_OPT_SoftmaxOptions, &b));
+}
+
+static void ok_data_movement(pdq_circle_model *m) {
+    int32_t x = input(m, "x", CIRCLE_TT_FLOAT32, 3, SH(2, 3, 4));
+    int32_t ti[2] = {x, i32vec(m, "perm", 3, SH(2, 0, 1))};
+    int32_t t = op(m, CIRCLE_OP_TRANSPOSE, 2, ti, "t", CIRCLE_TT_FLOAT32, 3, SH(4, 2, 3), CIRCLE_OPT_TransposeOptions, NULL);
+    int32_t si[3] = {t, i32vec(m, "begin", 3, SH(1, 0, 1)), i32vec(m, "size", 3, SH(2, 2, 2))};
+    int32_t sl = op(m, CIRCLE_OP_SLICE, 3, si, "sl", CIRCLE_TT_FLOAT32, 3, SH(2, 2, 2), 0, NULL);
+    int32_t ci[3] = {sl, sl, sl};
+    pdq_circle_options c = pdq_circle_options_default(CIRCLE_OPT_ConcatenationOptions);
+    c.concat.axis = -2;
+    int32_t cc = op(m, CIRCLE_OP_CONCATENATION, 3, ci, "cc", CIRCLE_TT_FLOAT32, 3, SH(2, 6, 2),
+                    CIRCLE_OPT_ConcatenationOptions, &c);
+    int32_t ss[4] = {cc, i32vec(m, "sb", 3, SH(0, 1, 0)), i32vec(m, "se", 3, SH(2, 6, 2)), i32vec(m, "st", 3, SH(1, 2, 1))};
+    pdq_circle_options so = pdq_circle_options_default(CIRCLE_OPT_StridedSliceOptions);
+    int32_t sx = op(m, CIRCLE_OP_STRIDED_SLICE, 4, ss, "sx", CIRCLE_TT_FLOAT32, 3, SH(2, 3, 2),
+                    CIRCLE_OPT_StridedSliceOptions, &so);
+    int32_t ri[2] = {sx, i32vec(m, "shape", 2, SH(3, 4))};
+    pdq_circle_options ro = pdq_circle_options_default(CIRCLE_OPT_ReshapeOptions);
+    ro.reshape.rank = 2;
+    ro.reshape.new_shape[0] = 3, ro.reshape.new_shape[1] = 4;
+    int32_t rs = op(m, CIRCLE_OP_RESHAPE, 2, ri, "rs", CIRCLE_TT_FLOAT32, 2, SH(3, 4), CIRCLE_OPT_ReshapeOptions, &ro);
+    int32_t gi[2] = {rs, input(m, "ids", CIRCLE_TT_INT32, 2, SH(2, 2))};
+    pdq_circle_options go = pdq_circle_options_default(CIRCLE_OPT_GatherOptions);
+    go.gather.axis = 1;
+    output(m, op(m, CIRCLE_OP_GATHER, 2, gi, "g", CIRCLE_TT_FLOAT32, 3, SH(3, 2, 2), CIRCLE_OPT_GatherOptions, &go));
+}
+
+static void ok_matmul(pdq_circle_model *m) {
+    float w[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, bias[3] = {1, 0, -1};
+    int32_t x = input(m, "x", CIRCLE_TT_FLOAT32, 3, SH(2, 5, 4));
+    int32_t fi[3] = {x, konst(m, "w", CIRCLE_TT_FLOAT32, 2, SH(3, 4), w, sizeof w), f32vec(m, "bias", 3, bias)};
+    pdq_circle_options f = pdq_circle_options_default(CIRCLE_OPT_FullyConnectedOptions);
+    int32_t y = op(m, CIRCLE_OP_FULLY_CONNECTED, 3, fi, "fc", CIRCLE_TT_FLOAT32, 2, SH(10, 3),
+                   CIRCLE_OPT_FullyConnectedOptions, &f);
+    int32_t bi[2] = {input(m, "a", CIRCLE_TT_FLOAT32, 4, SH(2, 1, 10, 3)), y};
+    pdq_circle_options b = pdq_circle_options_default(CIRCLE_OPT_BatchMatMulOptions);
+    b.bmm.adjoint_lhs = true;
+    output(m, op(m, CIRCLE_OP_BATCH_MATMUL, 2, bi, "bmm", CIRCLE_TT_FLOAT32, 4, SH(2, 1, 3, 3),
+                 CIRCLE_OPT_BatchMatMulOptions, &b));
+}
+
+/* int16 activations, uint4 per-channel weights, QUANTIZE and DEQUANTIZE: the requantizing path. */
+static void ok_quantized(pdq_circle_model *m) {
+    pdq_status st = {0};
+    float s16 = 1.0f / 1024, sw[2] = {0.1f, 0.05f};
+    int64_t z0 = 0, zw[2] = {8, 7};
+    int32_t x = input(m, "x", CIRCLE_TT_FLOAT32, 2, SH(1, 3));
+    int32_t q = op(m, CIRCLE_OP_QUANTIZE, 1, &x, "xq", CIRCLE_TT_INT16, 2, SH(1, 3), CIRCLE_OPT_QuantizeOptions, NULL);
+    assert_int_equal(pdq_circle_set_quant(m, q, 1, &s16, &z0, 0, &st), PDQ_OK);
+    uint8_t packed[3] = {0x9f, 0x30, 0x7c}; /* 6 codes, 2 rows */
+    int32_t w = konst(m, "w", CIRCLE_TT_UINT4, 2, SH(2, 3), packed, sizeof packed);
+    assert_int_equal(pdq_circle_set_quant(m, w, 2, sw, zw, 0, &st), PDQ_OK);
+    int32_t fi[3] = {q, w, -1};
+    pdq_circle_options f = pdq_circle_options_default(CIRCLE_OPT_FullyConnectedOptions);
+    f.fc.keep_num_dims = true;
+    int32_t y = op(m, CIRCLE_OP_FULLY_CONNECTED, 3, fi, "y", CIRCLE_TT_INT16, 2, SH(1, 2), CIRCLE_OPT_FullyConnectedOptions, &f);
+    assert_int_equal(pdq_circle_set_quant(m, y, 1, &s16, &z0, 0, &st), PDQ_OK);
+    output(m, op(m, CIRCLE_OP_DEQUANTIZE, 1, &y, "yf", CIRCLE_TT_FLOAT32, 2, SH(1, 2), CIRCLE_OPT_DequantizeOptions, NULL));
+}
+
 /* ---- reader-level damage the writer refuses: the importer checks in-memory models too */
 
 static void mem_tensor_index(pdq_circle_model *m) {
@@ -415,6 +506,11 @@ static const hcase k_cases[] = {
     {"int32_output", int32_output, AT_OPEN, PDQ_ERR_UNSUPPORTED, {"output y", "int32"}},
     {"shape_mismatch", shape_mismatch, AT_IMPORT, PDQ_ERR_SHAPE, {"operator 0 (NEG)", "(3,2) in the file", "(2,3)"}},
     {"use_before_def", use_before_def, AT_IMPORT, PDQ_ERR_FORMAT, {"operator 0 (ADD)", "'later'", "not produced"}},
+    {"ok_elementwise", ok_elementwise, AT_NONE, PDQ_OK, {NULL}},
+    {"ok_reduce_norm", ok_reduce_norm, AT_NONE, PDQ_OK, {NULL}},
+    {"ok_data_movement", ok_data_movement, AT_NONE, PDQ_OK, {NULL}},
+    {"ok_matmul", ok_matmul, AT_NONE, PDQ_OK, {NULL}},
+    {"ok_quantized", ok_quantized, AT_NONE, PDQ_OK, {NULL}},
     {"mem_tensor_index", mem_tensor_index, AT_MEMORY, PDQ_ERR_FORMAT, {"operator 0", "inputs[1] = 99", "tensors"}},
     {"mem_uint4_buffer", mem_uint4_buffer, AT_MEMORY, PDQ_ERR_FORMAT, {"'w'", "8 bytes", "UINT4 x 8 elements need 4"}},
     {"mem_qdim", mem_qdim, AT_MEMORY, PDQ_ERR_FORMAT, {"'w'", "2 scales", "quantized_dimension 1"}},
@@ -465,12 +561,23 @@ static void check_file(const hcase *c, const char *path, const char *graph_name)
         ids[1] = 9;
         want_msg(c, pdq_cg_run(cg, &st), &st, NULL);
         assert_non_null(strstr(st.msg, graph_name));
-    } else { /* sslice_stride_max: y = x[3] */
+    } else if (!strcmp(c->name, "sslice_stride_max")) { /* y = x[3] */
         float *x = pdq_cg_input(cg, 0);
         for (int i = 0; i < 8; i++) x[i] = (float)(10 + i);
         assert_int_equal(pdq_cg_run(cg, &st), PDQ_OK);
         assert_true(pdq_cg_output(cg, 0)[0] == 13.0f);
         assert_int_equal(pdq_cg_output_tensor(cg, 0)->shape[0], 1);
+    } else { /* a valid graph: runs on positive inputs (ids 0) with finite outputs */
+        for (int i = 0; i < pdq_cg_n_inputs(cg); i++) {
+            const pdq_tensor *t = pdq_cg_input_tensor(cg, i);
+            for (size_t k = 0; t->dtype != PDQ_TI32 && k < pdq_tensor_count(t); k++)
+                ((float *)pdq_cg_input(cg, i))[k] = 0.25f + (float)(k % 5) * 0.125f;
+        }
+        if (pdq_cg_run(cg, &st) != PDQ_OK) fprintf(stderr, "case %s: %s\n", c->name, st.msg);
+        assert_int_equal(pdq_cg_run(cg, &st), PDQ_OK);
+        for (int i = 0; i < pdq_cg_n_outputs(cg); i++)
+            for (size_t k = 0; k < pdq_tensor_count(pdq_cg_output_tensor(cg, i)); k++)
+                assert_true(isfinite(pdq_cg_output(cg, i)[k]));
     }
     pdq_cg_free(cg);
 }
@@ -532,6 +639,29 @@ static void test_committed_seeds(void **state) {
     assert_true(n >= 20);
 }
 
+/* The seeds exported by pdq itself reach the kernels: they open and run (inputs all zero). */
+static void test_export_seeds_run(void **state) {
+    (void)state;
+    static const char *const k_exports[] = {
+        "export_f32_prefill_layer", "export_f32_decode_layer", "export_f32_append_q2_layer",
+        "export_f32_token_embedding", "export_f32_lm_head", "export_f32_decode_layer_hf_batched",
+        "export_a16w4_decode_layer", "export_a16w4_prefill_layer", "export_a16w4_token_embedding",
+        "export_a16w4_lm_head",
+    };
+    for (size_t i = 0; i < sizeof k_exports / sizeof k_exports[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.circle", SEED_DIR, k_exports[i]);
+        pdq_status st = {0};
+        pdq_cgraph *cg = NULL;
+        if (pdq_cg_open(path, &cg, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
+        assert_non_null(cg);
+        assert_true(pdq_cg_graph(cg)->n_ops > 0);
+        assert_int_equal(pdq_cg_quantized(cg), strstr(path, "a16w4") != NULL);
+        assert_int_equal(pdq_cg_run(cg, &st), PDQ_OK);
+        pdq_cg_free(cg);
+    }
+}
+
 /* In-memory builders get the same checks: pdq_graph_op refuses before any kernel runs. */
 static void test_in_memory_graphs(void **state) {
     (void)state;
@@ -568,6 +698,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_cases),
         cmocka_unit_test(test_committed_seeds),
+        cmocka_unit_test(test_export_seeds_run),
         cmocka_unit_test(test_in_memory_graphs),
     };
     return cmocka_run_group_tests_name("circle_hostile", tests, NULL, NULL);
