@@ -11,6 +11,15 @@
 
 #define PDQ_G_MAX_DIMS 6
 
+/* Limits every graph is held to (tensor creation, shape inference, graph validation and the
+ * interpreter's plan), so that no shape from a hostile file can overflow an int or a size_t:
+ * each dim is > 0, one tensor holds at most PDQ_G_MAX_ELEMS elements (every element count, flat
+ * index and BLAS dimension fits an int), one op reads at most PDQ_G_MAX_OP_INPUTS tensors and
+ * one interpreter arena is at most PDQ_G_MAX_ARENA_BYTES. Exceeding one is PDQ_ERR_LIMIT. */
+#define PDQ_G_MAX_ELEMS 2147483647LL            /* 2^31 - 1 */
+#define PDQ_G_MAX_OP_INPUTS 1024
+#define PDQ_G_MAX_ARENA_BYTES (1ULL << 36)     /* 64 GiB */
+
 typedef enum { PDQ_TF32 = 0, PDQ_TI32, PDQ_TI16, PDQ_TU8, PDQ_TU4, PDQ_TI64 } pdq_tdtype;
 typedef enum { PDQ_TK_INPUT = 0, PDQ_TK_OUTPUT, PDQ_TK_CONST, PDQ_TK_INTER } pdq_tkind;
 

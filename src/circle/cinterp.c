@@ -40,7 +40,7 @@ int64_t pdq_cg_quantize_value(const pdq_tensor *t, float x) {
 }
 
 float pdq_cg_dequantize_value(const pdq_tensor *t, int64_t q) {
-    return (float)((double)(q - t->q->zero_point[0]) * (double)t->q->scale[0]);
+    return (float)(((double)q - (double)t->q->zero_point[0]) * (double)t->q->scale[0]); /* no int64 overflow */
 }
 
 /* Requantizes one produced edge in place. */
@@ -77,7 +77,7 @@ static float *dequant_const(const pdq_tensor *t, pdq_status *st) {
         default: v = 0; break;
         }
         size_t c = q->n > 1 ? (i / inner) % (size_t)q->n : 0;
-        out[i] = (float)((double)(v - q->zero_point[c]) * (double)q->scale[c]);
+        out[i] = (float)(((double)v - (double)q->zero_point[c]) * (double)q->scale[c]);
     }
     return out;
 }
@@ -98,6 +98,9 @@ static pdq_code make_exec(pdq_cgraph *cg, pdq_status *st) {
         const pdq_tensor *t = &f->tensors[f->inputs[k]];
         pdq_tdtype dt = t->q ? PDQ_TF32 : t->dtype;
         if (t->q && t->q->n != 1) rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "input %s: per-channel activation qparams", t->name);
+        else if (dt != PDQ_TF32 && dt != PDQ_TI32) /* pdq_cg_input promises int32 ids or float values */
+            rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "input %s: %s without quantization parameters (float32, int32 or quantized)",
+                          t->name, pdq_tdtype_name(dt));
         else if ((ids[f->inputs[k]] = pdq_graph_input(e, t->name, dt, t->ndim, t->shape, st)) < 0) rc = st->code;
     }
     for (int i = 0; i < f->n_tensors && rc == PDQ_OK; i++) {
@@ -126,7 +129,13 @@ static pdq_code make_exec(pdq_cgraph *cg, pdq_status *st) {
             rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "tensor %s: quantized output of a non-float op", y->name);
         ids[op->out[0]] = id;
     }
-    for (int k = 0; k < f->n_outputs && rc == PDQ_OK; k++) rc = pdq_graph_mark_output(e, ids[f->outputs[k]], st);
+    for (int k = 0; k < f->n_outputs && rc == PDQ_OK; k++) {
+        const pdq_tensor *y = &e->tensors[ids[f->outputs[k]]];
+        if (y->dtype != PDQ_TF32) /* pdq_cg_output promises float values */
+            rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "output %s: computes %s, the interpreter returns float32", y->name,
+                          pdq_tdtype_name(y->dtype));
+        else rc = pdq_graph_mark_output(e, ids[f->outputs[k]], st);
+    }
     /* qparams of activations ride along for the hook */
     for (int i = 0; i < f->n_tensors && rc == PDQ_OK; i++) {
         const pdq_tensor *t = &f->tensors[i];
@@ -169,7 +178,8 @@ pdq_code pdq_cg_from_graph(pdq_graph *g, pdq_cgraph **out, pdq_status *st) {
     pdq_cgraph *cg = calloc(1, sizeof *cg);
     if (!cg) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "circle interpreter"); }
     cg->file = g;
-    pdq_code rc = make_exec(cg, st);
+    pdq_code rc = pdq_graph_validate(g, st); /* graphs from anywhere, not only the importer */
+    if (rc == PDQ_OK) rc = make_exec(cg, st);
     if (rc == PDQ_OK) rc = pdq_interp_create(cg->exec, &cg->ip, st);
     if (rc == PDQ_OK) {
         cg->in_buf = calloc((size_t)cg->exec->n_inputs + 1, sizeof(void *));

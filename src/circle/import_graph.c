@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "circle/circle_defs.h"
+#include "circle/circle_internal.h"
 #include "pdq/circle_export.h"
 
 static int dtype_of(int8_t tt, pdq_tdtype *dt) {
@@ -19,6 +20,36 @@ static int dtype_of(int8_t tt, pdq_tdtype *dt) {
     case CIRCLE_TT_INT64: *dt = PDQ_TI64; return 1;
     }
     return 0;
+}
+
+/* Codes a zero point of the tensor's dtype can take (float tensors: any, the values are informational). */
+static int zp_fits(pdq_tdtype dt, int64_t zp) {
+    switch (dt) {
+    case PDQ_TI16: return zp >= INT16_MIN && zp <= INT16_MAX;
+    case PDQ_TU8: return zp >= 0 && zp <= 255;
+    case PDQ_TU4: return zp >= 0 && zp <= 15;
+    case PDQ_TI32: return zp >= INT32_MIN && zp <= INT32_MAX;
+    default: return 1;
+    }
+}
+
+/* Scales the interpreter can divide by and zero points the stored codes can hold; the counts
+ * against quantized_dimension were checked by circle_validate. */
+static pdq_code check_q(const pdq_circle_tensor *ct, int ti, pdq_tdtype dt, pdq_status *st) {
+    const pdq_circle_quant *cq = &ct->quant;
+    if (cq->n_scale <= 0 && cq->n_zero_point > 0)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: tensor %d '%s': %d zero points without scales", ti, ct->name,
+                        cq->n_zero_point);
+    for (int32_t c = 0; c < cq->n_scale; c++) {
+        float s = cq->scale[c];
+        if (!(s > 0) || !(s <= 3.4e38f))
+            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: tensor %d '%s': scale[%d] = %g (finite and > 0 needed)", ti,
+                            ct->name, c, (double)s);
+        if (cq->n_zero_point && !zp_fits(dt, cq->zero_point[c]))
+            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: tensor %d '%s': zero_point[%d] = %lld outside the %s range",
+                            ti, ct->name, c, (long long)cq->zero_point[c], pdq_tdtype_name(dt));
+    }
+    return PDQ_OK;
 }
 
 static pdq_code set_q(pdq_tensor *t, const pdq_circle_quant *cq, pdq_status *st) {
@@ -45,13 +76,23 @@ static pdq_code tensor_shape(const pdq_circle_tensor *ct, int ti, int *shape, pd
     if (ct->rank > PDQ_G_MAX_DIMS)
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: tensor %d '%s' has rank %d (max %d)", ti, nm, ct->rank,
                         PDQ_G_MAX_DIMS);
+    int64_t count = 1;
     for (int d = 0; d < ct->rank; d++) {
         if (ct->shape[d] <= 0 || (ct->has_shape_signature && ct->shape_signature[d] < 0))
             return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: tensor %d '%s': dynamic or empty dim %d (%d)", ti,
                             nm, d, ct->shape[d]);
         shape[d] = ct->shape[d];
+        count *= ct->shape[d];
+        if (count > PDQ_G_MAX_ELEMS)
+            return pdq_fail(st, PDQ_ERR_LIMIT, "circle import: tensor %d '%s': more than %lld elements (limit per tensor)",
+                            ti, nm, (long long)PDQ_G_MAX_ELEMS);
     }
     return PDQ_OK;
+}
+
+static int is_data_move(pdq_op_type t) {
+    return t == PDQ_OP_RESHAPE || t == PDQ_OP_TRANSPOSE || t == PDQ_OP_CONCATENATION || t == PDQ_OP_STRIDED_SLICE ||
+           t == PDQ_OP_SLICE || t == PDQ_OP_GATHER;
 }
 
 /* Maps one operator; fills the IR op type/options and the IR input ids. */
@@ -106,11 +147,17 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
         op->type = PDQ_OP_RMS_NORM;
         want = CIRCLE_OPT_RmsNormOptions;
         op->opt.rms.epsilon = co->options_type == want ? o->rms_norm.epsilon : 1e-6f;
+        if (!(op->opt.rms.epsilon >= 0) || op->opt.rms.epsilon > 1e30f)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (RMS_NORM): epsilon %g (finite and >= 0 needed)",
+                            oi, (double)op->opt.rms.epsilon);
         break;
     case CIRCLE_OP_SOFTMAX:
         op->type = PDQ_OP_SOFTMAX;
         want = CIRCLE_OPT_SoftmaxOptions;
         op->opt.softmax.beta = co->options_type == want ? o->softmax.beta : 1.0f;
+        if (!(op->opt.softmax.beta > -1e30f && op->opt.softmax.beta < 1e30f))
+            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (SOFTMAX): beta %g (finite needed)", oi,
+                            (double)op->opt.softmax.beta);
         break;
     case CIRCLE_OP_RESHAPE: op->type = PDQ_OP_RESHAPE; want = CIRCLE_OPT_ReshapeOptions; break;
     case CIRCLE_OP_TRANSPOSE: op->type = PDQ_OP_TRANSPOSE; want = CIRCLE_OPT_TransposeOptions; break;
@@ -174,8 +221,10 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
 
 pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_graph **out, pdq_status *st) {
     pdq_graph *g;
-    pdq_code rc = pdq_graph_new(name ? name : "circle", &g, st);
-    if (rc != PDQ_OK) return rc;
+    /* models built in memory get the reader's checks too: indices, ranks, buffer sizes, qparam counts */
+    pdq_code rc = circle_validate(m, PDQ_ERR_FORMAT, st);
+    if (rc != PDQ_OK) return pdq_wrap(st, "circle import");
+    if ((rc = pdq_graph_new(name ? name : "circle", &g, st)) != PDQ_OK) return rc;
     int nt = m->n_tensors;
     int *ids = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *in = malloc(sizeof(int) * (PDQ_CIRCLE_MAX_IO + 1));
@@ -198,7 +247,7 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
             rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: input '%s' of type %s", ct->name, pdq_circle_type_name(ct->type));
             goto fail;
         }
-        if ((rc = tensor_shape(ct, ti, shape, st)) != PDQ_OK) goto fail;
+        if ((rc = tensor_shape(ct, ti, shape, st)) != PDQ_OK || (rc = check_q(ct, ti, dt, st)) != PDQ_OK) goto fail;
         if ((ids[ti] = pdq_graph_input(g, ct->name, dt, ct->rank, shape, st)) < 0) { rc = st->code; goto fail; }
         if ((rc = set_q(&g->tensors[ids[ti]], &ct->quant, st)) != PDQ_OK) goto fail;
     }
@@ -213,8 +262,8 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
                           pdq_circle_type_name(ct->type));
             goto fail;
         }
-        if ((rc = tensor_shape(ct, ti, shape, st)) != PDQ_OK) goto fail;
-        size_t n = 1;
+        if ((rc = tensor_shape(ct, ti, shape, st)) != PDQ_OK || (rc = check_q(ct, ti, dt, st)) != PDQ_OK) goto fail;
+        size_t n = 1; /* <= PDQ_G_MAX_ELEMS (tensor_shape) */
         for (int d = 0; d < ct->rank; d++) n *= (size_t)shape[d];
         const pdq_circle_buffer *b = &m->buffers[ct->buffer];
         int64_t want = pdq_circle_type_bytes(ct->type, (int64_t)n);
@@ -254,9 +303,13 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
             rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: tensor '%s' of type %s", ct->name, pdq_circle_type_name(ct->type));
             goto fail;
         }
-        if ((rc = tensor_shape(ct, to, shape, st)) != PDQ_OK) goto fail;
+        /* inference first: its errors name the op, its operands, the value and the limit */
+        const char *cn = pdq_circle_op_name(m->opcodes[co->opcode_index].builtin_code);
         int id = pdq_graph_op(g, op.type, in, n_in, &op, ct->name, st);
-        if (id < 0) { rc = pdq_wrap(st, "circle import: operator %d", oi); goto fail; }
+        if (id < 0 || (rc = tensor_shape(ct, to, shape, st)) != PDQ_OK || (rc = check_q(ct, to, dt, st)) != PDQ_OK) {
+            rc = pdq_wrap(st, "circle import: operator %d (%s)", oi, cn ? cn : "?");
+            goto fail;
+        }
         pdq_tensor *t = &g->tensors[id];
         int same = t->ndim == ct->rank;
         for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == shape[d];
@@ -268,6 +321,15 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
             a[ka] = b[kb] = 0;
             rc = pdq_fail(st, PDQ_ERR_SHAPE, "circle import: operator %d (%s): output '%s' has shape (%s) in the file, the op gives (%s)",
                           oi, pdq_op_name(op.type), ct->name, b, a);
+            goto fail;
+        }
+        /* without qparams the stored dtype must be what the op computes: reals for arithmetic,
+         * the data input's dtype for data movement (QUANTIZE / DEQUANTIZE convert) */
+        int32_t code = m->opcodes[co->opcode_index].builtin_code;
+        pdq_tdtype made = is_data_move(op.type) ? t->dtype : PDQ_TF32;
+        if (ct->quant.n_scale <= 0 && dt != made && code != CIRCLE_OP_QUANTIZE && code != CIRCLE_OP_DEQUANTIZE) {
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): output '%s' is %s without quantization parameters, the op gives %s",
+                          oi, pdq_op_name(op.type), ct->name, pdq_tdtype_name(dt), pdq_tdtype_name(made));
             goto fail;
         }
         t->dtype = dt;

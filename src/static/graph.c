@@ -96,11 +96,19 @@ static int add_tensor(pdq_graph *g, const char *name, pdq_tdtype dt, pdq_tkind k
                  PDQ_G_MAX_DIMS);
         return -1;
     }
-    for (int i = 0; i < ndim; i++)
+    int64_t count = 1;
+    for (int i = 0; i < ndim; i++) {
         if (shape[i] <= 0) {
             pdq_fail(st, PDQ_ERR_SHAPE, "graph %s: tensor %s dim %d is %d", g->name, name, i, shape[i]);
             return -1;
         }
+        count *= shape[i]; /* <= PDQ_G_MAX_ELEMS * INT32_MAX: no overflow */
+        if (count > PDQ_G_MAX_ELEMS) {
+            pdq_fail(st, PDQ_ERR_LIMIT, "graph %s: tensor %s has more than %lld elements (limit per tensor)", g->name,
+                     name, (long long)PDQ_G_MAX_ELEMS);
+            return -1;
+        }
+    }
     if (pdq_graph_find(g, name) >= 0) {
         pdq_fail(st, PDQ_ERR_ARG, "graph %s: duplicate tensor name %s", g->name, name);
         return -1;
@@ -218,6 +226,49 @@ int pdq_graph_op(pdq_graph *g, pdq_op_type type, const int *in, int n_in, const 
     return oid;
 }
 
+/* A tensor record as add_tensor would have made it (graphs may be edited after building),
+ * plus qparams that index inside the tensor. */
+static pdq_code check_record(const pdq_graph *g, const pdq_tensor *t, pdq_status *st) {
+    if (t->ndim < 0 || t->ndim > PDQ_G_MAX_DIMS || t->dtype < PDQ_TF32 || t->dtype > PDQ_TI64)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: tensor %s has rank %d, dtype %d", g->name, t->name, t->ndim,
+                        (int)t->dtype);
+    int64_t count = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] <= 0)
+            return pdq_fail(st, PDQ_ERR_SHAPE, "graph %s: tensor %s dim %d is %d", g->name, t->name, d, t->shape[d]);
+        count *= t->shape[d];
+        if (count > PDQ_G_MAX_ELEMS)
+            return pdq_fail(st, PDQ_ERR_LIMIT, "graph %s: tensor %s has more than %lld elements", g->name, t->name,
+                            (long long)PDQ_G_MAX_ELEMS);
+    }
+    const pdq_qparams *q = t->q;
+    if (q && (q->n < 1 || !q->scale || !q->zero_point ||
+              (q->n > 1 && (q->quantized_dim < 0 || q->quantized_dim >= t->ndim || t->shape[q->quantized_dim] != q->n))))
+        return pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: tensor %s: %d scales do not match quantized_dim %d", g->name,
+                        t->name, q->n, q->quantized_dim);
+    return PDQ_OK;
+}
+
+/* Arithmetic reads real numbers: float32, or integer codes with qparams (a quantized file);
+ * the int32 axes of MEAN are a shape operand, checked by inference. */
+static pdq_code check_op_dtypes(const pdq_graph *g, int o, pdq_status *st) {
+    const pdq_op *op = &g->ops[o];
+    switch (op->type) {
+    case PDQ_OP_RESHAPE: case PDQ_OP_TRANSPOSE: case PDQ_OP_CONCATENATION: case PDQ_OP_STRIDED_SLICE:
+    case PDQ_OP_SLICE: case PDQ_OP_GATHER:
+        return PDQ_OK; /* data movement: any dtype */
+    default: break;
+    }
+    int n = op->type == PDQ_OP_MEAN ? 1 : op->n_in;
+    for (int i = 0; i < n; i++) {
+        const pdq_tensor *t = &g->tensors[op->in[i]];
+        if (t->dtype != PDQ_TF32 && !t->q)
+            return pdq_fail(st, PDQ_ERR_ARG, "graph %s: op %d (%s): operand %s is %s without quantization parameters (float32 or quantized needed)",
+                            g->name, o, pdq_op_name(op->type), t->name, pdq_tdtype_name(t->dtype));
+    }
+    return PDQ_OK;
+}
+
 pdq_code pdq_graph_validate(const pdq_graph *g, pdq_status *st) {
     char *produced = calloc((size_t)g->n_tensors + 1, 1);
     if (!produced) return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory", g->name);
@@ -228,7 +279,11 @@ pdq_code pdq_graph_validate(const pdq_graph *g, pdq_status *st) {
         if (k == PDQ_TK_CONST && !g->tensors[i].data)
             rc = pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: constant %s has no data", g->name,
                           g->tensors[i].name);
+        if (rc == PDQ_OK) rc = check_record(g, &g->tensors[i], st);
     }
+    for (int i = 0; i < g->n_inputs && rc == PDQ_OK; i++)
+        if (g->inputs[i] < 0 || g->inputs[i] >= g->n_tensors || g->tensors[g->inputs[i]].kind != PDQ_TK_INPUT)
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: input %d is not an input tensor", g->name, i);
     for (int o = 0; o < g->n_ops && rc == PDQ_OK; o++) {
         const pdq_op *op = &g->ops[o];
         for (int i = 0; i < op->n_in && rc == PDQ_OK; i++) {
@@ -241,6 +296,7 @@ pdq_code pdq_graph_validate(const pdq_graph *g, pdq_status *st) {
         int nd, sh[PDQ_G_MAX_DIMS];
         rc = pdq_op_infer(g, op, &nd, sh, st);
         if (rc != PDQ_OK) { pdq_wrap(st, "graph %s: op %d (%s)", g->name, o, pdq_op_name(op->type)); break; }
+        if ((rc = check_op_dtypes(g, o, st)) != PDQ_OK) break;
         if (op->n_out != 1 || op->out[0] < 0 || op->out[0] >= g->n_tensors) {
             rc = pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: op %d has bad outputs", g->name, o);
             break;

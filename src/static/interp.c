@@ -118,9 +118,15 @@ pdq_code pdq_interp_create(const pdq_graph *g, pdq_interp **out, pdq_status *st)
             if (g->tensors[t].kind == PDQ_TK_INTER && last[t] == -1) release(live, &n_live, ip->offset[t]);
         }
     }
-    ip->arena_bytes = high ? high : ALIGN;
     free(last);
     free(live);
+    /* first fit never places past the sum of the sizes, each <= 16 GiB, so high cannot wrap */
+    if (high > PDQ_G_MAX_ARENA_BYTES) {
+        pdq_interp_free(ip);
+        return pdq_fail(st, PDQ_ERR_LIMIT, "graph %s: the interpreter needs an arena of %zu bytes (limit %llu)", g->name,
+                        high, (unsigned long long)PDQ_G_MAX_ARENA_BYTES);
+    }
+    ip->arena_bytes = high ? high : ALIGN;
     *out = ip;
     return PDQ_OK;
 }
