@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "pdq/file.h"
 #include "pdq/circle_export.h"
 #include "pdq/npy.h"
 
@@ -140,22 +141,9 @@ static pdq_code check_io(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind
 pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "circle runtime: cannot open %s", path);
-    char *txt = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 > cap) {
-            char *n = realloc(txt, cap = cap ? cap * 2 : 65536);
-            if (!n) { free(txt); fclose(f); return pdq_fail(st, PDQ_ERR_NOMEM, "manifest"); }
-            txt = n;
-        }
-        size_t r = fread(txt + len, 1, cap - len - 1, f);
-        len += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    txt[len] = 0;
+    char *txt;
+    pdq_code lrc = pdq_file_read(path, PDQ_FILE_MAX_JSON, &txt, NULL, st);
+    if (lrc) return pdq_wrap(st, "circle runtime");
     cJSON *root = cJSON_Parse(txt);
     free(txt);
     if (!root) return pdq_fail(st, PDQ_ERR_FORMAT, "circle runtime: %s is not JSON", path);

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "pdq/file.h"
 #include "common.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
@@ -238,9 +239,13 @@ int cmd_verify_circle(int argc, char **argv) {
     cJSON_AddNumberToObject(root, "top1_agree_fp32", top1_ref);
     if (json_path) {
         char *s = cJSON_Print(root);
-        FILE *f = fopen(json_path, "w");
-        if (!f || !s || fputs(s, f) < 0) fprintf(stderr, "pdq verify: cannot write %s\n", json_path);
-        if (f) fclose(f);
+        pdq_status wst = {0};
+        if (pdq_file_write_text(json_path, s, 1, NULL, &wst)) { /* atomic: pdq/file.h */
+            fprintf(stderr, "pdq verify: %s\n", wst.msg);
+            status = 1;
+            free(s);
+            goto done;
+        }
         free(s);
     }
     status = (worst_mem <= tol && !mism) ? 0 : 1;

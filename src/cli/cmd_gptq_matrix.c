@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "pdq/file.h"
 #include "pdq/npy.h"
 #include "pdq/progress.h"
 #include "quant_args.h"
@@ -52,11 +53,9 @@ static int write_outputs(const char *out, const pdq_gptq_opts *o, const pdq_qres
     cJSON_AddNumberToObject(j, "seconds", secs);
     char *txt = cJSON_Print(j);
     cJSON_Delete(j);
-    FILE *f = fopen(OUTP("result.json"), "w");
-    int bad = !f || !txt || fputs(txt, f) < 0;
-    if (f && fclose(f)) bad = 1;
+    pdq_code wrc = pdq_file_write_text(OUTP("result.json"), txt, 1, NULL, st); /* atomic: pdq/file.h */
     free(txt);
-    if (bad) { pdq_fail(st, PDQ_ERR_IO, "cannot write %s", path); return 1; }
+    if (wrc) return 1;
 #undef OUTP
     return 0;
 }

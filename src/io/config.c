@@ -1,11 +1,16 @@
 /* config.json -> pdq_config (HF LlamaConfig semantics and defaults). */
 #include "pdq/config.h"
 
+#include "pdq/file.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A config.json is a few KiB; anything past this is not one. */
+#define PDQ_CONFIG_MAX_BYTES ((size_t)64 << 20)
 
 /* Reads an integer field. Absent or null -> *out = def and returns OK unless required. */
 static pdq_code get_int(const cJSON *root, const char *key, int required, int def, int min_value,
@@ -222,24 +227,10 @@ done:
 pdq_code pdq_config_load(const char *model_dir, pdq_config *cfg, pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", model_dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot open", path);
-    char *buf = NULL;
-    size_t cap = 0, n = 0, r;
-    do {
-        if (cap - n < 4096) {
-            cap = cap ? cap * 2 : 16384;
-            if (cap > (64u << 20)) { free(buf); fclose(f); return pdq_fail(st, PDQ_ERR_LIMIT, "%s: too large", path); }
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path); }
-            buf = nb;
-        }
-        r = fread(buf + n, 1, cap - n, f);
-        n += r;
-    } while (r > 0);
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(buf); return pdq_fail(st, PDQ_ERR_IO, "%s: read error", path); }
+    char *buf;
+    size_t n;
+    pdq_code rc = pdq_file_read(path, PDQ_CONFIG_MAX_BYTES, &buf, &n, st);
+    if (rc) return rc;
     pdq_code c = pdq_config_parse(buf, n, path, cfg, st);
     free(buf);
     return c;

@@ -1,5 +1,7 @@
 #include "pdq/npy.h"
 
+#include "pdq/file.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,15 +146,19 @@ pdq_code pdq_npy_write(const char *path, pdq_npy_dtype dt, int ndim, const int64
     size_t total = 10 + (size_t)n + 1;
     size_t pad = (64 - total % 64) % 64;
     size_t hlen = (size_t)n + pad + 1;
-    FILE *fp = fopen(path, "wb");
-    if (!fp) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create", path);
+    pdq_file_writer *w;
+    pdq_code rc = pdq_file_begin(path, NULL, &w, st);
+    if (rc) return rc;
+    FILE *fp = pdq_file_stream(w);
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
     int ok = fwrite(pre, 1, 10, fp) == 10 && fwrite(dict, 1, (size_t)n, fp) == (size_t)n;
     for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', fp) != EOF;
     ok = ok && fputc('\n', fp) != EOF;
     size_t bytes = count * pdq_npy_dtype_size(dt);
     ok = ok && (bytes == 0 || fwrite(data, 1, bytes, fp) == bytes);
-    ok = (fclose(fp) == 0) && ok;
-    if (!ok) return pdq_fail(st, PDQ_ERR_IO, "%s: write failed", path);
-    return PDQ_OK;
+    if (!ok) {
+        pdq_file_abort(w);
+        return pdq_fail(st, PDQ_ERR_IO, "%s: write failed (nothing written under this name)", path);
+    }
+    return pdq_file_commit(w, st);
 }

@@ -1,5 +1,6 @@
-/* safetensors writer: header as HF writes it (padded with spaces to 8 bytes), data streamed,
- * temp file + rename so a crash never leaves a half-written checkpoint under the real name. */
+/* safetensors writer: header as HF writes it (padded with spaces to 8 bytes), data streamed
+ * through the atomic file layer (pdq/file.h), so a crash or a full disk never leaves a
+ * half-written checkpoint under the real name. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,11 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pdq/file.h"
 #include "st_internal.h"
 
 struct pdq_st_writer {
-    FILE *f;
-    char *tmp, *path;
+    pdq_file_writer *fw;
+    FILE *f; /* fw's stream */
+    char *path;
     uint64_t total, written;
 };
 
@@ -92,9 +95,7 @@ nomem:
 
 void pdq_st_writer_abort(pdq_st_writer *w) {
     if (!w) return;
-    if (w->f) fclose(w->f);
-    if (w->tmp) unlink(w->tmp);
-    free(w->tmp);
+    pdq_file_abort(w->fw);
     free(w->path);
     free(w);
 }
@@ -106,28 +107,19 @@ pdq_code pdq_st_writer_open(const char *path, const pdq_st_tensor *tensors, int 
     char *hdr = build_header(path, tensors, n, metadata_json, &total, st);
     if (!hdr) return st ? st->code : PDQ_ERR_ARG;
     pdq_st_writer *w = calloc(1, sizeof *w);
-    size_t pl = strlen(path);
-    if (w) {
-        w->path = strdup(path);
-        w->tmp = malloc(pl + 16);
-    }
-    if (!w || !w->path || !w->tmp) {
+    if (w) w->path = strdup(path);
+    if (!w || !w->path) {
         free(hdr);
         pdq_st_writer_abort(w);
         return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path);
     }
-    snprintf(w->tmp, pl + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(w->tmp);
-    if (fd < 0 || !(w->f = fdopen(fd, "wb"))) {
-        if (fd >= 0) close(fd);
-        free(w->tmp);
-        w->tmp = NULL;
+    pdq_code c = pdq_file_begin(path, NULL, &w->fw, st);
+    if (c) {
         free(hdr);
         pdq_st_writer_abort(w);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create a temporary file beside it", path);
+        return c;
     }
-    fchmod(fd, 0644);
-    setvbuf(w->f, NULL, _IOFBF, 1 << 20);
+    w->f = pdq_file_stream(w->fw);
     size_t hl = strlen(hdr);
     size_t pad = (8 - hl % 8) % 8;
     uint64_t len = hl + pad;
@@ -138,7 +130,7 @@ pdq_code pdq_st_writer_open(const char *path, const pdq_st_tensor *tensors, int 
     free(hdr);
     if (!ok) {
         pdq_st_writer_abort(w);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: write error", path);
+        return pdq_fail(st, PDQ_ERR_IO, "%s: write error (nothing written under this name)", path);
     }
     w->total = total;
     *out = w;
@@ -150,7 +142,7 @@ pdq_code pdq_st_writer_put(pdq_st_writer *w, const void *data, size_t nbytes, pd
         return pdq_fail(st, PDQ_ERR_ARG, "%s: %zu more bytes than the header declares", w->path,
                         (size_t)(nbytes - (w->total - w->written)));
     if (nbytes && fwrite(data, 1, nbytes, w->f) != nbytes)
-        return pdq_fail(st, PDQ_ERR_IO, "%s: write error", w->tmp);
+        return pdq_fail(st, PDQ_ERR_IO, "%s: write error (nothing written under this name)", w->path);
     w->written += nbytes;
     return PDQ_OK;
 }
@@ -161,16 +153,10 @@ pdq_code pdq_st_writer_close(pdq_st_writer *w, pdq_status *st) {
         c = pdq_fail(st, PDQ_ERR_ARG, "%s: %llu of %llu data bytes written", w->path,
                      (unsigned long long)w->written, (unsigned long long)w->total);
     } else {
-        int bad = fclose(w->f) != 0;
-        w->f = NULL;
-        if (bad) c = pdq_fail(st, PDQ_ERR_IO, "%s: write error", w->tmp);
-        else if (rename(w->tmp, w->path) != 0) c = pdq_fail(st, PDQ_ERR_IO, "%s: cannot rename into place", w->path);
-        else {
-            free(w->tmp);
-            w->tmp = NULL;
-        }
+        c = pdq_file_commit(w->fw, st); /* frees fw, removes the temp on failure */
+        w->fw = NULL;
     }
-    pdq_st_writer_abort(w); /* frees; removes the temp file only when it was not renamed */
+    pdq_st_writer_abort(w); /* frees; removes the temp file only when it was not committed */
     return c;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pdq/file.h"
 #include "ptq_internal.h"
 
 static const char *rope_name(pdq_rope_conv r) { return r == PDQ_RT_ROPE_PRE_NEGATED_SIN ? "pre_negated_sin" : "hf"; }
@@ -69,13 +70,9 @@ pdq_code pdq_ptq_save(const pdq_ptq *p, const char *path, const void *calib_json
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     if (!txt) return pdq_fail(st, PDQ_ERR_NOMEM, "ptq: %s", path);
-    FILE *f = fopen(path, "wb");
-    if (!f) { free(txt); return pdq_fail(st, PDQ_ERR_IO, "ptq: cannot write %s", path); }
-    size_t n = strlen(txt);
-    int ok = fwrite(txt, 1, n, f) == n;
-    ok &= fclose(f) == 0;
+    pdq_code rc = pdq_file_write_text(path, txt, 0, NULL, st); /* atomic: pdq/file.h */
     free(txt);
-    return ok ? PDQ_OK : pdq_fail(st, PDQ_ERR_IO, "ptq: write error on %s", path);
+    return rc;
 nomem:
     cJSON_Delete(root);
     cJSON_Delete(so);
@@ -85,24 +82,10 @@ nomem:
 }
 
 static char *slurp(const char *path, pdq_status *st) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { pdq_fail(st, PDQ_ERR_IO, "ptq: cannot open %s", path); return NULL; }
-    char *buf = NULL;
-    size_t len = 0, cap = 0, k;
-    char tmp[65536];
-    while ((k = fread(tmp, 1, sizeof tmp, f)) > 0) {
-        if (len + k + 1 > cap) {
-            cap = (len + k + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); pdq_fail(st, PDQ_ERR_NOMEM, "ptq: %s", path); return NULL; }
-            buf = nb;
-        }
-        memcpy(buf + len, tmp, k);
-        len += k;
-    }
-    fclose(f);
-    if (!buf) { pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s is empty", path); return NULL; }
-    buf[len] = 0;
+    char *buf;
+    size_t len;
+    if (pdq_file_read(path, PDQ_FILE_MAX_JSON, &buf, &len, st)) return NULL;
+    if (!len) { free(buf); pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s is empty", path); return NULL; }
     return buf;
 }
 
