@@ -202,7 +202,7 @@ pdq_code pdq_file_read(const char *path, size_t max, char **out, size_t *len, pd
     *out = NULL;
     if (len) *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
