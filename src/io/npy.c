@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct { pdq_npy_dtype dt; const char *descr; size_t size; } k_types[] = {
     {PDQ_NPY_F32, "<f4", 4}, {PDQ_NPY_F64, "<f8", 8}, {PDQ_NPY_I32, "<i4", 4},
@@ -102,7 +103,20 @@ pdq_code pdq_npy_read(const char *path, pdq_npy *out, pdq_status *st) {
     if (!hdr || fread(hdr, 1, hlen, fp) != hlen) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: short npy header", path); goto done; }
     hdr[hlen] = '\0';
     if ((rc = parse_header(path, hdr, out, st)) != PDQ_OK) goto done;
+    /* Size from the data actually present: the shape must fit in what follows the header
+     * before anything is allocated for it (count <= 2^40 and size <= 8: no overflow). */
     size_t bytes = out->count * pdq_npy_dtype_size(out->dtype);
+    struct stat sb;
+    long at = ftell(fp);
+    if (fstat(fileno(fp), &sb) != 0 || at < 0) { rc = pdq_fail(st, PDQ_ERR_IO, "%s: cannot stat", path); goto done; }
+    size_t avail = (size_t)sb.st_size > (size_t)at ? (size_t)sb.st_size - (size_t)at : 0;
+    if (bytes > avail) {
+        rc = pdq_fail(st, PDQ_ERR_FORMAT,
+                      "%s: npy data shorter than its shape: %zu elements of %zu bytes need %zu bytes, the file holds %zu "
+                      "after the header",
+                      path, out->count, pdq_npy_dtype_size(out->dtype), bytes, avail);
+        goto done;
+    }
     out->data = malloc(bytes ? bytes : 1);
     if (!out->data) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: %zu bytes", path, bytes); goto done; }
     if (fread(out->data, 1, bytes, fp) != bytes) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: npy data shorter than its shape", path); goto done; }
