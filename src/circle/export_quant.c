@@ -19,6 +19,7 @@
 #include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
+#include "quant/quant_json_check.h"
 
 struct pdq_qweights {
     pdq_safetensors *s;
@@ -45,6 +46,8 @@ pdq_code pdq_qweights_open(const char *dir, pdq_qweights **out, pdq_status *st) 
     if (!w) { free(txt); return pdq_fail(st, PDQ_ERR_NOMEM, "quantized export"); }
     w->root = cJSON_Parse(txt);
     free(txt);
+    if (!w->root) { pdq_qweights_free(w); return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not valid JSON", path); }
+    if (pdq_quant_doc_check(w->root, path, st)) { pdq_qweights_free(w); return st ? st->code : PDQ_ERR_FORMAT; }
     w->desc = w->root ? cJSON_GetObjectItemCaseSensitive(w->root, "tensors") : NULL;
     if (!cJSON_IsObject(w->desc)) { pdq_qweights_free(w); return pdq_fail(st, PDQ_ERR_FORMAT, "%s: no tensors", path); }
     snprintf(path, sizeof path, "%s/model.q.safetensors", dir);

@@ -18,6 +18,7 @@
 #include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
+#include "quant/quant_json_check.h"
 
 #define MAXT 1024
 
@@ -459,6 +460,9 @@ pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
     if (!txt) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read", path);
     cJSON *j = cJSON_ParseWithLength(txt, len);
     free(txt);
+    if (!j) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not valid JSON", path);
+    pdq_code vrc = pdq_quant_doc_check(j, path, st); /* every field in range before use */
+    if (vrc) { cJSON_Delete(j); return vrc; }
     const cJSON *fmt = cJSON_GetObjectItem(j, "format"), *tens = cJSON_GetObjectItem(j, "tensors");
     if (!cJSON_IsObject(j) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pdq-quant") != 0 ||
         !cJSON_IsObject(tens)) {
