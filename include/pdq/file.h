@@ -39,6 +39,9 @@ FILE *pdq_file_stream(pdq_file_writer *w);
 pdq_code pdq_file_put(pdq_file_writer *w, const void *data, size_t n, pdq_status *st);
 /* Flushes, fsyncs, renames into place, fsyncs the directory, frees w (also on failure). */
 pdq_code pdq_file_commit(pdq_file_writer *w, pdq_status *st);
+/* After a failed write to pdq_file_stream(w): records the error (path and errno text), removes
+ * the temp file, frees w and returns PDQ_ERR_IO. */
+pdq_code pdq_file_fail(pdq_file_writer *w, pdq_status *st);
 /* Removes the temp file and frees w; safe with NULL. */
 void pdq_file_abort(pdq_file_writer *w);
 const char *pdq_file_path(const pdq_file_writer *w);

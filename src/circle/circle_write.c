@@ -268,7 +268,8 @@ pdq_code pdq_circle_write(const char *path, const pdq_circle_model *m, const pdq
     pdq_code rc = pdq_file_begin(path, NULL, &w, st); /* temp + fsync + rename: pdq/file.h */
     if (!rc) {
         rc = circle_write_stream(pdq_file_stream(w), m, opts, st);
-        if (rc) pdq_file_abort(w);
+        if (rc == PDQ_ERR_IO) pdq_file_fail(w, st); /* the stream's errno, naming the final path */
+        else if (rc) pdq_file_abort(w);
         else rc = pdq_file_commit(w, st);
     }
     if (rc) pdq_wrap(st, "writing %s", path);

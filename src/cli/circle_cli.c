@@ -104,7 +104,12 @@ int cmd_generate_circle(int argc, char **argv) {
         printf("]}\n");
     } else {
         char *text = NULL;
-        if (pdq_tokenizer_decode(tok, all, (size_t)(n + n_out), 1, &text, &st) == PDQ_OK) printf("%s\n", text);
+        if (pdq_tokenizer_decode(tok, all, (size_t)(n + n_out), 1, &text, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq generate: %s (the export's vocab_size is %d, the tokenizer has %d tokens)\n", st.msg,
+                    V, pdq_tokenizer_vocab_size(tok));
+            goto done;
+        }
+        printf("%s\n", text);
         free(text);
     }
     status = 0;

@@ -105,6 +105,13 @@ pdq_code pdq_file_put(pdq_file_writer *w, const void *data, size_t n, pdq_status
     return PDQ_OK;
 }
 
+pdq_code pdq_file_fail(pdq_file_writer *w, pdq_status *st) {
+    fflush(w->f); /* surfaces a pending error into w->err */
+    pdq_code c = write_error(w, w->err, "write", st);
+    pdq_file_abort(w);
+    return c;
+}
+
 void pdq_file_abort(pdq_file_writer *w) {
     if (!w) return;
     if (w->f) fclose(w->f);

@@ -170,9 +170,6 @@ pdq_code pdq_npy_write(const char *path, pdq_npy_dtype dt, int ndim, const int64
     ok = ok && fputc('\n', fp) != EOF;
     size_t bytes = count * pdq_npy_dtype_size(dt);
     ok = ok && (bytes == 0 || fwrite(data, 1, bytes, fp) == bytes);
-    if (!ok) {
-        pdq_file_abort(w);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: write failed (nothing written under this name)", path);
-    }
+    if (!ok) return pdq_file_fail(w, st);
     return pdq_file_commit(w, st);
 }

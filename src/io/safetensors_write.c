@@ -13,7 +13,6 @@
 
 struct pdq_st_writer {
     pdq_file_writer *fw;
-    FILE *f; /* fw's stream */
     char *path;
     uint64_t total, written;
 };
@@ -119,18 +118,18 @@ pdq_code pdq_st_writer_open(const char *path, const pdq_st_tensor *tensors, int 
         pdq_st_writer_abort(w);
         return c;
     }
-    w->f = pdq_file_stream(w->fw);
     size_t hl = strlen(hdr);
     size_t pad = (8 - hl % 8) % 8;
     uint64_t len = hl + pad;
     uint8_t le[8];
     for (int i = 0; i < 8; i++) le[i] = (uint8_t)(len >> (8 * i));
-    int ok = fwrite(le, 1, 8, w->f) == 8 && fwrite(hdr, 1, hl, w->f) == hl &&
-             fwrite("        ", 1, pad, w->f) == pad;
+    c = pdq_file_put(w->fw, le, 8, st);
+    if (!c) c = pdq_file_put(w->fw, hdr, hl, st);
+    if (!c) c = pdq_file_put(w->fw, "        ", pad, st);
     free(hdr);
-    if (!ok) {
+    if (c) {
         pdq_st_writer_abort(w);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: write error (nothing written under this name)", path);
+        return c;
     }
     w->total = total;
     *out = w;
@@ -141,8 +140,8 @@ pdq_code pdq_st_writer_put(pdq_st_writer *w, const void *data, size_t nbytes, pd
     if (nbytes > w->total - w->written)
         return pdq_fail(st, PDQ_ERR_ARG, "%s: %zu more bytes than the header declares", w->path,
                         (size_t)(nbytes - (w->total - w->written)));
-    if (nbytes && fwrite(data, 1, nbytes, w->f) != nbytes)
-        return pdq_fail(st, PDQ_ERR_IO, "%s: write error (nothing written under this name)", w->path);
+    pdq_code c = pdq_file_put(w->fw, data, nbytes, st);
+    if (c) return c;
     w->written += nbytes;
     return PDQ_OK;
 }
