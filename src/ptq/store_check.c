@@ -63,6 +63,9 @@ pdq_code pdq_ptq_group_check(const cJSON *o, int i, const char *path, ptq_group_
                  (long long)g->qmax);
         return append(st, lim);
     }
+    if (g->zero_point < g->qmin || g->zero_point > g->qmax) /* int16: 0 must lie on the grid */
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s.zero_point = %lld: outside the grid [qmin, qmax] = [%lld, %lld]",
+                        path, at, (long long)g->zero_point, (long long)g->qmin, (long long)g->qmax);
     if ((rc = pdq_jf_num(&c, o, "min", PDQ_JF_REQUIRED, -1e30, 1e30, &g->min, st)) ||
         (rc = pdq_jf_num(&c, o, "max", PDQ_JF_REQUIRED, -1e30, 1e30, &g->max, st)))
         return rc;

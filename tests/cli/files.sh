@@ -120,6 +120,7 @@ bad_side ptq-scale-tiny ptq.json '.groups[12].scale=1e-60' 'groups[12].scale = 1
 bad_side ptq-scale-huge ptq.json '.groups[12].scale=1e60' 'groups[12].scale = 1e+60: must be a finite number in [1e-30, 1e+30]'
 bad_side ptq-qmin-qmax ptq.json '.groups[3].qmin=100|.groups[3].qmax=50' 'groups[3]: qmin = 100, qmax = 50: qmin must be < qmax'
 bad_side ptq-qmin-dtype ptq.json '.groups[3].qmin=-40000' 'groups[3].qmin = -40000: must be an integer in [-32768, 32767] (int16)'
+bad_side ptq-zero-off-grid ptq.json '.groups[2].qmin=68' 'groups[2].zero_point = 0: outside the grid [qmin, qmax] = [68, 32767]'
 bad_side ptq-zero-point ptq.json '.groups[3].zero_point=1e30' 'groups[3].zero_point = 1e+30: must be an integer in [0, 0] (int16 grids are symmetric)'
 bad_side ptq-uint8-on-int16 ptq.json '.groups[3].dtype="uint8"' 'groups[3].qmin = -32768: must be an integer in [0, 255] (uint8)'
 bad_side ptq-max-seq-limit ptq.json '.max_seq=100000000' 'max_seq = 100000000: must be an integer in [2, 65536]'
