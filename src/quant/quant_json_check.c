@@ -80,7 +80,8 @@ pdq_code pdq_quant_doc_check(const cJSON *root, const char *path, pdq_status *st
         (rc = pdq_jf_int(&c, root, "blocksize", PDQ_JF_OPTIONAL, 1, PDQ_QUANT_MAX_DIM, &i64, st)) ||
         (rc = pdq_jf_int(&c, root, "nsamples", PDQ_JF_OPTIONAL, 0, 1 << 30, &i64, st)) ||
         (rc = pdq_jf_int(&c, root, "seq_len", PDQ_JF_OPTIONAL, 0, PDQ_QUANT_MAX_DIM, &i64, st)) ||
-        (rc = pdq_jf_int(&c, root, "seed", PDQ_JF_OPTIONAL, 0, (int64_t)1 << 53, &i64, st)) ||
+        /* a uint64 seed written as a double: a record, not used for sizes */
+        (rc = pdq_jf_num(&c, root, "seed", PDQ_JF_OPTIONAL, 0, 18446744073709551616.0, &d, st)) ||
         (rc = bits_or_none(&c, root, "embed_bits", st)) || (rc = bits_or_none(&c, root, "lm_head_bits", st)) ||
         (rc = pdq_jf_bool(&c, root, "lm_head_gptq", PDQ_JF_OPTIONAL, &b, st)))
         return rc;

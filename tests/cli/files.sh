@@ -8,6 +8,13 @@
 set -u
 PDQ=${1:?usage: files.sh PDQ_BINARY}
 . "$(dirname "$0")/lib/checks.sh"
+# err of checks.sh, but a sanitizer report (a leak on an error path also exits non-zero) fails it
+err() { # name "cmd" needle
+    local out
+    if out=$(eval "$2" 2>&1); then bad "$1: exit 0"; return; fi
+    if grep -q 'Sanitizer' <<<"$out"; then bad "$1: sanitizer report: $out"; return; fi
+    if grep -qF -- "$3" <<<"$out"; then ok "$1"; else bad "$1: no '$3' in: $out"; fi
+}
 SYNTH=${PDQ_BUILD_DIR:-$(dirname "$PDQ")}/pdq_synth
 M=models/stories260K
 TXT=data/tinystories-260k/test.txt
@@ -79,6 +86,7 @@ bad_cfg() { # name jq-edit needle...: config.json edited on a copy of the model;
     jq "$edit" $M/config.json >"$tmp/m/config.json"
     local out
     if out=$(timeout 60 "$PDQ" generate --model "$tmp/m" --prompt "Once" --max-new 2 2>&1); then bad "$name: exit 0"; return; fi
+    if grep -q 'Sanitizer' <<<"$out"; then bad "$name: sanitizer report: $out"; return; fi
     for n in "$tmp/m/config.json" "$@"; do
         grep -qF -- "$n" <<<"$out" || { bad "$name: no '$n' in: $out"; return; }
     done
@@ -114,6 +122,7 @@ bad_side() { # name file(in $Q) jq-edit needle [command]: one side file edited i
     esac
     local rc=$?
     if [ $rc -eq 0 ]; then bad "$name: exit 0"; return; fi
+    if grep -q 'Sanitizer' <<<"$out"; then bad "$name: sanitizer report: $out"; return; fi
     if grep -qF -- "$tmp/q2/$file" <<<"$out" && grep -qF -- "$needle" <<<"$out"; then ok "$name"; else bad "$name: no '$needle' in: $out"; fi
 }
 bad_side ptq-scale-tiny ptq.json '.groups[12].scale=1e-60' 'groups[12].scale = 1e-60: must be a finite number in [1e-30, 1e+30]'
