@@ -207,6 +207,19 @@ static void test_errors(void **state) {
         {"rope_scaling.original_max_position_embeddings", NULL, PDQ_ERR_MISSING, "original_max_position_embeddings"},
         {"rope_scaling.low_freq_factor", "\"1\"", PDQ_ERR_FORMAT, "low_freq_factor"},
         {"rope_scaling.high_freq_factor", "0.5", PDQ_ERR_FORMAT, "high_freq_factor"},
+        /* documented limits: the value and the range are named, nothing is cast first */
+        {"num_hidden_layers", "100000", PDQ_ERR_FORMAT, "num_hidden_layers = 100000: must be an integer in [1, 1024]"},
+        {"vocab_size", "1073741824", PDQ_ERR_FORMAT, "vocab_size = 1073741824: must be an integer in [1, 16777216]"},
+        {"hidden_size", "1e30", PDQ_ERR_FORMAT, "hidden_size = 1e+30: must be an integer in [1, 65536]"},
+        {"intermediate_size", "2097152", PDQ_ERR_FORMAT, "intermediate_size = 2097152: must be an integer in [1, 1048576]"},
+        {"num_key_value_heads", "64", PDQ_ERR_FORMAT, "num_key_value_heads = 64: must be an integer in [1, 32]"},
+        {"max_position_embeddings", "4.5", PDQ_ERR_FORMAT, "max_position_embeddings = 4.5"},
+        {"rms_norm_eps", "1e-60", PDQ_ERR_FORMAT, "rms_norm_eps = 1e-60: must be a finite number in [1e-30, 1]"},
+        {"rms_norm_eps", "-1e-5", PDQ_ERR_FORMAT, "rms_norm_eps = -1e-05: must be a finite number in [1e-30, 1]"},
+        {"rope_theta", "1e300", PDQ_ERR_FORMAT, "rope_theta = 1e+300: must be a finite number in [0.001, 1e+15]"},
+        {"bos_token_id", "200000", PDQ_ERR_FORMAT, "bos_token_id = 200000: must be an integer in [0, 128255]"},
+        {"eos_token_id", "128256", PDQ_ERR_FORMAT, "eos_token_id = 128256: must be in [0, 128255]"},
+        {"head_dim", "4096", PDQ_ERR_FORMAT, "head_dim = 4096: must be an integer in [1, 1024]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pdq_config c;

@@ -67,6 +67,19 @@ static void test_bad_files(void **state) {
     tu_write_file(path, buf, len - 3);
     free(buf);
     assert_int_equal(pdq_npy_read(path, &a, &st), PDQ_ERR_FORMAT);
+    assert_non_null(strstr(st.msg, "4 elements of 4 bytes need 16 bytes, the file holds 13"));
+    /* a 128-byte file whose header claims 2^40 elements: refused from the file size, before any
+     * allocation (the process would otherwise ask for 4 TiB) */
+    char hdr[128];
+    memset(hdr, ' ', sizeof hdr);
+    const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576), }";
+    memcpy(hdr, "\x93NUMPY\x01\x00\x76\x00", 10);
+    memcpy(hdr + 10, dict, strlen(dict));
+    hdr[127] = '\n';
+    tu_write_file(path, hdr, sizeof hdr);
+    assert_int_equal(pdq_npy_read(path, &a, &st), PDQ_ERR_FORMAT);
+    assert_non_null(strstr(st.msg, path));
+    assert_non_null(strstr(st.msg, "1099511627776 elements of 4 bytes need 4398046511104 bytes, the file holds 0"));
     tu_rmtree(dir);
     free(dir);
 }

@@ -10,6 +10,7 @@
 #include "circle/circle_defs.h"
 #include "circle/circle_internal.h"
 #include "circle/fb_builder.h"
+#include "pdq/file.h"
 
 #define ALIGN16(x) (((x) + 15) & ~(uint64_t)15)
 
@@ -263,33 +264,14 @@ done:
 
 pdq_code pdq_circle_write(const char *path, const pdq_circle_model *m, const pdq_circle_write_opts *opts,
                           pdq_status *st) {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp) return pdq_fail(st, PDQ_ERR_NOMEM, "circle writer");
-    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        pdq_code rc = pdq_fail(st, PDQ_ERR_IO, "%s: cannot create temporary file: %s", path, strerror(errno));
-        free(tmp);
-        return rc;
+    pdq_file_writer *w;
+    pdq_code rc = pdq_file_begin(path, NULL, &w, st); /* temp + fsync + rename: pdq/file.h */
+    if (!rc) {
+        rc = circle_write_stream(pdq_file_stream(w), m, opts, st);
+        if (rc == PDQ_ERR_IO) pdq_file_fail(w, st); /* the stream's errno, naming the final path */
+        else if (rc) pdq_file_abort(w);
+        else rc = pdq_file_commit(w, st);
     }
-    FILE *f = fdopen(fd, "wb");
-    pdq_code rc = PDQ_OK;
-    if (!f) {
-        close(fd);
-        rc = pdq_fail(st, PDQ_ERR_IO, "%s: %s", tmp, strerror(errno));
-    } else {
-        rc = circle_write_stream(f, m, opts, st);
-        if (!rc && (fflush(f) != 0 || fsync(fd) != 0))
-            rc = pdq_fail(st, PDQ_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-        if (!rc && fchmod(fd, 0644) != 0) rc = pdq_fail(st, PDQ_ERR_IO, "%s: chmod: %s", tmp, strerror(errno));
-        if (fclose(f) != 0 && !rc) rc = pdq_fail(st, PDQ_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
-    }
-    if (!rc && rename(tmp, path) != 0) rc = pdq_fail(st, PDQ_ERR_IO, "rename %s -> %s: %s", tmp, path, strerror(errno));
-    if (rc) {
-        unlink(tmp);
-        pdq_wrap(st, "writing %s", path);
-    }
-    free(tmp);
+    if (rc) pdq_wrap(st, "writing %s", path);
     return rc;
 }

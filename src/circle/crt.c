@@ -8,6 +8,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "circle/manifest_check.h"
+#include "pdq/file.h"
 #include "pdq/circle_export.h"
 #include "pdq/npy.h"
 
@@ -68,11 +70,6 @@ void pdq_crt_free(pdq_crt *rt) {
     free(rt->sin_tab);
     free(rt->hid);
     free(rt);
-}
-
-static int jint(const cJSON *o, const char *k, int def) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(x) ? x->valueint : def;
 }
 
 static pdq_code open_file(const char *dir, const char *base, const char *tag, pdq_cgraph **out, pdq_status *st) {
@@ -140,47 +137,31 @@ static pdq_code check_io(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind
 pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "circle runtime: cannot open %s", path);
-    char *txt = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 > cap) {
-            char *n = realloc(txt, cap = cap ? cap * 2 : 65536);
-            if (!n) { free(txt); fclose(f); return pdq_fail(st, PDQ_ERR_NOMEM, "manifest"); }
-            txt = n;
-        }
-        size_t r = fread(txt + len, 1, cap - len - 1, f);
-        len += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    txt[len] = 0;
+    char *txt;
+    pdq_code lrc = pdq_file_read(path, PDQ_FILE_MAX_JSON, &txt, NULL, st);
+    if (lrc) return pdq_wrap(st, "circle runtime");
     cJSON *root = cJSON_Parse(txt);
     free(txt);
     if (!root) return pdq_fail(st, PDQ_ERR_FORMAT, "circle runtime: %s is not JSON", path);
-    pdq_crt *rt = calloc(1, sizeof *rt);
-    if (!rt) { cJSON_Delete(root); return pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime"); }
-    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(root, "model");
-    const cJSON *mk = cJSON_GetObjectItemCaseSensitive(root, "attention_mask");
-    const cJSON *fl = mk ? cJSON_GetObjectItemCaseSensitive(mk, "fill") : NULL;
-    const cJSON *quant = cJSON_GetObjectItemCaseSensitive(root, "quantized");
-    rt->whole = whole;
-    rt->S = jint(root, "max_seq", 0);
-    rt->C = rt->S - 1;
-    rt->L = jint(mo, "num_hidden_layers", 0);
-    rt->KV = jint(mo, "num_key_value_heads", 0);
-    rt->hd = jint(mo, "head_dim", 0);
-    rt->D = jint(mo, "hidden_size", 0);
-    rt->V = jint(mo, "vocab_size", 0);
-    rt->fill = cJSON_IsNumber(fl) ? (float)fl->valuedouble : -120.0f;
-    const char *tag = cJSON_IsTrue(quant) ? ".q" : "";
-    cJSON_Delete(root);
-    pdq_code rc = PDQ_OK;
-    if (rt->S < 2 || rt->L < 1 || rt->KV < 1 || rt->hd < 2 || rt->D < 1 || rt->V < 1) {
-        pdq_crt_free(rt);
-        return pdq_fail(st, PDQ_ERR_FORMAT, "circle runtime: %s lacks max_seq/model sizes", path);
+    pdq_manifest mf;
+    if (pdq_manifest_check(root, path, &mf, st)) { /* sizes checked before anything is sized from them */
+        cJSON_Delete(root);
+        return pdq_wrap(st, "circle runtime");
     }
+    cJSON_Delete(root);
+    pdq_crt *rt = calloc(1, sizeof *rt);
+    if (!rt) return pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
+    rt->whole = whole;
+    rt->S = mf.max_seq;
+    rt->C = rt->S - 1;
+    rt->L = mf.layers;
+    rt->KV = mf.kv_heads;
+    rt->hd = mf.head_dim;
+    rt->D = mf.hidden;
+    rt->V = mf.vocab;
+    rt->fill = (float)mf.fill;
+    const char *tag = mf.quantized ? ".q" : "";
+    pdq_code rc = PDQ_OK;
     /* RoPE tables */
     pdq_npy a = {0}, b = {0};
     snprintf(path, sizeof path, "%s/rope_cos.npy", dir);

@@ -7,10 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "pdq/circle_export.h"
+#include "pdq/file.h"
 #include "pdq/npy.h"
 #include "circle/export_quant.h"
 
@@ -176,16 +178,9 @@ static pdq_code copy_side_files(const char *src, const char *dir, pdq_status *st
         char a[4096], b[4096];
         snprintf(a, sizeof a, "%s/%s", src, k[i]);
         snprintf(b, sizeof b, "%s/%s", dir, k[i]);
-        FILE *in = fopen(a, "rb");
-        if (!in) continue;
-        FILE *out = fopen(b, "wb");
-        if (!out) { fclose(in); return pdq_fail(st, PDQ_ERR_IO, "export: cannot write %s", b); }
-        char buf[65536];
-        size_t r;
-        int ok = 1;
-        while ((r = fread(buf, 1, sizeof buf, in)) > 0) ok &= fwrite(buf, 1, r, out) == r;
-        fclose(in);
-        if (fclose(out) != 0 || !ok) return pdq_fail(st, PDQ_ERR_IO, "export: cannot write %s", b);
+        if (access(a, F_OK) != 0) continue;
+        pdq_code rc = pdq_file_copy(a, b, PDQ_FILE_MAX_JSON, NULL, st); /* atomic: pdq/file.h */
+        if (rc) return rc;
     }
     return PDQ_OK;
 }
@@ -252,16 +247,9 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     if (qw) cJSON_AddNumberToObject(root, "inexact_weight_channels", (double)pdq_qweights_inexact(qw));
     if (rc == PDQ_OK) {
         char *txt = cJSON_Print(root);
-        char path[4096], tmp[4200];
+        char path[4096];
         snprintf(path, sizeof path, "%s/manifest.json", outdir);
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = txt ? fopen(tmp, "w") : NULL;
-        if (!f) rc = pdq_fail(st, PDQ_ERR_IO, "export: cannot write %s", tmp);
-        else {
-            int ok = fputs(txt, f) >= 0 && fputc('\n', f) != EOF;
-            ok &= fclose(f) == 0;
-            if (!ok || rename(tmp, path) != 0) rc = pdq_fail(st, PDQ_ERR_IO, "export: cannot write %s", path);
-        }
+        rc = pdq_file_write_text(path, txt, 1, NULL, st);
         free(txt);
     }
     if (rc == PDQ_OK && qw && pdq_qweights_inexact(qw) && !o->quiet)

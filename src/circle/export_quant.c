@@ -16,8 +16,10 @@
 #include <cjson/cJSON.h>
 
 #include "circle/export_quant.h"
+#include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
+#include "quant/quant_json_check.h"
 
 struct pdq_qweights {
     pdq_safetensors *s;
@@ -38,19 +40,14 @@ long pdq_qweights_inexact(const pdq_qweights *w) { return w ? w->inexact : 0; }
 pdq_code pdq_qweights_open(const char *dir, pdq_qweights **out, pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "quantized export: cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *txt = malloc((size_t)n + 1);
-    if (!txt || fread(txt, 1, (size_t)n, f) != (size_t)n) { free(txt); fclose(f); return pdq_fail(st, PDQ_ERR_IO, "%s", path); }
-    fclose(f);
-    txt[n] = 0;
+    char *txt;
+    if (pdq_file_read(path, PDQ_FILE_MAX_JSON, &txt, NULL, st)) return pdq_wrap(st, "quantized export");
     pdq_qweights *w = calloc(1, sizeof *w);
     if (!w) { free(txt); return pdq_fail(st, PDQ_ERR_NOMEM, "quantized export"); }
     w->root = cJSON_Parse(txt);
     free(txt);
+    if (!w->root) { pdq_qweights_free(w); return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not valid JSON", path); }
+    if (pdq_quant_doc_check(w->root, path, st)) { pdq_qweights_free(w); return st ? st->code : PDQ_ERR_FORMAT; }
     w->desc = w->root ? cJSON_GetObjectItemCaseSensitive(w->root, "tensors") : NULL;
     if (!cJSON_IsObject(w->desc)) { pdq_qweights_free(w); return pdq_fail(st, PDQ_ERR_FORMAT, "%s: no tensors", path); }
     snprintf(path, sizeof path, "%s/model.q.safetensors", dir);

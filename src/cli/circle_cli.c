@@ -10,6 +10,8 @@
 
 #include "args.h"
 #include "commands.h"
+#include "circle/manifest_check.h"
+#include "pdq/file.h"
 #include "common.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
@@ -102,7 +104,12 @@ int cmd_generate_circle(int argc, char **argv) {
         printf("]}\n");
     } else {
         char *text = NULL;
-        if (pdq_tokenizer_decode(tok, all, (size_t)(n + n_out), 1, &text, &st) == PDQ_OK) printf("%s\n", text);
+        if (pdq_tokenizer_decode(tok, all, (size_t)(n + n_out), 1, &text, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq generate: %s (the export's vocab_size is %d, the tokenizer has %d tokens)\n", st.msg,
+                    V, pdq_tokenizer_vocab_size(tok));
+            goto done;
+        }
+        printf("%s\n", text);
         free(text);
     }
     status = 0;
@@ -125,24 +132,21 @@ static int read_manifest(const char *dir, pdq_static_opts *o, int *max_seq, int 
     cJSON *r = cJSON_Parse(txt);
     free(txt);
     if (!r) { fprintf(stderr, "pdq verify: %s is not JSON\n", path); return -1; }
-    pdq_static_opts_default(o);
-    const cJSON *x;
-    if ((x = cJSON_GetObjectItemCaseSensitive(r, "max_seq")) && cJSON_IsNumber(x)) *max_seq = x->valueint;
-    *quant = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "quantized"));
-    const cJSON *rope = cJSON_GetObjectItemCaseSensitive(r, "rope");
-    if ((x = cJSON_GetObjectItemCaseSensitive(rope, "convention")) && cJSON_IsString(x))
-        o->rope = (pdq_rope_conv)pdq_rope_conv_parse(x->valuestring);
-    if ((x = cJSON_GetObjectItemCaseSensitive(r, "scale_fusion")) && cJSON_IsString(x))
-        o->scale = (pdq_scale_fusion)pdq_scale_fusion_parse(x->valuestring);
-    if ((x = cJSON_GetObjectItemCaseSensitive(r, "attention_layout")) && cJSON_IsString(x))
-        o->layout = (pdq_attn_layout)pdq_attn_layout_parse(x->valuestring);
-    const cJSON *mk = cJSON_GetObjectItemCaseSensitive(r, "attention_mask");
-    if ((x = cJSON_GetObjectItemCaseSensitive(mk, "fill")) && cJSON_IsNumber(x)) o->mask_fill = (float)x->valuedouble;
+    pdq_manifest mf;
+    pdq_status st = {0};
+    pdq_code rc = pdq_manifest_check(r, path, &mf, &st); /* every field in range before use */
     cJSON_Delete(r);
-    if ((int)o->rope < 0 || (int)o->scale < 0 || (int)o->layout < 0 || *max_seq < 2) {
-        fprintf(stderr, "pdq verify: %s: bad graph options or max_seq\n", path);
+    if (rc) {
+        fprintf(stderr, "pdq verify: %s\n", st.msg);
         return -1;
     }
+    pdq_static_opts_default(o);
+    *max_seq = mf.max_seq;
+    *quant = mf.quantized;
+    o->rope = (pdq_rope_conv)mf.rope;
+    o->scale = (pdq_scale_fusion)mf.scale_fusion;
+    o->layout = (pdq_attn_layout)mf.layout;
+    o->mask_fill = (float)mf.fill;
     return 0;
 }
 
@@ -238,9 +242,13 @@ int cmd_verify_circle(int argc, char **argv) {
     cJSON_AddNumberToObject(root, "top1_agree_fp32", top1_ref);
     if (json_path) {
         char *s = cJSON_Print(root);
-        FILE *f = fopen(json_path, "w");
-        if (!f || !s || fputs(s, f) < 0) fprintf(stderr, "pdq verify: cannot write %s\n", json_path);
-        if (f) fclose(f);
+        pdq_status wst = {0};
+        if (pdq_file_write_text(json_path, s, 1, NULL, &wst)) { /* atomic: pdq/file.h */
+            fprintf(stderr, "pdq verify: %s\n", wst.msg);
+            status = 1;
+            free(s);
+            goto done;
+        }
         free(s);
     }
     status = (worst_mem <= tol && !mism) ? 0 : 1;

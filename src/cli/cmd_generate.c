@@ -20,10 +20,15 @@ static const char *k_usage =
 /* Prints the text of ids[0..n) not yet printed. The whole sequence, prompt included, is decoded
  * each time: multi-byte characters split over byte-fallback tokens appear once complete, and
  * the tokenizer's leading-space rule applies only at the true start. */
-static void stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, size_t *printed) {
+static int stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, size_t *printed, int model_vocab) {
     char *text = NULL;
     pdq_status st = {0};
-    if (pdq_tokenizer_decode(tok, ids, n, 1, &text, &st) != PDQ_OK) return;
+    if (pdq_tokenizer_decode(tok, ids, n, 1, &text, &st) != PDQ_OK) {
+        /* e.g. a model whose vocab_size exceeds the tokenizer's: never print nothing and exit 0 */
+        fprintf(stderr, "\npdq generate: %s (the model's vocab_size is %d, the tokenizer has %d tokens)\n", st.msg,
+                model_vocab, pdq_tokenizer_vocab_size(tok));
+        return -1;
+    }
     size_t len = strlen(text);
     /* Hold back a trailing U+FFFD: it may be an incomplete UTF-8 sequence. */
     if (len >= 3 && memcmp(text + len - 3, "\xEF\xBF\xBD", 3) == 0) len -= 3;
@@ -33,6 +38,7 @@ static void stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, 
         *printed = len;
     }
     free(text);
+    return 0;
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -90,6 +96,9 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "pdq generate: out of memory\n");
         goto done;
     }
+    if (tok && pdq_tokenizer_vocab_size(tok) < V)
+        fprintf(stderr, "pdq generate: warning: the tokenizer has %d tokens, the model's vocab_size is %d\n",
+                pdq_tokenizer_vocab_size(tok), V);
     if (cap > m->cfg.max_position_embeddings)
         fprintf(stderr, "pdq generate: warning: %d tokens exceed max_position_embeddings %d\n", cap, m->cfg.max_position_embeddings);
     if (pdq_kvcache_init(&kv, &m->cfg, 1, cap > 0 ? cap : 1, &st) != PDQ_OK ||
@@ -101,12 +110,12 @@ int cmd_generate(int argc, char **argv) {
     if (!json && tok) {
         /* Echo the prompt as the tokenizer reads it back, then stream what follows it. */
         printed = 0;
-        stream_text(tok, all, (size_t)n, &printed);
+        if (stream_text(tok, all, (size_t)n, &printed, V)) goto done;
     }
     for (int i = 0; i < max_new; i++) {
         int32_t next = (int32_t)pdq_sample(&smp, logits, V);
         out[n_out++] = next;
-        if (!json && tok) stream_text(tok, all, (size_t)n + (size_t)n_out, &printed);
+        if (!json && tok && stream_text(tok, all, (size_t)n + (size_t)n_out, &printed, V)) goto done;
         int is_eos = 0;
         for (int e = 0; e < m->cfg.n_eos; e++) is_eos |= next == m->cfg.eos_token_ids[e];
         if (is_eos && !ignore_eos) break;

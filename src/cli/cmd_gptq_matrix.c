@@ -2,12 +2,14 @@
  * comparing implementations. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "pdq/file.h"
 #include "pdq/npy.h"
 #include "pdq/progress.h"
 #include "quant_args.h"
@@ -52,12 +54,26 @@ static int write_outputs(const char *out, const pdq_gptq_opts *o, const pdq_qres
     cJSON_AddNumberToObject(j, "seconds", secs);
     char *txt = cJSON_Print(j);
     cJSON_Delete(j);
-    FILE *f = fopen(OUTP("result.json"), "w");
-    int bad = !f || !txt || fputs(txt, f) < 0;
-    if (f && fclose(f)) bad = 1;
+    pdq_code wrc = pdq_file_write_text(OUTP("result.json"), txt, 1, NULL, st); /* atomic: pdq/file.h */
     free(txt);
-    if (bad) { pdq_fail(st, PDQ_ERR_IO, "cannot write %s", path); return 1; }
+    if (wrc) return 1;
 #undef OUTP
+    return 0;
+}
+
+/* Columns of one matrix: the Hessian takes 12 * cols^2 bytes while it accumulates. */
+#define GPTQ_MATRIX_MAX_COLS 32768
+
+/* The first NaN/Inf of a 2-D array, blamed on the file it came from (not on the weight). */
+static int check_finite(const char *path, const pdq_npy *a, pdq_status *st) {
+    const float *x = a->data;
+    size_t cols = a->ndim == 2 ? (size_t)a->shape[1] : 1;
+    for (size_t i = 0; i < a->count; i++)
+        if (!isfinite(x[i])) {
+            pdq_fail(st, PDQ_ERR_NUMERIC, "%s: element [%zu, %zu] is %s", path, i / cols, i % cols,
+                     isnan(x[i]) ? "NaN" : "Inf");
+            return 1;
+        }
     return 0;
 }
 
@@ -78,6 +94,12 @@ int cmd_gptq_matrix(int argc, char **argv) {
     int status = 1;
     if (pdq_npy_read_f32(wpath, &W, &st)) goto fail;
     if (W.ndim != 2) { pdq_fail(&st, PDQ_ERR_SHAPE, "%s: weight must be 2-D, got %d-D", wpath, W.ndim); goto fail; }
+    if (W.shape[0] < 1 || W.shape[0] > 2147483647 || W.shape[1] < 1 || W.shape[1] > GPTQ_MATRIX_MAX_COLS) {
+        pdq_fail(&st, PDQ_ERR_LIMIT, "%s: weight shape [%lld, %lld]: rows must be in [1, 2147483647], columns in [1, %d]",
+                 wpath, (long long)W.shape[0], (long long)W.shape[1], GPTQ_MATRIX_MAX_COLS);
+        goto fail;
+    }
+    if (check_finite(wpath, &W, &st)) goto fail;
     int rows = (int)W.shape[0], cols = (int)W.shape[1];
     if (hpath) {
         if (pdq_npy_read_f32(hpath, &H, &st)) goto fail;
@@ -85,12 +107,18 @@ int cmd_gptq_matrix(int argc, char **argv) {
             pdq_fail(&st, PDQ_ERR_SHAPE, "%s: Hessian must be [%d, %d] for a weight with %d columns", hpath, cols, cols, cols);
             goto fail;
         }
+        if (check_finite(hpath, &H, &st)) goto fail;
         h = H.data;
     } else {
         pdq_npy X = {0};
         if (pdq_npy_read_f32(xpath, &X, &st)) goto fail;
         if (X.ndim != 2 || X.shape[1] != cols) {
             pdq_fail(&st, PDQ_ERR_SHAPE, "%s: inputs must be [N, %d]", xpath, cols);
+            pdq_npy_free(&X);
+            goto fail;
+        }
+        if (check_finite(xpath, &X, &st) || X.shape[0] > 2147483647) {
+            if (!st.code) pdq_fail(&st, PDQ_ERR_LIMIT, "%s: more than 2147483647 input rows", xpath);
             pdq_npy_free(&X);
             goto fail;
         }

@@ -5,29 +5,9 @@
 
 #include "args.h"
 #include "commands.h"
+#include "pdq/file.h"
 #include "pdq/tokenizer.h"
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0, r;
-    do {
-        if (n + 65536 > cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            char *p = realloc(buf, cap);
-            if (!p) { free(buf); fclose(f); return NULL; }
-            buf = p;
-        }
-        r = fread(buf + n, 1, cap - n, f);
-        n += r;
-    } while (r > 0);
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(buf); return NULL; }
-    *len = n;
-    return buf;
-}
 
 static void usage(FILE *f) {
     fprintf(f, "usage: pdq tokenize --model DIR (--text T | --file F) [--no-special] [--json]\n"
@@ -54,8 +34,9 @@ int cmd_tokenize(int argc, char **argv) {
     char *buf = NULL;
     size_t len = 0;
     if (file) {
-        if (!(buf = read_file(file, &len))) {
-            fprintf(stderr, "pdq tokenize: cannot read %s\n", file);
+        pdq_status rst = {0};
+        if (pdq_file_read(file, PDQ_FILE_MAX_TEXT, &buf, &len, &rst)) {
+            fprintf(stderr, "pdq tokenize: %s\n", rst.msg);
             return 1;
         }
     } else

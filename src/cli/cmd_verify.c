@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "pdq/file.h"
 #include "common.h"
 #include "ptq_args.h"
 #include "pdq/eval.h"
@@ -54,12 +55,11 @@ static int write_json(const char *path, report *r) {
     cJSON_AddNumberToObject(root, "max_abs_diff", r->worst);
     char *s = cJSON_Print(root);
     r->steps = NULL;
-    FILE *f = fopen(path, "w");
-    int ok = f && s && fputs(s, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f)) ok = 0;
+    pdq_status st = {0};
+    int ok = pdq_file_write_text(path, s, 1, NULL, &st) == PDQ_OK; /* atomic: pdq/file.h */
     free(s);
     cJSON_Delete(root);
-    if (!ok) fprintf(stderr, "pdq verify: cannot write %s\n", path);
+    if (!ok) fprintf(stderr, "pdq verify: %s\n", st.msg);
     return ok ? 0 : 1;
 }
 

@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include "pdq/file.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,29 +84,12 @@ long cli_parse_ids(const char *cmd, const char *s, int32_t **ids) {
 }
 
 char *cli_read_text(const char *cmd, const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "pdq %s: %s: cannot open\n", cmd, path);
+    char *buf;
+    pdq_status st = {0};
+    if (pdq_file_read(path, PDQ_FILE_MAX_TEXT, &buf, len, &st)) {
+        fprintf(stderr, "pdq %s: %s\n", cmd, st.msg);
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0, r;
-    char *buf = malloc(cap);
-    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += r;
-        if (cap - n < 2) {
-            cap *= 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); buf = NULL; }
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        fprintf(stderr, "pdq %s: %s: out of memory\n", cmd, path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    if (len) *len = n;
     return buf;
 }
 

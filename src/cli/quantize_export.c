@@ -7,10 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "common.h"
+#include "pdq/file.h"
 #include "pdq/circle_export.h"
 #include "pdq/tokenizer.h"
 #include "quantize_export.h"
@@ -76,9 +78,7 @@ static cJSON *list_files(const char *dir, double *total) {
 
 static cJSON *read_json(const char *path) {
     size_t len;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fclose(f);
+    if (access(path, F_OK) != 0) return NULL;
     char *txt = cli_read_text("quantize", path, &len);
     cJSON *j = txt ? cJSON_ParseWithLength(txt, len) : NULL;
     free(txt);
@@ -87,11 +87,10 @@ static cJSON *read_json(const char *path) {
 
 static int write_json(const char *path, const cJSON *j) {
     char *txt = cJSON_Print(j);
-    FILE *f = txt ? fopen(path, "wb") : NULL;
-    int ok = f && fputs(txt, f) >= 0;
-    if (f) ok &= fclose(f) == 0;
+    pdq_status st = {0};
+    int ok = pdq_file_write_text(path, txt, 0, NULL, &st) == PDQ_OK; /* atomic: pdq/file.h */
     free(txt);
-    if (!ok) fprintf(stderr, "pdq quantize: cannot write %s\n", path);
+    if (!ok) fprintf(stderr, "pdq quantize: %s\n", st.msg);
     return ok ? 0 : -1;
 }
 

@@ -1,43 +1,42 @@
 /* config.json -> pdq_config (HF LlamaConfig semantics and defaults). */
 #include "pdq/config.h"
 
+#include "io/json_field.h"
+#include "pdq/file.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Reads an integer field. Absent or null -> *out = def and returns OK unless required. */
-static pdq_code get_int(const cJSON *root, const char *key, int required, int def, int min_value,
+/* A config.json is a few KiB; anything past this is not one. */
+#define PDQ_CONFIG_MAX_BYTES ((size_t)64 << 20)
+
+/* Documented limits (README, "Files pdq reads"): far above any released LLaMA, small enough that
+ * products of two of them cannot overflow and nothing is sized from an absurd value. */
+#define MAX_HIDDEN (1 << 16)
+#define MAX_INTERMEDIATE (1 << 20)
+#define MAX_LAYERS 1024
+#define MAX_HEADS 1024
+#define MAX_HEAD_DIM 1024
+#define MAX_VOCAB (1 << 24)
+#define MAX_POSITIONS (1 << 24)
+
+/* Reads an integer field in [min_value, max_value]. Absent or null -> *out = def and returns OK
+ * unless required. */
+static pdq_code get_int(const cJSON *root, const char *key, int required, int def, int min_value, int max_value,
                         const char *name, int *out, pdq_status *st) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) {
-        if (required) return pdq_fail(st, PDQ_ERR_MISSING, "%s: required field '%s' is missing", name, key);
-        *out = def;
-        return PDQ_OK;
-    }
-    if (!cJSON_IsNumber(v))
-        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: field '%s' must be a number", name, key);
-    double d = v->valuedouble;
-    if (d != floor(d) || d < (double)min_value || d > 2147483647.0)
-        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: field '%s' must be an integer >= %d (got %g)", name,
-                        key, min_value, d);
-    *out = (int)d;
-    return PDQ_OK;
+    pdq_jctx c = {name, ""};
+    *out = def;
+    return pdq_jf_i32(&c, root, key, required, min_value, max_value, out, st);
 }
 
-static pdq_code get_num(const cJSON *root, const char *key, int required, double def, const char *name,
-                        double *out, pdq_status *st) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) {
-        if (required) return pdq_fail(st, PDQ_ERR_MISSING, "%s: required field '%s' is missing", name, key);
-        *out = def;
-        return PDQ_OK;
-    }
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: field '%s' must be a finite number", name, key);
-    *out = v->valuedouble;
-    return PDQ_OK;
+static pdq_code get_num(const cJSON *root, const char *key, int required, double def, double lo, double hi,
+                        const char *name, double *out, pdq_status *st) {
+    pdq_jctx c = {name, ""};
+    *out = def;
+    return pdq_jf_num(&c, root, key, required, lo, hi, out, st);
 }
 
 /* Boolean feature flags that must be false (absent counts as false). */
@@ -55,7 +54,7 @@ static pdq_code parse_eos(const cJSON *root, const char *name, pdq_config *cfg, 
     if (!v || cJSON_IsNull(v)) return PDQ_OK;
     if (cJSON_IsNumber(v)) {
         int id;
-        pdq_code c = get_int(root, "eos_token_id", 0, -1, 0, name, &id, st);
+        pdq_code c = get_int(root, "eos_token_id", 0, -1, 0, 2147483647, name, &id, st);
         if (c) return c;
         cfg->eos_token_ids[cfg->n_eos++] = id;
         return PDQ_OK;
@@ -91,7 +90,7 @@ static pdq_code parse_rope(const cJSON *root, const char *name, pdq_config *cfg,
     if (t && !cJSON_IsString(t))
         return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s.rope_type must be a string", name, key);
     if (cJSON_GetObjectItemCaseSensitive(rs, "rope_theta")) {
-        pdq_code c = get_num(rs, "rope_theta", 0, cfg->rope_theta, name, &cfg->rope_theta, st);
+        pdq_code c = get_num(rs, "rope_theta", 0, cfg->rope_theta, 1e-3, 1e15, name, &cfg->rope_theta, st);
         if (c) return c;
     }
     const char *type = t ? t->valuestring : "default";
@@ -103,10 +102,11 @@ static pdq_code parse_rope(const cJSON *root, const char *name, pdq_config *cfg,
     pdq_code c;
     char sub[64];
     snprintf(sub, sizeof sub, "%s (%s)", name, key);
-    if ((c = get_num(rs, "factor", 1, 0, sub, &cfg->rope_factor, st)) ||
-        (c = get_num(rs, "low_freq_factor", 1, 0, sub, &cfg->rope_low_freq_factor, st)) ||
-        (c = get_num(rs, "high_freq_factor", 1, 0, sub, &cfg->rope_high_freq_factor, st)) ||
-        (c = get_int(rs, "original_max_position_embeddings", 1, 0, 1, sub, &cfg->rope_original_max_pos, st)))
+    if ((c = get_num(rs, "factor", 1, 0, 1e-6, 1e6, sub, &cfg->rope_factor, st)) ||
+        (c = get_num(rs, "low_freq_factor", 1, 0, 1e-6, 1e6, sub, &cfg->rope_low_freq_factor, st)) ||
+        (c = get_num(rs, "high_freq_factor", 1, 0, 1e-6, 1e6, sub, &cfg->rope_high_freq_factor, st)) ||
+        (c = get_int(rs, "original_max_position_embeddings", 1, 0, 1, MAX_POSITIONS, sub,
+                     &cfg->rope_original_max_pos, st)))
         return c;
     if (!(cfg->rope_factor > 0) || !(cfg->rope_low_freq_factor > 0) ||
         !(cfg->rope_high_freq_factor > cfg->rope_low_freq_factor))
@@ -150,28 +150,32 @@ pdq_code pdq_config_parse(const char *json, size_t len, const char *name, pdq_co
         goto done;
 
     double eps = 0;
-    if ((c = get_int(root, "hidden_size", 1, 0, 1, name, &cfg->hidden_size, st)) ||
-        (c = get_int(root, "intermediate_size", 1, 0, 1, name, &cfg->intermediate_size, st)) ||
-        (c = get_int(root, "num_hidden_layers", 1, 0, 1, name, &cfg->n_layers, st)) ||
-        (c = get_int(root, "num_attention_heads", 1, 0, 1, name, &cfg->n_heads, st)) ||
-        (c = get_int(root, "num_key_value_heads", 0, cfg->n_heads, 1, name, &cfg->n_kv_heads, st)) ||
-        (c = get_int(root, "vocab_size", 1, 0, 1, name, &cfg->vocab_size, st)) ||
-        (c = get_int(root, "max_position_embeddings", 0, 2048, 1, name, &cfg->max_position_embeddings, st)) ||
-        (c = get_num(root, "rms_norm_eps", 0, 1e-6, name, &eps, st)) ||
-        (c = get_num(root, "rope_theta", 0, 10000.0, name, &cfg->rope_theta, st)) ||
-        (c = get_int(root, "bos_token_id", 0, -1, 0, name, &cfg->bos_token_id, st)) ||
-        (c = get_int(root, "pad_token_id", 0, -1, 0, name, &cfg->pad_token_id, st)) ||
+    if ((c = get_int(root, "hidden_size", 1, 0, 1, MAX_HIDDEN, name, &cfg->hidden_size, st)) ||
+        (c = get_int(root, "intermediate_size", 1, 0, 1, MAX_INTERMEDIATE, name, &cfg->intermediate_size, st)) ||
+        (c = get_int(root, "num_hidden_layers", 1, 0, 1, MAX_LAYERS, name, &cfg->n_layers, st)) ||
+        (c = get_int(root, "num_attention_heads", 1, 0, 1, MAX_HEADS, name, &cfg->n_heads, st)) ||
+        (c = get_int(root, "num_key_value_heads", 0, cfg->n_heads, 1, cfg->n_heads, name, &cfg->n_kv_heads, st)) ||
+        (c = get_int(root, "vocab_size", 1, 0, 1, MAX_VOCAB, name, &cfg->vocab_size, st)) ||
+        (c = get_int(root, "max_position_embeddings", 0, 2048, 1, MAX_POSITIONS, name, &cfg->max_position_embeddings,
+                     st)) ||
+        /* float32 keeps eps: below 1e-30 it is a denormal or zero, and a norm without eps divides by 0 */
+        (c = get_num(root, "rms_norm_eps", 0, 1e-6, 1e-30, 1.0, name, &eps, st)) ||
+        (c = get_num(root, "rope_theta", 0, 10000.0, 1e-3, 1e15, name, &cfg->rope_theta, st)) ||
+        (c = get_int(root, "bos_token_id", 0, -1, 0, cfg->vocab_size - 1, name, &cfg->bos_token_id, st)) ||
+        (c = get_int(root, "pad_token_id", 0, -1, 0, 2147483647, name, &cfg->pad_token_id, st)) ||
         (c = parse_eos(root, name, cfg, st)))
         goto done;
     cfg->rms_norm_eps = (float)eps;
-    if (!(eps > 0)) {
-        c = pdq_fail(st, PDQ_ERR_FORMAT, "%s: field 'rms_norm_eps' must be > 0", name);
-        goto done;
-    }
+    for (int i = 0; i < cfg->n_eos; i++)
+        if (cfg->eos_token_ids[i] >= cfg->vocab_size) {
+            c = pdq_fail(st, PDQ_ERR_FORMAT, "%s: eos_token_id = %d: must be in [0, %d] (vocab_size %d)", name,
+                         cfg->eos_token_ids[i], cfg->vocab_size - 1, cfg->vocab_size);
+            goto done;
+        }
 
     const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
     if (hd && !cJSON_IsNull(hd)) {
-        if ((c = get_int(root, "head_dim", 1, 0, 1, name, &cfg->head_dim, st))) goto done;
+        if ((c = get_int(root, "head_dim", 1, 0, 1, MAX_HEAD_DIM, name, &cfg->head_dim, st))) goto done;
     } else {
         if (cfg->hidden_size % cfg->n_heads != 0) {
             c = pdq_fail(st, PDQ_ERR_UNSUPPORTED,
@@ -222,24 +226,10 @@ done:
 pdq_code pdq_config_load(const char *model_dir, pdq_config *cfg, pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", model_dir);
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot open", path);
-    char *buf = NULL;
-    size_t cap = 0, n = 0, r;
-    do {
-        if (cap - n < 4096) {
-            cap = cap ? cap * 2 : 16384;
-            if (cap > (64u << 20)) { free(buf); fclose(f); return pdq_fail(st, PDQ_ERR_LIMIT, "%s: too large", path); }
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path); }
-            buf = nb;
-        }
-        r = fread(buf + n, 1, cap - n, f);
-        n += r;
-    } while (r > 0);
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(buf); return pdq_fail(st, PDQ_ERR_IO, "%s: read error", path); }
+    char *buf;
+    size_t n;
+    pdq_code rc = pdq_file_read(path, PDQ_CONFIG_MAX_BYTES, &buf, &n, st);
+    if (rc) return rc;
     pdq_code c = pdq_config_parse(buf, n, path, cfg, st);
     free(buf);
     return c;

@@ -1,8 +1,11 @@
 #include "pdq/npy.h"
 
+#include "pdq/file.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct { pdq_npy_dtype dt; const char *descr; size_t size; } k_types[] = {
     {PDQ_NPY_F32, "<f4", 4}, {PDQ_NPY_F64, "<f8", 8}, {PDQ_NPY_I32, "<i4", 4},
@@ -100,7 +103,20 @@ pdq_code pdq_npy_read(const char *path, pdq_npy *out, pdq_status *st) {
     if (!hdr || fread(hdr, 1, hlen, fp) != hlen) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: short npy header", path); goto done; }
     hdr[hlen] = '\0';
     if ((rc = parse_header(path, hdr, out, st)) != PDQ_OK) goto done;
+    /* Size from the data actually present: the shape must fit in what follows the header
+     * before anything is allocated for it (count <= 2^40 and size <= 8: no overflow). */
     size_t bytes = out->count * pdq_npy_dtype_size(out->dtype);
+    struct stat sb;
+    long at = ftell(fp);
+    if (fstat(fileno(fp), &sb) != 0 || at < 0) { rc = pdq_fail(st, PDQ_ERR_IO, "%s: cannot stat", path); goto done; }
+    size_t avail = (size_t)sb.st_size > (size_t)at ? (size_t)sb.st_size - (size_t)at : 0;
+    if (bytes > avail) {
+        rc = pdq_fail(st, PDQ_ERR_FORMAT,
+                      "%s: npy data shorter than its shape: %zu elements of %zu bytes need %zu bytes, the file holds %zu "
+                      "after the header",
+                      path, out->count, pdq_npy_dtype_size(out->dtype), bytes, avail);
+        goto done;
+    }
     out->data = malloc(bytes ? bytes : 1);
     if (!out->data) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: %zu bytes", path, bytes); goto done; }
     if (fread(out->data, 1, bytes, fp) != bytes) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: npy data shorter than its shape", path); goto done; }
@@ -144,15 +160,16 @@ pdq_code pdq_npy_write(const char *path, pdq_npy_dtype dt, int ndim, const int64
     size_t total = 10 + (size_t)n + 1;
     size_t pad = (64 - total % 64) % 64;
     size_t hlen = (size_t)n + pad + 1;
-    FILE *fp = fopen(path, "wb");
-    if (!fp) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create", path);
+    pdq_file_writer *w;
+    pdq_code rc = pdq_file_begin(path, NULL, &w, st);
+    if (rc) return rc;
+    FILE *fp = pdq_file_stream(w);
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
     int ok = fwrite(pre, 1, 10, fp) == 10 && fwrite(dict, 1, (size_t)n, fp) == (size_t)n;
     for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', fp) != EOF;
     ok = ok && fputc('\n', fp) != EOF;
     size_t bytes = count * pdq_npy_dtype_size(dt);
     ok = ok && (bytes == 0 || fwrite(data, 1, bytes, fp) == bytes);
-    ok = (fclose(fp) == 0) && ok;
-    if (!ok) return pdq_fail(st, PDQ_ERR_IO, "%s: write failed", path);
-    return PDQ_OK;
+    if (!ok) return pdq_file_fail(w, st);
+    return pdq_file_commit(w, st);
 }

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pdq/file.h"
 #include "st_internal.h"
 
 typedef struct {
@@ -96,29 +97,10 @@ static pdq_code build_index(pdq_safetensors *s, pdq_status *st) {
     return PDQ_OK;
 }
 
+/* model.safetensors.index.json: a weight map, a few MiB for the largest models. */
 static char *read_text(const char *path, size_t *len, pdq_status *st) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        pdq_fail(st, PDQ_ERR_IO, "%s: cannot open", path);
-        return NULL;
-    }
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || sb.st_size > (64 << 20)) {
-        fclose(f);
-        pdq_fail(st, PDQ_ERR_LIMIT, "%s: unreadable or larger than 64 MiB", path);
-        return NULL;
-    }
-    char *buf = malloc((size_t)sb.st_size + 1);
-    if (!buf || fread(buf, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size) {
-        free(buf);
-        fclose(f);
-        pdq_fail(st, PDQ_ERR_IO, "%s: read error", path);
-        return NULL;
-    }
-    fclose(f);
-    buf[sb.st_size] = '\0';
-    *len = (size_t)sb.st_size;
-    return buf;
+    char *buf;
+    return pdq_file_read(path, (size_t)64 << 20, &buf, len, st) ? NULL : buf;
 }
 
 static pdq_code open_index(pdq_safetensors *s, const char *index_path, pdq_status *st) {

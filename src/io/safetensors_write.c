@@ -1,5 +1,6 @@
-/* safetensors writer: header as HF writes it (padded with spaces to 8 bytes), data streamed,
- * temp file + rename so a crash never leaves a half-written checkpoint under the real name. */
+/* safetensors writer: header as HF writes it (padded with spaces to 8 bytes), data streamed
+ * through the atomic file layer (pdq/file.h), so a crash or a full disk never leaves a
+ * half-written checkpoint under the real name. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,11 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pdq/file.h"
 #include "st_internal.h"
 
 struct pdq_st_writer {
-    FILE *f;
-    char *tmp, *path;
+    pdq_file_writer *fw;
+    char *path;
     uint64_t total, written;
 };
 
@@ -92,9 +94,7 @@ nomem:
 
 void pdq_st_writer_abort(pdq_st_writer *w) {
     if (!w) return;
-    if (w->f) fclose(w->f);
-    if (w->tmp) unlink(w->tmp);
-    free(w->tmp);
+    pdq_file_abort(w->fw);
     free(w->path);
     free(w);
 }
@@ -106,39 +106,30 @@ pdq_code pdq_st_writer_open(const char *path, const pdq_st_tensor *tensors, int 
     char *hdr = build_header(path, tensors, n, metadata_json, &total, st);
     if (!hdr) return st ? st->code : PDQ_ERR_ARG;
     pdq_st_writer *w = calloc(1, sizeof *w);
-    size_t pl = strlen(path);
-    if (w) {
-        w->path = strdup(path);
-        w->tmp = malloc(pl + 16);
-    }
-    if (!w || !w->path || !w->tmp) {
+    if (w) w->path = strdup(path);
+    if (!w || !w->path) {
         free(hdr);
         pdq_st_writer_abort(w);
         return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path);
     }
-    snprintf(w->tmp, pl + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(w->tmp);
-    if (fd < 0 || !(w->f = fdopen(fd, "wb"))) {
-        if (fd >= 0) close(fd);
-        free(w->tmp);
-        w->tmp = NULL;
+    pdq_code c = pdq_file_begin(path, NULL, &w->fw, st);
+    if (c) {
         free(hdr);
         pdq_st_writer_abort(w);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create a temporary file beside it", path);
+        return c;
     }
-    fchmod(fd, 0644);
-    setvbuf(w->f, NULL, _IOFBF, 1 << 20);
     size_t hl = strlen(hdr);
     size_t pad = (8 - hl % 8) % 8;
     uint64_t len = hl + pad;
     uint8_t le[8];
     for (int i = 0; i < 8; i++) le[i] = (uint8_t)(len >> (8 * i));
-    int ok = fwrite(le, 1, 8, w->f) == 8 && fwrite(hdr, 1, hl, w->f) == hl &&
-             fwrite("        ", 1, pad, w->f) == pad;
+    c = pdq_file_put(w->fw, le, 8, st);
+    if (!c) c = pdq_file_put(w->fw, hdr, hl, st);
+    if (!c) c = pdq_file_put(w->fw, "        ", pad, st);
     free(hdr);
-    if (!ok) {
+    if (c) {
         pdq_st_writer_abort(w);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: write error", path);
+        return c;
     }
     w->total = total;
     *out = w;
@@ -149,8 +140,8 @@ pdq_code pdq_st_writer_put(pdq_st_writer *w, const void *data, size_t nbytes, pd
     if (nbytes > w->total - w->written)
         return pdq_fail(st, PDQ_ERR_ARG, "%s: %zu more bytes than the header declares", w->path,
                         (size_t)(nbytes - (w->total - w->written)));
-    if (nbytes && fwrite(data, 1, nbytes, w->f) != nbytes)
-        return pdq_fail(st, PDQ_ERR_IO, "%s: write error", w->tmp);
+    pdq_code c = pdq_file_put(w->fw, data, nbytes, st);
+    if (c) return c;
     w->written += nbytes;
     return PDQ_OK;
 }
@@ -161,16 +152,10 @@ pdq_code pdq_st_writer_close(pdq_st_writer *w, pdq_status *st) {
         c = pdq_fail(st, PDQ_ERR_ARG, "%s: %llu of %llu data bytes written", w->path,
                      (unsigned long long)w->written, (unsigned long long)w->total);
     } else {
-        int bad = fclose(w->f) != 0;
-        w->f = NULL;
-        if (bad) c = pdq_fail(st, PDQ_ERR_IO, "%s: write error", w->tmp);
-        else if (rename(w->tmp, w->path) != 0) c = pdq_fail(st, PDQ_ERR_IO, "%s: cannot rename into place", w->path);
-        else {
-            free(w->tmp);
-            w->tmp = NULL;
-        }
+        c = pdq_file_commit(w->fw, st); /* frees fw, removes the temp on failure */
+        w->fw = NULL;
     }
-    pdq_st_writer_abort(w); /* frees; removes the temp file only when it was not renamed */
+    pdq_st_writer_abort(w); /* frees; removes the temp file only when it was not committed */
     return c;
 }
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "pdq/config.h"
+#include "pdq/file.h"
 #include "pdq/model.h"
 
 #define CHUNK (1 << 16)
@@ -103,11 +104,9 @@ static const char *torch_dtype(pdq_dtype dt) {
 static pdq_code write_json(const char *path, cJSON *root, pdq_status *st) {
     char *text = root ? cJSON_Print(root) : NULL;
     if (!text) return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path);
-    FILE *f = fopen(path, "wb");
-    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0) ok = 0;
+    pdq_code rc = pdq_file_write_text(path, text, 1, NULL, st);
     free(text);
-    return ok ? PDQ_OK : pdq_fail(st, PDQ_ERR_IO, "%s: cannot write", path);
+    return rc;
 }
 
 static pdq_code write_config(const pdq_synth_opts *o, pdq_status *st) {

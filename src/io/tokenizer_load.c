@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pdq/file.h"
 #include "tokenizer_internal.h"
 
 /* GPT-2 pre-tokenizer regex used by ByteLevel with use_regex: true. */
@@ -17,28 +18,10 @@ typedef struct {
     pdq_status *st;
 } loader;
 
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 65536 + 1 > cap) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *p = realloc(buf, cap);
-            if (!p) { free(buf); fclose(f); return NULL; }
-            buf = p;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(buf); return NULL; }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+/* tokenizer.json files of real models are a few MiB; 256 MiB bounds what we read. */
+static char *read_all(const char *path, size_t *len, pdq_status *st) {
+    char *buf;
+    return pdq_file_read(path, PDQ_FILE_MAX_JSON, &buf, len, st) ? NULL : buf;
 }
 
 static int jbool(const cJSON *o, const char *k, int def) {
@@ -483,10 +466,14 @@ static pdq_code load_config(loader *L, const cJSON *cfg) {
 
 static cJSON *parse_file(const char *path, int required, pdq_status *st, pdq_code *rc) {
     size_t len;
-    char *text = read_all(path, &len);
+    pdq_status rst = {0};
+    char *text = read_all(path, &len, &rst);
     *rc = PDQ_OK;
     if (!text) {
-        if (required) *rc = pdq_fail(st, PDQ_ERR_IO, "%s: cannot read file", path);
+        if (required || rst.code != PDQ_ERR_IO) { /* absent optional files are fine, oversized ones not */
+            if (st) *st = rst;
+            *rc = rst.code;
+        }
         return NULL;
     }
     const char *end = NULL;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "model/check_tensors.h"
 #include "pdq/model.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
@@ -151,6 +152,18 @@ static pdq_code load_weights(const pdq_safetensors *s, pdq_model *m, pdq_status 
     return rc;
 }
 
+/* Config sizes against the tensors present, before anything is allocated from them. */
+static pdq_code check_sizes_from_data(const char *dir, const pdq_config *cfg, int quantized, pdq_status *st) {
+    char path[4200], cfg_file[4200];
+    snprintf(path, sizeof path, quantized ? "%s/model.q.safetensors" : "%s", dir);
+    snprintf(cfg_file, sizeof cfg_file, "%s/config.json", dir);
+    pdq_safetensors *s = NULL;
+    pdq_code rc = pdq_st_open(path, &s, st);
+    if (!rc) rc = pdq_check_tensors(cfg, s, quantized, cfg_file, st);
+    pdq_st_close(s);
+    return rc;
+}
+
 pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
     *out = NULL;
     struct stat sb;
@@ -163,6 +176,7 @@ pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
     /* A pdq quantized checkpoint (pdq_quant.json + model.q.safetensors): dequantized on load. */
     if (pdq_quant_is_checkpoint(dir)) {
         pdq_model *qm;
+        if ((rc = check_sizes_from_data(dir, &cfg, 1, st))) return rc;
         if ((rc = pdq_model_alloc(&cfg, &qm, st))) return rc;
         rc = pdq_quant_load(dir, qm, st);
         if (rc == PDQ_OK && !(qm->dir = strdup(dir))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
@@ -176,8 +190,10 @@ pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
 
     pdq_safetensors *s;
     if ((rc = pdq_st_open(dir, &s, st))) return rc;
+    char cfg_file[4200];
+    snprintf(cfg_file, sizeof cfg_file, "%s/config.json", dir);
     pdq_model *m;
-    if ((rc = pdq_model_alloc(&cfg, &m, st))) {
+    if ((rc = pdq_check_tensors(&cfg, s, 0, cfg_file, st)) || (rc = pdq_model_alloc(&cfg, &m, st))) {
         pdq_st_close(s);
         return rc;
     }
@@ -216,6 +232,7 @@ pdq_code pdq_model_load_lazy(const char *dir, pdq_model **out, pdq_status *st) {
     pdq_config cfg;
     pdq_code rc = pdq_config_load(dir, &cfg, st);
     if (rc) return rc;
+    if ((rc = check_sizes_from_data(dir, &cfg, 0, st))) return rc;
     pdq_model *m = calloc(1, sizeof *m);
     if (!m) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
     m->cfg = cfg;

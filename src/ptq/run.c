@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/tokenizer.h"
 #include "ptq_internal.h"
@@ -77,18 +78,15 @@ static pdq_code merge_report(const char *outdir, cJSON *act, pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/report.json", outdir);
     cJSON *root = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-        if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-            buf[n] = 0;
-            root = cJSON_Parse(buf);
-        }
+    char *buf;
+    size_t n;
+    if (pdq_file_read(path, PDQ_FILE_MAX_JSON, &buf, &n, NULL) == PDQ_OK) {
+        root = cJSON_ParseWithLength(buf, n);
         free(buf);
-        fclose(f);
+    }
+    if (root && !cJSON_IsObject(root)) { /* someone else's report.json: start afresh */
+        cJSON_Delete(root);
+        root = NULL;
     }
     if (!root) root = cJSON_CreateObject();
     cJSON_DeleteItemFromObjectCaseSensitive(root, "activations");
@@ -96,11 +94,9 @@ static pdq_code merge_report(const char *outdir, cJSON *act, pdq_status *st) {
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     if (!txt) return pdq_fail(st, PDQ_ERR_NOMEM, "report.json");
-    f = fopen(path, "wb");
-    int ok = f && fputs(txt, f) >= 0;
-    if (f) ok &= fclose(f) == 0;
+    pdq_code rc = pdq_file_write_text(path, txt, 0, NULL, st);
     free(txt);
-    return ok ? PDQ_OK : pdq_fail(st, PDQ_ERR_IO, "cannot write %s", path);
+    return rc;
 }
 
 static pdq_code calibrate(const pdq_model *m, const pdq_ptq_run_opts *o, const int32_t *w, int K, pdq_ptq **out,

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pdq/file.h"
+#include "ptq/store_check.h"
 #include "ptq_internal.h"
 
 static const char *rope_name(pdq_rope_conv r) { return r == PDQ_RT_ROPE_PRE_NEGATED_SIN ? "pre_negated_sin" : "hf"; }
@@ -69,13 +71,9 @@ pdq_code pdq_ptq_save(const pdq_ptq *p, const char *path, const void *calib_json
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     if (!txt) return pdq_fail(st, PDQ_ERR_NOMEM, "ptq: %s", path);
-    FILE *f = fopen(path, "wb");
-    if (!f) { free(txt); return pdq_fail(st, PDQ_ERR_IO, "ptq: cannot write %s", path); }
-    size_t n = strlen(txt);
-    int ok = fwrite(txt, 1, n, f) == n;
-    ok &= fclose(f) == 0;
+    pdq_code rc = pdq_file_write_text(path, txt, 0, NULL, st); /* atomic: pdq/file.h */
     free(txt);
-    return ok ? PDQ_OK : pdq_fail(st, PDQ_ERR_IO, "ptq: write error on %s", path);
+    return rc;
 nomem:
     cJSON_Delete(root);
     cJSON_Delete(so);
@@ -85,89 +83,55 @@ nomem:
 }
 
 static char *slurp(const char *path, pdq_status *st) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { pdq_fail(st, PDQ_ERR_IO, "ptq: cannot open %s", path); return NULL; }
-    char *buf = NULL;
-    size_t len = 0, cap = 0, k;
-    char tmp[65536];
-    while ((k = fread(tmp, 1, sizeof tmp, f)) > 0) {
-        if (len + k + 1 > cap) {
-            cap = (len + k + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); pdq_fail(st, PDQ_ERR_NOMEM, "ptq: %s", path); return NULL; }
-            buf = nb;
-        }
-        memcpy(buf + len, tmp, k);
-        len += k;
-    }
-    fclose(f);
-    if (!buf) { pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s is empty", path); return NULL; }
-    buf[len] = 0;
+    char *buf;
+    size_t len;
+    if (pdq_file_read(path, PDQ_FILE_MAX_JSON, &buf, &len, st)) return NULL;
+    if (!len) { free(buf); pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s is empty", path); return NULL; }
     return buf;
 }
 
-static const char *jstr(const cJSON *o, const char *k) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int jnum(const cJSON *o, const char *k, double *out) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!cJSON_IsNumber(v)) return 0;
-    *out = v->valuedouble;
-    return 1;
-}
-
-static pdq_code apply_groups(pdq_ptq *p, const cJSON *groups, const cJSON *edges, const char *path,
-                             pdq_status *st) {
-    int n = cJSON_GetArraySize(groups);
-    int *map = malloc(sizeof(int) * (size_t)(n ? n : 1)), *seen = calloc((size_t)p->n_groups, sizeof(int));
+/* Groups and edges (already checked by pdq_ptq_doc_check) matched to the model's graphs. */
+static pdq_code apply_groups(pdq_ptq *p, const ptq_doc *d, const char *path, pdq_status *st) {
+    int n = d->n_groups;
+    int *map = malloc(sizeof(int) * (size_t)(n ? n : 1)), *seen = calloc((size_t)p->n_groups + 1, sizeof(int));
     pdq_code rc = PDQ_OK;
     if (!map || !seen) rc = pdq_fail(st, PDQ_ERR_NOMEM, "ptq: %s", path);
     for (int i = 0; i < n && rc == PDQ_OK; i++) {
-        const cJSON *o = cJSON_GetArrayItem(groups, i);
-        const char *name = jstr(o, "name"), *dts = jstr(o, "dtype");
-        double scale, zp, qmin, qmax, mn, mx;
-        int dt = dts ? pdq_adtype_parse(dts) : -1;
-        if (!name || dt < 0 || !jnum(o, "scale", &scale) || !jnum(o, "zero_point", &zp) || !jnum(o, "min", &mn) ||
-            !jnum(o, "max", &mx) || !jnum(o, "qmin", &qmin) || !jnum(o, "qmax", &qmax) || !(scale > 0)) {
-            rc = pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s: group %d is malformed", path, i);
-            break;
-        }
-        int gi = pdq_ptq_find(p, name);
+        ptq_group_doc g;
+        if ((rc = pdq_ptq_group_check(cJSON_GetArrayItem(d->groups, i), i, path, &g, st))) break;
+        int gi = pdq_ptq_find(p, g.name);
         if (gi < 0 || seen[gi]) {
-            rc = pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s: group %s does not match the model's graphs", path, name);
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: groups[%d].name = \"%.200s\": %s", path, i, g.name,
+                          gi < 0 ? "no such edge group in the model's graphs" : "listed twice");
             break;
         }
         seen[gi] = 1;
         map[i] = gi;
         pdq_ptq_group *G = &p->groups[gi];
-        G->grid.dt = (pdq_adtype)dt;
-        G->grid.scale = pdq_agrid_f32(scale); /* tables written before scales were float32 */
-        G->grid.zero_point = (int64_t)zp;
-        G->grid.qmin = (int64_t)qmin;
-        G->grid.qmax = (int64_t)qmax;
-        G->obs.min = mn;
-        G->obs.max = mx;
+        G->grid.dt = (pdq_adtype)g.dtype;
+        G->grid.scale = pdq_agrid_f32(g.scale); /* tables written before scales were float32 */
+        G->grid.zero_point = g.zero_point;
+        G->grid.qmin = g.qmin;
+        G->grid.qmax = g.qmax;
+        G->obs.min = g.min;
+        G->obs.max = g.max;
         G->obs.have = 1;
-        double v;
-        if (jnum(o, "steps", &v)) G->obs.steps = (long)v;
-        if (jnum(o, "clipped", &v)) G->clipped = v;
-        if (jnum(o, "counted", &v)) G->counted = v;
+        if (g.has_steps) G->obs.steps = (long)g.steps;
+        if (g.has_clipped) G->clipped = g.clipped;
+        if (g.has_counted) G->counted = g.counted;
     }
     for (int i = 0; i < p->n_groups && rc == PDQ_OK; i++)
         if (!seen[i]) rc = pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s has no grid for edge %s", path, p->groups[i].name);
     /* Every stored edge must sit in the group the graphs give it. */
     const cJSON *e;
-    cJSON_ArrayForEach(e, edges) {
+    cJSON_ArrayForEach(e, d->edges) {
         if (rc != PDQ_OK) break;
-        int gi = pdq_ptq_find(p, e->string), fi = cJSON_IsNumber(e) ? e->valueint : -1;
-        if (gi < 0 || fi < 0 || fi >= n || map[fi] != gi)
+        int gi = pdq_ptq_find(p, e->string), fi = e->valueint; /* fi: checked to be in [0, n) */
+        if (gi < 0 || map[fi] != gi)
             rc = pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s: edge %s does not match the model's graphs", path, e->string);
     }
-    if (rc == PDQ_OK && cJSON_GetArraySize(edges) != p->n_edges)
-        rc = pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s lists %d edges, the graphs have %d", path,
-                      cJSON_GetArraySize(edges), p->n_edges);
+    if (rc == PDQ_OK && d->n_edges != p->n_edges)
+        rc = pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s lists %d edges, the graphs have %d", path, d->n_edges, p->n_edges);
     free(map);
     free(seen);
     return rc;
@@ -175,46 +139,34 @@ static pdq_code apply_groups(pdq_ptq *p, const cJSON *groups, const cJSON *edges
 
 pdq_code pdq_ptq_load(const pdq_model *m, const char *path, pdq_ptq **out, pdq_status *st) {
     char *txt = slurp(path, st);
-    if (!txt) return st->code;
+    if (!txt) return st ? st->code : PDQ_ERR_IO;
     cJSON *root = cJSON_Parse(txt);
     free(txt);
     if (!root) return pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s is not valid JSON", path);
-    pdq_code rc = PDQ_OK;
-    const char *fmt = jstr(root, "format"), *dts = jstr(root, "activation_dtype"), *obs = jstr(root, "observer");
-    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(root, "static_opts");
-    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(root, "groups");
-    const cJSON *edges = cJSON_GetObjectItemCaseSensitive(root, "edges");
-    double max_seq = 0, mom = 0.9, fill = -120;
-    pdq_static_opts so;
-    pdq_static_opts_default(&so);
-    pdq_ptq_opts po;
-    pdq_ptq_opts_default(&po);
-    const char *r = sj ? jstr(sj, "rope") : NULL, *f = sj ? jstr(sj, "scale_fusion") : NULL,
-               *l = sj ? jstr(sj, "layout") : NULL;
-    int ri = r ? pdq_rope_conv_parse(r) : -1, fi = f ? pdq_scale_fusion_parse(f) : -1,
-        li = l ? pdq_attn_layout_parse(l) : -1, di = dts ? pdq_adtype_parse(dts) : -1,
-        oi = obs ? pdq_obs_parse(obs) : -1;
-    if (!fmt || strcmp(fmt, "pdq-ptq") || !jnum(root, "max_seq", &max_seq) || ri < 0 || fi < 0 || li < 0 ||
-        !jnum(sj, "mask_fill", &fill) || di < 0 || oi < 0 || !cJSON_IsArray(groups) || !cJSON_IsObject(edges))
-        rc = pdq_fail(st, PDQ_ERR_FORMAT, "ptq: %s: missing or bad format/max_seq/static_opts/dtype/groups/edges", path);
+    ptq_doc d;
+    pdq_code rc = pdq_ptq_doc_check(root, path, PDQ_PTQ_MAX_SEQ_LIMIT, &d, st);
+    if (rc == PDQ_OK && d.max_seq > m->cfg.max_position_embeddings)
+        rc = pdq_fail(st, PDQ_ERR_LIMIT, "%s: max_seq = %d: exceeds the model's max_position_embeddings %d", path,
+                      d.max_seq, m->cfg.max_position_embeddings);
     pdq_ptq *p = NULL;
     if (rc == PDQ_OK) {
-        jnum(root, "ema_momentum", &mom);
-        so.rope = (pdq_rope_conv)ri;
-        so.scale = (pdq_scale_fusion)fi;
-        so.layout = (pdq_attn_layout)li;
-        so.mask_fill = (float)fill;
-        po.adtype = (pdq_adtype)di;
-        po.observer = (pdq_obs_kind)oi;
-        po.ema_momentum = mom;
-        rc = pdq_ptq_create(m, (int)max_seq, &so, &po, &p, st);
+        pdq_static_opts so;
+        pdq_static_opts_default(&so);
+        pdq_ptq_opts po;
+        pdq_ptq_opts_default(&po);
+        so.rope = (pdq_rope_conv)d.rope;
+        so.scale = (pdq_scale_fusion)d.scale_fusion;
+        so.layout = (pdq_attn_layout)d.layout;
+        so.mask_fill = (float)d.mask_fill;
+        po.adtype = (pdq_adtype)d.adtype;
+        po.observer = (pdq_obs_kind)d.observer;
+        po.ema_momentum = d.ema_momentum;
+        rc = pdq_ptq_create(m, d.max_seq, &so, &po, &p, st);
     }
-    if (rc == PDQ_OK) rc = apply_groups(p, groups, edges, path, st);
+    if (rc == PDQ_OK) rc = apply_groups(p, &d, path, st);
     if (rc == PDQ_OK) {
-        const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
-        double v;
-        if (cal && jnum(cal, "samples", &v)) p->calib_samples = (int)v;
-        if (cal && jnum(cal, "decode_steps", &v)) p->calib_decode_steps = (int)v;
+        if (d.has_samples) p->calib_samples = d.samples;
+        if (d.has_decode_steps) p->calib_decode_steps = d.decode_steps;
     }
     cJSON_Delete(root);
     if (rc != PDQ_OK) { pdq_ptq_free(p); return rc; }

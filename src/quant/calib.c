@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/tokenizer.h"
 
@@ -44,23 +45,10 @@ pdq_code pdq_calib_tokenize(const char *model_dir, const char *path, int32_t **i
                             pdq_status *st) {
     *ids = NULL;
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot open calibration text", path);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += got;
-        if (len == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) { free(buf); buf = NULL; }
-            buf = nb;
-        }
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf) return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path);
-    if (err) { free(buf); return pdq_fail(st, PDQ_ERR_IO, "%s: read error", path); }
+    char *buf;
+    size_t len;
+    pdq_code frc = pdq_file_read(path, PDQ_FILE_MAX_TEXT, &buf, &len, st);
+    if (frc) return pdq_wrap(st, "calibration text");
     pdq_tokenizer *t;
     pdq_code rc = pdq_tokenizer_load(model_dir, &t, st);
     if (rc) { free(buf); return rc; }

@@ -15,8 +15,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
+#include "quant/quant_json_check.h"
 
 #define MAXT 1024
 
@@ -106,38 +108,19 @@ static pdq_code mkdir_ok(const char *path, pdq_status *st) {
     return PDQ_OK;
 }
 
+/* Side files go through the atomic file layer (pdq/file.h): a full disk leaves no truncated
+ * config.json, tokenizer.json or pdq_quant.json under its final name. */
 static pdq_code write_text(const char *path, const char *text, pdq_status *st) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot write (%s)", path, strerror(errno));
-    int bad = fputs(text, f) < 0;
-    if (fclose(f) != 0) bad = 1;
-    return bad ? pdq_fail(st, PDQ_ERR_IO, "%s: write failed", path) : PDQ_OK;
+    return pdq_file_write_text(path, text, 0, NULL, st);
 }
 
 static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-            if (fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
-            else { buf[n] = '\0'; if (len) *len = (size_t)n; }
-        }
-    }
-    fclose(f);
-    return buf;
+    char *buf;
+    return pdq_file_read(path, PDQ_FILE_MAX_JSON, &buf, len, NULL) ? NULL : buf;
 }
 
 static pdq_code copy_file(const char *src, const char *dst, pdq_status *st) {
-    size_t n;
-    char *b = slurp(src, &n);
-    if (!b) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read", src);
-    FILE *f = fopen(dst, "wb");
-    int bad = !f || fwrite(b, 1, n, f) != n;
-    if (f && fclose(f) != 0) bad = 1;
-    free(b);
-    return bad ? pdq_fail(st, PDQ_ERR_IO, "%s: cannot write", dst) : PDQ_OK;
+    return pdq_file_copy(src, dst, PDQ_FILE_MAX_JSON, NULL, st);
 }
 
 /* config.json (with torch_dtype float32) and tokenizer files into dir. */
@@ -477,6 +460,9 @@ pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
     if (!txt) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read", path);
     cJSON *j = cJSON_ParseWithLength(txt, len);
     free(txt);
+    if (!j) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not valid JSON", path);
+    pdq_code vrc = pdq_quant_doc_check(j, path, st); /* every field in range before use */
+    if (vrc) { cJSON_Delete(j); return vrc; }
     const cJSON *fmt = cJSON_GetObjectItem(j, "format"), *tens = cJSON_GetObjectItem(j, "tensors");
     if (!cJSON_IsObject(j) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pdq-quant") != 0 ||
         !cJSON_IsObject(tens)) {

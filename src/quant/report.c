@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pdq/file.h"
 #include "pdq/quant.h"
 
 pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq_quant_eval *ev, pdq_status *st) {
@@ -64,9 +65,7 @@ pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq
     char *txt = cJSON_Print(j);
     cJSON_Delete(j);
     if (!txt) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
-    FILE *f = fopen(path, "w");
-    int bad = !f || fputs(txt, f) < 0 || fputc('\n', f) < 0;
-    if (f && fclose(f)) bad = 1;
+    pdq_code rc = pdq_file_write_text(path, txt, 1, NULL, st); /* atomic: pdq/file.h */
     free(txt);
-    return bad ? pdq_fail(st, PDQ_ERR_IO, "%s: cannot write", path) : PDQ_OK;
+    return rc;
 }

@@ -1,0 +1,65 @@
+/* The one file-access layer (in the spirit of SQLite's os.h): bounded whole-file reads and atomic
+ * writes. Every file pdq writes goes through pdq_file_begin/commit: a temp file in the same
+ * directory, fsync, rename over the final name, fsync of the directory. On any error the temp
+ * is removed and the final name keeps whatever it held before, so a full disk never leaves a
+ * truncated file under a final name. */
+#ifndef PDQ_FILE_H
+#define PDQ_FILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "pdq/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Optional system-call hooks for fault injection; NULL (or a NULL member) means the real call.
+ * write returns what write(2) would (a short count or -1 with errno, e.g. ENOSPC). */
+typedef struct pdq_io {
+    ssize_t (*write)(void *ctx, int fd, const void *buf, size_t n);
+    int (*fsync)(void *ctx, int fd);
+    int (*rename)(void *ctx, const char *from, const char *to);
+    void *ctx;
+} pdq_io;
+
+/* Limits for bounded reads of pdq's side files (JSON, text). */
+#define PDQ_FILE_MAX_JSON ((size_t)256 << 20)
+/* Text corpora and prompt files given to the CLI. */
+#define PDQ_FILE_MAX_TEXT ((size_t)2 << 30)
+
+typedef struct pdq_file_writer pdq_file_writer;
+
+/* Opens PATH.tmp.XXXXXX beside path (mode 0644). */
+pdq_code pdq_file_begin(const char *path, const pdq_io *io, pdq_file_writer **out, pdq_status *st);
+/* A buffered stream onto the temp file, for writers built on stdio; errors surface at commit. */
+FILE *pdq_file_stream(pdq_file_writer *w);
+pdq_code pdq_file_put(pdq_file_writer *w, const void *data, size_t n, pdq_status *st);
+/* Flushes, fsyncs, renames into place, fsyncs the directory, frees w (also on failure). */
+pdq_code pdq_file_commit(pdq_file_writer *w, pdq_status *st);
+/* After a failed write to pdq_file_stream(w): records the error (path and errno text), removes
+ * the temp file, frees w and returns PDQ_ERR_IO. */
+pdq_code pdq_file_fail(pdq_file_writer *w, pdq_status *st);
+/* Removes the temp file and frees w; safe with NULL. */
+void pdq_file_abort(pdq_file_writer *w);
+const char *pdq_file_path(const pdq_file_writer *w);
+
+/* One-shot atomic write of n bytes. */
+pdq_code pdq_file_write(const char *path, const void *data, size_t n, const pdq_io *io, pdq_status *st);
+/* Text (NUL-terminated), optionally followed by a newline. */
+pdq_code pdq_file_write_text(const char *path, const char *text, int newline, const pdq_io *io, pdq_status *st);
+/* Copies src to dst atomically; src may be at most max bytes. */
+pdq_code pdq_file_copy(const char *src, const char *dst, size_t max, const pdq_io *io, pdq_status *st);
+
+/* Reads a whole regular file of at most max bytes into a malloc'd, NUL-terminated buffer; the
+ * size comes from the data read, never from a header. *len may be NULL. */
+pdq_code pdq_file_read(const char *path, size_t max, char **out, size_t *len, pdq_status *st);
+/* The size of a regular file (for bounding counts by what is present). */
+pdq_code pdq_file_size(const char *path, size_t *size, pdq_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

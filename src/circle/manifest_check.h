@@ -1,0 +1,21 @@
+/* manifest.json of a Circle export, checked before the runtime sizes anything from it: sizes
+ * integral and bounded (the same limits as config.json), max_seq bounded, graph options from
+ * their enums, mask fill finite. Independent of the Circle files (fuzzed alone). */
+#ifndef PDQ_MANIFEST_CHECK_H
+#define PDQ_MANIFEST_CHECK_H
+
+#include <cjson/cJSON.h>
+
+#include "pdq/status.h"
+
+#define PDQ_MANIFEST_MAX_SEQ 65536
+
+typedef struct {
+    int max_seq, layers, kv_heads, heads, head_dim, hidden, vocab, quantized;
+    int rope, scale_fusion, layout; /* pdq_rope_conv, pdq_scale_fusion, pdq_attn_layout */
+    double fill;
+} pdq_manifest;
+
+pdq_code pdq_manifest_check(const cJSON *root, const char *path, pdq_manifest *m, pdq_status *st);
+
+#endif

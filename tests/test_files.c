@@ -1,0 +1,273 @@
+/* The file-access layer: atomic writes under injected faults (short writes, ENOSPC, fsync and
+ * rename failures) and under a real file-size limit (RLIMIT_FSIZE in a child process, the
+ * "disk" filling mid-file) for pdq's actual writers; bounded reads. After every failure the
+ * previous file must survive byte for byte and no temporary file may be left. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pdq/file.h"
+#include "pdq/model.h"
+#include "pdq/npy.h"
+#include "pdq/ptq.h"
+#include "pdq/safetensors.h"
+#include "testutil.h"
+
+#define SMALL_MODEL "models/stories260K"
+
+/* Entries of dir whose name contains ".tmp." (the layer's temp files). */
+static int temp_files(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp.")) n++;
+    closedir(d);
+    return n;
+}
+
+static void assert_file_is(const char *path, const char *want, size_t n) {
+    size_t len = 0;
+    char *got = tu_read_file(path, &len);
+    assert_non_null(got);
+    assert_int_equal(len, n);
+    assert_memory_equal(got, want, n);
+    free(got);
+}
+
+/* Fault hooks: write lets `budget` bytes through, then fails with `err` (0: returns 0). */
+typedef struct {
+    size_t budget;
+    int err, fail_fsync, fail_rename;
+} faults;
+
+static ssize_t f_write(void *ctx, int fd, const void *buf, size_t n) {
+    faults *f = ctx;
+    if (f->budget == 0) {
+        if (!f->err) return 0;
+        errno = f->err;
+        return -1;
+    }
+    size_t k = n < f->budget ? n : f->budget; /* a short write first, as a filling disk does */
+    ssize_t w = write(fd, buf, k);
+    if (w > 0) f->budget -= (size_t)w;
+    return w;
+}
+
+static int f_fsync(void *ctx, int fd) {
+    faults *f = ctx;
+    if (f->fail_fsync) {
+        errno = EIO;
+        return -1;
+    }
+    return fsync(fd);
+}
+
+static int f_rename(void *ctx, const char *a, const char *b) {
+    faults *f = ctx;
+    if (f->fail_rename) {
+        errno = EXDEV;
+        return -1;
+    }
+    return rename(a, b);
+}
+
+static void test_atomic_write_faults(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/ptq.json", dir);
+    pdq_status st = {0};
+    const char *good = "{\"version\": 1}\n";
+    assert_int_equal(pdq_file_write_text(path, good, 0, NULL, &st), PDQ_OK);
+    assert_file_is(path, good, strlen(good));
+    size_t big = 3u << 20; /* larger than the 1 MiB stream buffer: faults hit mid-file */
+    char *data = malloc(big);
+    assert_non_null(data);
+    memset(data, 'x', big);
+    static const struct { size_t budget; int err, fail_fsync, fail_rename; const char *needle; } cases[] = {
+        {0, ENOSPC, 0, 0, "No space left on device"},
+        {1000, ENOSPC, 0, 0, "No space left on device"},
+        {(1u << 20) + 17, EFBIG, 0, 0, "File too large"},
+        {5000, 0, 0, 0, "No space left on device"}, /* write(2) returning 0 */
+        {(size_t)-1, 0, 1, 0, "fsync"},
+        {(size_t)-1, 0, 0, 1, "rename"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        faults f = {cases[i].budget, cases[i].err, cases[i].fail_fsync, cases[i].fail_rename};
+        pdq_io io = {.write = f_write, .fsync = f_fsync, .rename = f_rename, .ctx = &f};
+        pdq_status_clear(&st);
+        assert_int_equal(pdq_file_write(path, data, big, &io, &st), PDQ_ERR_IO);
+        if (!strstr(st.msg, path) || !strstr(st.msg, cases[i].needle))
+            fail_msg("case %zu: message '%s' lacks the path or '%s'", i, st.msg, cases[i].needle);
+        assert_file_is(path, good, strlen(good)); /* the previous file survives */
+        assert_int_equal(temp_files(dir), 0);     /* and no temp is left behind */
+    }
+    /* the same hooks with room enough: the new content lands whole */
+    faults ok = {(size_t)-1, 0, 0, 0};
+    pdq_io io = {.write = f_write, .fsync = f_fsync, .rename = f_rename, .ctx = &ok};
+    assert_int_equal(pdq_file_write(path, data, big, &io, &st), PDQ_OK);
+    assert_file_is(path, data, big);
+    assert_int_equal(temp_files(dir), 0);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0644);
+    /* a directory that does not exist: no file, a message naming it */
+    snprintf(path, sizeof path, "%s/no/such/dir/x.json", dir);
+    assert_int_equal(pdq_file_write_text(path, good, 0, NULL, &st), PDQ_ERR_IO);
+    assert_non_null(strstr(st.msg, path));
+    free(data);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_bounded_read(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    pdq_status st = {0};
+    char body[5000];
+    memset(body, 'a', sizeof body);
+    assert_int_equal(tu_write_file(path, body, sizeof body), 0);
+    char *buf = NULL;
+    size_t n = 0;
+    assert_int_equal(pdq_file_read(path, sizeof body, &buf, &n, &st), PDQ_OK);
+    assert_int_equal(n, sizeof body);
+    assert_memory_equal(buf, body, n);
+    assert_int_equal(buf[n], '\0');
+    free(buf);
+    /* one byte over the limit: refused before reading, naming the file, its size and the limit */
+    assert_int_equal(pdq_file_read(path, sizeof body - 1, &buf, &n, &st), PDQ_ERR_LIMIT);
+    assert_null(buf);
+    assert_non_null(strstr(st.msg, path));
+    assert_non_null(strstr(st.msg, "5000 bytes"));
+    assert_non_null(strstr(st.msg, "4999 bytes"));
+    /* empty file, directory, missing file */
+    assert_int_equal(tu_write_file(path, "", 0), 0);
+    assert_int_equal(pdq_file_read(path, 10, &buf, &n, &st), PDQ_OK);
+    assert_int_equal(n, 0);
+    free(buf);
+    assert_int_equal(pdq_file_read(dir, 10, &buf, &n, &st), PDQ_ERR_IO);
+    assert_non_null(strstr(st.msg, "not a regular file"));
+    snprintf(path, sizeof path, "%s/missing.json", dir);
+    assert_int_equal(pdq_file_read(path, 10, &buf, &n, &st), PDQ_ERR_IO);
+    assert_non_null(strstr(st.msg, path));
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* Runs fn in a child whose files may not grow past limit bytes (SIGXFSZ ignored, so writes fail
+ * with EFBIG as on a full disk); returns the child's exit status (fn's pdq_code). */
+typedef pdq_code (*writer_fn)(const char *path, void *arg, pdq_status *st);
+
+static int write_limited(writer_fn fn, const char *path, void *arg, rlim_t limit, char *msg, size_t cap) {
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(pipefd[0]);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {limit, limit};
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(100);
+        pdq_status st = {0};
+        pdq_code c = fn(path, arg, &st);
+        ssize_t w = write(pipefd[1], st.msg, strlen(st.msg) + 1);
+        (void)w;
+        _exit((int)c);
+    }
+    close(pipefd[1]);
+    ssize_t r = read(pipefd[0], msg, cap - 1);
+    msg[r > 0 ? r : 0] = '\0';
+    close(pipefd[0]);
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    return WEXITSTATUS(ws);
+}
+
+static pdq_code w_npy(const char *path, void *arg, pdq_status *st) {
+    int64_t shape[2] = {256, 256};
+    return pdq_npy_write(path, PDQ_NPY_F32, 2, shape, arg, st);
+}
+
+static pdq_code w_st(const char *path, void *arg, pdq_status *st) {
+    pdq_st_tensor t = {.name = "w", .dtype = PDQ_DT_F32, .ndim = 2, .shape = {256, 256}, .data = arg,
+                       .nbytes = 256 * 256 * 4};
+    return pdq_st_write(path, &t, 1, NULL, st);
+}
+
+static pdq_code w_ptq(const char *path, void *arg, pdq_status *st) { return pdq_ptq_save(arg, path, NULL, st); }
+
+static pdq_code w_copy(const char *path, void *arg, pdq_status *st) {
+    return pdq_file_copy(arg, path, PDQ_FILE_MAX_JSON, NULL, st);
+}
+
+/* Writes a good file with fn, then again under a 4 KiB limit with different content: the
+ * rewrite must fail with an I/O error and leave the good file and no temp. */
+static void check_writer(const char *dir, const char *name, writer_fn fn, void *good_arg, void *new_arg) {
+    char path[512], msg[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    pdq_status st = {0};
+    pdq_code c = fn(path, good_arg, &st);
+    if (c) fail_msg("%s: %s", name, st.msg);
+    size_t n = 0;
+    char *before = tu_read_file(path, &n);
+    assert_non_null(before);
+    assert_true(n > 4096);
+    int rc = write_limited(fn, path, new_arg, 4096, msg, sizeof msg);
+    if (rc != PDQ_ERR_IO || !strstr(msg, name) || !strstr(msg, "File too large"))
+        fail_msg("%s under a 4 KiB limit: exit %d, '%s'", name, rc, msg);
+    assert_file_is(path, before, n);
+    assert_int_equal(temp_files(dir), 0);
+    free(before);
+}
+
+static void test_writers_on_a_full_disk(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    float *a = malloc(256 * 256 * sizeof(float)), *b = malloc(256 * 256 * sizeof(float));
+    assert_true(a && b);
+    for (int i = 0; i < 256 * 256; i++) {
+        a[i] = (float)i;
+        b[i] = -(float)i;
+    }
+    check_writer(dir, "logits.npy", w_npy, a, b);
+    check_writer(dir, "model.safetensors", w_st, a, b);
+    check_writer(dir, "tokenizer.json", w_copy, SMALL_MODEL "/tokenizer.json", SMALL_MODEL "/tokenizer.json");
+
+    pdq_status st = {0};
+    pdq_model *m;
+    assert_int_equal(pdq_model_load(SMALL_MODEL, &m, &st), PDQ_OK);
+    pdq_static_opts so;
+    pdq_static_opts_default(&so);
+    pdq_ptq_opts po;
+    pdq_ptq_opts_default(&po);
+    pdq_ptq *p1, *p2;
+    assert_int_equal(pdq_ptq_create(m, 16, &so, &po, &p1, &st), PDQ_OK);
+    po.adtype = PDQ_ADT_UINT8;
+    assert_int_equal(pdq_ptq_create(m, 16, &so, &po, &p2, &st), PDQ_OK);
+    check_writer(dir, "ptq.json", w_ptq, p1, p2);
+    pdq_ptq_free(p1);
+    pdq_ptq_free(p2);
+    pdq_model_free(m);
+    free(a);
+    free(b);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_atomic_write_faults),
+        cmocka_unit_test(test_bounded_read),
+        cmocka_unit_test(test_writers_on_a_full_disk),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
