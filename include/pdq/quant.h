@@ -146,6 +146,8 @@ typedef struct {
     int nsamples, seq_len;  /* calibration windows (GPTQ) */
     uint64_t seed;
     int quiet;              /* no summary table */
+    const struct pdq_transform_opts *transforms; /* NULL, or the float transforms the model went
+                                                  * through first (pdq/transform.h); recorded only */
 } pdq_quant_opts;
 
 void pdq_quant_opts_default(pdq_quant_opts *o, int bits);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "pdq/quant.h"
+#include "pdq/transform.h"
 #include "pdq/safetensors.h"
 
 #define MAXT 1024
@@ -206,6 +207,7 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
         snprintf(b, sizeof b, "%s=%d", o->overrides[i].name, o->overrides[i].bits);
         cJSON_AddItemToArray(ov, cJSON_CreateString(b));
     }
+    if (o->transforms) cJSON_AddItemToObject(j, "transforms", pdq_transform_json(o->transforms));
     cJSON *t = cJSON_AddObjectToObject(j, "tensors");
     for (int i = 0; i < q->n; i++) {
         const pdq_qmodule *m = &q->mods[i];

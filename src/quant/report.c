@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "pdq/quant.h"
+#include "pdq/transform.h"
 
 pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq_quant_eval *ev, pdq_status *st) {
     const pdq_quant_opts *o = &q->opts;
@@ -27,6 +28,7 @@ pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq
     if (o->lm_head_bits) cJSON_AddNumberToObject(j, "lm_head_bits", o->lm_head_bits);
     else cJSON_AddStringToObject(j, "lm_head_bits", "none");
     cJSON_AddStringToObject(j, "lm_head_method", o->lm_head_gptq ? "gptq" : "rtn");
+    if (o->transforms) cJSON_AddItemToObject(j, "transforms", pdq_transform_json(o->transforms));
     cJSON_AddNumberToObject(j, "seconds", q->seconds);
     double tl = 0, tr = 0;
     cJSON *mods = cJSON_AddArrayToObject(j, "modules");
