@@ -26,6 +26,7 @@ static const char *k_usage =
     "  --embed-bits B|none  embedding table, per-row RTN (default 8)\n"
     "  --lm-head-bits B|none  lm_head (default 8, RTN)\n"
     "  --lm-head-gptq       GPTQ for lm_head instead of RTN\n"
+    "  --gptq-orig-inputs   Hessians from the float model's activations (TICO gptq_use_orig_model_inference)\n"
     "  --eval FILE          perplexity of FP32 and quantized on FILE (windows --eval-len, stride --eval-stride;\n"
     "                       default 256/256), written to report.json\n"
     "  --eval-fp32-ppl X    reuse a known FP32 perplexity of the same file and windows (sweeps)\n"
@@ -72,6 +73,7 @@ int cmd_quantize(int argc, char **argv) {
     int nov = args_all(&a, "--override", ovs, MAX_OVERRIDES);
     const char *eb = args_str(&a, "--embed-bits"), *lb = args_str(&a, "--lm-head-bits");
     o.lm_head_gptq = args_flag(&a, "--lm-head-gptq");
+    o.orig_inputs = args_flag(&a, "--gptq-orig-inputs");
     int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet");
     int eval_len = (int)args_int(&a, "--eval-len", 256), eval_stride = (int)args_int(&a, "--eval-stride", 256);
     double known_fp32 = args_double(&a, "--eval-fp32-ppl", 0);

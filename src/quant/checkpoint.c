@@ -194,6 +194,9 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
         cJSON_AddBoolToObject(j, "static_groups", o->gptq.static_groups);
         cJSON_AddNumberToObject(j, "percdamp", o->gptq.percdamp);
         cJSON_AddNumberToObject(j, "blocksize", o->gptq.blocksize);
+        cJSON_AddBoolToObject(j, "ref_groups", o->gptq.ref_groups);
+        cJSON_AddBoolToObject(j, "mse_gptq", o->gptq.mse_gptq);
+        cJSON_AddBoolToObject(j, "orig_inputs", o->orig_inputs);
         cJSON_AddNumberToObject(j, "nsamples", q->nsamples);
         cJSON_AddNumberToObject(j, "seq_len", q->seq_len);
         cJSON_AddNumberToObject(j, "seed", (double)o->seed);

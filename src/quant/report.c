@@ -20,6 +20,13 @@ pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq
     cJSON_AddBoolToObject(j, "actorder", o->gptq.actorder);
     cJSON_AddBoolToObject(j, "static_groups", o->gptq.static_groups);
     cJSON_AddNumberToObject(j, "percdamp", o->gptq.percdamp);
+    cJSON_AddBoolToObject(j, "ref_groups", o->gptq.ref_groups);
+    cJSON_AddBoolToObject(j, "mse_gptq", o->gptq.mse_gptq);
+    if (o->gptq.mse_gptq) {
+        cJSON_AddNumberToObject(j, "mse_gptq_steps", o->gptq.mse_gptq_steps);
+        cJSON_AddNumberToObject(j, "mse_gptq_range", o->gptq.mse_gptq_range);
+    }
+    cJSON_AddBoolToObject(j, "orig_inputs", o->orig_inputs);
     cJSON_AddNumberToObject(j, "nsamples", q->nsamples);
     cJSON_AddNumberToObject(j, "seq_len", q->seq_len);
     cJSON_AddNumberToObject(j, "seed", (double)o->seed);
