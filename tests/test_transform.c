@@ -144,6 +144,8 @@ static void preserve_on(const char *dir) {
         /* tied stays tied unless R1 had to take the final norm into a separate lm_head */
         assert_int_equal(m->cfg.tie_word_embeddings, m0->cfg.tie_word_embeddings && !o.untied);
         assert_int_equal(o.untied, o.r1 && m0->cfg.tie_word_embeddings);
+        /* fold alone on a tied model cannot take the final norm (it would change the embedding) */
+        if (o.fold) assert_int_equal(o.final_norm_kept, m0->cfg.tie_word_embeddings && !o.r1);
         free(lg);
         pdq_model_free(m);
     }

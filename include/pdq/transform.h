@@ -77,6 +77,7 @@ typedef struct pdq_transform_opts {
     int smooth_nsamples;    /* calibration windows for SmoothQuant's ranges (0: all given) */
     /* filled by pdq_transform_model */
     int untied;             /* R1 on a tied model with a non-unit final norm: lm_head split off */
+    int final_norm_kept;    /* fold without R1 on a tied model: the final norm keeps its weight */
     int r1_hadamard, r2_hadamard;
     double seconds;
 } pdq_transform_opts;

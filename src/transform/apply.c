@@ -57,6 +57,8 @@ pdq_code pdq_transform_model(pdq_model *m, pdq_transform_opts *o, const int32_t 
     pdq_code rc = PDQ_OK;
     if (o->fold || o->r1) rc = pdq_fold_norms(m, o->r1, st);
     if (!rc) o->untied = tied && !m->cfg.tie_word_embeddings;
+    o->final_norm_kept = 0;
+    for (int i = 0; !rc && (o->fold || o->r1) && i < m->cfg.hidden_size; i++) o->final_norm_kept |= m->norm[i] != 1.0f;
     if (!rc && o->r1) rc = pdq_rotate_r1(m, o->kind, o->seed, st);
     if (!rc && o->r2) rc = pdq_rotate_r2(m, o->kind, o->seed, st);
     if (!rc && o->cle) rc = pdq_cle(m, st);
@@ -92,6 +94,7 @@ struct cJSON *pdq_transform_json(const pdq_transform_opts *o) {
         cJSON_AddNumberToObject(j, "smooth_nsamples", o->smooth_nsamples);
     }
     cJSON_AddBoolToObject(j, "untied_lm_head", o->untied);
+    if (o->fold || o->r1) cJSON_AddBoolToObject(j, "final_norm_folded", !o->final_norm_kept);
     cJSON_AddNumberToObject(j, "seconds", o->seconds);
     return j;
 }
