@@ -92,6 +92,16 @@ typedef struct {
     int static_groups;  /* with act-order and groups: grids from the original weight up front */
     float percdamp;     /* 0.01 */
     int blocksize;      /* 128 */
+    int ref_groups;     /* group grids as IST-DASLab / AutoGPTQ / TICO compute them: from the weights
+                         * as they stood at the start of the lazy-update block (the block's own
+                         * error updates not applied), block size not rounded to the group. Off:
+                         * from the current error-updated weights, block rounded up to whole groups
+                         * (slightly lower loss, different codes) */
+    int mse_gptq;       /* per-row grid search measured after GPTQ: every row keeps the range shrink
+                         * p = 1 - k * mse_gptq_range / mse_gptq_steps (k = 0..steps) whose GPTQ
+                         * result has the least tr(dw H dw^T) (per-channel only) */
+    int mse_gptq_steps; /* 10 */
+    float mse_gptq_range; /* 0.25 */
 } pdq_gptq_opts;
 
 void pdq_gptq_opts_default(pdq_gptq_opts *o, int bits);
@@ -115,6 +125,13 @@ void pdq_qresult_free(pdq_qresult *r);
  * PDQ_ERR_NUMERIC; name is used in messages. */
 pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H,
                   const char *name, pdq_qresult *r, pdq_status *st);
+/* GPTQ with given per-row grids (scale, zero [rows]); losses: loss only (rtn_loss 0). */
+pdq_code pdq_gptq_fixed_grid(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H,
+                             const char *name, const float *scale, const float *zero, pdq_qresult *r,
+                             pdq_status *st);
+/* The GPTQ-aware grid search of o->mse_gptq (pdq_gptq calls it). */
+pdq_code pdq_gptq_grid_search(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H,
+                              const char *name, pdq_qresult *r, pdq_status *st);
 /* RTN into the same result layout, with losses on H (H may be NULL: losses left 0). */
 pdq_code pdq_rtn_result(const pdq_qscheme *s, const float *w, int rows, int cols, const float *H,
                         const char *name, pdq_qresult *r, pdq_status *st);
@@ -144,8 +161,12 @@ typedef struct {
     int lm_head_bits;       /* 0: keep float; default 8 */
     int lm_head_gptq;       /* GPTQ instead of RTN for lm_head */
     int nsamples, seq_len;  /* calibration windows (GPTQ) */
+    int orig_inputs;        /* every Hessian from the float model's activations (TICO's
+                             * --gptq_use_orig_model_inference), not from the partly quantized one */
     uint64_t seed;
     int quiet;              /* no summary table */
+    const struct pdq_transform_opts *transforms; /* NULL, or the float transforms the model went
+                                                  * through first (pdq/transform.h); recorded only */
 } pdq_quant_opts;
 
 void pdq_quant_opts_default(pdq_quant_opts *o, int bits);

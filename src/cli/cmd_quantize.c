@@ -11,6 +11,7 @@
 #include "ptq_args.h"
 #include "quant_args.h"
 #include "quantize_export.h"
+#include "quantize_transform.h"
 
 #define MAX_OVERRIDES 64
 
@@ -25,11 +26,13 @@ static const char *k_usage =
     "  --embed-bits B|none  embedding table, per-row RTN (default 8)\n"
     "  --lm-head-bits B|none  lm_head (default 8, RTN)\n"
     "  --lm-head-gptq       GPTQ for lm_head instead of RTN\n"
+    "  --gptq-orig-inputs   Hessians from the float model's activations (TICO gptq_use_orig_model_inference)\n"
     "  --eval FILE          perplexity of FP32 and quantized on FILE (windows --eval-len, stride --eval-stride;\n"
     "                       default 256/256), written to report.json\n"
     "  --eval-fp32-ppl X    reuse a known FP32 perplexity of the same file and windows (sweeps)\n"
     "  --threads N          BLAS/threads (default: all cores)\n"
     "  --quiet              no per-module table\n"
+    QUANTIZE_TRANSFORM_USAGE
     PTQ_ARGS_USAGE
     QUANTIZE_EXPORT_USAGE;
 
@@ -70,6 +73,7 @@ int cmd_quantize(int argc, char **argv) {
     int nov = args_all(&a, "--override", ovs, MAX_OVERRIDES);
     const char *eb = args_str(&a, "--embed-bits"), *lb = args_str(&a, "--lm-head-bits");
     o.lm_head_gptq = args_flag(&a, "--lm-head-gptq");
+    o.orig_inputs = args_flag(&a, "--gptq-orig-inputs");
     int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet");
     int eval_len = (int)args_int(&a, "--eval-len", 256), eval_stride = (int)args_int(&a, "--eval-stride", 256);
     double known_fp32 = args_double(&a, "--eval-fp32-ppl", 0);
@@ -77,8 +81,16 @@ int cmd_quantize(int argc, char **argv) {
     int graph_opts_given = args_str(&a, "--rope") || args_str(&a, "--scale-fusion") || args_str(&a, "--layout");
     pdq_ptq_run_opts ro;
     int abits = ptq_args_read(&a, &ro, calib != NULL);
+    pdq_transform_opts tro;
+    int tbad = quantize_transform_args(&a, &tro);
     if (args_finish(&a) || !dir || !out) { fputs(k_usage, stderr); return 2; }
-    if (abits < 0) return 2;
+    if (abits < 0 || tbad) return 2;
+    if (tro.smooth && !calib) {
+        fprintf(stderr, "pdq quantize: --transform smooth needs --calib FILE (activation ranges)\n");
+        return 2;
+    }
+    if (pdq_transform_any(&tro)) o.transforms = &tro;
+    char tdir[4096];
     int ex_whole = 0, ex_per = 0;
     if (export && quantize_export_parse(export, &ex_whole, &ex_per)) return 2;
     if (export && !graph_opts_given) { /* the graphs TICO exports for the NPU */
@@ -142,9 +154,10 @@ int cmd_quantize(int argc, char **argv) {
         }
     }
     int bos = -1;
-    if (calib && (o.method == PDQ_QM_GPTQ || abits != PDQ_ADT_FLOAT) && pdq_calib_tokenize(dir, calib, &text, &n_text, &bos, &st))
+    if (calib && (o.method == PDQ_QM_GPTQ || abits != PDQ_ADT_FLOAT || tro.smooth) &&
+        pdq_calib_tokenize(dir, calib, &text, &n_text, &bos, &st))
         goto fail;
-    if (o.method == PDQ_QM_GPTQ) {
+    if (o.method == PDQ_QM_GPTQ || tro.smooth) {
         int cap = m->cfg.max_position_embeddings;
         if (seq_len <= 0) {
             seq_len = 2048 < cap ? 2048 : cap;
@@ -154,6 +167,14 @@ int cmd_quantize(int argc, char **argv) {
             seq_len = cap;
         }
         if (pdq_calib_windows(text, n_text, nsamples, seq_len, bos, o.seed, &windows, &st)) goto fail;
+    }
+    if (o.transforms) { /* from here on the run works on the transformed checkpoint */
+        pdq_model_free(m);
+        m = NULL;
+        if (quantize_transform_run(dir, out, &tro, windows, nsamples, seq_len, threads, tdir, sizeof tdir)) goto done;
+        dir = tdir;
+        if (pdq_model_load_lazy(dir, &m, &st)) goto fail;
+        pdq_set_threads(m, threads);
     }
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
     if (!quiet) pdq_qmodel_print(&q, stdout);

@@ -15,4 +15,8 @@ void quant_args_read(pdq_args *a, pdq_gptq_opts *o) {
     o->static_groups = args_flag(a, "--static-groups");
     o->percdamp = (float)args_double(a, "--percdamp", o->percdamp);
     o->blocksize = (int)args_int(a, "--blocksize", o->blocksize);
+    o->ref_groups = args_flag(a, "--gptq-ref-groups");
+    o->mse_gptq = args_flag(a, "--mse-gptq");
+    o->mse_gptq_steps = (int)args_int(a, "--mse-gptq-steps", o->mse_gptq_steps);
+    o->mse_gptq_range = (float)args_double(a, "--mse-gptq-range", o->mse_gptq_range);
 }

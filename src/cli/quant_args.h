@@ -16,7 +16,12 @@
     "  --no-actorder        quantize columns in natural order (default: descending diag(H))\n" \
     "  --static-groups      group grids from the original weight up front\n" \
     "  --percdamp P         dampening, fraction of mean(diag H) (default 0.01)\n" \
-    "  --blocksize B        lazy-update block (default 128)\n"
+    "  --blocksize B        lazy-update block (default 128)\n" \
+    "  --gptq-ref-groups    group grids as IST-DASLab/AutoGPTQ/TICO: from the weights at the start of the\n" \
+    "                       lazy-update block (default: from the error-updated weights, whole groups per block)\n" \
+    "  --mse-gptq           per-row grid search measured after GPTQ (per-channel): each row keeps the shrink\n" \
+    "                       p = 1 - k*range/steps, k = 0..steps, with the least GPTQ loss\n" \
+    "  --mse-gptq-steps N --mse-gptq-range F   (defaults 10, 0.25)\n"
 
 /* Reads the flags into o (defaults first). */
 void quant_args_read(pdq_args *a, pdq_gptq_opts *o);

@@ -17,6 +17,7 @@
 
 #include "pdq/file.h"
 #include "pdq/quant.h"
+#include "pdq/transform.h"
 #include "pdq/safetensors.h"
 #include "quant/quant_json_check.h"
 
@@ -176,6 +177,9 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
         cJSON_AddBoolToObject(j, "static_groups", o->gptq.static_groups);
         cJSON_AddNumberToObject(j, "percdamp", o->gptq.percdamp);
         cJSON_AddNumberToObject(j, "blocksize", o->gptq.blocksize);
+        cJSON_AddBoolToObject(j, "ref_groups", o->gptq.ref_groups);
+        cJSON_AddBoolToObject(j, "mse_gptq", o->gptq.mse_gptq);
+        cJSON_AddBoolToObject(j, "orig_inputs", o->orig_inputs);
         cJSON_AddNumberToObject(j, "nsamples", q->nsamples);
         cJSON_AddNumberToObject(j, "seq_len", q->seq_len);
         cJSON_AddNumberToObject(j, "seed", (double)o->seed);
@@ -189,6 +193,7 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
         snprintf(b, sizeof b, "%s=%d", o->overrides[i].name, o->overrides[i].bits);
         cJSON_AddItemToArray(ov, cJSON_CreateString(b));
     }
+    if (o->transforms) cJSON_AddItemToObject(j, "transforms", pdq_transform_json(o->transforms));
     cJSON *t = cJSON_AddObjectToObject(j, "tensors");
     for (int i = 0; i < q->n; i++) {
         const pdq_qmodule *m = &q->mods[i];

@@ -22,6 +22,8 @@ void pdq_gptq_opts_default(pdq_gptq_opts *o, int bits) {
     o->actorder = 1;
     o->percdamp = 0.01f;
     o->blocksize = 128;
+    o->mse_gptq_steps = 10;
+    o->mse_gptq_range = 0.25f;
 }
 
 void pdq_qresult_free(pdq_qresult *r) {
@@ -134,9 +136,11 @@ static void argsort_desc(const double *key, int *idx, int *tmp, int n) {
     memcpy(idx, tmp, (size_t)n * sizeof(int));
 }
 
-pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H,
-                  const char *name, pdq_qresult *r, pdq_status *st) {
-    if (!name) name = "weight";
+/* fixed_scale/fixed_zero: per-channel grids given by the caller (GPTQ-aware grid search), else
+ * NULL. */
+static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H,
+                         const char *name, const float *fixed_scale, const float *fixed_zero, int with_rtn,
+                         pdq_qresult *r, pdq_status *st) {
     const pdq_qscheme *s = &o->scheme;
     pdq_code rc = pdq_qscheme_check(s, rows, cols, name, st);
     if (rc) return rc;
@@ -146,6 +150,7 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
     if (!finite_all(H, (size_t)cols * cols)) return pdq_fail(st, PDQ_ERR_NUMERIC, "%s: NaN or Inf in the Hessian", name);
     int ng = pdq_qscheme_ngroups(s, cols), gs = s->group > 0 ? s->group : cols, maxq = (1 << s->bits) - 1;
     int static_groups = s->group > 0 && o->static_groups;
+    int ref_groups = s->group > 0 && !static_groups && o->ref_groups;
     if ((rc = result_alloc(r, rows, cols, ng, name, st))) return rc;
 
     size_t nw = (size_t)rows * cols, nh = (size_t)cols * cols;
@@ -159,10 +164,16 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
     float *sc = malloc((size_t)rows * sizeof(float)), *ze = malloc((size_t)rows * sizeof(float));
     float *err = NULL;
     float *ssc = NULL, *sze = NULL; /* static group grids [rows*ng] */
+    float *snap = NULL, *gbuf = NULL; /* reference groups: block-start columns, one group's columns */
     int bs = o->blocksize;
-    if (s->group > 0 && !static_groups) bs = (bs + gs - 1) / gs * gs;
+    if (s->group > 0 && !static_groups && !ref_groups) bs = (bs + gs - 1) / gs * gs;
     if (bs > cols) bs = cols;
     err = malloc((size_t)bs * rows * sizeof(float));
+    if (ref_groups) {
+        snap = malloc((size_t)bs * rows * sizeof(float));
+        gbuf = malloc((size_t)gs * rows * sizeof(float));
+        if (!snap || !gbuf) err = (free(err), NULL);
+    }
     if (static_groups) { ssc = malloc((size_t)rows * ng * sizeof(float)); sze = malloc((size_t)rows * ng * sizeof(float)); }
     if (!wt || !wd || !hd || !hp || !hinv || !perm || !ptmp || !diag || !sc || !ze || !err ||
         (static_groups && (!ssc || !sze))) {
@@ -186,6 +197,9 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
     if (s->per_tensor) {
         pdq_qparams_find(s, w, 1, rows * cols, 0, 1, &sc[0], &ze[0]);
         for (int rr = 1; rr < rows; rr++) { sc[rr] = sc[0]; ze[rr] = ze[0]; }
+    } else if (s->group == 0 && fixed_scale) {
+        memcpy(sc, fixed_scale, (size_t)rows * sizeof(float));
+        memcpy(ze, fixed_zero, (size_t)rows * sizeof(float));
     } else if (s->group == 0) {
         pdq_qparams_find(s, w, rows, cols, cols, 1, sc, ze);
     } else if (static_groups) {
@@ -224,6 +238,7 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
 
     for (int i1 = 0; i1 < cols; i1 += bs) {
         int i2 = i1 + bs < cols ? i1 + bs : cols, count = i2 - i1;
+        if (ref_groups) memcpy(snap, wt + (size_t)i1 * rows, (size_t)count * rows * sizeof(float));
         for (int j = i1; j < i2; j++) {
             int c = perm[j];
             float *wc = wt + (size_t)j * rows;
@@ -236,7 +251,18 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
                         /* group j/gs: columns j..j+gs-1 of the current (updated) weights */
                         int g = j / gs;
                         int width = cols - j < gs ? cols - j : gs;
-                        pdq_qparams_find(s, wc, rows, width, 1, rows, sc, ze);
+                        if (ref_groups) {
+                            /* the reference reads W[:, j:j+gs], where the block's own updates are
+                             * not yet applied (they live in its W1 copy): block-start values for
+                             * columns inside the block, current (= block-start) values after it */
+                            for (int k = 0; k < width; k++)
+                                memcpy(gbuf + (size_t)k * rows,
+                                       j + k < i2 ? snap + (size_t)(j + k - i1) * rows : wt + (size_t)(j + k) * rows,
+                                       (size_t)rows * sizeof(float));
+                            pdq_qparams_find(s, gbuf, rows, width, 1, rows, sc, ze);
+                        } else {
+                            pdq_qparams_find(s, wc, rows, width, 1, rows, sc, ze);
+                        }
                         for (int rr = 0; rr < rows; rr++) {
                             r->scale[(size_t)rr * ng + g] = sc[rr];
                             r->zero[(size_t)rr * ng + g] = ze[rr];
@@ -269,7 +295,7 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
         }
     }
     r->loss = pdq_quant_loss(w, r->deq, rows, cols, H);
-    {
+    if (with_rtn) {
         pdq_qresult rt;
         rc = pdq_rtn_result(s, w, rows, cols, H, name, &rt, st);
         if (rc) goto done;
@@ -279,7 +305,23 @@ pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, co
     rc = PDQ_OK;
 done:
     free(wt); free(wd); free(hd); free(hp); free(hinv); free(perm); free(ptmp); free(diag);
-    free(sc); free(ze); free(err); free(ssc); free(sze);
+    free(sc); free(ze); free(err); free(ssc); free(sze); free(snap); free(gbuf);
     if (rc) pdq_qresult_free(r);
     return rc;
+}
+
+pdq_code pdq_gptq(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H,
+                  const char *name, pdq_qresult *r, pdq_status *st) {
+    if (!name) name = "weight";
+    if (o->mse_gptq) return pdq_gptq_grid_search(o, w, rows, cols, H, name, r, st);
+    return gptq_run(o, w, rows, cols, H, name, NULL, NULL, 1, r, st);
+}
+
+pdq_code pdq_gptq_fixed_grid(const pdq_gptq_opts *o, const float *w, int rows, int cols, const float *H,
+                             const char *name, const float *scale, const float *zero, pdq_qresult *r,
+                             pdq_status *st) {
+    if (!name) name = "weight";
+    if (o->scheme.group != 0 || o->scheme.per_tensor)
+        return pdq_fail(st, PDQ_ERR_ARG, "%s: fixed grids are per output row (no --group, no --per-tensor)", name);
+    return gptq_run(o, w, rows, cols, H, name, scale, zero, 0, r, st);
 }

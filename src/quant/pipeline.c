@@ -176,6 +176,83 @@ static void step(progress_t *pg, long n) {
     pdq_progress_update(&pg->p, pg->done);
 }
 
+/* Four Hessians at once (inputs of q/k/v, o, gate/up, down), for float-model calibration. */
+typedef struct {
+    pdq_hessian h[4];
+    pdq_status *st;
+    pdq_code rc;
+} hook4_ctx;
+
+static int group_of(pdq_linear_id which) {
+    return which == PDQ_LIN_Q ? 0 : which == PDQ_LIN_O ? 1 : which == PDQ_LIN_GATE ? 2 : 3;
+}
+
+static void hessian4_hook(void *ctx, int layer, pdq_linear_id which, const float *x, int rows, int cols) {
+    hook4_ctx *c = ctx;
+    (void)layer;
+    if (c->rc) return;
+    pdq_hessian *h = &c->h[group_of(which)];
+    if (cols != h->n) { c->rc = pdq_fail(c->st, PDQ_ERR_SHAPE, "hook: %d columns, Hessian has %d", cols, h->n); return; }
+    c->rc = pdq_hessian_add(h, x, rows, c->st);
+}
+
+/* --gptq-orig-inputs (TICO's gptq_use_orig_model_inference): every linear's Hessian comes from
+ * the float model's activations, not from a model whose earlier linears are already quantized.
+ * One float pass per layer collects the four Hessians and turns x into the next layer's float
+ * inputs; then the seven linears are quantized. */
+static pdq_code gptq_layers_orig(pdq_model *m, const pdq_quant_opts *o, float *x, int ns, int T, pdq_qmodel *q,
+                                 progress_t *pg, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    pdq_code rc = PDQ_OK;
+    char name[128];
+    for (int l = 0; !rc && l < c->n_layers; l++) {
+        pdq_layer *L = &m->layers[l];
+        if ((rc = pdq_model_layer_acquire(m, l, st))) break;
+        hook4_ctx hc;
+        memset(&hc, 0, sizeof hc);
+        hc.st = st;
+        static const pdq_linear_id first[4] = {PDQ_LIN_Q, PDQ_LIN_O, PDQ_LIN_GATE, PDQ_LIN_DOWN};
+        for (int g = 0; !rc && g < 4; g++) {
+            int out, in;
+            pdq_linear_shape(c, first[g], &out, &in);
+            rc = pdq_hessian_init(&hc.h[g], in, st);
+        }
+        snprintf(pg->label, sizeof pg->label, "layer %d/%d float pass", l + 1, c->n_layers);
+        double t0 = pdq_now();
+        for (int s = 0; !rc && s < ns; s++) {
+            rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, x + (size_t)s * T * c->hidden_size, NULL, NULL,
+                                         hessian4_hook, &hc, st);
+            if (!rc) rc = hc.rc;
+            step(pg, 5);
+        }
+        double tcal = (pdq_now() - t0) / PDQ_LIN_COUNT;
+        for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
+            int out, in;
+            pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
+            pdq_hessian *hs = &hc.h[group_of(i == PDQ_LIN_K || i == PDQ_LIN_V ? PDQ_LIN_Q : i == PDQ_LIN_UP ? PDQ_LIN_GATE : (pdq_linear_id)i)];
+            float *H = malloc((size_t)in * in * sizeof(float));
+            if (!H) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); break; }
+            pdq_hessian_get(hs, H);
+            linear_full_name(name, sizeof name, l, i);
+            snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name((pdq_linear_id)i));
+            pdq_gptq_opts go = o->gptq;
+            go.scheme.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, go.scheme.bits);
+            double t1 = pdq_now();
+            pdq_qresult r;
+            rc = pdq_gptq(&go, L->w[i], out, in, H, name, &r, st);
+            free(H);
+            if (rc) break;
+            pdq_qmodule *mod = add_module(q, name, st);
+            if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; break; }
+            if ((rc = commit(mod, &r, L->w[i], &go.scheme, go.actorder, tcal + pdq_now() - t1, st))) break;
+            step(pg, ns);
+        }
+        for (int g = 0; g < 4; g++) pdq_hessian_free(&hc.h[g]);
+        pdq_model_layer_release(m, l);
+    }
+    return rc;
+}
+
 /* GPTQ of the decoder layers on cached inputs x [ns*T*D]. */
 static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, float *x, int ns, int T, pdq_qmodel *q,
                             progress_t *pg, pdq_status *st) {
@@ -330,7 +407,7 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
         memset(&pg, 0, sizeof pg);
         long total = (long)c->n_layers * (5 * ns + PDQ_LIN_COUNT * ns);
         pdq_progress_start(&pg.p, pg.label, total);
-        if (!rc) rc = gptq_layers(m, &o, x, ns, T, q, &pg, st);
+        if (!rc) rc = o.orig_inputs ? gptq_layers_orig(m, &o, x, ns, T, q, &pg, st) : gptq_layers(m, &o, x, ns, T, q, &pg, st);
         if (!rc && o.lm_head_bits && o.lm_head_gptq && !c->tie_word_embeddings) {
             snprintf(pg.label, sizeof pg.label, "lm_head");
             rc = gptq_head(m, &o, x, ns, T, q, st);

@@ -5,6 +5,7 @@
 
 #include "pdq/file.h"
 #include "pdq/quant.h"
+#include "pdq/transform.h"
 
 pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq_quant_eval *ev, pdq_status *st) {
     const pdq_quant_opts *o = &q->opts;
@@ -20,6 +21,13 @@ pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq
     cJSON_AddBoolToObject(j, "actorder", o->gptq.actorder);
     cJSON_AddBoolToObject(j, "static_groups", o->gptq.static_groups);
     cJSON_AddNumberToObject(j, "percdamp", o->gptq.percdamp);
+    cJSON_AddBoolToObject(j, "ref_groups", o->gptq.ref_groups);
+    cJSON_AddBoolToObject(j, "mse_gptq", o->gptq.mse_gptq);
+    if (o->gptq.mse_gptq) {
+        cJSON_AddNumberToObject(j, "mse_gptq_steps", o->gptq.mse_gptq_steps);
+        cJSON_AddNumberToObject(j, "mse_gptq_range", o->gptq.mse_gptq_range);
+    }
+    cJSON_AddBoolToObject(j, "orig_inputs", o->orig_inputs);
     cJSON_AddNumberToObject(j, "nsamples", q->nsamples);
     cJSON_AddNumberToObject(j, "seq_len", q->seq_len);
     cJSON_AddNumberToObject(j, "seed", (double)o->seed);
@@ -28,6 +36,7 @@ pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq
     if (o->lm_head_bits) cJSON_AddNumberToObject(j, "lm_head_bits", o->lm_head_bits);
     else cJSON_AddStringToObject(j, "lm_head_bits", "none");
     cJSON_AddStringToObject(j, "lm_head_method", o->lm_head_gptq ? "gptq" : "rtn");
+    if (o->transforms) cJSON_AddItemToObject(j, "transforms", pdq_transform_json(o->transforms));
     cJSON_AddNumberToObject(j, "seconds", q->seconds);
     double tl = 0, tr = 0;
     cJSON *mods = cJSON_AddArrayToObject(j, "modules");

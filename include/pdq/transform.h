@@ -1,0 +1,103 @@
+/* Offline, function-preserving weight transforms applied to an FP32 model before quantization:
+ * RMSNorm folding, the residual rotation R1 (SpinQuant/QuaRot), the per-head rotation R2,
+ * cross-layer equalization (CLE) and SmoothQuant. Each rewrites weights (and norm weights) so the
+ * float model computes the same logits; the static graphs, PTQ, export and runtimes see an
+ * ordinary checkpoint.
+ *
+ * Conventions: activations are row vectors, a linear computes y = x W^T with W [out, in]. An
+ * orthogonal Q acts on a row vector as x -> x Q. */
+#ifndef PDQ_TRANSFORM_H
+#define PDQ_TRANSFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pdq/model.h"
+#include "pdq/status.h"
+
+/* --- orthogonal matrices: Q = diag(s) H / sqrt(n) (randomized Hadamard, n a power of two, applied
+ * by a fast Walsh-Hadamard transform) or a dense Haar-random orthogonal matrix (QR of a seeded
+ * Gaussian), whichever the kind and size allow. --- */
+typedef enum { PDQ_ROT_AUTO = 0, PDQ_ROT_HADAMARD = 1, PDQ_ROT_RANDOM = 2 } pdq_rot_kind;
+
+typedef struct {
+    int n;
+    int hadamard;   /* 1: signs + FWHT; 0: dense q */
+    float *signs;   /* [n] (hadamard) */
+    float *q;       /* [n*n] row-major (dense) */
+} pdq_orth;
+
+/* In-place unnormalized Walsh-Hadamard transform of x[0..n) (n a power of two): x <- x H_n. */
+void pdq_fwht(float *x, int n);
+int pdq_is_pow2(int n);
+/* kind AUTO: Hadamard when n is a power of two, else random. HADAMARD on another size -> error. */
+pdq_code pdq_orth_make(pdq_orth *q, int n, pdq_rot_kind kind, uint64_t seed, pdq_status *st);
+void pdq_orth_free(pdq_orth *q);
+/* Every row of x [rows, n] (leading dimension ld >= n): row <- row Q. */
+pdq_code pdq_orth_right(const pdq_orth *q, float *x, int rows, size_t ld, pdq_status *st);
+/* w [n, cols] (leading dimension ld >= cols): w <- Q^T w. */
+pdq_code pdq_orth_left_t(const pdq_orth *q, float *w, int cols, size_t ld, pdq_status *st);
+
+/* --- the transforms, on an eagerly loaded model (pdq_model_load), in place --- */
+
+/* Each RMSNorm weight into the linears that read it (q/k/v, gate/up, lm_head); the norms become 1.
+ * The final norm of a tied model is folded only when untie is set (lm_head then becomes its own
+ * tensor and cfg.tie_word_embeddings 0); otherwise it is left as it is. */
+pdq_code pdq_fold_norms(pdq_model *m, int untie, pdq_status *st);
+/* R1 on the residual stream: embedding, q/k/v/gate/up inputs, o/down outputs, lm_head. Needs
+ * folded norms (every norm weight 1; the final one too). */
+pdq_code pdq_rotate_r1(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_status *st);
+/* R2: one head_dim orthogonal matrix per layer between v_proj's outputs (each kv head) and
+ * o_proj's inputs (each query head). */
+pdq_code pdq_rotate_r2(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_status *st);
+/* CLE on up->down and v->o (GQA: one scale per kv channel, o_proj's max over the heads that read
+ * it): s = sqrt(max|W1 row| / max|W2 col|), W1 row / s, W2 col * s. */
+pdq_code pdq_cle(pdq_model *m, pdq_status *st);
+
+/* Per-channel max |x| of every linear group's input over calibration windows, [layer]: qkv [D],
+ * o [H*hd], gate/up [D], down [I]. */
+typedef struct {
+    int n_layers;
+    float **qkv, **o, **gate, **down;
+} pdq_act_stats;
+
+pdq_code pdq_act_stats_collect(const pdq_model *m, const int32_t *calib, int ns, int T, pdq_act_stats *a,
+                               pdq_status *st);
+void pdq_act_stats_free(pdq_act_stats *a);
+/* SmoothQuant with migration strength alpha: s_j = max|X_j|^alpha / max|W_j|^(1-alpha) on
+ * attn_norm->q/k/v, ffn_norm->gate/up, v->o (GQA-aware) and up->down. */
+pdq_code pdq_smooth(pdq_model *m, const pdq_act_stats *a, float alpha, pdq_status *st);
+
+/* --- the set a quantize run applies --- */
+typedef struct pdq_transform_opts {
+    int fold, r1, r2, cle, smooth;
+    float smooth_alpha;     /* 0.5 */
+    pdq_rot_kind kind;      /* R1/R2 matrices (AUTO) */
+    uint64_t seed;          /* rotation seed */
+    int smooth_nsamples;    /* calibration windows for SmoothQuant's ranges (0: all given) */
+    /* filled by pdq_transform_model */
+    int untied;             /* R1 on a tied model with a non-unit final norm: lm_head split off */
+    int final_norm_kept;    /* fold without R1 on a tied model: the final norm keeps its weight */
+    int r1_hadamard, r2_hadamard;
+    double seconds;
+} pdq_transform_opts;
+
+void pdq_transform_opts_default(pdq_transform_opts *o);
+int pdq_transform_any(const pdq_transform_opts *o);
+/* "none" or a comma list of fold, r1, r2, cle, smooth (r1 implies fold). */
+pdq_code pdq_transform_parse(const char *list, pdq_transform_opts *o, pdq_status *st);
+/* "fold+r1+r2" style name ("none"). */
+void pdq_transform_name(const pdq_transform_opts *o, char *buf, size_t n);
+/* Applies the set in the order fold, R1, R2, CLE, SmoothQuant (calib: ns windows of T ids, needed
+ * by SmoothQuant only). Fills o's output fields. */
+pdq_code pdq_transform_model(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
+                             pdq_status *st);
+/* The options and outputs as a cJSON object (for pdq_quant.json and report.json). */
+struct cJSON;
+struct cJSON *pdq_transform_json(const pdq_transform_opts *o);
+
+/* Writes m as an f32 HF checkpoint: OUT/config.json (src_dir's, with tie_word_embeddings as m has
+ * it and torch_dtype float32), tokenizer files copied, OUT/model.safetensors. */
+pdq_code pdq_transform_save(const pdq_model *m, const char *src_dir, const char *out_dir, pdq_status *st);
+
+#endif

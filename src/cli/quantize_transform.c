@@ -1,0 +1,57 @@
+#include "quantize_transform.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int quantize_transform_args(pdq_args *a, pdq_transform_opts *o) {
+    pdq_transform_opts_default(o);
+    pdq_status st = {0};
+    if (pdq_transform_parse(args_str(a, "--transform"), o, &st)) {
+        fprintf(stderr, "pdq quantize: %s\n", st.msg);
+        return -1;
+    }
+    const char *k = args_str(a, "--rotation");
+    if (k && strcmp(k, "auto") && strcmp(k, "hadamard") && strcmp(k, "random")) {
+        fprintf(stderr, "pdq quantize: --rotation must be auto, hadamard or random, got '%s'\n", k);
+        return -1;
+    }
+    o->kind = !k || !strcmp(k, "auto") ? PDQ_ROT_AUTO : !strcmp(k, "hadamard") ? PDQ_ROT_HADAMARD : PDQ_ROT_RANDOM;
+    o->seed = (uint64_t)args_int(a, "--rotation-seed", 0);
+    o->smooth_alpha = (float)args_double(a, "--smooth-alpha", 0.5);
+    o->smooth_nsamples = (int)args_int(a, "--smooth-nsamples", 32);
+    if (!(o->smooth_alpha >= 0.0f && o->smooth_alpha <= 1.0f)) {
+        fprintf(stderr, "pdq quantize: --smooth-alpha %g outside [0, 1]\n", o->smooth_alpha);
+        return -1;
+    }
+    if (o->smooth_nsamples < 1) {
+        fprintf(stderr, "pdq quantize: --smooth-nsamples must be at least 1, got %d\n", o->smooth_nsamples);
+        return -1;
+    }
+    return 0;
+}
+
+int quantize_transform_run(const char *src_dir, const char *outdir, pdq_transform_opts *o, const int32_t *calib,
+                           int ns, int T, int threads, char *dst, size_t dst_len) {
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "pdq quantize: %s: cannot create: %s\n", outdir, strerror(errno));
+        return -1;
+    }
+    snprintf(dst, dst_len, "%s/transformed", outdir);
+    int bad = pdq_model_load(src_dir, &m, &st) != PDQ_OK;
+    if (!bad) {
+        pdq_set_threads(m, threads);
+        bad = pdq_transform_model(m, o, calib, ns, T, &st) || pdq_transform_save(m, src_dir, dst, &st);
+    }
+    if (bad) fprintf(stderr, "pdq quantize: %s\n", st.msg);
+    else {
+        char name[64];
+        pdq_transform_name(o, name, sizeof name);
+        printf("transform %s: %.2f s%s -> %s\n", name, o->seconds, o->untied ? " (lm_head untied: R1 needs the final norm folded)" : "", dst);
+    }
+    pdq_model_free(m);
+    return bad ? -1 : 0;
+}

@@ -1,0 +1,61 @@
+/* R1 and R2 (SpinQuant / QuaRot), with rows as x -> x Q:
+ * R1, residual stream h -> h Q: the embedding and every reader of the residual (q/k/v/gate/up and
+ * lm_head, W -> W Q) see rotated inputs; every writer (o/down, W -> Q^T W) writes rotated outputs.
+ * RMSNorm commutes with Q once its weight is folded (rms(hQ) = rms(h)).
+ * R2, per layer, inside attention: each kv head's values v_g -> v_g Q2 (W_v block -> Q2^T W_v
+ * block); attention mixes value rows linearly, so each query head's output is rotated the same
+ * way and o_proj's columns of that head take Q2 (W_o[:, head] -> W_o[:, head] Q2). K and RoPE are
+ * untouched. */
+#include "pdq/transform.h"
+
+static int unit(const float *g, int n) {
+    for (int i = 0; i < n; i++)
+        if (g[i] != 1.0f) return 0;
+    return 1;
+}
+
+pdq_code pdq_rotate_r1(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    int D = c->hidden_size, V = c->vocab_size;
+    if (m->lazy_src) return pdq_fail(st, PDQ_ERR_ARG, "R1 needs an eagerly loaded model");
+    for (int l = 0; l < c->n_layers; l++)
+        if (!unit(m->layers[l].attn_norm, D) || !unit(m->layers[l].ffn_norm, D))
+            return pdq_fail(st, PDQ_ERR_ARG, "R1: layer %d's norm weights are not folded (fold first)", l);
+    if (!unit(m->norm, D))
+        return pdq_fail(st, PDQ_ERR_ARG, "R1: the final norm weight is not folded (fold first, untying a tied lm_head)");
+    pdq_orth q;
+    pdq_code rc = pdq_orth_make(&q, D, kind, seed, st);
+    if (rc) return rc;
+    rc = pdq_orth_right(&q, m->embed, V, (size_t)D, st);
+    if (!rc && m->lm_head != m->embed) rc = pdq_orth_right(&q, m->lm_head, V, (size_t)D, st);
+    for (int l = 0; !rc && l < c->n_layers; l++) {
+        pdq_layer *L = &m->layers[l];
+        for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
+            int out, in;
+            pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
+            if (i == PDQ_LIN_O || i == PDQ_LIN_DOWN) rc = pdq_orth_left_t(&q, L->w[i], in, (size_t)in, st);
+            else rc = pdq_orth_right(&q, L->w[i], out, (size_t)in, st);
+        }
+    }
+    pdq_orth_free(&q);
+    return rc;
+}
+
+pdq_code pdq_rotate_r2(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    int D = c->hidden_size, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
+    if (m->lazy_src) return pdq_fail(st, PDQ_ERR_ARG, "R2 needs an eagerly loaded model");
+    pdq_code rc = PDQ_OK;
+    for (int l = 0; !rc && l < c->n_layers; l++) {
+        pdq_layer *L = &m->layers[l];
+        pdq_orth q;
+        /* a different matrix per layer (SpinQuant learns one per layer) */
+        if ((rc = pdq_orth_make(&q, hd, kind, seed + 0x100000001ull * (uint64_t)(l + 1), st))) break;
+        for (int g = 0; !rc && g < KV; g++)
+            rc = pdq_orth_left_t(&q, L->w[PDQ_LIN_V] + (size_t)g * hd * D, D, (size_t)D, st);
+        for (int h = 0; !rc && h < H; h++)
+            rc = pdq_orth_right(&q, L->w[PDQ_LIN_O] + (size_t)h * hd, D, (size_t)H * hd, st);
+        pdq_orth_free(&q);
+    }
+    return rc;
+}

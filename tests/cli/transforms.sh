@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# pdq quantize --transform: the transformed checkpoint (OUTDIR/transformed) has the original's
+# perplexity (function-preserving), is what the rest of the run quantizes, calibrates and exports
+# (the exported Circle pair reproduces the in-memory fake-quant exactly, as for any model), and
+# the set is recorded in report.json and pdq_quant.json; bad options fail with a message.
+set -u
+PDQ=${1:?usage: transforms.sh PDQ_BINARY}
+M=models/stories260K
+SYNTH="${PDQ_BUILD_DIR:-$(dirname "$PDQ")}/pdq_synth"
+. "$(dirname "$0")/lib/checks.sh"
+
+head -c 6000 data/tinystories-260k/test.txt >"$tmp/eval.txt"
+q="$tmp/q"
+if "$PDQ" quantize --model $M --calib data/tinystories-260k/train.txt --method rtn --wbits 4 --quiet --threads 1 \
+    --transform r1,r2,cle,smooth --smooth-nsamples 2 --seq-len 64 --max-seq 32 --act-nsamples 1 --verify-steps 4 \
+    --eval "$tmp/eval.txt" --eval-len 64 --eval-stride 64 --export circle-full --out "$q" >"$tmp/log" 2>&1; then
+    ok run
+else
+    bad run; cat "$tmp/log"
+fi
+check report "jq -e '.transforms.name == \"r1+r2+cle+smooth\" and .transforms.fold_norms and .transforms.untied_lm_head and .transforms.r1_matrix == \"randomized hadamard\"' '$q/report.json' >/dev/null"
+check pdq_quant "jq -e '.transforms.r2 == true and .transforms.smooth_alpha == 0.5' '$q/pdq_quant.json' >/dev/null"
+check untied "jq -e '.tie_word_embeddings == false' '$q/transformed/config.json' >/dev/null && jq -e '.tie_word_embeddings == false' '$q/config.json' >/dev/null"
+p0=$("$PDQ" ppl --model $M --text "$tmp/eval.txt" --max-len 64 --stride 64 --json --threads 1 | jq .ppl)
+p1=$("$PDQ" ppl --model "$q/transformed" --text "$tmp/eval.txt" --max-len 64 --stride 64 --json --threads 1 | jq .ppl)
+check ppl-preserved "jq -ne '($p0 - $p1) | fabs < 1e-4 * $p0' >/dev/null"
+check fp32-in-report "jq -e --argjson p '${p0:-0}' '(.eval.fp32_ppl - \$p) | fabs < 1e-5 * \$p' '$q/report.json' >/dev/null"
+check exported "[ -s '$q/circle/model_prefill.q.circle' ] && jq -e '.export.quality.equal_in_memory == true' '$q/report.json' >/dev/null"
+if "$PDQ" verify --circle "$q/circle" --model "$q" --prompt "Once upon a time" --steps 8 --threads 1 >"$tmp/v" 2>&1 &&
+    grep -q "max |circle - in-memory| 0.000e+00 (tol 0.0e+00), tokens identical" "$tmp/v"; then
+    ok verify-circle
+else
+    bad verify-circle; tail -3 "$tmp/v"
+fi
+
+err bad-name "'$PDQ' quantize --model $M --method rtn --transform r1,spin --out '$tmp/x'" "unknown transform 'spin'"
+err smooth-calib "'$PDQ' quantize --model $M --method rtn --transform smooth --out '$tmp/x'" "needs --calib"
+err bad-alpha "'$PDQ' quantize --model $M --method rtn --transform smooth --smooth-alpha 2 --out '$tmp/x'" "--smooth-alpha"
+"$SYNTH" --out "$tmp/s96" --hidden 96 --heads 4 --kv-heads 2 --layers 1 >/dev/null
+err hadamard-size "'$PDQ' quantize --model '$tmp/s96' --method rtn --transform r1 --rotation hadamard --out '$tmp/x'" "only powers of two"
+if "$PDQ" quantize --model "$tmp/s96" --method rtn --transform r1 --abits none --quiet --out "$tmp/r96" >"$tmp/l96" 2>&1; then
+    check random-r1 "jq -e '.transforms.r1_matrix == \"random orthogonal\"' '$tmp/r96/report.json' >/dev/null"
+else
+    bad random-r1; cat "$tmp/l96"
+fi
+exit $fail

@@ -1,0 +1,242 @@
+/* Offline transforms: the orthogonal pieces against dense brute force, and function preservation
+ * (FP32 logits within 1e-4 of the untransformed model) of every transform alone and combined on
+ * the bundled model, stories260K (tied) and a synthetic GQA + tied checkpoint with non-unit
+ * norms; the saved transformed checkpoint loads back to the same logits. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdq/model.h"
+#include "pdq/synth.h"
+#include "pdq/transform.h"
+#include "testutil.h"
+
+/* Sylvester Hadamard entry: (-1)^popcount(i & j). */
+static float had(int i, int j) { return __builtin_popcount((unsigned)(i & j)) & 1 ? -1.0f : 1.0f; }
+
+static void dense_of(const pdq_orth *q, double *Q) {
+    int n = q->n;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            Q[i * n + j] = q->hadamard ? q->signs[i] * had(i, j) / sqrt((double)n) : q->q[i * n + j];
+}
+
+static void check_orth(int n, pdq_rot_kind kind, int expect_hadamard) {
+    pdq_status st = {0};
+    pdq_orth q;
+    assert_int_equal(pdq_orth_make(&q, n, kind, 7, &st), PDQ_OK);
+    assert_int_equal(q.hadamard, expect_hadamard);
+    double *Q = malloc(sizeof(double) * n * n);
+    dense_of(&q, Q);
+    /* Q Q^T = I */
+    double worst = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int k = 0; k < n; k++) s += Q[i * n + k] * Q[j * n + k];
+            worst = fmax(worst, fabs(s - (i == j)));
+        }
+    assert_true(worst < 1e-5);
+    /* right: rows of x [3, n] in a wider buffer (ld n+2); left_t: w [n, 5] with ld 7 */
+    uint64_t r = 11;
+    int rows = 3, cols = 5;
+    size_t ldx = (size_t)n + 2, ldw = 7;
+    float *x = malloc(sizeof(float) * rows * ldx), *x0 = malloc(sizeof(float) * rows * ldx);
+    float *w = malloc(sizeof(float) * n * ldw), *w0 = malloc(sizeof(float) * n * ldw);
+    for (size_t i = 0; i < rows * ldx; i++) x[i] = x0[i] = (float)tu_randn(&r);
+    for (size_t i = 0; i < n * ldw; i++) w[i] = w0[i] = (float)tu_randn(&r);
+    assert_int_equal(pdq_orth_right(&q, x, rows, ldx, &st), PDQ_OK);
+    assert_int_equal(pdq_orth_left_t(&q, w, cols, ldw, &st), PDQ_OK);
+    for (int a = 0; a < rows; a++) {
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int k = 0; k < n; k++) s += x0[a * ldx + k] * Q[k * n + j];
+            assert_true(fabs(s - x[a * ldx + j]) < 1e-4);
+        }
+        for (size_t j = n; j < ldx; j++) assert_true(x[a * ldx + j] == x0[a * ldx + j]);
+    }
+    for (int i = 0; i < n; i++) {
+        for (int c = 0; c < cols; c++) {
+            double s = 0;
+            for (int k = 0; k < n; k++) s += Q[k * n + i] * w0[k * ldw + c];
+            assert_true(fabs(s - w[i * ldw + c]) < 1e-4);
+        }
+        for (size_t c = cols; c < ldw; c++) assert_true(w[i * ldw + c] == w0[i * ldw + c]);
+    }
+    free(x); free(x0); free(w); free(w0); free(Q);
+    pdq_orth_free(&q);
+}
+
+static void test_orthogonal(void **state) {
+    (void)state;
+    check_orth(64, PDQ_ROT_AUTO, 1);
+    check_orth(8, PDQ_ROT_HADAMARD, 1);
+    check_orth(48, PDQ_ROT_AUTO, 0);
+    check_orth(32, PDQ_ROT_RANDOM, 0);
+    pdq_status st = {0};
+    pdq_orth q;
+    assert_int_equal(pdq_orth_make(&q, 48, PDQ_ROT_HADAMARD, 1, &st), PDQ_ERR_UNSUPPORTED);
+    assert_non_null(strstr(st.msg, "48"));
+    /* the same seed gives the same matrix, another seed another one */
+    pdq_orth a, b, c;
+    assert_int_equal(pdq_orth_make(&a, 16, PDQ_ROT_RANDOM, 3, &st), PDQ_OK);
+    assert_int_equal(pdq_orth_make(&b, 16, PDQ_ROT_RANDOM, 3, &st), PDQ_OK);
+    assert_int_equal(pdq_orth_make(&c, 16, PDQ_ROT_RANDOM, 4, &st), PDQ_OK);
+    assert_memory_equal(a.q, b.q, 16 * 16 * sizeof(float));
+    assert_memory_not_equal(a.q, c.q, 16 * 16 * sizeof(float));
+    pdq_orth_free(&a); pdq_orth_free(&b); pdq_orth_free(&c);
+}
+
+#define T_IDS 24
+
+static float *logits_of(const pdq_model *m, const int32_t *ids) {
+    pdq_status st = {0};
+    float *lg = malloc(sizeof(float) * T_IDS * m->cfg.vocab_size);
+    assert_int_equal(pdq_model_forward(m, NULL, 1, T_IDS, ids, NULL, NULL, lg, 0, &st), PDQ_OK);
+    return lg;
+}
+
+static double max_diff(const float *a, const float *b, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+/* Calibration windows for SmoothQuant: 2 x 32 ids. */
+static void make_ids(int vocab, int32_t *ids, int n, uint64_t seed) {
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)(tu_rand(&seed) % (uint64_t)vocab);
+    ids[0] = 1;
+}
+
+static const char *const k_sets[] = {"fold", "r1", "r2", "cle", "smooth", "r1,r2", "fold,cle", "r1,r2,cle,smooth"};
+
+static void preserve_on(const char *dir) {
+    pdq_status st = {0};
+    pdq_model *m0 = NULL;
+    assert_int_equal(pdq_model_load(dir, &m0, &st), PDQ_OK);
+    pdq_set_threads(m0, 1);
+    const pdq_config *c = &m0->cfg;
+    int32_t ids[T_IDS], calib[64];
+    make_ids(c->vocab_size, ids, T_IDS, 5);
+    make_ids(c->vocab_size, calib, 64, 9);
+    float *ref = logits_of(m0, ids);
+    size_t nl = (size_t)T_IDS * c->vocab_size;
+    for (size_t k = 0; k < sizeof k_sets / sizeof k_sets[0]; k++) {
+        pdq_model *m = NULL;
+        assert_int_equal(pdq_model_load(dir, &m, &st), PDQ_OK);
+        pdq_set_threads(m, 1);
+        pdq_transform_opts o;
+        pdq_transform_opts_default(&o);
+        o.seed = 1;
+        assert_int_equal(pdq_transform_parse(k_sets[k], &o, &st), PDQ_OK);
+        if (pdq_transform_model(m, &o, calib, 2, 32, &st)) fail_msg("%s on %s: %s", k_sets[k], dir, st.msg);
+        float *lg = logits_of(m, ids);
+        double d = max_diff(ref, lg, nl);
+        /* a transform that changed nothing would pass trivially: the weights must have moved */
+        int D = c->hidden_size;
+        double moved = max_diff(m0->layers[0].w[PDQ_LIN_V], m->layers[0].w[PDQ_LIN_V], (size_t)c->n_kv_heads * c->head_dim * D);
+        print_message("%-36s %-18s max|dlogit| %.2e  max|dWv| %.3g%s\n", dir, k_sets[k], d, moved,
+                      o.untied ? "  (lm_head untied)" : "");
+        if (!(d <= 1e-4)) fail_msg("%s on %s: max |dlogit| %.3g > 1e-4", k_sets[k], dir, d);
+        assert_true(moved > 1e-4);
+        if ((o.fold || o.r1) && !o.smooth) /* SmoothQuant puts 1/s into the norm weights */
+            for (int j = 0; j < D; j++) assert_true(m->layers[c->n_layers - 1].ffn_norm[j] == 1.0f);
+        /* tied stays tied unless R1 had to take the final norm into a separate lm_head */
+        assert_int_equal(m->cfg.tie_word_embeddings, m0->cfg.tie_word_embeddings && !o.untied);
+        assert_int_equal(o.untied, o.r1 && m0->cfg.tie_word_embeddings);
+        /* fold alone on a tied model cannot take the final norm (it would change the embedding) */
+        if (o.fold) assert_int_equal(o.final_norm_kept, m0->cfg.tie_word_embeddings && !o.r1);
+        free(lg);
+        pdq_model_free(m);
+    }
+    free(ref);
+    pdq_model_free(m0);
+}
+
+static void test_preserve_bundled(void **state) { (void)state; preserve_on(PDQ_TEST_MODEL); }
+static void test_preserve_stories(void **state) { (void)state; preserve_on("models/stories260K"); }
+
+/* GQA 8/2, tied, head_dim 16 with hidden 96 (R1 falls back to a random orthogonal matrix),
+ * norms 1 + N(0, 0.1). */
+static void test_preserve_synthetic(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp();
+    pdq_synth_opts so;
+    pdq_synth_opts_default(&so);
+    so.out_dir = dir;
+    so.hidden = 96;
+    so.heads = 8;
+    so.kv_heads = 2;
+    so.head_dim = 16;
+    so.tied = 1;
+    so.layers = 2;
+    so.seed = 3;
+    pdq_status st = {0};
+    assert_int_equal(pdq_synth_write(&so, &st), PDQ_OK);
+    preserve_on(dir);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* The saved transformed checkpoint is an ordinary model directory with the same logits. */
+static void test_save_roundtrip(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    pdq_model *m = NULL, *b = NULL;
+    const char *src = "models/stories260K";
+    assert_int_equal(pdq_model_load(src, &m, &st), PDQ_OK);
+    pdq_set_threads(m, 1);
+    pdq_transform_opts o;
+    pdq_transform_opts_default(&o);
+    assert_int_equal(pdq_transform_parse("r1,r2,cle", &o, &st), PDQ_OK);
+    assert_int_equal(pdq_transform_model(m, &o, NULL, 0, 0, &st), PDQ_OK);
+    char *dir = tu_mkdtemp();
+    assert_int_equal(pdq_transform_save(m, src, dir, &st), PDQ_OK);
+    assert_int_equal(pdq_model_load(dir, &b, &st), PDQ_OK);
+    pdq_set_threads(b, 1);
+    assert_int_equal(b->cfg.tie_word_embeddings, 0);
+    int32_t ids[T_IDS];
+    make_ids(m->cfg.vocab_size, ids, T_IDS, 5);
+    float *x = logits_of(m, ids), *y = logits_of(b, ids);
+    assert_memory_equal(x, y, sizeof(float) * T_IDS * m->cfg.vocab_size);
+    free(x);
+    free(y);
+    pdq_model_free(m);
+    pdq_model_free(b);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    pdq_transform_opts o;
+    pdq_transform_opts_default(&o);
+    assert_int_equal(pdq_transform_parse("r1,spin", &o, &st), PDQ_ERR_ARG);
+    assert_non_null(strstr(st.msg, "spin"));
+    pdq_model *m = NULL;
+    assert_int_equal(pdq_model_load("models/stories260K", &m, &st), PDQ_OK);
+    /* R1 on unfolded norms is refused rather than silently wrong */
+    assert_int_equal(pdq_rotate_r1(m, PDQ_ROT_AUTO, 0, &st), PDQ_ERR_ARG);
+    assert_non_null(strstr(st.msg, "fold"));
+    assert_int_equal(pdq_transform_parse("smooth", &o, &st), PDQ_OK);
+    assert_int_equal(pdq_transform_model(m, &o, NULL, 0, 0, &st), PDQ_ERR_ARG);
+    assert_non_null(strstr(st.msg, "calibration"));
+    pdq_model_free(m);
+    char name[64];
+    assert_int_equal(pdq_transform_parse("r2,r1,smooth", &o, &st), PDQ_OK);
+    pdq_transform_name(&o, name, sizeof name);
+    assert_string_equal(name, "r1+r2+smooth");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_orthogonal),
+        cmocka_unit_test(test_preserve_bundled),
+        cmocka_unit_test(test_preserve_stories),
+        cmocka_unit_test(test_preserve_synthetic),
+        cmocka_unit_test(test_save_roundtrip),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
