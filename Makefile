@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
 MODEL ?= models/web-bible-llama-19m
 
-.PHONY: all deps demo test test-fast test-asan fuzz bench clean
+.PHONY: all deps demo test test-fast test-asan fuzz bench clean install
 
 all: $(BUILD)/pdq
 
@@ -48,6 +48,11 @@ bench:
 	@bash scripts/install-deps.sh >&2
 	@$(MAKE) --no-print-directory all >&2
 	@bash scripts/bench.sh $(BUILD) | tee $(BUILD)/bench.json
+
+# The pdq binary, libpdq.so, the public headers and pdq.pc (DESTDIR is honoured by cmake --install).
+PREFIX ?= /usr/local
+install: all
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

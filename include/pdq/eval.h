@@ -8,6 +8,10 @@
 #include "pdq/model.h"
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     double ppl;        /* exp(nll / tokens) */
     double nll;        /* summed negative log-likelihood (nats) */
@@ -47,4 +51,7 @@ typedef struct {
 void pdq_compare_logits(const float *ref, const float *got, int vocab, pdq_logit_cmp *out);
 int pdq_argmax(const float *x, int n);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -9,6 +9,10 @@
 
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PDQ_G_MAX_DIMS 6
 
 typedef enum { PDQ_TF32 = 0, PDQ_TI32, PDQ_TI16, PDQ_TU8, PDQ_TU4, PDQ_TI64 } pdq_tdtype;
@@ -141,4 +145,7 @@ void *pdq_interp_data(pdq_interp *ip, int tid);
 void pdq_interp_set_hook(pdq_interp *ip, pdq_edge_hook hook, void *ctx);
 pdq_code pdq_interp_run(pdq_interp *ip, pdq_status *st);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
