@@ -8,6 +8,7 @@
 #include "pdq/eval.h"
 #include "pdq/ptq.h"
 #include "pdq/quant.h"
+#include "pdq/report.h"
 #include "ptq_args.h"
 #include "quant_args.h"
 #include "quantize_export.h"
@@ -174,6 +175,7 @@ int cmd_quantize(int argc, char **argv) {
     if (abits != PDQ_ADT_FLOAT && pdq_ptq_quantize_dir(dir, out, m, &ro, text, n_text, bos, eval_ids, (long)n_eval, stdout, &st))
         goto fail;
     if (export && quantize_export(dir, out, ex_whole, ex_per, &ro, eval_ids, (long)n_eval, threads)) goto done;
+    if (pdq_report_html(out, NULL, &st)) goto fail;
     printf("wrote %s\n", out);
     status = 0;
     goto done;

@@ -22,6 +22,7 @@ int cmd_chat(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_circle_run(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 /* pdq inspect FILE.circle (src/cli/inspect_circle.c). */
 int cli_inspect_circle(const char *path);
 /* pdq generate/verify --circle OUTDIR (src/cli/circle_cli.c). */

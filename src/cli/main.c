@@ -17,6 +17,7 @@ static const pdq_command k_commands[] = {
     {"inspect", cmd_inspect, "activation grids of a quantized checkpoint (ptq.json), per edge"},
     {"export", cmd_export, "Circle export: prefill/decode pair and per-layer files, manifest.json"},
     {"circle-run", cmd_circle_run, "run one .circle graph on .npy inputs, outputs as .npy"},
+    {"report", cmd_report, "one self-contained HTML report of a quantize OUTDIR (inline SVG)"},
 };
 
 static void usage(FILE *f) {
