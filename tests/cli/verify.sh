@@ -51,7 +51,7 @@ check append-full-rc 1 "$rc"
 case "$err" in *append*) echo "ok   append-full-msg";; *) echo "FAIL append-full-msg: $err"; fail=1;; esac
 "$PDQ" verify --model $M --ids "1 2" --max-seq 8 --steps 1 --rope sideways >/dev/null 2>&1; check bad-rope-rc 2 "$?"
 "$PDQ" verify --model $M --ids "1 2" --max-seq 8 --steps 1 --padding middle >/dev/null 2>&1; check bad-pad-rc 2 "$?"
-"$PDQ" verify --model $M --max-seq 8 --steps 1 >/dev/null 2>&1; check no-prompt-rc 2 "$?"
+"$PDQ" verify --model $M --max-seq 8 --steps 1 >/dev/null 2>&1; check no-prompt-bos-rc 0 "$?"
 
 # generate --static: same greedy ids as the reference generate.
 ref=$("$PDQ" generate --model $M --prompt "In the beginning" --max-new 24 --json)
