@@ -16,6 +16,8 @@
 #include "pdq/ptq.h"
 #include "pdq/sampling.h"
 #include "verify_ref.h"
+#include "gen_json.h"
+#include "pdq/progress.h"
 
 static const char *k_gen_usage =
     "usage: pdq generate --circle OUTDIR [--per-layer] (--prompt T | --ids \"1 2 3\") [--max-new N]\n"
@@ -73,19 +75,24 @@ int cmd_generate_circle(int argc, char **argv) {
     long n = prompt_ids("generate", dir, prompt, ids_s, &ids, &tok);
     if (n <= 0) { if (n == 0) fprintf(stderr, "pdq generate: empty prompt\n"); free(ids); pdq_tokenizer_free(tok); return 1; }
     pdq_crt *rt = NULL;
+    double t_load = pdq_now(), t_pre, t_dec = 0;
+    long n_dec = 0;
     if (pdq_crt_open(dir, !per_layer, &rt, &st) != PDQ_OK) {
         fprintf(stderr, "pdq generate: %s\n", st.msg);
         free(ids);
         pdq_tokenizer_free(tok);
         return 1;
     }
+    t_load = pdq_now() - t_load;
     int V = pdq_crt_vocab(rt), S = pdq_crt_max_seq(rt), status = 1;
     float *logits = malloc(sizeof(float) * (size_t)V);
     int32_t *all = malloc(sizeof(int32_t) * (size_t)(n + max_new + 1));
     int n_out = 0;
     if (!logits || !all) { fprintf(stderr, "pdq generate: out of memory\n"); goto done; }
     memcpy(all, ids, sizeof(int32_t) * (size_t)n);
+    t_pre = pdq_now();
     if (pdq_crt_prefill(rt, ids, (int)n, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+    t_pre = pdq_now() - t_pre;
     /* eos from the manifest's copy of config.json */
     pdq_config cfg;
     int have_cfg = pdq_config_load(dir, &cfg, &st) == PDQ_OK;
@@ -96,14 +103,16 @@ int cmd_generate_circle(int argc, char **argv) {
         for (int e = 0; have_cfg && e < cfg.n_eos; e++) eos |= next == cfg.eos_token_ids[e];
         if ((eos && !ignore_eos) || i + 1 == max_new) break;
         if (n + n_out >= S) { fprintf(stderr, "pdq generate: max_seq %d reached\n", S); break; }
+        double t1 = pdq_now();
         if (pdq_crt_decode(rt, next, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+        t_dec += pdq_now() - t1;
+        n_dec++;
     }
     if (json || !tok) {
-        printf("{\"prompt_ids\": [");
-        for (long i = 0; i < n; i++) printf("%s%d", i ? ", " : "", all[i]);
-        printf("], \"ids\": [");
-        for (int i = 0; i < n_out; i++) printf("%s%d", i ? ", " : "", all[n + i]);
-        printf("]}\n");
+        cJSON *o = cJSON_CreateObject();
+        gen_json_row(o, tok, all, (int)n, all + n, n_out);
+        gen_json_timing(o, t_load, t_pre, n, t_dec, n_dec, n_out);
+        gen_json_print(o);
     } else {
         char *text = NULL;
         if (pdq_tokenizer_decode(tok, all, (size_t)(n + n_out), 1, &text, &st) == PDQ_OK) printf("%s\n", text);

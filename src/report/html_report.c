@@ -79,6 +79,20 @@ static void summary(FILE *f, const cJSON *r) {
         if (q) row(f, "top-1 vs FP32 through the exported pair", "%.4f", num(q, "top1_agreement", NAN));
     }
     row(f, "weight quantization time (s)", "%.2f", num(r, "seconds", 0));
+    const cJSON *sm = get(r, "summary"), *ph;
+    if (cJSON_IsNumber(get(sm, "bits_per_weight"))) row(f, "bits per weight (model.q.safetensors)", "%.3f", num(sm, "bits_per_weight", 0));
+    if (cJSON_IsObject(get(sm, "seconds"))) {
+        fputs("<tr><th>time per phase (s)</th><td>", f);
+        int first = 1;
+        cJSON_ArrayForEach(ph, get(sm, "seconds")) {
+            if (!cJSON_IsNumber(ph)) continue;
+            fprintf(f, "%s", first ? "" : ", ");
+            html_esc(f, ph->string);
+            fprintf(f, " %.2f", ph->valuedouble);
+            first = 0;
+        }
+        fputs("</td></tr>\n", f);
+    }
     fputs("</table>\n", f);
 }
 
