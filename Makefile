@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
 MODEL ?= models/web-bible-llama-19m
 
-.PHONY: all deps demo test test-fast test-asan fuzz bench clean
+.PHONY: all deps demo test test-fast test-asan fuzz bench clean install
 
 all: $(BUILD)/pdq
 
@@ -43,11 +43,19 @@ fuzz:
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	bash scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-# The JSON document alone goes to stdout (and build/bench.json); building and progress go to stderr.
+# The JSON document alone goes to stdout, section by section as measured, and to build/bench.json
+# once complete (an interrupted run leaves the old file); building and progress go to stderr.
+# GPTQ_WHOLE=1 adds the 40-minute whole-model GPTQ of the 1.1B shape.
+GPTQ_WHOLE ?= 0
 bench:
 	@bash scripts/install-deps.sh >&2
 	@$(MAKE) --no-print-directory all >&2
-	@bash scripts/bench.sh $(BUILD) | tee $(BUILD)/bench.json
+	@PDQ_BENCH_GPTQ_WHOLE=$(GPTQ_WHOLE) bash scripts/bench.sh $(BUILD) $(BUILD)/bench.json
+
+# The pdq binary, libpdq.so, the public headers and pdq.pc (DESTDIR is honoured by cmake --install).
+PREFIX ?= /usr/local
+install: all
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

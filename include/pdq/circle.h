@@ -12,6 +12,10 @@
 
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PDQ_CIRCLE_MAX_RANK 16
 #define PDQ_CIRCLE_MAX_IO 1024 /* operator inputs/outputs */
 
@@ -136,4 +140,7 @@ pdq_code pdq_circle_read(const char *path, pdq_circle_model *m, pdq_status *st);
 /* Same from memory (the bytes are copied). */
 pdq_code pdq_circle_parse(const void *data, size_t len, pdq_circle_model *m, pdq_status *st);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -23,6 +23,10 @@
 #include "pdq/runtime.h"
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---------------- IR <-> Circle ---------------- */
 
 /* Fills m (initialised by the call) from g. Constant data is borrowed (g must outlive m) except
@@ -142,4 +146,7 @@ pdq_code pdq_crt_ppl(const char *outdir, int per_layer, const int32_t *ids, long
 pdq_code pdq_crt_verify(pdq_crt *rt, const pdq_model *ref, const int32_t *const *prompts, const int *lens,
                         int n_prompts, int steps, pdq_ptq_verify_result *out, pdq_status *st);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -6,6 +6,10 @@
 
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PDQ_MAX_EOS 8
 
 typedef enum { PDQ_ROPE_DEFAULT = 0, PDQ_ROPE_LLAMA3 = 1 } pdq_rope_type;
@@ -46,4 +50,7 @@ void pdq_rope_inv_freq(const pdq_config *cfg, float *inv_freq);
 /* Parameter count of the model (embed + layers + norm + lm_head unless tied). */
 long long pdq_config_param_count(const pdq_config *cfg);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

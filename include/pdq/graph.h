@@ -9,6 +9,10 @@
 
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PDQ_G_MAX_DIMS 6
 
 /* Limits every graph is held to (tensor creation, shape inference, graph validation and the
@@ -150,4 +154,7 @@ void *pdq_interp_data(pdq_interp *ip, int tid);
 void pdq_interp_set_hook(pdq_interp *ip, pdq_edge_hook hook, void *ctx);
 pdq_code pdq_interp_run(pdq_interp *ip, pdq_status *st);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

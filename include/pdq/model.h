@@ -9,6 +9,10 @@
 #include "pdq/config.h"
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The seven decoder linears, in HF order. Weights are row-major [out, in] as HF stores them. */
 typedef enum {
     PDQ_LIN_Q, PDQ_LIN_K, PDQ_LIN_V, PDQ_LIN_O, PDQ_LIN_GATE, PDQ_LIN_UP, PDQ_LIN_DOWN, PDQ_LIN_COUNT
@@ -133,4 +137,7 @@ void pdq_rmsnorm(float *y, const float *x, const float *w, int rows, int d, floa
 /* Fills cos/sin [n, head_dim] for the given positions (HF: emb = cat(freqs, freqs)). */
 void pdq_rope_tables(const pdq_model *m, int n, const int32_t *pos, float *cos_out, float *sin_out);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -7,6 +7,10 @@
 
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PDQ_NPY_MAX_DIMS 8
 
 typedef enum { PDQ_NPY_F32, PDQ_NPY_F64, PDQ_NPY_I32, PDQ_NPY_I64, PDQ_NPY_U8, PDQ_NPY_I16, PDQ_NPY_U16, PDQ_NPY_I8 } pdq_npy_dtype;
@@ -29,4 +33,7 @@ pdq_code pdq_npy_write(const char *path, pdq_npy_dtype dt, int ndim, const int64
                        const void *data, pdq_status *st);
 void pdq_npy_free(pdq_npy *a);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -4,6 +4,10 @@
 
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     const char *label;
     long total;
@@ -21,4 +25,7 @@ void pdq_progress_finish(pdq_progress *p);
 /* Monotonic seconds. */
 double pdq_now(void);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -35,6 +35,10 @@
 #include "pdq/runtime.h"
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { PDQ_ADT_FLOAT = 0, PDQ_ADT_INT16, PDQ_ADT_UINT8, PDQ_ADT_INT32 } pdq_adtype;
 typedef enum { PDQ_OBS_MINMAX = 0, PDQ_OBS_EMA } pdq_obs_kind;
 
@@ -231,4 +235,7 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
                               const pdq_ptq_run_opts *o, const int32_t *calib, long n_calib, int bos,
                               const int32_t *eval, long n_eval, void *file, pdq_status *st);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -15,6 +15,10 @@
 #include "pdq/model.h"
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     int bits;        /* 2..8 */
     int sym;         /* symmetric grid (zero = 2^(bits-1)) */
@@ -232,4 +236,7 @@ static inline int pdq_qcode(float x, float scale, float zero, int maxq) {
     return (int)q;
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -9,6 +9,10 @@
 #include "pdq/model.h"
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---------------- graph options (TICO NPU export profile knobs) ---------------- */
 
 typedef enum { PDQ_RT_ROPE_HF = 0, PDQ_RT_ROPE_PRE_NEGATED_SIN } pdq_rope_conv;
@@ -106,4 +110,7 @@ pdq_code pdq_rt_append(pdq_rt *rt, int B, int T, const int32_t *ids, const int *
 /* A pdq_window_logits_fn (eval.h) running the prefill graph with B = 1: ctx is a pdq_rt*. */
 pdq_code pdq_rt_window_logits(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

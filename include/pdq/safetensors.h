@@ -7,6 +7,10 @@
 
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PDQ_ST_MAX_DIMS 8
 
 typedef enum {
@@ -81,4 +85,7 @@ void pdq_st_writer_abort(pdq_st_writer *w);
 /* Number of distinct files (shards) opened. */
 int pdq_st_file_count(const pdq_safetensors *s);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -7,6 +7,10 @@
 #include "pdq/safetensors.h"
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     const char *out_dir;   /* created if missing */
     int hidden, intermediate, layers, heads, kv_heads;
@@ -32,4 +36,7 @@ void pdq_synth_opts_default(pdq_synth_opts *o);
  * linears/embeddings ~ N(0, 0.02), norms ~ 1 + N(0, 0.1). */
 pdq_code pdq_synth_write(const pdq_synth_opts *o, pdq_status *st);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -7,6 +7,10 @@
 
 #include "pdq/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct pdq_tokenizer pdq_tokenizer;
 
 /* Loads DIR/tokenizer.json and, when present, DIR/tokenizer_config.json (add_bos_token,
@@ -28,4 +32,7 @@ int pdq_tokenizer_eos_id(const pdq_tokenizer *t); /* -1 if none */
 /* "llama2-bpe" (Metaspace/byte-fallback) or "llama3-bpe" (ByteLevel). */
 const char *pdq_tokenizer_family(const pdq_tokenizer *t);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

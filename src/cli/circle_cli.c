@@ -17,13 +17,19 @@
 #include "pdq/eval.h"
 #include "pdq/ptq.h"
 #include "pdq/sampling.h"
+#include "verify_ref.h"
+#include "gen_json.h"
+#include "pdq/progress.h"
 
 static const char *k_gen_usage =
     "usage: pdq generate --circle OUTDIR [--per-layer] (--prompt T | --ids \"1 2 3\") [--max-new N]\n"
     "                    [--temperature X --top-p P --seed S] [--ignore-eos] [--json]\n";
 static const char *k_ver_usage =
-    "usage: pdq verify --circle OUTDIR --model DIR (--prompt T | --ids \"1 2 3\") [--steps K (32)] [--per-layer]\n"
-    "                  [--tol X (float 1e-5, quantized 0)] [--json FILE] [--threads N]\n";
+    "usage: pdq verify --circle OUTDIR --model DIR [--prompt T | --ids \"1 2 3\" | --text FILE] [--steps K (32)]\n"
+    "                  [--per-layer] [--ref DIR] [--tol X (float 1e-5, quantized 0)] [--json FILE] [--threads N]\n"
+    "  the exported files against the in-memory graphs of --model (within --tol, same tokens: PASS/FAIL)\n"
+    "  and against the reference model (reported)\n"
+    VERIFY_REF_USAGE;
 
 /* Prompt ids from --prompt (tokenizer of tokdir) or --ids. */
 static long prompt_ids(const char *cmd, const char *tokdir, const char *prompt, const char *ids_s, int32_t **ids,
@@ -71,19 +77,24 @@ int cmd_generate_circle(int argc, char **argv) {
     long n = prompt_ids("generate", dir, prompt, ids_s, &ids, &tok);
     if (n <= 0) { if (n == 0) fprintf(stderr, "pdq generate: empty prompt\n"); free(ids); pdq_tokenizer_free(tok); return 1; }
     pdq_crt *rt = NULL;
+    double t_load = pdq_now(), t_pre, t_dec = 0;
+    long n_dec = 0;
     if (pdq_crt_open(dir, !per_layer, &rt, &st) != PDQ_OK) {
         fprintf(stderr, "pdq generate: %s\n", st.msg);
         free(ids);
         pdq_tokenizer_free(tok);
         return 1;
     }
+    t_load = pdq_now() - t_load;
     int V = pdq_crt_vocab(rt), S = pdq_crt_max_seq(rt), status = 1;
     float *logits = malloc(sizeof(float) * (size_t)V);
     int32_t *all = malloc(sizeof(int32_t) * (size_t)(n + max_new + 1));
     int n_out = 0;
     if (!logits || !all) { fprintf(stderr, "pdq generate: out of memory\n"); goto done; }
     memcpy(all, ids, sizeof(int32_t) * (size_t)n);
+    t_pre = pdq_now();
     if (pdq_crt_prefill(rt, ids, (int)n, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+    t_pre = pdq_now() - t_pre;
     /* eos from the manifest's copy of config.json */
     pdq_config cfg;
     int have_cfg = pdq_config_load(dir, &cfg, &st) == PDQ_OK;
@@ -94,14 +105,16 @@ int cmd_generate_circle(int argc, char **argv) {
         for (int e = 0; have_cfg && e < cfg.n_eos; e++) eos |= next == cfg.eos_token_ids[e];
         if ((eos && !ignore_eos) || i + 1 == max_new) break;
         if (n + n_out >= S) { fprintf(stderr, "pdq generate: max_seq %d reached\n", S); break; }
+        double t1 = pdq_now();
         if (pdq_crt_decode(rt, next, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+        t_dec += pdq_now() - t1;
+        n_dec++;
     }
     if (json || !tok) {
-        printf("{\"prompt_ids\": [");
-        for (long i = 0; i < n; i++) printf("%s%d", i ? ", " : "", all[i]);
-        printf("], \"ids\": [");
-        for (int i = 0; i < n_out; i++) printf("%s%d", i ? ", " : "", all[n + i]);
-        printf("]}\n");
+        cJSON *o = cJSON_CreateObject();
+        gen_json_row(o, tok, all, (int)n, all + n, n_out);
+        gen_json_timing(o, t_load, t_pre, n, t_dec, n_dec, n_out);
+        gen_json_print(o);
     } else {
         char *text = NULL;
         if (pdq_tokenizer_decode(tok, all, (size_t)(n + n_out), 1, &text, &st) != PDQ_OK) {
@@ -156,16 +169,34 @@ int cmd_verify_circle(int argc, char **argv) {
     if (args_flag(&a, "--help")) { fputs(k_ver_usage, stdout); return 0; }
     const char *dir = args_str(&a, "--circle"), *mdir = args_str(&a, "--model");
     const char *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids"), *json_path = args_str(&a, "--json");
+    const char *ref_dir = args_str(&a, "--ref"), *text_file = args_str(&a, "--text");
+    if (!text_file) text_file = args_str(&a, "--eval");
     int steps = (int)args_int(&a, "--steps", 32), per_layer = args_flag(&a, "--per-layer");
     double tol = args_double(&a, "--tol", -1);
     int threads = (int)args_int(&a, "--threads", 0);
-    if (args_finish(&a) || !dir || !mdir || !prompt == !ids_s || steps < 0) { fputs(k_ver_usage, stderr); return 2; }
+    if (args_finish(&a) || !dir || !mdir || (prompt && ids_s) || (text_file && (prompt || ids_s)) || steps < 0) {
+        fputs(k_ver_usage, stderr);
+        return 2;
+    }
     pdq_static_opts so;
     int S = 0, quant = 0;
     if (read_manifest(dir, &so, &S, &quant)) return 1;
     if (tol < 0) tol = quant ? 0.0 : 1e-5;
     int32_t *ids = NULL;
-    long n = prompt_ids("verify", mdir, prompt, ids_s, &ids, NULL);
+    long n;
+    if (prompt || ids_s) {
+        n = prompt_ids("verify", mdir, prompt, ids_s, &ids, NULL);
+    } else { /* one row: the first line of --text, or BOS alone */
+        pdq_tokenizer *tok = NULL;
+        pdq_status ig = {0};
+        pdq_config cfg;
+        if (pdq_tokenizer_load(mdir, &tok, &ig) != PDQ_OK) tok = NULL;
+        int len1 = 0;
+        n = pdq_config_load(mdir, &cfg, &ig) == PDQ_OK ? verify_default_prompts("verify", text_file, tok, &cfg, S - steps, &ids, &len1, 1) : -1;
+        if (n < 0 && ig.code) fprintf(stderr, "pdq verify: %s\n", ig.msg);
+        if (n > 0) n = len1;
+        pdq_tokenizer_free(tok);
+    }
     if (n <= 0) { if (n == 0) fprintf(stderr, "pdq verify: empty prompt\n"); free(ids); return 1; }
     if (n + steps > S) {
         fprintf(stderr, "pdq verify: %ld prompt tokens + %d steps exceed the export's max_seq %d\n", n, steps, S);
@@ -179,6 +210,7 @@ int cmd_verify_circle(int argc, char **argv) {
     pdq_rt *rt = NULL;
     pdq_ptq *ptq = NULL;
     pdq_kvcache kv = {0};
+    verify_ref ref = {0};
     int V = m->cfg.vocab_size, status = 1, mism = 0;
     float *a_l = malloc(sizeof(float) * (size_t)V * 3), *b_l = a_l + V, *r_l = b_l + V;
     int32_t *seq = malloc(sizeof(int32_t) * (size_t)(n + steps + 1));
@@ -188,6 +220,8 @@ int cmd_verify_circle(int argc, char **argv) {
     int top1_ref = 0;
     if (!a_l || !seq || !all_l) { fprintf(stderr, "pdq verify: out of memory\n"); goto done; }
     memcpy(seq, ids, sizeof(int32_t) * (size_t)n);
+    if (verify_ref_open("verify", mdir, ref_dir, m, threads, &ref)) goto done;
+    printf("reference: %s\n", ref.name);
     if (pdq_crt_open(dir, !per_layer, &crt, &st) != PDQ_OK ||
         pdq_ptq_open_runtime(m, mdir, 1, S, &so, &rt, &ptq, &st) != PDQ_OK ||
         pdq_kvcache_init(&kv, &m->cfg, 1, (int)n + steps + 1, &st) != PDQ_OK) {
@@ -205,11 +239,11 @@ int cmd_verify_circle(int argc, char **argv) {
             if (!rc && per_layer) rc = pdq_rt_prefill(rt, 1, len, seq, NULL, PDQ_PAD_RIGHT, b_l, NULL, &st);
             if (!rc && !per_layer) rc = pdq_rt_prefill(rt, 1, len, seq, NULL, PDQ_PAD_RIGHT, NULL, all_l, &st);
             if (!rc && !per_layer) memcpy(b_l, all_l + (size_t)(len - 1) * V, sizeof(float) * (size_t)V);
-            if (!rc) rc = pdq_model_forward(m, &kv, 1, len, seq, NULL, NULL, r_l, 1, &st);
+            if (!rc) rc = pdq_model_forward(ref.model, &kv, 1, len, seq, NULL, NULL, r_l, 1, &st);
         } else {
             rc = pdq_crt_decode(crt, seq[len - 1], a_l, &st);
             if (!rc) rc = pdq_rt_decode(rt, 1, &seq[len - 1], b_l, &st);
-            if (!rc) rc = pdq_model_forward(m, &kv, 1, 1, &seq[len - 1], NULL, NULL, r_l, 1, &st);
+            if (!rc) rc = pdq_model_forward(ref.model, &kv, 1, 1, &seq[len - 1], NULL, NULL, r_l, 1, &st);
         }
         if (rc) { fprintf(stderr, "pdq verify: step %d: %s\n", step, st.msg); goto done; }
         pdq_logit_cmp cm, cr;
@@ -220,7 +254,7 @@ int cmd_verify_circle(int argc, char **argv) {
         top1_ref += cr.top1_agree;
         if (cm.max_abs_diff > worst_mem || cm.max_abs_diff != cm.max_abs_diff) worst_mem = cm.max_abs_diff;
         if (cr.max_abs_diff > worst_ref) worst_ref = cr.max_abs_diff;
-        printf("step %3d  %-7s  vs in-memory max|d| %.3e  token %s   vs fp32 max|d| %.3e  top1 %s\n", step,
+        printf("step %3d  %-7s  vs in-memory max|d| %.3e  token %s   vs reference max|d| %.3e  top1 %s\n", step,
                step ? "decode" : "prefill", cm.max_abs_diff, ta == tb ? "same" : "DIFF", cr.max_abs_diff,
                cr.top1_agree ? "yes" : "no");
         cJSON *o = cJSON_CreateObject();
@@ -233,9 +267,13 @@ int cmd_verify_circle(int argc, char **argv) {
         cJSON_AddItemToArray(arr, o);
         seq[len++] = ta;
     }
-    printf("circle %s (%s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - fp32| %.3e, top-1 vs fp32 %d/%d\n",
+    printf("circle %s (%s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - reference| %.3e, top-1 vs reference %d/%d\n",
            per_layer ? "per-layer" : "whole-model", quant ? "quantized" : "float", worst_mem, tol,
            mism ? "DIFFER" : "identical", worst_ref, top1_ref, steps + 1);
+    printf("%s  max |circle - in-memory| %.3e (tol %.1e), tokens %s; top-1 %d/%d vs %s\n",
+           worst_mem <= tol && !mism ? "PASS" : "FAIL", worst_mem, tol, mism ? "differ" : "identical", top1_ref, steps + 1,
+           ref.name);
+    cJSON_AddStringToObject(root, "reference", ref.name);
     cJSON_AddNumberToObject(root, "max_abs_diff_in_memory", worst_mem);
     cJSON_AddNumberToObject(root, "max_abs_diff_fp32", worst_ref);
     cJSON_AddNumberToObject(root, "token_mismatches", mism);
@@ -254,6 +292,7 @@ int cmd_verify_circle(int argc, char **argv) {
     status = (worst_mem <= tol && !mism) ? 0 : 1;
 done:
     cJSON_Delete(root);
+    verify_ref_close(&ref);
     pdq_kvcache_free(&kv);
     pdq_ptq_free(ptq);
     pdq_rt_free(rt);

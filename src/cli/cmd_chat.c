@@ -1,116 +1,232 @@
-/* pdq chat: multi-turn through the static runtime. The first line is prefilled, later lines are
- * appended to the cache in buckets (append graph), replies are greedy decode steps. Reads lines
- * from stdin (works piped); stops at EOF or when the static context is full. */
+/* pdq chat: an interactive chat in the manner of llama-cli, through the static runtime (a
+ * quantized directory runs its fake-quant graphs) or, with --circle, the exported pair. The first
+ * line is prefilled, later lines appended in buckets; replies stream token by token. When the
+ * cache cannot hold the next turn the oldest turns after the first are dropped and the rest is
+ * prefilled again (or, with --on-full reset, the chat starts over); a first line longer than the
+ * cache keeps its end, with a warning. Commands: /exit, /reset, /stats; Ctrl-D (EOF) ends. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
+#include "chat_engine.h"
 #include "commands.h"
 #include "common.h"
-#include "pdq/eval.h"
-#include "pdq/runtime.h"
+#include "pdq/progress.h"
+#include "pdq/sampling.h"
 
 static const char *k_usage =
-    "usage: pdq chat --model DIR --max-seq N [--bucket Q] [--max-new N] [--rope hf|pre_negated_sin]\n"
-    "                [--scale-fusion none|k_proj] [--layout batched|unrolled] [--threads N]\n";
+    "usage: pdq chat (--model DIR [--max-seq N] | --circle OUTDIR) [--bucket Q (8)] [--max-new N (64)]\n"
+    "                [--temperature X (0: greedy) --top-p P --seed S] [--on-full drop|reset] [--threads N]\n"
+    "                [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
+    "  --model DIR          static prefill/append/decode graphs; a quantized directory with ptq.json runs\n"
+    "                       its fake-quant graphs (max_seq: the calibrated one)\n"
+    "  --circle OUTDIR      the exported Circle pair (model_prefill / model_decode)\n"
+    "  --on-full drop       when the cache is full, drop the oldest turns but the first (default);\n"
+    "           reset       start over with the new line\n"
+    "  lines from stdin; /exit, /reset, /stats; Ctrl-D ends. Replies go to stdout, the rest to stderr.\n";
 
-static int is_eos(const pdq_model *m, int id) {
-    for (int e = 0; e < m->cfg.n_eos; e++)
-        if (id == m->cfg.eos_token_ids[e]) return 1;
+typedef struct {
+    chat_engine e;
+    const pdq_tokenizer *tok;
+    int32_t *seq;      /* the tokens in the cache, in order */
+    int len;
+    int *turn_at;      /* start of each turn in seq */
+    int n_turns;
+    int pending;       /* the last reply token: sampled, not yet in the cache */
+    long generated, fed, drops, resets, turns_total;
+    double t_feed, t_gen;
+} chat;
+
+/* Prints the text of reply[0..n) not yet printed (held back while a UTF-8 sequence is open). */
+static void stream(const pdq_tokenizer *tok, const int32_t *ids, int n, size_t *printed) {
+    char *text = NULL;
+    pdq_status st = {0};
+    if (pdq_tokenizer_decode(tok, ids, (size_t)n, 1, &text, &st) != PDQ_OK) return;
+    size_t len = strlen(text);
+    if (len >= 3 && memcmp(text + len - 3, "\xEF\xBF\xBD", 3) == 0) len -= 3;
+    if (len > *printed) {
+        fwrite(text + *printed, 1, len - *printed, stdout);
+        fflush(stdout);
+        *printed = len;
+    }
+    free(text);
+}
+
+static void reset(chat *c) {
+    c->len = 0;
+    c->n_turns = 0;
+    c->pending = -1;
+}
+
+/* Makes room for a turn of T tokens plus `reserve` reply tokens: drops the oldest turns after the
+ * first; 1 when the cache must be refilled from seq (prefill), 0 when nothing changed. */
+static int make_room(chat *c, int T, int reserve) {
+    int S = c->e.max_seq;
+    if (c->len + T + reserve <= S) return 0;
+    int keep_end = c->n_turns > 1 ? c->turn_at[1] : c->len; /* the first turn */
+    int j = 1;
+    while (j < c->n_turns && keep_end + (c->len - c->turn_at[j]) + T + reserve > S) j++;
+    if (keep_end + (j < c->n_turns ? c->len - c->turn_at[j] : 0) + T + reserve > S) return -1; /* first turn too big */
+    int dropped = j - 1, from = j < c->n_turns ? c->turn_at[j] : c->len, shift = from - keep_end;
+    memmove(c->seq + keep_end, c->seq + from, sizeof(int32_t) * (size_t)(c->len - from));
+    c->len -= shift;
+    for (int t = j; t < c->n_turns; t++) c->turn_at[t - dropped] = c->turn_at[t] - shift;
+    c->n_turns -= dropped;
+    c->drops += dropped;
+    fprintf(stderr, "[context full: dropped the %d oldest turn%s after the first; %d tokens kept]\n", dropped,
+            dropped == 1 ? "" : "s", c->len);
+    return 1;
+}
+
+/* One user line: into the cache, then the streamed reply. 0 ok, 1 fatal. */
+static int turn(chat *c, const char *line, size_t ll, int on_full_reset, int max_new, pdq_sampler *smp, float *logits) {
+    pdq_status st = {0};
+    int S = c->e.max_seq, reserve = max_new < S / 4 ? max_new : S / 4;
+    if (reserve < 1) reserve = 1;
+    int32_t *ids = NULL;
+    size_t n;
+    for (int again = 0; again < 2; again++) {
+        if (pdq_tokenizer_encode(c->tok, line, ll, c->len == 0, &ids, &n, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq chat: %s\n", st.msg);
+            return 1;
+        }
+        int T = (int)n + (c->pending >= 0);
+        if (c->len == 0 || c->len + T + reserve <= S || !on_full_reset) break;
+        fprintf(stderr, "[context full: starting over]\n");
+        c->resets++;
+        reset(c);
+        free(ids);
+        ids = NULL;
+    }
+    int T = (int)n + (c->pending >= 0);
+    int32_t *blk = malloc(sizeof(int32_t) * (size_t)(T > 0 ? T : 1));
+    if (!blk) { free(ids); fprintf(stderr, "pdq chat: out of memory\n"); return 1; }
+    int k = 0;
+    if (c->pending >= 0) blk[k++] = c->pending;
+    memcpy(blk + k, ids, sizeof(int32_t) * n);
+    free(ids);
+    c->pending = -1;
+    int refill = 0;
+    if (c->len > 0 && (refill = make_room(c, T, reserve)) < 0) {
+        fprintf(stderr, "[context full: the first turn leaves no room; starting over]\n");
+        c->resets++;
+        reset(c);
+        free(blk);
+        return turn(c, line, ll, on_full_reset, max_new, smp, logits);
+    }
+    if (c->len == 0 && T + reserve > S) { /* a first line longer than the cache: keep BOS and its end */
+        int keep = S - reserve, head = (T > 0 && blk[0] == pdq_tokenizer_bos_id(c->tok)) ? 1 : 0;
+        fprintf(stderr, "[warning: the line has %d tokens, the cache holds %d: keeping its last %d]\n", T, S, keep - head);
+        memmove(blk + head, blk + T - (keep - head), sizeof(int32_t) * (size_t)(keep - head));
+        T = keep;
+    }
+    double t0 = pdq_now();
+    c->turn_at[c->n_turns++] = c->len;
+    memcpy(c->seq + c->len, blk, sizeof(int32_t) * (size_t)T);
+    pdq_code rc;
+    if (c->len == 0 || refill) rc = chat_engine_start(&c->e, c->seq, c->len + T, logits, &st);
+    else rc = chat_engine_feed(&c->e, blk, T, logits, &st);
+    c->len += T;
+    c->fed += T;
+    free(blk);
+    c->t_feed += pdq_now() - t0;
+    if (rc != PDQ_OK) { fprintf(stderr, "pdq chat: turn %ld: %s\n", c->turns_total + 1, st.msg); return 1; }
+    c->turns_total++;
+    /* the reply, streamed; its last token stays pending (it opens the next turn) */
+    int32_t *reply = malloc(sizeof(int32_t) * (size_t)(max_new + 1));
+    if (!reply) { fprintf(stderr, "pdq chat: out of memory\n"); return 1; }
+    size_t printed = 0;
+    int nr = 0;
+    t0 = pdq_now();
+    for (int i = 0; i < max_new; i++) {
+        int32_t next = (int32_t)pdq_sample(smp, logits, c->e.vocab);
+        reply[nr++] = next;
+        stream(c->tok, reply, nr, &printed);
+        c->generated++;
+        if (chat_engine_is_eos(&c->e, next) || i + 1 == max_new || c->len >= S) { c->pending = next; break; }
+        if ((rc = chat_engine_step(&c->e, next, logits, &st)) != PDQ_OK) {
+            free(reply);
+            fprintf(stderr, "\npdq chat: %s\n", st.msg);
+            return 1;
+        }
+        c->seq[c->len++] = next;
+    }
+    c->t_gen += pdq_now() - t0;
+    free(reply);
+    printf("\n");
+    fflush(stdout);
     return 0;
 }
 
-/* Appends ids to the single row; falls back to Q = 1 when the bucket no longer fits the past. */
-static pdq_code feed(pdq_rt *rt, const int32_t *ids, int n, int Q, float *logits, pdq_status *st) {
-    pdq_code rc = pdq_rt_append(rt, 1, n, ids, NULL, Q < n ? Q : n, logits, NULL, st);
-    if (rc == PDQ_ERR_LIMIT && pdq_rt_len(rt, 0) + n <= pdq_rt_max_seq(rt))
-        rc = pdq_rt_append(rt, 1, n, ids, NULL, 1, logits, NULL, st);
-    return rc;
+static void stats(const chat *c) {
+    fprintf(stderr, "[turns %ld (%d in the cache), cache %d/%d tokens, fed %ld tokens (%.1f tok/s), generated %ld (%.1f tok/s), "
+                    "dropped turns %ld, resets %ld]\n",
+            c->turns_total, c->n_turns, c->len, c->e.max_seq, c->fed, c->t_feed > 0 ? c->fed / c->t_feed : 0, c->generated,
+            c->t_gen > 0 ? c->generated / c->t_gen : 0, c->drops, c->resets);
 }
 
 int cmd_chat(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "chat", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--model");
+    const char *dir = args_str(&a, "--model"), *cdir = args_str(&a, "--circle"), *on_full = args_str(&a, "--on-full");
     int max_seq = (int)args_int(&a, "--max-seq", 0), Q = (int)args_int(&a, "--bucket", 8);
-    int max_new = (int)args_int(&a, "--max-new", 32), threads = (int)args_int(&a, "--threads", 0);
+    int max_new = (int)args_int(&a, "--max-new", 64), threads = (int)args_int(&a, "--threads", 0);
+    double temp = args_double(&a, "--temperature", 0.0), top_p = args_double(&a, "--top-p", 1.0);
+    unsigned long long seed = (unsigned long long)args_int(&a, "--seed", 0);
     pdq_static_opts o;
-    int bad = cli_static_opts(&a, &o, NULL) < 0;
+    int given = cli_static_opts(&a, &o, NULL);
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    if (bad || !dir || max_seq < 2 || Q < 1 || max_new < 0) { fputs(k_usage, stderr); return 2; }
-    pdq_tokenizer *tok = cli_load_tokenizer("chat", dir);
+    int bad = given < 0 || !dir == !cdir || (max_seq != 0 && max_seq < 2) || Q < 1 || max_new < 1 || temp < 0 || top_p <= 0 ||
+              top_p > 1 || (on_full && strcmp(on_full, "drop") && strcmp(on_full, "reset")) || (cdir && given > 0);
+    if (bad) { fputs(k_usage, stderr); return 2; }
+    int on_full_reset = on_full && strcmp(on_full, "reset") == 0;
+    pdq_tokenizer *tok = cli_load_tokenizer("chat", cdir ? cdir : dir);
     if (!tok) return 1;
-    pdq_model *m = cli_load_model("chat", dir, threads);
-    if (!m) { pdq_tokenizer_free(tok); return 1; }
-    pdq_status st = {0};
-    pdq_rt *rt = NULL;
-    int status = 1, V = m->cfg.vocab_size, turn = 0, pending = -1;
-    float *logits = malloc(sizeof(float) * (size_t)V);
-    int32_t *reply = malloc(sizeof(int32_t) * (size_t)(max_new + 1));
-    char line[8192];
-    if (!logits || !reply) { fprintf(stderr, "pdq chat: out of memory\n"); goto done; }
-    if (pdq_rt_create(m, 1, max_seq, &o, &rt, &st) != PDQ_OK) { fprintf(stderr, "pdq chat: %s\n", st.msg); goto done; }
-    while (fgets(line, sizeof line, stdin)) {
+    chat c = {0};
+    c.tok = tok;
+    c.pending = -1;
+    int status = 1;
+    float *logits = NULL;
+    if (chat_engine_open(&c.e, dir, cdir, max_seq, Q, &o, given > 0, threads)) goto done;
+    int S = c.e.max_seq;
+    c.seq = malloc(sizeof(int32_t) * (size_t)(S + 1));
+    c.turn_at = malloc(sizeof(int) * (size_t)(S + 1));
+    logits = malloc(sizeof(float) * (size_t)c.e.vocab);
+    if (!c.seq || !c.turn_at || !logits) { fprintf(stderr, "pdq chat: out of memory\n"); goto done; }
+    pdq_sampler smp;
+    pdq_sampler_init(&smp, temp, top_p, seed);
+    int tty = isatty(0);
+    fprintf(stderr, "== pdq chat: %s\n== max_seq %d, bucket %d, up to %d new tokens a reply, %s, on a full cache: %s\n"
+                    "== /exit ends (or Ctrl-D), /reset starts over, /stats shows the cache and speed\n",
+            c.e.what, S, Q, max_new, temp > 0 ? "sampling" : "greedy", on_full_reset ? "reset" : "drop the oldest turns");
+    if (temp > 0) fprintf(stderr, "== temperature %.3g, top-p %.3g, seed %llu\n", temp, top_p, seed);
+    char line[16384];
+    for (;;) {
+        if (tty) { fputs("> ", stderr); fflush(stderr); }
+        if (!fgets(line, sizeof line, stdin)) break;
         size_t ll = strcspn(line, "\r\n");
+        if (line[ll] == 0 && ll == sizeof line - 1) { /* an overlong line: the rest is dropped */
+            int ch;
+            while ((ch = getchar()) != EOF && ch != '\n') {}
+            fprintf(stderr, "[warning: line cut at %zu bytes]\n", ll);
+        }
         line[ll] = '\0';
         if (ll == 0) continue;
-        int32_t *ids = NULL;
-        size_t n;
-        if (pdq_tokenizer_encode(tok, line, ll, turn == 0, &ids, &n, &st) != PDQ_OK) {
-            fprintf(stderr, "pdq chat: %s\n", st.msg);
-            goto done;
-        }
-        /* The last reply token was sampled but never fed: it opens this turn. */
-        int32_t *blk = malloc(sizeof(int32_t) * (n + 1));
-        int k = 0;
-        if (blk && pending >= 0) blk[k++] = pending;
-        if (blk) memcpy(blk + k, ids, sizeof(int32_t) * n);
-        free(ids);
-        if (!blk) { fprintf(stderr, "pdq chat: out of memory\n"); goto done; }
-        int T = k + (int)n;
-        pdq_code rc = T == 0 ? PDQ_OK
-                      : turn == 0 ? pdq_rt_prefill(rt, 1, T, blk, NULL, PDQ_PAD_RIGHT, logits, NULL, &st)
-                                  : feed(rt, blk, T, Q, logits, &st);
-        free(blk);
-        if (rc != PDQ_OK) {
-            fprintf(stderr, "pdq chat: turn %d: %s\n", turn + 1, st.msg);
-            goto done;
-        }
-        turn++;
-        pending = -1;
-        int nr = 0;
-        for (int i = 0; i < max_new; i++) {
-            int32_t next = pdq_argmax(logits, V);
-            reply[nr++] = next;
-            if (is_eos(m, next)) { pending = next; break; }
-            if (pdq_rt_len(rt, 0) >= max_seq) { pending = next; break; }
-            if (i + 1 == max_new) { pending = next; break; }
-            if (pdq_rt_decode(rt, 1, &next, logits, &st) != PDQ_OK) {
-                fprintf(stderr, "pdq chat: %s\n", st.msg);
-                goto done;
-            }
-        }
-        char *text = NULL;
-        if (pdq_tokenizer_decode(tok, reply, (size_t)nr, 1, &text, &st) != PDQ_OK) {
-            fprintf(stderr, "pdq chat: %s\n", st.msg);
-            goto done;
-        }
-        printf("%s\n", text);
-        fflush(stdout);
-        free(text);
-        if (pdq_rt_len(rt, 0) >= max_seq - 1) {
-            fprintf(stderr, "pdq chat: context full (max_seq %d)\n", max_seq);
-            break;
-        }
+        if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) break;
+        if (strcmp(line, "/stats") == 0) { stats(&c); continue; }
+        if (strcmp(line, "/reset") == 0) { reset(&c); c.resets++; fprintf(stderr, "[reset: the cache is empty]\n"); continue; }
+        if (turn(&c, line, ll, on_full_reset, max_new, &smp, logits)) goto done;
     }
+    if (tty) fputc('\n', stderr);
     status = 0;
 done:
     free(logits);
-    free(reply);
-    pdq_rt_free(rt);
-    pdq_model_free(m);
+    free(c.seq);
+    free(c.turn_at);
+    chat_engine_close(&c.e);
     pdq_tokenizer_free(tok);
     return status;
 }

@@ -10,11 +10,13 @@
 #include "common.h"
 #include "pdq/circle_export.h"
 #include "pdq/ptq.h"
+#include "quantize_export.h"
+#include <cjson/cJSON.h>
 
 static const char *k_usage =
     "usage: pdq export --model DIR --out OUTDIR [--max-seq N (64)] [--whole] [--per-layer] [--append-bucket Q]\n"
     "                  [--rope pre_negated_sin|hf] [--scale-fusion k_proj|none] [--layout unrolled|batched]\n"
-    "                  [--mask-fill X (-120)] [--threads N] [--quiet]\n"
+    "                  [--mask-fill X (-120)] [--threads N] [--quiet] [--json]\n"
     "  a quantized checkpoint dir with ptq.json gives the .q.circle files (int16 activations, uint4/uint8 weights)\n"
     "  default: both --whole (model_prefill/model_decode) and --per-layer (token_embedding, decoder_layer_*, lm_head)\n";
 
@@ -32,6 +34,8 @@ int cmd_export(int argc, char **argv) {
     o.so.mask_fill = (float)args_double(&a, "--mask-fill", -120.0);
     int threads = (int)args_int(&a, "--threads", 0);
     o.quiet = args_flag(&a, "--quiet");
+    int json = args_flag(&a, "--json");
+    if (json) o.quiet = 1; /* stdout carries the JSON document only */
     if (args_finish(&a) || !dir || !out) { fputs(k_usage, stderr); return 2; }
     if (whole || per) { o.whole = whole; o.per_layer = per; }
     if (rope && (int)(o.so.rope = (pdq_rope_conv)pdq_rope_conv_parse(rope)) < 0) {
@@ -63,8 +67,24 @@ int cmd_export(int argc, char **argv) {
         fprintf(stderr, "pdq export: %s\n", st.msg);
         return 1;
     }
-    if (!o.quiet)
-        fprintf(stderr, "export: done in %.2f s -> %s/manifest.json\n",
-                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), out);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (!o.quiet) fprintf(stderr, "export: done in %.2f s -> %s/manifest.json\n", secs, out);
+    if (json) {
+        cJSON *r = cJSON_CreateObject();
+        double total;
+        cJSON_AddStringToObject(r, "dir", out);
+        cJSON_AddBoolToObject(r, "quantized", o.quant_dir != NULL);
+        cJSON_AddNumberToObject(r, "max_seq", o.max_seq);
+        cJSON_AddBoolToObject(r, "whole", o.whole);
+        cJSON_AddBoolToObject(r, "per_layer", o.per_layer);
+        cJSON_AddNumberToObject(r, "append_bucket", o.append_q);
+        cJSON_AddNumberToObject(r, "seconds", secs);
+        cJSON_AddItemToObject(r, "files", list_files(out, &total));
+        cJSON_AddNumberToObject(r, "total_bytes", total);
+        char *s = cJSON_PrintUnformatted(r);
+        if (s) puts(s);
+        free(s);
+        cJSON_Delete(r);
+    }
     return 0;
 }

@@ -9,7 +9,9 @@
 #include "commands.h"
 #include "common.h"
 #include "pdq/eval.h"
+#include "pdq/progress.h"
 #include "pdq/sampling.h"
+#include "gen_json.h"
 
 static const char *k_usage =
     "usage: pdq generate --model DIR (--prompt T | --ids \"1 2 3\") [--max-new N] [--temperature X --top-p P --seed S]\n"
@@ -81,7 +83,9 @@ int cmd_generate(int argc, char **argv) {
         pdq_status ignore = {0};
         if (pdq_tokenizer_load(dir, &tok, &ignore) != PDQ_OK) tok = NULL; /* ids-only dirs work */
     }
+    double t_load = pdq_now();
     pdq_model *m = cli_load_model_packed("generate", dir, threads);
+    t_load = pdq_now() - t_load;
     if (!m) { free(ids); pdq_tokenizer_free(tok); return 1; }
     int status = 1, V = m->cfg.vocab_size;
     int cap = (int)n + max_new;
@@ -101,11 +105,14 @@ int cmd_generate(int argc, char **argv) {
                 pdq_tokenizer_vocab_size(tok), V);
     if (cap > m->cfg.max_position_embeddings)
         fprintf(stderr, "pdq generate: warning: %d tokens exceed max_position_embeddings %d\n", cap, m->cfg.max_position_embeddings);
+    double t_pre = pdq_now(), t_dec = 0;
+    long n_dec = 0;
     if (pdq_kvcache_init(&kv, &m->cfg, 1, cap > 0 ? cap : 1, &st) != PDQ_OK ||
         pdq_model_forward(m, &kv, 1, (int)n, ids, NULL, NULL, logits, 1, &st) != PDQ_OK) {
         fprintf(stderr, "pdq generate: %s\n", st.msg);
         goto done;
     }
+    t_pre = pdq_now() - t_pre;
     memcpy(all, ids, (size_t)n * sizeof *ids);
     if (!json && tok) {
         /* Echo the prompt as the tokenizer reads it back, then stream what follows it. */
@@ -119,17 +126,18 @@ int cmd_generate(int argc, char **argv) {
         int is_eos = 0;
         for (int e = 0; e < m->cfg.n_eos; e++) is_eos |= next == m->cfg.eos_token_ids[e];
         if (is_eos && !ignore_eos) break;
+        double t1 = pdq_now();
         if (i + 1 < max_new && pdq_model_forward(m, &kv, 1, 1, &next, NULL, NULL, logits, 1, &st) != PDQ_OK) {
             fprintf(stderr, "\npdq generate: %s\n", st.msg);
             goto done;
         }
+        if (i + 1 < max_new) { t_dec += pdq_now() - t1; n_dec++; }
     }
     if (json) {
-        printf("{\"prompt_ids\": [");
-        for (long i = 0; i < n; i++) printf("%s%d", i ? ", " : "", ids[i]);
-        printf("], \"ids\": [");
-        for (int i = 0; i < n_out; i++) printf("%s%d", i ? ", " : "", out[i]);
-        printf("]}\n");
+        cJSON *o = cJSON_CreateObject();
+        gen_json_row(o, tok, ids, (int)n, out, n_out);
+        gen_json_timing(o, t_load, t_pre, n, t_dec, n_dec, n_out);
+        gen_json_print(o);
     } else if (!tok) {
         for (int i = 0; i < n_out; i++) printf("%s%d", i ? " " : "", out[i]);
         printf("\n");

@@ -14,7 +14,7 @@
 
 static const char *k_usage =
     "usage: pdq inspect --model OUTDIR [--edge NAME] [--json]\n"
-    "       pdq inspect FILE.circle\n";
+    "       pdq inspect FILE.circle [--json]\n";
 
 static int ends_with(const char *s, const char *suf) {
     size_t n = strlen(s), k = strlen(suf);
@@ -60,7 +60,7 @@ int cmd_inspect(int argc, char **argv) {
     const char *file = args_pos(&a, 0);
     if (args_finish(&a) || (!dir == !file)) { fputs(k_usage, stderr); return 2; }
     if (file) {
-        if (ends_with(file, ".circle")) return inspect_circle(file);
+        if (ends_with(file, ".circle")) return json ? cli_inspect_circle_json(file) : inspect_circle(file);
         fprintf(stderr, "pdq inspect: %s: expected a .circle file or --model OUTDIR\n", file);
         return 2;
     }

@@ -1,4 +1,5 @@
-/* pdq ppl: perplexity of a text or id file with strided sliding windows. */
+/* pdq ppl: perplexity (with its standard error) of a text or id file with strided sliding
+ * windows, and with --kld FP32DIR the KL divergence against the FP32 model over the same windows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "kld_cli.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
 #include "ptq_args.h"
@@ -14,31 +16,54 @@ static const char *k_usage =
     "usage: pdq ppl --model DIR (--text FILE | --ids-file F) [--max-len N] [--stride N] [--json] [--threads N]\n"
     "               [--static [--max-seq N]]  (static prefill graph, windows of max_seq; fake-quant with ptq.json)\n"
     "       pdq ppl --circle OUTDIR [--per-layer] (--text FILE | --ids-file F) [--json] [--threads N]\n"
-    "               (through the exported prefill file: windows and stride of the export's max_seq)\n";
+    "               (through the exported prefill file: windows and stride of the export's max_seq)\n"
+    "  --eval-tokens N      only the first N tokens of the file (a quick look)\n"
+    KLD_USAGE;
 
-/* --circle: the tokenizer copy and the files of an export dir. */
-static int ppl_circle(const char *dir, int per_layer, const int32_t *ids, long n, int json) {
+static pdq_code model_window(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st) {
+    return pdq_model_forward((const pdq_model *)ctx, NULL, 1, T, ids, NULL, NULL, logits, 0, st);
+}
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\') putchar('\\');
+        if ((unsigned char)*s >= 0x20) putchar(*s);
+    }
+    putchar('"');
+}
+
+/* Perplexity (and KLD) through fn; prints the result. */
+static int evaluate(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len, int stride,
+                    const char *label, const char *what, const kld_opts *ko, int json) {
     pdq_status st = {0};
-    pdq_crt *rt;
-    if (pdq_crt_open(dir, !per_layer, &rt, &st) != PDQ_OK) {
+    pdq_ppl_result r;
+    pdq_kld_result k;
+    int reused = 0;
+    char cache[4600] = "";
+    if (ko->base_dir) {
+        if (cli_kld("ppl", ko, ids, n, max_len, stride, fn, ctx, vocab, &k, &r, &reused, cache, (int)sizeof cache)) return 1;
+        if (!json) fprintf(stderr, "pdq ppl: FP32 logits %s %s\n", reused ? "reused from" : cache[0] ? "cached in" : "computed (not cached)", cache);
+    } else if (pdq_ppl_windows(fn, ctx, vocab, ids, n, max_len, stride, label, &r, &st) != PDQ_OK) {
         fprintf(stderr, "pdq ppl: %s\n", st.msg);
         return 1;
     }
-    int S = pdq_crt_max_seq(rt), status = 1;
-    pdq_ppl_result r;
-    if (pdq_ppl_windows(pdq_crt_window_logits, rt, pdq_crt_vocab(rt), ids, n, S, S, "perplexity (circle)", &r, &st) != PDQ_OK) {
-        fprintf(stderr, "pdq ppl: %s\n", st.msg);
+    if (json) {
+        printf("{\"ppl\": %.17g, \"ppl_se\": %.9g, \"tokens\": %ld, \"nll\": %.17g, \"windows\": %d, \"max_len\": %d, \"stride\": %d",
+               r.ppl, r.ppl_se, r.tokens, r.nll, r.windows, max_len, stride);
+        if (ko->base_dir) {
+            printf(", ");
+            cli_kld_print_json(&k, reused);
+            printf(", \"kld_cache\": ");
+            json_str(cache);
+        }
+        printf("}\n");
     } else {
-        if (json)
-            printf("{\"ppl\": %.17g, \"tokens\": %ld, \"nll\": %.17g, \"windows\": %d, \"max_len\": %d, \"stride\": %d}\n",
-                   r.ppl, r.tokens, r.nll, r.windows, S, S);
-        else
-            printf("perplexity %.4f over %ld tokens (%d windows of %d, stride %d, exported %s)\n", r.ppl, r.tokens,
-                   r.windows, S, S, per_layer ? "per-layer files" : "model_prefill");
-        status = 0;
+        printf("perplexity %.4f +/- %.4f over %ld tokens (%d windows of %d, stride %d%s)\n", r.ppl, r.ppl_se, r.tokens,
+               r.windows, max_len, stride, what);
+        if (ko->base_dir) cli_kld_print(&k);
     }
-    pdq_crt_free(rt);
-    return status;
+    return 0;
 }
 
 int cmd_ppl(int argc, char **argv) {
@@ -51,12 +76,16 @@ int cmd_ppl(int argc, char **argv) {
     int use_static = args_flag(&a, "--static"), max_seq = (int)args_int(&a, "--max-seq", 0);
     const char *cdir = args_str(&a, "--circle");
     int per_layer = args_flag(&a, "--per-layer");
+    long eval_tokens = args_int(&a, "--eval-tokens", 0);
+    kld_opts ko = {args_str(&a, "--kld"), args_str(&a, "--kld-cache"), (int)args_int(&a, "--kld-top", 0),
+                   args_flag(&a, "--no-kld-cache"), threads};
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     if (!dir == !cdir || !text == !ids_file || (cdir && (use_static || max_len || stride || max_seq)) ||
-        (per_layer && !cdir)) {
+        (per_layer && !cdir) || eval_tokens < 0 || ko.top_k < 0) {
         fputs(k_usage, stderr);
         return 2;
     }
+    if (eval_tokens == 1) { fprintf(stderr, "pdq ppl: --eval-tokens needs at least 2 tokens\n"); return 2; }
     if (cdir) { /* the export copies the tokenizer */
         char mp[4096];
         snprintf(mp, sizeof mp, "%s/manifest.json", cdir);
@@ -86,9 +115,22 @@ int cmd_ppl(int argc, char **argv) {
         fprintf(stderr, "pdq ppl: %s\n", st.msg);
         return 1;
     }
+    if (eval_tokens > 0 && eval_tokens < n) {
+        if (!json) fprintf(stderr, "pdq ppl: the first %ld of %ld tokens (--eval-tokens)\n", eval_tokens, n);
+        n = eval_tokens;
+    }
     if (cdir) {
         pdq_set_threads(NULL, threads); /* BLAS sums in a thread-count dependent order */
-        int rc = ppl_circle(cdir, per_layer, ids, n, json);
+        pdq_crt *crt;
+        int rc = 1;
+        if (pdq_crt_open(cdir, !per_layer, &crt, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq ppl: %s\n", st.msg);
+        } else {
+            int S = pdq_crt_max_seq(crt);
+            rc = evaluate(pdq_crt_window_logits, crt, pdq_crt_vocab(crt), ids, n, S, S, "perplexity (circle)",
+                          per_layer ? ", exported per-layer files" : ", exported model_prefill", &ko, json);
+            pdq_crt_free(crt);
+        }
         free(ids);
         return rc;
     }
@@ -106,20 +148,13 @@ int cmd_ppl(int argc, char **argv) {
     if (max_len <= 0) max_len = m->cfg.max_position_embeddings < 2048 ? m->cfg.max_position_embeddings : 2048;
     if (stride <= 0) stride = max_len;
     int status = 1;
-    pdq_ppl_result r;
     if (max_len > m->cfg.max_position_embeddings) {
         fprintf(stderr, "pdq ppl: --max-len %ld exceeds the model's max_position_embeddings %d\n", max_len, m->cfg.max_position_embeddings);
-    } else if (rt ? pdq_ppl_windows(pdq_rt_window_logits, rt, m->cfg.vocab_size, ids, n, (int)max_len, (int)stride,
-                                    "perplexity (static)", &r, &st) != PDQ_OK
-                  : pdq_ppl_model(m, ids, n, (int)max_len, (int)stride, "perplexity", &r, &st) != PDQ_OK) {
-        fprintf(stderr, "pdq ppl: %s\n", st.msg);
+    } else if (rt) {
+        status = evaluate(pdq_rt_window_logits, rt, m->cfg.vocab_size, ids, n, (int)max_len, (int)stride, "perplexity (static)",
+                          ptq ? ", static graph, fake-quant" : ", static graph", &ko, json);
     } else {
-        if (json)
-            printf("{\"ppl\": %.6f, \"tokens\": %ld, \"nll\": %.6f, \"windows\": %d, \"max_len\": %ld, \"stride\": %ld}\n",
-                   r.ppl, r.tokens, r.nll, r.windows, max_len, stride);
-        else
-            printf("perplexity %.4f over %ld tokens (%d windows of %ld, stride %ld)\n", r.ppl, r.tokens, r.windows, max_len, stride);
-        status = 0;
+        status = evaluate(model_window, m, m->cfg.vocab_size, ids, n, (int)max_len, (int)stride, "perplexity", "", &ko, json);
     }
     free(ids);
     pdq_rt_free(rt);

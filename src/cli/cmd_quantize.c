@@ -8,10 +8,14 @@
 #include "pdq/eval.h"
 #include "pdq/ptq.h"
 #include "pdq/quant.h"
+#include "pdq/report.h"
 #include "ptq_args.h"
 #include "quant_args.h"
 #include "quantize_export.h"
 #include "quantize_transform.h"
+#include "quantize_summary.h"
+#include "pdq/progress.h"
+#include <unistd.h>
 
 #define MAX_OVERRIDES 64
 
@@ -32,6 +36,8 @@ static const char *k_usage =
     "  --eval-fp32-ppl X    reuse a known FP32 perplexity of the same file and windows (sweeps)\n"
     "  --threads N          BLAS/threads (default: all cores)\n"
     "  --quiet              no per-module table\n"
+    "  --json               the closing summary as one JSON document on stdout (the rest goes to stderr)\n"
+    "  --eval-tokens N      evaluate on the first N tokens of --eval only (a quick look)\n"
     QUANTIZE_TRANSFORM_USAGE
     PTQ_ARGS_USAGE
     QUANTIZE_EXPORT_USAGE;
@@ -74,7 +80,8 @@ int cmd_quantize(int argc, char **argv) {
     const char *eb = args_str(&a, "--embed-bits"), *lb = args_str(&a, "--lm-head-bits");
     o.lm_head_gptq = args_flag(&a, "--lm-head-gptq");
     o.orig_inputs = args_flag(&a, "--gptq-orig-inputs");
-    int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet");
+    int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet"), json = args_flag(&a, "--json");
+    long eval_tokens = args_int(&a, "--eval-tokens", 0);
     int eval_len = (int)args_int(&a, "--eval-len", 256), eval_stride = (int)args_int(&a, "--eval-stride", 256);
     double known_fp32 = args_double(&a, "--eval-fp32-ppl", 0);
     const char *export = args_str(&a, "--export");
@@ -83,7 +90,7 @@ int cmd_quantize(int argc, char **argv) {
     int abits = ptq_args_read(&a, &ro, calib != NULL);
     pdq_transform_opts tro;
     int tbad = quantize_transform_args(&a, &tro);
-    if (args_finish(&a) || !dir || !out) { fputs(k_usage, stderr); return 2; }
+    if (args_finish(&a) || !dir || !out || eval_tokens < 0 || eval_tokens == 1) { fputs(k_usage, stderr); return 2; }
     if (abits < 0 || tbad) return 2;
     if (tro.smooth && !calib) {
         fprintf(stderr, "pdq quantize: --transform smooth needs --calib FILE (activation ranges)\n");
@@ -120,6 +127,12 @@ int cmd_quantize(int argc, char **argv) {
     o.overrides = ov;
     o.n_overrides = nov;
 
+    /* --json: everything but the summary goes to stderr */
+    int saved_stdout = -1;
+    if (json) { fflush(stdout); saved_stdout = dup(1); if (saved_stdout >= 0) dup2(2, 1); }
+    quantize_times tm;
+    quantize_times_init(&tm);
+    double t_start = pdq_now(), t0;
     int status = 1;
     int32_t *eval_ids = NULL, *text = NULL, *windows = NULL;
     size_t n_eval = 0;
@@ -140,6 +153,7 @@ int cmd_quantize(int argc, char **argv) {
         free(buf);
         pdq_tokenizer_free(tok);
         if (rc) goto done;
+        if (eval_tokens > 0 && (size_t)eval_tokens < n_eval) n_eval = (size_t)eval_tokens;
         if (eval_len > m->cfg.max_position_embeddings) eval_len = m->cfg.max_position_embeddings;
         ev.has = 1;
         ev.file = evalf;
@@ -147,13 +161,16 @@ int cmd_quantize(int argc, char **argv) {
         ev.stride = eval_stride;
         if (known_fp32 > 0) ev.fp32_ppl = known_fp32;
         else {
+            t0 = pdq_now();
             pdq_model *fm = cli_load_model("quantize", dir, threads);
             int bad = !fm || eval_ppl(fm, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens);
             pdq_model_free(fm);
+            tm.t[QS_FP32_EVAL] = pdq_now() - t0;
             if (bad) goto done;
         }
     }
     int bos = -1;
+    t0 = pdq_now();
     if (calib && (o.method == PDQ_QM_GPTQ || abits != PDQ_ADT_FLOAT || tro.smooth) &&
         pdq_calib_tokenize(dir, calib, &text, &n_text, &bos, &st))
         goto fail;
@@ -177,30 +194,46 @@ int cmd_quantize(int argc, char **argv) {
         pdq_set_threads(m, threads);
     }
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
+    tm.t[QS_CALIB] = pdq_now() - t0; /* split with QS_WEIGHTS by the summary */
+    tm.t[QS_WEIGHTS] = 0;
     if (!quiet) pdq_qmodel_print(&q, stdout);
+    t0 = pdq_now();
     if (pdq_quant_save(out, dir, m, &q, &st)) goto fail;
+    tm.t[QS_SAVE] = pdq_now() - t0;
     if (ev.has || abits != PDQ_ADT_FLOAT) {
         /* the steps below run the whole quantized model: loaded from OUTDIR (dequantized there
          * exactly as the quantizer computed it) */
         pdq_model_free(m);
         if (!(m = cli_load_model("quantize", out, threads))) goto done;
     }
+    t0 = pdq_now();
     if (ev.has && eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl quant", &ev.quant_ppl, &ev.tokens))
         goto done;
+    if (ev.has) tm.t[QS_QUANT_EVAL] = pdq_now() - t0;
     char path[4096];
     snprintf(path, sizeof path, "%s/report.json", out);
     if (pdq_quant_write_report(path, &q, &ev, &st)) goto fail;
     if (ev.has) printf("perplexity fp32 %.4f  quantized %.4f  (+%.4f)\n", ev.fp32_ppl, ev.quant_ppl, ev.quant_ppl - ev.fp32_ppl);
     ro.seed = o.seed;
+    t0 = pdq_now();
     if (abits != PDQ_ADT_FLOAT && pdq_ptq_quantize_dir(dir, out, m, &ro, text, n_text, bos, eval_ids, (long)n_eval, stdout, &st))
         goto fail;
+    if (abits != PDQ_ADT_FLOAT) tm.t[QS_ACT] = pdq_now() - t0;
+    t0 = pdq_now();
     if (export && quantize_export(dir, out, ex_whole, ex_per, &ro, eval_ids, (long)n_eval, threads)) goto done;
-    printf("wrote %s\n", out);
+    if (export) quantize_split_export_time(out, pdq_now() - t0, &tm);
+    tm.total = pdq_now() - t_start;
+    fflush(stdout);
+    if (saved_stdout >= 0) { dup2(saved_stdout, 1); close(saved_stdout); saved_stdout = -1; }
+    if (quantize_summary(dir, out, &tm, json)) goto done;
+    if (pdq_report_html(out, NULL, &st)) goto fail;
+    if (!json) printf("wrote %s\n", out);
     status = 0;
     goto done;
 fail:
     fprintf(stderr, "pdq quantize: %s\n", st.msg);
 done:
+    if (saved_stdout >= 0) { fflush(stdout); dup2(saved_stdout, 1); close(saved_stdout); }
     pdq_qmodel_free(&q);
     free(eval_ids);
     free(text);

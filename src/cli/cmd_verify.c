@@ -10,26 +10,36 @@
 #include "pdq/file.h"
 #include "common.h"
 #include "ptq_args.h"
+#include "verify_ref.h"
 #include "pdq/eval.h"
+#include "pdq/quant.h"
 #include "pdq/runtime.h"
 
 #define MAX_ROWS 16
 
 static const char *k_usage =
-    "usage: pdq verify --model DIR (--prompt T | --ids \"1 2 3\")... --max-seq N --steps K\n"
-    "                  [--padding left|right] [--append T | --append-ids \"...\"] [--bucket Q]\n"
+    "usage: pdq verify --model DIR [(--prompt T | --ids \"1 2 3\")... | --text FILE] --max-seq N --steps K\n"
+    "                  [--padding left|right] [--append T | --append-ids \"...\"] [--bucket Q] [--ref DIR]\n"
     "                  [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
-    "                  [--mask-fill X] [--tol X] [--json FILE] [--threads N]\n";
+    "                  [--mask-fill X] [--tol X] [--min-top1 F] [--json FILE] [--threads N]\n"
+    VERIFY_REF_USAGE
+    "  --tol X              limit on max |dlogit| (default 1e-4 when the graphs are float and run the reference's\n"
+    "                       weights; otherwise none)\n"
+    "  --min-top1 F         least top-1 agreement with the reference (default 0.9 when there is no --tol default)\n"
+    "  the last line says PASS or FAIL (exit status 1) with the tolerance and top-1 x/y\n";
 
 typedef struct {
     cJSON *steps;
     double worst;
+    int top1, n;
 } report;
 
 static void record(report *r, int step, const char *kind, int row, const pdq_logit_cmp *c) {
     printf("step %3d  %-7s  row %d  mean|d| %.3e  max|d| %.3e  peir %.3e  top1 %s\n", step, kind, row,
            c->mean_abs_diff, c->max_abs_diff, c->peir, c->top1_agree ? "yes" : "NO");
     if (c->max_abs_diff > r->worst || c->max_abs_diff != c->max_abs_diff) r->worst = c->max_abs_diff;
+    r->top1 += c->top1_agree;
+    r->n++;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "step", step);
     cJSON_AddStringToObject(o, "kind", kind);
@@ -49,10 +59,16 @@ static float *reference(const pdq_model *m, const int32_t *ids, int n, pdq_statu
     return l;
 }
 
-static int write_json(const char *path, report *r) {
+static int write_json(const char *path, report *r, const char *ref, double tol, double min_top1, int pass) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "steps", r->steps);
     cJSON_AddNumberToObject(root, "max_abs_diff", r->worst);
+    cJSON_AddStringToObject(root, "reference", ref);
+    cJSON_AddNumberToObject(root, "top1_agree", r->top1);
+    cJSON_AddNumberToObject(root, "steps_compared", r->n);
+    if (tol >= 0) cJSON_AddNumberToObject(root, "tol", tol);
+    if (min_top1 > 0) cJSON_AddNumberToObject(root, "min_top1", min_top1);
+    cJSON_AddBoolToObject(root, "pass", pass);
     char *s = cJSON_Print(root);
     r->steps = NULL;
     pdq_status st = {0};
@@ -80,11 +96,15 @@ int cmd_verify(int argc, char **argv) {
     pdq_padding pad;
     int opts_given = cli_static_opts(&a, &o, &pad);
     double fill = args_double(&a, "--mask-fill", -120.0), tol = args_double(&a, "--tol", -1.0);
-    const char *json_path = args_str(&a, "--json");
+    double min_top1 = args_double(&a, "--min-top1", -1.0);
+    const char *json_path = args_str(&a, "--json"), *ref_dir = args_str(&a, "--ref");
+    const char *text_file = args_str(&a, "--text");
+    if (!text_file) text_file = args_str(&a, "--eval");
     int threads = (int)args_int(&a, "--threads", 0);
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     o.mask_fill = (float)fill;
-    int bad = opts_given < 0 || !dir || n_prompts + n_idss == 0 || n_prompts + n_idss > MAX_ROWS || max_seq < 2 || steps < 0 || (app && app_ids);
+    int bad = opts_given < 0 || !dir || n_prompts + n_idss > MAX_ROWS || max_seq < 2 || steps < 0 || (app && app_ids) ||
+              (text_file && n_prompts + n_idss) || min_top1 > 1;
     if (bad) { fputs(k_usage, stderr); return 2; }
 
     int B = n_prompts + n_idss, status = 1;
@@ -97,9 +117,23 @@ int cmd_verify(int argc, char **argv) {
     int len[MAX_ROWS] = {0};
     long n_ext = 0;
     float *logits = NULL, *all = NULL;
-    report rep = {cJSON_CreateArray(), 0.0};
-    if ((n_prompts || app) && !(tok = cli_load_tokenizer("verify", dir))) goto done;
-    for (int b = 0; b < B; b++) {
+    report rep = {cJSON_CreateArray(), 0.0, 0, 0};
+    verify_ref ref = {0};
+    if ((n_prompts || app || text_file) && !(tok = cli_load_tokenizer("verify", dir))) goto done;
+    if (!B) { /* no prompt given: the model's own domain (--text), or BOS alone */
+        pdq_config cfg;
+        if (!tok) { pdq_status ig = {0}; if (pdq_tokenizer_load(dir, &tok, &ig) != PDQ_OK) tok = NULL; }
+        if (pdq_config_load(dir, &cfg, &st) != PDQ_OK) { fprintf(stderr, "pdq verify: %s\n", st.msg); goto done; }
+        int32_t *rows[4];
+        int lens4[4], room = max_seq - steps - 1 - (app ? 8 : 0);
+        if ((B = verify_default_prompts("verify", text_file, tok, &cfg, room, rows, lens4, 4)) < 0) { B = 0; goto done; }
+        for (int b = 0; b < B; b++) {
+            seq[b] = realloc(rows[b], sizeof(int32_t) * (size_t)(lens4[b] + steps + max_seq + 1));
+            if (!seq[b]) { free(rows[b]); fprintf(stderr, "pdq verify: out of memory\n"); goto done; }
+            len[b] = lens4[b];
+        }
+    }
+    for (int b = 0; b < n_prompts + n_idss; b++) {
         int32_t *ids = NULL;
         long n;
         if (b < n_prompts) {
@@ -136,6 +170,11 @@ int cmd_verify(int argc, char **argv) {
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
     if (cli_static_runtime("verify", dir, m, B, max_seq, &o, opts_given > 0 || fill != -120.0, &rt, &ptq))
         goto done;
+    if (verify_ref_open("verify", dir, ref_dir, m, threads, &ref)) goto done;
+    /* float graphs on the reference's own weights must match it to rounding; quantized activations,
+     * or quantized weights against the original model, are judged by top-1 */
+    int quantized = ptq || (ref_dir && pdq_quant_is_checkpoint(dir));
+    printf("reference: %s\n", ref.name);
     logits = malloc(sizeof(float) * (size_t)B * V);
     if (!logits) { fprintf(stderr, "pdq verify: out of memory\n"); goto done; }
 
@@ -153,12 +192,12 @@ int cmd_verify(int argc, char **argv) {
             }
         }
         for (int b = 0; b < B; b++) {
-            float *ref = reference(m, seq[b], len[b], &st);
-            if (!ref) { fprintf(stderr, "pdq verify: reference: %s\n", st.msg); goto done; }
+            float *rl = reference(ref.model, seq[b], len[b], &st);
+            if (!rl) { fprintf(stderr, "pdq verify: reference: %s\n", st.msg); goto done; }
             pdq_logit_cmp c;
-            pdq_compare_logits(ref + (size_t)(len[b] - 1) * V, logits + (size_t)b * V, V, &c);
+            pdq_compare_logits(rl + (size_t)(len[b] - 1) * V, logits + (size_t)b * V, V, &c);
             record(&rep, step, step ? "decode" : "prefill", b, &c);
-            free(ref);
+            free(rl);
         }
     }
     if (n_ext > 0) {
@@ -174,25 +213,32 @@ int cmd_verify(int argc, char **argv) {
         for (int b = 0; b < B; b++) {
             memcpy(seq[b] + len[b], blk + (size_t)b * T, sizeof(int32_t) * (size_t)T);
             len[b] += T;
-            float *ref = reference(m, seq[b], len[b], &st);
-            if (!ref) { free(blk); fprintf(stderr, "pdq verify: reference: %s\n", st.msg); goto done; }
+            float *rl = reference(ref.model, seq[b], len[b], &st);
+            if (!rl) { free(blk); fprintf(stderr, "pdq verify: reference: %s\n", st.msg); goto done; }
             for (int t = 0; t < T; t++) {
                 pdq_logit_cmp c;
-                pdq_compare_logits(ref + (size_t)(len[b] - T + t) * V, all + ((size_t)b * T + t) * V, V, &c);
+                pdq_compare_logits(rl + (size_t)(len[b] - T + t) * V, all + ((size_t)b * T + t) * V, V, &c);
                 record(&rep, steps + 1 + t, "append", b, &c);
             }
-            free(ref);
+            free(rl);
         }
         free(blk);
     }
     printf("max |dlogit| over all steps: %.3e\n", rep.worst);
-    status = 0;
-    if (json_path && write_json(json_path, &rep)) status = 1;
-    if (tol >= 0 && !(rep.worst <= tol)) {
-        fprintf(stderr, "pdq verify: max |dlogit| %.3e exceeds --tol %.3e\n", rep.worst, tol);
-        status = 1;
-    }
+    if (tol < 0 && !quantized) tol = 1e-4;
+    if (min_top1 < 0 && quantized) min_top1 = 0.9;
+    int tol_ok = tol < 0 || rep.worst <= tol, top1_ok = min_top1 <= 0 || rep.top1 >= min_top1 * rep.n - 1e-9;
+    if (!tol_ok) fprintf(stderr, "pdq verify: max |dlogit| %.3e exceeds --tol %.3e\n", rep.worst, tol);
+    if (!top1_ok) fprintf(stderr, "pdq verify: top-1 agreement %d/%d is below --min-top1 %.3g\n", rep.top1, rep.n, min_top1);
+    char lim[64] = "no limit";
+    if (tol >= 0) snprintf(lim, sizeof lim, "tol %.1e", tol);
+    printf("%s  max |dlogit| %.3e (%s), top-1 %d/%d", tol_ok && top1_ok ? "PASS" : "FAIL", rep.worst, lim, rep.top1, rep.n);
+    if (min_top1 > 0) printf(" (min %.3g)", min_top1);
+    printf(" vs %s\n", ref.name);
+    status = tol_ok && top1_ok ? 0 : 1;
+    if (json_path && write_json(json_path, &rep, ref.name, tol, min_top1, status == 0)) status = 1;
 done:
+    verify_ref_close(&ref);
     cJSON_Delete(rep.steps);
     for (int b = 0; b < B; b++) free(seq[b]);
     free(ext);

@@ -18,6 +18,7 @@ static const pdq_command k_commands[] = {
     {"export", cmd_export, "Circle export: prefill/decode pair and per-layer files, manifest.json"},
     {"circle-run", cmd_circle_run, "run one .circle graph on .npy inputs, outputs as .npy"},
     {"bench", cmd_bench, "prefill/decode tokens/s of the f32 reference or packed weight-only path (llama-bench style)"},
+    {"report", cmd_report, "one self-contained HTML report of a quantize OUTDIR (inline SVG)"},
 };
 
 static void usage(FILE *f) {

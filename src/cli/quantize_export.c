@@ -46,8 +46,7 @@ static double now_s(void) {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Files of dir (sorted) with their sizes. */
-static cJSON *list_files(const char *dir, double *total) {
+cJSON *list_files(const char *dir, double *total) {
     cJSON *arr = cJSON_CreateArray();
     *total = 0;
     DIR *d = opendir(dir);

@@ -6,6 +6,10 @@
 
 #include "pdq/ptq.h"
 
+struct cJSON;
+/* Files of dir (sorted by name) as [{name, bytes}], their total size in *total. */
+struct cJSON *list_files(const char *dir, double *total);
+
 #define QUANTIZE_EXPORT_USAGE                                                                              \
     "  --export LIST        after quantizing, Circle files into OUTDIR/circle: circle-full (model_prefill /\n" \
     "                       model_decode) and/or circle-per-layer, comma separated; graph options default to\n" \

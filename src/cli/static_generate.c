@@ -10,7 +10,9 @@
 #include "ptq_args.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
+#include "pdq/progress.h"
 #include "pdq/sampling.h"
+#include "gen_json.h"
 
 #define MAX_ROWS 64
 
@@ -82,19 +84,25 @@ int cmd_generate_static(int argc, char **argv) {
         }
         if (B == 0) { fprintf(stderr, "pdq generate: no prompt\n"); goto done; }
     }
+    double t_load = pdq_now(), t_pre = 0, t_dec = 0;
+    long n_dec = 0, n_pre = 0;
     if (!(m = cli_load_model("generate", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
     if (cli_static_runtime("generate", dir, m, B, max_seq, &o, opts_given > 0, &rt, &ptq)) goto done;
+    t_load = pdq_now() - t_load;
     logits = malloc(sizeof(float) * (size_t)B * V);
     out = malloc(sizeof(int32_t) * (size_t)B * (max_new + 1));
     n_out = calloc((size_t)B, sizeof(int));
     done_row = calloc((size_t)B, sizeof(int));
     if (!logits || !out || !n_out || !done_row) { fprintf(stderr, "pdq generate: out of memory\n"); goto done; }
+    t_pre = pdq_now();
     if (pdq_rt_prefill_rows(rt, B, (const int32_t *const *)rows, lens, pad, logits, &st) != PDQ_OK) {
         fprintf(stderr, "pdq generate: %s\n", st.msg);
         goto done;
     }
+    t_pre = pdq_now() - t_pre;
+    for (int b = 0; b < B; b++) n_pre += lens[b];
     pdq_sampler_init(&smp, temp, top_p, seed);
     for (int i = 0; i < max_new; i++) {
         int32_t next[MAX_ROWS];
@@ -112,19 +120,22 @@ int cmd_generate_static(int argc, char **argv) {
         int full = 0;
         for (int b = 0; b < B; b++) full |= pdq_rt_len(rt, b) >= max_seq;
         if (full) { fprintf(stderr, "pdq generate: static context full (max_seq %d)\n", max_seq); break; }
+        double t1 = pdq_now();
         if (pdq_rt_decode(rt, B, next, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
+        t_dec += pdq_now() - t1;
+        n_dec += live;
     }
     if (json) {
-        if (B == 1) printf("{\"prompt_ids\": [");
-        else printf("{\"rows\": [");
+        cJSON *root = cJSON_CreateObject(), *arr = B > 1 ? cJSON_AddArrayToObject(root, "rows") : NULL;
+        long n_new = 0;
         for (int b = 0; b < B; b++) {
-            if (B > 1) printf("%s{\"prompt_ids\": [", b ? ", " : "");
-            print_ids(rows[b], lens[b]);
-            printf("], \"ids\": [");
-            print_ids(out + (size_t)b * (max_new + 1), n_out[b]);
-            printf("]%s", B > 1 ? "}" : "");
+            cJSON *r = B > 1 ? cJSON_CreateObject() : root;
+            gen_json_row(r, tok, rows[b], lens[b], out + (size_t)b * (max_new + 1), n_out[b]);
+            if (B > 1) cJSON_AddItemToArray(arr, r);
+            n_new += n_out[b];
         }
-        printf("%s}\n", B > 1 ? "]" : "");
+        gen_json_timing(root, t_load, t_pre, n_pre, t_dec, n_dec, n_new);
+        gen_json_print(root);
     } else {
         for (int b = 0; b < B; b++) {
             int32_t *all = malloc(sizeof(int32_t) * (size_t)(lens[b] + n_out[b]));

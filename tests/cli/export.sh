@@ -81,10 +81,10 @@ has verify-tokens "$v" "tokens identical"
 v=$("$PDQ" verify --circle $O --per-layer --model $M --ids "1 450 3186 310 278" --steps 10) || { echo "FAIL verify --circle --per-layer"; fail=1; }
 has verify-layers "$v" "circle per-layer (float)"
 
-g1=$("$PDQ" generate --circle $O --ids "1 450 3186 310 278" --max-new 10 --json --ignore-eos)
-g2=$("$PDQ" generate --model $M --ids "1 450 3186 310 278" --max-new 10 --json --ignore-eos)
+g1=$("$PDQ" generate --circle $O --ids "1 450 3186 310 278" --max-new 10 --json --ignore-eos | jq -c '{prompt_ids, ids}')
+g2=$("$PDQ" generate --model $M --ids "1 450 3186 310 278" --max-new 10 --json --ignore-eos | jq -c '{prompt_ids, ids}')
 if [ "$g1" = "$g2" ]; then echo "ok   generate --circle ids = reference"; else echo "FAIL generate: $g1 vs $g2"; fail=1; fi
-g3=$("$PDQ" generate --circle $O --per-layer --ids "1 450 3186 310 278" --max-new 10 --json --ignore-eos)
+g3=$("$PDQ" generate --circle $O --per-layer --ids "1 450 3186 310 278" --max-new 10 --json --ignore-eos | jq -c '{prompt_ids, ids}')
 [ "$g3" = "$g2" ] && echo "ok   generate --circle --per-layer" || { echo "FAIL generate per-layer: $g3"; fail=1; }
 
 # errors

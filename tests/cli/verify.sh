@@ -51,20 +51,21 @@ check append-full-rc 1 "$rc"
 case "$err" in *append*) echo "ok   append-full-msg";; *) echo "FAIL append-full-msg: $err"; fail=1;; esac
 "$PDQ" verify --model $M --ids "1 2" --max-seq 8 --steps 1 --rope sideways >/dev/null 2>&1; check bad-rope-rc 2 "$?"
 "$PDQ" verify --model $M --ids "1 2" --max-seq 8 --steps 1 --padding middle >/dev/null 2>&1; check bad-pad-rc 2 "$?"
-"$PDQ" verify --model $M --max-seq 8 --steps 1 >/dev/null 2>&1; check no-prompt-rc 2 "$?"
+"$PDQ" verify --model $M --max-seq 8 --steps 1 >/dev/null 2>&1; check no-prompt-bos-rc 0 "$?"
 
 # generate --static: same greedy ids as the reference generate.
-ref=$("$PDQ" generate --model $M --prompt "In the beginning" --max-new 24 --json)
+ids() { jq -c '{prompt_ids, ids}'; } # generate --json also holds text and timings
+ref=$("$PDQ" generate --model $M --prompt "In the beginning" --max-new 24 --json | ids)
 for layout in batched unrolled; do
-    got=$("$PDQ" generate --static --model $M --prompt "In the beginning" --max-new 24 --max-seq 40 --layout $layout --json)
+    got=$("$PDQ" generate --static --model $M --prompt "In the beginning" --max-new 24 --max-seq 40 --layout $layout --json | ids)
     check "generate-static-$layout" "$ref" "$got"
 done
 # batch of prompts: each row as the reference alone would generate it
 printf 'In the beginning\nAnd God said unto Moses\n' > "$tmp/prompts.txt"
-got=$("$PDQ" generate --static --model $M --batch-prompts "$tmp/prompts.txt" --max-new 8 --max-seq 32 --json)
-r0=$("$PDQ" generate --model $M --prompt "In the beginning" --max-new 8 --json | sed 's/^{//; s/}$//')
-r1=$("$PDQ" generate --model $M --prompt "And God said unto Moses" --max-new 8 --json | sed 's/^{//; s/}$//')
-check generate-static-batch "{\"rows\": [{$r0}, {$r1}]}" "$got"
+got=$("$PDQ" generate --static --model $M --batch-prompts "$tmp/prompts.txt" --max-new 8 --max-seq 32 --json | jq -c '[.rows[] | {prompt_ids, ids}]')
+r0=$("$PDQ" generate --model $M --prompt "In the beginning" --max-new 8 --json | ids)
+r1=$("$PDQ" generate --model $M --prompt "And God said unto Moses" --max-new 8 --json | ids)
+check generate-static-batch "[$r0,$r1]" "$got"
 
 # chat: two piped turns produce two reply lines; the second turn goes through append.
 out=$(printf 'In the beginning God\nAnd he said unto them\n' | "$PDQ" chat --model $M --max-seq 64 --max-new 6 --bucket 4)

@@ -1,0 +1,147 @@
+/* FP32 logits cache and KLD printing of pdq ppl --kld (see kld_cli.h). */
+#include "kld_cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common.h"
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The base model's identity: its real path and every weight/config file's name, size and mtime. */
+static uint64_t model_key(const char *dir, uint64_t h) {
+    char real[PATH_MAX];
+    if (realpath(dir, real)) h = fnv(h, real, strlen(real));
+    DIR *d = opendir(dir);
+    if (!d) return h;
+    char *names[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        size_t k = strlen(e->d_name);
+        if ((k > 12 && strcmp(e->d_name + k - 12, ".safetensors") == 0) || (k > 5 && strcmp(e->d_name + k - 5, ".json") == 0))
+            if ((names[n] = strdup(e->d_name))) n++;
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, by_name);
+    for (int i = 0; i < n; i++) {
+        char p[PATH_MAX + 256];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        h = fnv(h, names[i], strlen(names[i]) + 1);
+        if (stat(p, &sb) == 0) {
+            long long v[2] = {(long long)sb.st_size, (long long)sb.st_mtime};
+            h = fnv(h, v, sizeof v);
+        }
+        free(names[i]);
+    }
+    return h;
+}
+
+static int mkdirs(const char *path) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+        *s = '/';
+    }
+    return mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static pdq_code base_window(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st) {
+    return pdq_model_forward((const pdq_model *)ctx, NULL, 1, T, ids, NULL, NULL, logits, 0, st);
+}
+
+int cli_kld(const char *cmd, const kld_opts *o, const int32_t *ids, long n, int max_len, int stride,
+            pdq_window_logits_fn fn, void *ctx, int vocab, pdq_kld_result *out, pdq_ppl_result *ppl, int *reused,
+            char *cache_path, int cache_path_len) {
+    pdq_status st = {0};
+    pdq_kld_base base = {0};
+    /* auto: as many as keep the cache near 256 MiB (8 bytes an entry), at least 64: exact for
+     * small vocabularies or short corpora */
+    long per_tok = (256L << 20) / 8 / (n > 1 ? n : 1);
+    int k = o->top_k > 0 ? o->top_k : per_tok < 64 ? 64 : per_tok > vocab ? vocab : (int)per_tok;
+    if (k > vocab) k = vocab;
+    *reused = 0;
+    cache_path[0] = 0;
+    uint64_t key = fnv(14695981039346656037ULL, "pdq-kld-1", 9);
+    key = model_key(o->base_dir, key);
+    int32_t hdr[4] = {max_len, stride, k, vocab};
+    key = fnv(key, hdr, sizeof hdr);
+    key = fnv(key, ids, sizeof *ids * (size_t)n);
+    if (!o->no_cache) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        char dir[PATH_MAX];
+        if (o->cache_dir) snprintf(dir, sizeof dir, "%s", o->cache_dir);
+        else if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/pdq", xdg);
+        else snprintf(dir, sizeof dir, "%s/.cache/pdq", home && *home ? home : "/tmp");
+        if (mkdirs(dir) != 0) fprintf(stderr, "pdq %s: warning: cannot create cache dir %s: %s\n", cmd, dir, strerror(errno));
+        snprintf(cache_path, (size_t)cache_path_len, "%s/kld-%016llx.bin", dir, (unsigned long long)key);
+        if (pdq_kld_base_load(cache_path, key, &base, &st) == PDQ_OK) *reused = 1;
+        else if (st.code != PDQ_ERR_MISSING) fprintf(stderr, "pdq %s: warning: ignoring cache: %s\n", cmd, st.msg);
+    }
+    if (!*reused) {
+        pdq_model *bm = cli_load_model(cmd, o->base_dir, o->threads);
+        if (!bm) return 1;
+        if (bm->cfg.vocab_size != vocab) {
+            fprintf(stderr, "pdq %s: --kld %s has vocabulary %d, the model %d\n", cmd, o->base_dir, bm->cfg.vocab_size, vocab);
+            pdq_model_free(bm);
+            return 1;
+        }
+        pdq_code rc = pdq_kld_base_compute(base_window, bm, vocab, ids, n, max_len, stride, k, "fp32 logits (kld base)", &base, &st);
+        pdq_model_free(bm);
+        if (rc != PDQ_OK) { fprintf(stderr, "pdq %s: kld base: %s\n", cmd, st.msg); return 1; }
+        if (cache_path[0] && pdq_kld_base_save(cache_path, &base, key, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq %s: warning: %s\n", cmd, st.msg);
+            cache_path[0] = 0;
+        }
+    }
+    pdq_code rc = pdq_kld_windows(fn, ctx, ids, n, max_len, stride, &base, "perplexity + kld", out, ppl, &st);
+    pdq_kld_base_free(&base);
+    if (rc != PDQ_OK) { fprintf(stderr, "pdq %s: kld: %s\n", cmd, st.msg); return 1; }
+    return 0;
+}
+
+void cli_kld_print(const pdq_kld_result *r) {
+    printf("====== KL divergence against FP32 (%ld tokens) ======\n", r->tokens);
+    printf("PPL(FP32)            %10.4f\n", r->ppl_base);
+    printf("PPL(model)           %10.4f\n", r->ppl);
+    printf("ln(PPL(Q)/PPL(base)) %10.6f +/- %.6f\n", r->ln_ppl_ratio, r->ln_ppl_ratio_se);
+    printf("Mean    KLD          %10.6f +/- %.6f\n", r->kld_mean, r->kld_se);
+    printf("Median  KLD          %10.6f\n", r->kld_median);
+    printf("99.0%%   KLD          %10.6f\n", r->kld_p99);
+    printf("Maximum KLD          %10.6f\n", r->kld_max);
+    if (r->k < r->vocab)
+        printf("(KLD over the FP32 top-%d of %d tokens + one bucket for the rest, which held %.3f%% of its mass: a lower bound)\n",
+               r->k, r->vocab, 100 * (1 - r->base_mass));
+    printf("Same top-1           %9.3f%% +/- %.3f%%\n", 100 * r->top1, 100 * r->top1_se);
+    printf("Mean    dp           %9.3f%% +/- %.3f%%\n", 100 * r->dp_mean, 100 * r->dp_se);
+    printf("RMS     dp           %9.3f%%\n", 100 * r->dp_rms);
+    printf("dp min / 1%% / 5%% / median / 95%% / 99%% / max: %.3f%% / %.3f%% / %.3f%% / %.3f%% / %.3f%% / %.3f%% / %.3f%%\n",
+           100 * r->dp_min, 100 * r->dp_p01, 100 * r->dp_p05, 100 * r->dp_median, 100 * r->dp_p95, 100 * r->dp_p99,
+           100 * r->dp_max);
+}
+
+void cli_kld_print_json(const pdq_kld_result *r, int reused) {
+    printf("\"kld\": {\"tokens\": %ld, \"mean\": %.9g, \"se\": %.9g, \"median\": %.9g, \"p99\": %.9g, \"max\": %.9g, "
+           "\"top1\": %.9g, \"top1_se\": %.9g, \"dp_mean\": %.9g, \"dp_se\": %.9g, \"dp_rms\": %.9g, \"dp_min\": %.9g, "
+           "\"dp_p01\": %.9g, \"dp_p05\": %.9g, \"dp_median\": %.9g, \"dp_p95\": %.9g, \"dp_p99\": %.9g, \"dp_max\": %.9g, "
+           "\"ppl_base\": %.9g, \"ppl\": %.9g, \"ln_ppl_ratio\": %.9g, \"ln_ppl_ratio_se\": %.9g, \"top_k\": %d, \"vocab\": %d, "
+           "\"base_mass\": %.9g, \"base_cached\": %s}",
+           r->tokens, r->kld_mean, r->kld_se, r->kld_median, r->kld_p99, r->kld_max, r->top1, r->top1_se, r->dp_mean,
+           r->dp_se, r->dp_rms, r->dp_min, r->dp_p01, r->dp_p05, r->dp_median, r->dp_p95, r->dp_p99, r->dp_max,
+           r->ppl_base, r->ppl, r->ln_ppl_ratio, r->ln_ppl_ratio_se, r->k, r->vocab, r->base_mass, reused ? "true" : "false");
+}
