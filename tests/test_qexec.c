@@ -86,7 +86,9 @@ static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, i
     uint64_t rs = seed;
     int whi = wdt == PDQ_TU4 ? 15 : 255;
     uint8_t *w = malloc((size_t)out * in);
-    for (int i = 0; i < out * in; i++) w[i] = (uint8_t)(extreme ? (tu_rand(&rs) % 2 ? whi : 0) : (int)(tu_rand(&rs) % (uint64_t)(whi + 1)));
+    /* extreme: even rows all at the top code, odd rows random top/0 */
+    for (int i = 0; i < out * in; i++)
+        w[i] = (uint8_t)(extreme ? ((i / in) % 2 == 0 || tu_rand(&rs) % 2 ? whi : 0) : (int)(tu_rand(&rs) % (uint64_t)(whi + 1)));
     int wt = pdq_graph_const(g, "w", wdt, 2, ws, w, 1, &st);
     int fin[2] = {x, wt};
     int y = pdq_graph_op(g, PDQ_OP_FULLY_CONNECTED, fin, 2, NULL, "y", &st);
@@ -108,7 +110,7 @@ static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, i
     void *xd = malloc(xb);
     for (int i = 0; i < rows * in; i++) {
         if (xdt == PDQ_TI16)
-            ((int16_t *)xd)[i] = (int16_t)(extreme ? (tu_rand(&rs) % 2 ? 32767 : -32768) : (int)(tu_rand(&rs) % 65536) - 32768);
+            ((int16_t *)xd)[i] = (int16_t)(extreme ? (i / in == 0 ? -32768 : 32767) : (int)(tu_rand(&rs) % 65536) - 32768);
         else
             ((uint8_t *)xd)[i] = (uint8_t)(tu_rand(&rs) % 256);
     }
