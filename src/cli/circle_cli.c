@@ -11,6 +11,7 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "exec_args.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
 #include "pdq/ptq.h"
@@ -18,10 +19,12 @@
 
 static const char *k_gen_usage =
     "usage: pdq generate --circle OUTDIR [--per-layer] (--prompt T | --ids \"1 2 3\") [--max-new N]\n"
-    "                    [--temperature X --top-p P --seed S] [--ignore-eos] [--json]\n";
+    "                    [--temperature X --top-p P --seed S] [--ignore-eos] [--json] [--threads N] [--mode float|fake|int]\n"
+    EXEC_ARGS_USAGE;
 static const char *k_ver_usage =
     "usage: pdq verify --circle OUTDIR --model DIR (--prompt T | --ids \"1 2 3\") [--steps K (32)] [--per-layer]\n"
-    "                  [--tol X (float 1e-5, quantized 0)] [--json FILE] [--threads N]\n";
+    "                  [--tol X (float 1e-5, quantized 0)] [--json FILE] [--threads N] [--mode float|fake|int]\n"
+    "  (the exported files and the in-memory runtime both run in the mode)\n" EXEC_ARGS_USAGE;
 
 /* Prompt ids from --prompt (tokenizer of tokdir) or --ids. */
 static long prompt_ids(const char *cmd, const char *tokdir, const char *prompt, const char *ids_s, int32_t **ids,
@@ -62,6 +65,9 @@ int cmd_generate_circle(int argc, char **argv) {
     pdq_sampler_init(&smp, args_double(&a, "--temperature", 0.0), args_double(&a, "--top-p", 1.0),
                      (unsigned long long)args_int(&a, "--seed", 0));
     int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
+    int threads = (int)args_int(&a, "--threads", 0);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a) || !dir || !prompt == !ids_s || max_new < 0) { fputs(k_gen_usage, stderr); return 2; }
     pdq_status st = {0};
     pdq_tokenizer *tok = NULL;
@@ -69,8 +75,10 @@ int cmd_generate_circle(int argc, char **argv) {
     long n = prompt_ids("generate", dir, prompt, ids_s, &ids, &tok);
     if (n <= 0) { if (n == 0) fprintf(stderr, "pdq generate: empty prompt\n"); free(ids); pdq_tokenizer_free(tok); return 1; }
     pdq_crt *rt = NULL;
-    if (pdq_crt_open(dir, !per_layer, &rt, &st) != PDQ_OK) {
-        fprintf(stderr, "pdq generate: %s\n", st.msg);
+    pdq_exec_opts eo;
+    if (cli_exec_opts(&ex, "generate", threads, &eo) || pdq_crt_open_opts(dir, !per_layer, &eo, &rt, &st) != PDQ_OK) {
+        if (st.code) fprintf(stderr, "pdq generate: %s\n", st.msg);
+        cli_exec_free(&ex);
         free(ids);
         pdq_tokenizer_free(tok);
         return 1;
@@ -112,6 +120,7 @@ done:
     free(ids);
     pdq_tokenizer_free(tok);
     pdq_crt_free(rt);
+    cli_exec_free(&ex);
     return status;
 }
 
@@ -155,6 +164,8 @@ int cmd_verify_circle(int argc, char **argv) {
     int steps = (int)args_int(&a, "--steps", 32), per_layer = args_flag(&a, "--per-layer");
     double tol = args_double(&a, "--tol", -1);
     int threads = (int)args_int(&a, "--threads", 0);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a) || !dir || !mdir || !prompt == !ids_s || steps < 0) { fputs(k_ver_usage, stderr); return 2; }
     pdq_static_opts so;
     int S = 0, quant = 0;
@@ -184,13 +195,16 @@ int cmd_verify_circle(int argc, char **argv) {
     int top1_ref = 0;
     if (!a_l || !seq || !all_l) { fprintf(stderr, "pdq verify: out of memory\n"); goto done; }
     memcpy(seq, ids, sizeof(int32_t) * (size_t)n);
-    if (pdq_crt_open(dir, !per_layer, &crt, &st) != PDQ_OK ||
+    pdq_exec_opts eo;
+    if (cli_exec_opts(&ex, "verify", threads, &eo)) goto done;
+    if (pdq_crt_open_opts(dir, !per_layer, &eo, &crt, &st) != PDQ_OK ||
         pdq_ptq_open_runtime(m, mdir, 1, S, &so, &rt, &ptq, &st) != PDQ_OK ||
         pdq_kvcache_init(&kv, &m->cfg, 1, (int)n + steps + 1, &st) != PDQ_OK) {
         fprintf(stderr, "pdq verify: %s\n", st.msg);
         goto done;
     }
     if (quant && !ptq) fprintf(stderr, "pdq verify: warning: quantized export but %s has no ptq.json\n", mdir);
+    if (cli_exec_rt(&ex, "verify", mdir, rt, ptq, threads)) goto done;
     int len = (int)n;
     for (int step = 0; step <= steps; step++) {
         pdq_code rc;
@@ -229,8 +243,9 @@ int cmd_verify_circle(int argc, char **argv) {
         cJSON_AddItemToArray(arr, o);
         seq[len++] = ta;
     }
-    printf("circle %s (%s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - fp32| %.3e, top-1 vs fp32 %d/%d\n",
-           per_layer ? "per-layer" : "whole-model", quant ? "quantized" : "float", worst_mem, tol,
+    printf("circle %s (%s, mode %s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - fp32| %.3e, top-1 vs fp32 %d/%d\n",
+           per_layer ? "per-layer" : "whole-model", quant ? "quantized" : "float", quant ? pdq_exec_mode_name(ex.mode) : "float",
+           worst_mem, tol,
            mism ? "DIFFER" : "identical", worst_ref, top1_ref, steps + 1);
     cJSON_AddNumberToObject(root, "max_abs_diff_in_memory", worst_mem);
     cJSON_AddNumberToObject(root, "max_abs_diff_fp32", worst_ref);
@@ -250,6 +265,7 @@ done:
     pdq_ptq_free(ptq);
     pdq_rt_free(rt);
     pdq_crt_free(crt);
+    cli_exec_free(&ex);
     pdq_model_free(m);
     free(a_l);
     free(all_l);

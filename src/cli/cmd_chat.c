@@ -8,12 +8,15 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "exec_args.h"
+#include "ptq_args.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
 
 static const char *k_usage =
     "usage: pdq chat --model DIR --max-seq N [--bucket Q] [--max-new N] [--rope hf|pre_negated_sin]\n"
-    "                [--scale-fusion none|k_proj] [--layout batched|unrolled] [--threads N]\n";
+    "                [--scale-fusion none|k_proj] [--layout batched|unrolled] [--threads N] [--mode float|fake|int]\n"
+    "  (a quantized checkpoint with ptq.json runs its activation grids, max-seq as calibrated)\n" EXEC_ARGS_USAGE;
 
 static int is_eos(const pdq_model *m, int id) {
     for (int e = 0; e < m->cfg.n_eos; e++)
@@ -37,7 +40,9 @@ int cmd_chat(int argc, char **argv) {
     int max_seq = (int)args_int(&a, "--max-seq", 0), Q = (int)args_int(&a, "--bucket", 8);
     int max_new = (int)args_int(&a, "--max-new", 32), threads = (int)args_int(&a, "--threads", 0);
     pdq_static_opts o;
-    int bad = cli_static_opts(&a, &o, NULL) < 0;
+    int given = cli_static_opts(&a, &o, NULL), bad = given < 0;
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     if (bad || !dir || max_seq < 2 || Q < 1 || max_new < 0) { fputs(k_usage, stderr); return 2; }
     pdq_tokenizer *tok = cli_load_tokenizer("chat", dir);
@@ -46,12 +51,14 @@ int cmd_chat(int argc, char **argv) {
     if (!m) { pdq_tokenizer_free(tok); return 1; }
     pdq_status st = {0};
     pdq_rt *rt = NULL;
+    pdq_ptq *ptq = NULL;
     int status = 1, V = m->cfg.vocab_size, turn = 0, pending = -1;
     float *logits = malloc(sizeof(float) * (size_t)V);
     int32_t *reply = malloc(sizeof(int32_t) * (size_t)(max_new + 1));
     char line[8192];
     if (!logits || !reply) { fprintf(stderr, "pdq chat: out of memory\n"); goto done; }
-    if (pdq_rt_create(m, 1, max_seq, &o, &rt, &st) != PDQ_OK) { fprintf(stderr, "pdq chat: %s\n", st.msg); goto done; }
+    if (cli_static_runtime("chat", dir, m, 1, max_seq, &o, given > 0, &rt, &ptq) || cli_exec_rt(&ex, "chat", dir, rt, ptq, threads))
+        goto done;
     while (fgets(line, sizeof line, stdin)) {
         size_t ll = strcspn(line, "\r\n");
         line[ll] = '\0';
@@ -110,6 +117,8 @@ done:
     free(logits);
     free(reply);
     pdq_rt_free(rt);
+    cli_exec_free(&ex);
+    pdq_ptq_free(ptq);
     pdq_model_free(m);
     pdq_tokenizer_free(tok);
     return status;

@@ -6,6 +6,7 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "exec_args.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
 #include "ptq_args.h"
@@ -14,13 +15,14 @@ static const char *k_usage =
     "usage: pdq ppl --model DIR (--text FILE | --ids-file F) [--max-len N] [--stride N] [--json] [--threads N]\n"
     "               [--static [--max-seq N]]  (static prefill graph, windows of max_seq; fake-quant with ptq.json)\n"
     "       pdq ppl --circle OUTDIR [--per-layer] (--text FILE | --ids-file F) [--json] [--threads N]\n"
-    "               (through the exported prefill file: windows and stride of the export's max_seq)\n";
+    "               (through the exported prefill file: windows and stride of the export's max_seq)\n"
+    "  [--mode float|fake|int] with --static / --circle:\n" EXEC_ARGS_USAGE;
 
 /* --circle: the tokenizer copy and the files of an export dir. */
-static int ppl_circle(const char *dir, int per_layer, const int32_t *ids, long n, int json) {
+static int ppl_circle(const char *dir, int per_layer, const int32_t *ids, long n, int json, const pdq_exec_opts *eo) {
     pdq_status st = {0};
     pdq_crt *rt;
-    if (pdq_crt_open(dir, !per_layer, &rt, &st) != PDQ_OK) {
+    if (pdq_crt_open_opts(dir, !per_layer, eo, &rt, &st) != PDQ_OK) {
         fprintf(stderr, "pdq ppl: %s\n", st.msg);
         return 1;
     }
@@ -51,6 +53,8 @@ int cmd_ppl(int argc, char **argv) {
     int use_static = args_flag(&a, "--static"), max_seq = (int)args_int(&a, "--max-seq", 0);
     const char *cdir = args_str(&a, "--circle");
     int per_layer = args_flag(&a, "--per-layer");
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     if (!dir == !cdir || !text == !ids_file || (cdir && (use_static || max_len || stride || max_seq)) ||
         (per_layer && !cdir)) {
@@ -88,7 +92,9 @@ int cmd_ppl(int argc, char **argv) {
     }
     if (cdir) {
         pdq_set_threads(NULL, threads); /* BLAS sums in a thread-count dependent order */
-        int rc = ppl_circle(cdir, per_layer, ids, n, json);
+        pdq_exec_opts eo;
+        int rc = cli_exec_opts(&ex, "ppl", threads, &eo) ? 1 : ppl_circle(cdir, per_layer, ids, n, json, &eo);
+        cli_exec_free(&ex);
         free(ids);
         return rc;
     }
@@ -100,7 +106,14 @@ int cmd_ppl(int argc, char **argv) {
         /* max_seq: --max-seq, else --max-len, else the calibrated one (ptq.json), else 256. */
         if (max_seq <= 0) max_seq = (int)max_len;
         if (max_seq <= 0 && !pdq_ptq_in_dir(dir)) max_seq = 256;
-        if (cli_static_runtime("ppl", dir, m, 1, max_seq, NULL, 0, &rt, &ptq)) { free(ids); pdq_model_free(m); return 1; }
+        if (cli_static_runtime("ppl", dir, m, 1, max_seq, NULL, 0, &rt, &ptq) || cli_exec_rt(&ex, "ppl", dir, rt, ptq, threads)) {
+            free(ids);
+            pdq_rt_free(rt);
+            cli_exec_free(&ex);
+            pdq_ptq_free(ptq);
+            pdq_model_free(m);
+            return 1;
+        }
         max_len = pdq_rt_max_seq(rt);
     }
     if (max_len <= 0) max_len = m->cfg.max_position_embeddings < 2048 ? m->cfg.max_position_embeddings : 2048;
@@ -123,6 +136,7 @@ int cmd_ppl(int argc, char **argv) {
     }
     free(ids);
     pdq_rt_free(rt);
+    cli_exec_free(&ex);
     pdq_ptq_free(ptq);
     pdq_model_free(m);
     return status;

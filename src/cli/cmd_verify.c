@@ -8,6 +8,7 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "exec_args.h"
 #include "ptq_args.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
@@ -18,7 +19,7 @@ static const char *k_usage =
     "usage: pdq verify --model DIR (--prompt T | --ids \"1 2 3\")... --max-seq N --steps K\n"
     "                  [--padding left|right] [--append T | --append-ids \"...\"] [--bucket Q]\n"
     "                  [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
-    "                  [--mask-fill X] [--tol X] [--json FILE] [--threads N]\n";
+    "                  [--mask-fill X] [--tol X] [--json FILE] [--threads N] [--mode float|fake|int]\n" EXEC_ARGS_USAGE;
 
 typedef struct {
     cJSON *steps;
@@ -82,6 +83,8 @@ int cmd_verify(int argc, char **argv) {
     double fill = args_double(&a, "--mask-fill", -120.0), tol = args_double(&a, "--tol", -1.0);
     const char *json_path = args_str(&a, "--json");
     int threads = (int)args_int(&a, "--threads", 0);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     o.mask_fill = (float)fill;
     int bad = opts_given < 0 || !dir || n_prompts + n_idss == 0 || n_prompts + n_idss > MAX_ROWS || max_seq < 2 || steps < 0 || (app && app_ids);
@@ -134,7 +137,8 @@ int cmd_verify(int argc, char **argv) {
     if (!(m = cli_load_model("verify", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
-    if (cli_static_runtime("verify", dir, m, B, max_seq, &o, opts_given > 0 || fill != -120.0, &rt, &ptq))
+    if (cli_static_runtime("verify", dir, m, B, max_seq, &o, opts_given > 0 || fill != -120.0, &rt, &ptq) ||
+        cli_exec_rt(&ex, "verify", dir, rt, ptq, threads))
         goto done;
     logits = malloc(sizeof(float) * (size_t)B * V);
     if (!logits) { fprintf(stderr, "pdq verify: out of memory\n"); goto done; }
@@ -199,6 +203,7 @@ done:
     free(logits);
     free(all);
     pdq_rt_free(rt);
+    cli_exec_free(&ex);
     pdq_ptq_free(ptq);
     pdq_model_free(m);
     pdq_tokenizer_free(tok);
