@@ -74,6 +74,15 @@ static void test_rule(void **state) {
     assert_int_equal(pdq_rq_code(NAN, 0.5, 7, 0, 255), 7);
     assert_int_equal(pdq_rq_code(-1.0, 0.5, 10, 0, 255), 8);
     assert_true(pdq_rq_value(8, 0.5, 10) == -1.0);
+    /* the inline rounding is nearbyint's (ties to even) over a sweep of halves and random values */
+    uint64_t rs = 1;
+    for (int i = -100000; i <= 100000; i++) {
+        double v = i * 0.5, r = tu_randn(&rs) * 1e6;
+        assert_true(pdq_rq_rint(v) == nearbyint(v));
+        assert_true(pdq_rq_rint(r) == nearbyint(r));
+    }
+    assert_true(pdq_rq_rint(4503599627370497.0) == 4503599627370497.0);
+    assert_true(pdq_rq_rint(-2251799813685247.5) == nearbyint(-2251799813685247.5));
 }
 
 /* FC: x (rows, in) codes, w (out, in) codes, per-row zero points; output float (exact sums) or int16. */

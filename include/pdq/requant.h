@@ -15,8 +15,17 @@
 #include <math.h>
 #include <stdint.h>
 
+/* round half to even: nearbyint in the default rounding mode, without a library call. Below 2^51
+ * in magnitude, v + 1.5 * 2^52 lands where the spacing of doubles is 1, so the addition itself
+ * rounds v to an integer, ties to even; larger values are integers already (NaN passes through). */
+static inline double pdq_rq_rint(double v) {
+    const double big = 6755399441055744.0; /* 1.5 * 2^52 */
+    if (fabs(v) < 2251799813685248.0) return (v + big) - big; /* 2^51 */
+    return v;
+}
+
 static inline int64_t pdq_rq_code(double y, double scale, int64_t zero_point, int64_t lo, int64_t hi) {
-    double q = nearbyint(y / scale) + (double)zero_point;
+    double q = pdq_rq_rint(y / scale) + (double)zero_point;
     if (!(q >= (double)lo)) return q != q ? zero_point : lo;
     if (q > (double)hi) return hi;
     return (int64_t)q;

@@ -100,6 +100,7 @@ void pdq_qexec_free(pdq_qexec *x) {
     free(x->bound);
     free(x->ptrs);
     free(x->arena);
+    free(x->dscratch);
     free(x);
 }
 

@@ -54,8 +54,44 @@ __attribute__((target("avx2"))) int64_t pdq_qx_dot_u8_avx2(const int16_t *x, con
     for (; k < n; k++) r += (int32_t)x[k] * (int32_t)w[k];
     return r;
 }
+__attribute__((target("avx2"))) static int64_t hsum(__m256i s) {
+    __m256i t = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(s)),
+                                 _mm256_cvtepi32_epi64(_mm256_extracti128_si256(s, 1)));
+    __m128i u = _mm_add_epi64(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    return _mm_cvtsi128_si64(u) + _mm_extract_epi64(u, 1);
+}
+
+/* Prefill (GEMM): each weight load serves 4 activation rows, each activation load 2 weight rows. */
+__attribute__((target("avx2"))) void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw,
+                                                            int K, int64_t *out) {
+    int64_t res[8] = {0};
+    int K16 = K / 16 * 16, k = 0;
+    while (k < K16) {
+        int e = K16 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K16;
+        __m256i a[8];
+        for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_si256();
+        for (; k < e; k += 16) {
+            __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));
+            __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + ldw + k)));
+            for (int m = 0; m < 4; m++) {
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(x + m * ldx + k));
+                a[2 * m] = _mm256_add_epi32(a[2 * m], _mm256_madd_epi16(xv, w0));
+                a[2 * m + 1] = _mm256_add_epi32(a[2 * m + 1], _mm256_madd_epi16(xv, w1));
+            }
+        }
+        for (int i = 0; i < 8; i++) res[i] += hsum(a[i]);
+    }
+    for (; k < K; k++)
+        for (int m = 0; m < 4; m++)
+            for (int r = 0; r < 2; r++) res[2 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+    memcpy(out, res, sizeof res);
+}
 #else
 int pdq_qx_cpu_avx2(void) { return 0; }
+void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    for (int m = 0; m < 4; m++)
+        for (int r = 0; r < 2; r++) out[2 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
+}
 int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n) { return pdq_qx_dot_u8_scalar(x, w, n); }
 #endif
 
@@ -141,18 +177,32 @@ static void fc_task(void *vc, int task, int thread) {
     int r0 = task * c->chunk, r1 = r0 + c->chunk < p->fout ? r0 + c->chunk : p->fout;
     int in = p->fin, out = p->fout;
     int simd = c->x->simd;
-    for (int r = r0; r < r1; r++) {
-        const uint8_t *wr = p->w + (size_t)r * in;
-        double mult = p->sw[r], b = p->bias ? (double)p->bias[r] : 0.0;
-        int64_t zw = p->zw[r];
-        for (int m = 0; m < p->rows; m++) {
-            const int16_t *xm = c->xs + (size_t)m * in;
-            int64_t acc = simd ? pdq_qx_dot_u8_avx2(xm, wr, in) : pdq_qx_dot_u8_scalar(xm, wr, in);
-            if (zw) acc -= zw * p->sumx[m];
-            double v = (double)acc * mult;
-            if (p->bias) v += b;
-            qx_st(yq, y, (size_t)m * out + r, v);
+    for (int r = r0; r < r1;) {
+        int nr = simd && p->rows >= 4 && r + 1 < r1 ? 2 : 1;
+        for (int m = 0; m < p->rows;) {
+            int64_t acc[8];
+            int nm = nr == 2 && m + 4 <= p->rows ? 4 : 1;
+            if (nm == 4) {
+                pdq_qx_tile4x2_u8_avx2(c->xs + (size_t)m * in, (size_t)in, p->w + (size_t)r * in, (size_t)in, in, acc);
+            } else {
+                for (int j = 0; j < nr; j++) {
+                    const int16_t *xm = c->xs + (size_t)m * in;
+                    const uint8_t *wr = p->w + (size_t)(r + j) * in;
+                    acc[j] = simd ? pdq_qx_dot_u8_avx2(xm, wr, in) : pdq_qx_dot_u8_scalar(xm, wr, in);
+                }
+            }
+            for (int i = 0; i < nm; i++)
+                for (int j = 0; j < nr; j++) {
+                    int rr = r + j;
+                    int64_t a = acc[i * nr + j];
+                    if (p->zw[rr]) a -= (int64_t)p->zw[rr] * p->sumx[m + i];
+                    double v = (double)a * p->sw[rr];
+                    if (p->bias) v += (double)p->bias[rr];
+                    qx_st(yq, y, (size_t)(m + i) * out + rr, v);
+                }
+            m += nm;
         }
+        r += nr;
     }
 }
 

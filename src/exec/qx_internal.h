@@ -52,6 +52,8 @@ struct pdq_qexec {
     size_t arena_bytes;
     void *arena;
     qx_prep *prep;       /* [n_ops] */
+    double *dscratch;    /* BATCH_MATMUL through dgemm: operands and product as exact integers */
+    size_t dscratch_n;
 };
 
 /* Real value of element i / requantized store of y into element i. */
@@ -86,6 +88,8 @@ void pdq_qx_fc_run(pdq_qexec *x, int op_index);
 int64_t pdq_qx_dot_u8_scalar(const int16_t *x, const uint8_t *w, int n);
 int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n);
 int pdq_qx_cpu_avx2(void);
+/* out[m * 2 + r] = sum_k x[m][k] * w[r][k] for 4 activation rows (stride ldx) and 2 weight rows. */
+void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
 
 pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int op_index, pdq_status *st);
 pdq_code pdq_qx_ops_run(pdq_qexec *x, int op_index, pdq_status *st);

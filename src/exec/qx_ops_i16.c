@@ -1,6 +1,10 @@
-/* Integer-mode kernels other than FULLY_CONNECTED: BATCH_MATMUL (exact int64 sums), element-wise
+/* Integer-mode kernels other than FULLY_CONNECTED: BATCH_MATMUL (exact integer sums: int64 in the
+ * scalar kernel; dgemm on the codes otherwise, exact because every product and partial sum is an
+ * integer below 2^53 -- |code| <= 2^15, so K < 2^22 keeps K * 2^30 below 2^52 -- whatever the
+ * order or the BLAS thread count), element-wise
  * ops and the non-linear ops by the rule of include/pdq/qexec.h (dequantize to double, compute,
  * requantize; tables over every input code where the input is a code), layout ops on codes. */
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,12 +103,24 @@ pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     const qx_t *yq = &x->t[op->out[0]];
     const pdq_tensor *a = &g->tensors[op->in[0]];
     switch (op->type) {
-    case PDQ_OP_BATCH_MATMUL:
+    case PDQ_OP_BATCH_MATMUL: {
         for (int i = 0; i < 2; i++)
             if (g->tensors[op->in[i]].kind == PDQ_TK_CONST)
                 return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant BATCH_MATMUL operand %s",
                                 g->tensors[op->in[i]].name);
+        const pdq_tensor *b = &g->tensors[op->in[1]];
+        int K = op->opt.bmm.adj_x ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
+        if (x->t[op->in[0]].quant && x->t[op->in[1]].quant && K < (1 << 22)) {
+            size_t need = pdq_tensor_count(a) + pdq_tensor_count(b) + pdq_tensor_count(&g->tensors[op->out[0]]);
+            if (need > x->dscratch_n) {
+                double *d = realloc(x->dscratch, sizeof(double) * need);
+                if (!d) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: BATCH_MATMUL scratch");
+                x->dscratch = d;
+                x->dscratch_n = need;
+            }
+        }
         return PDQ_OK;
+    }
     case PDQ_OP_ADD: case PDQ_OP_SUB: case PDQ_OP_MUL: case PDQ_OP_DIV:
         for (int i = 0; i < 2; i++) {
             const pdq_tensor *t = &g->tensors[op->in[i]];
@@ -265,6 +281,32 @@ static void bmm_run(pdq_qexec *x, const pdq_op *op) {
     }
     long total = 1;
     for (int i = 0; i < c.nb; i++) total *= c.oshape[i];
+    const qx_t *aq = &x->t[op->in[0]], *bq = &x->t[op->in[1]];
+    if (x->simd && aq->quant && bq->quant && c.K < (1 << 22) && x->dscratch) {
+        size_t na = pdq_tensor_count(a), nbv = pdq_tensor_count(b);
+        double *A = x->dscratch, *B = A + na, *C = B + nbv;
+        const void *ad = x->ptrs[op->in[0]], *bd = x->ptrs[op->in[1]];
+        for (size_t i = 0; i < na; i++) A[i] = (double)(qx_code(aq, ad, i) - aq->zp);
+        for (size_t i = 0; i < nbv; i++) B[i] = (double)(qx_code(bq, bd, i) - bq->zp);
+        for (long t = 0; t < total; t++) {
+            long rem = t, offa = 0, offb = 0;
+            for (int i = c.nb - 1; i >= 0; i--) {
+                long idx = rem % c.oshape[i];
+                rem /= c.oshape[i];
+                offa += idx * c.sa[i];
+                offb += idx * c.sb[i];
+            }
+            cblas_dgemm(CblasRowMajor, op->opt.bmm.adj_x ? CblasTrans : CblasNoTrans,
+                        op->opt.bmm.adj_y ? CblasTrans : CblasNoTrans, c.M, c.N, c.K, 1.0, A + offa, (int)lda, B + offb,
+                        (int)ldb, 0.0, C + t * (long)c.M * c.N, c.N);
+        }
+        const qx_t *yq = &x->t[op->out[0]];
+        void *yd = x->ptrs[op->out[0]];
+        double mult = aq->s * bq->s;
+        size_t n = (size_t)total * c.M * c.N;
+        for (size_t i = 0; i < n; i++) qx_st(yq, yd, i, C[i] * mult);
+        return;
+    }
     c.RB = 16;
     c.row_blocks = (c.M + c.RB - 1) / c.RB;
     pdq_qx_par(x, (int)(total * c.row_blocks), bmm_task, &c);
