@@ -243,10 +243,9 @@ int cmd_verify_circle(int argc, char **argv) {
         cJSON_AddItemToArray(arr, o);
         seq[len++] = ta;
     }
-    printf("circle %s (%s, mode %s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - fp32| %.3e, top-1 vs fp32 %d/%d\n",
-           per_layer ? "per-layer" : "whole-model", quant ? "quantized" : "float", quant ? pdq_exec_mode_name(ex.mode) : "float",
-           worst_mem, tol,
-           mism ? "DIFFER" : "identical", worst_ref, top1_ref, steps + 1);
+    printf("circle %s (%s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - fp32| %.3e, top-1 vs fp32 %d/%d; mode %s\n",
+           per_layer ? "per-layer" : "whole-model", quant ? "quantized" : "float", worst_mem, tol,
+           mism ? "DIFFER" : "identical", worst_ref, top1_ref, steps + 1, quant ? pdq_exec_mode_name(ex.mode) : "float");
     cJSON_AddNumberToObject(root, "max_abs_diff_in_memory", worst_mem);
     cJSON_AddNumberToObject(root, "max_abs_diff_fp32", worst_ref);
     cJSON_AddNumberToObject(root, "token_mismatches", mism);

@@ -52,6 +52,7 @@ int cli_exec_rt(cli_exec *ex, const char *cmd, const char *dir, pdq_rt *rt, pdq_
         fprintf(stderr, "pdq %s: integer mode: %s (--mode fake runs the float oracle)\n", cmd, st.msg);
         return 1;
     }
+    fprintf(stderr, "pdq %s: integer execution of those grids (--mode fake: the float fake-quant oracle)\n", cmd);
     return 0;
 }
 
