@@ -158,18 +158,19 @@ static void test_fc(void **state) {
     fc_case(PDQ_TI16, PDQ_TU8, 2, 5632, 8, 1, 1, 6);
 }
 
-static void test_bmm(void **state) {
-    (void)state;
+/* a (H, M, K) x b broadcast over H: adj_y (b is (1, N, K)) or not (b is (1, K, N)); M >= 8 takes
+ * the dgemm path, smaller M the int64 rows (AVX2 or scalar). */
+static void bmm_case(int M, int adj_y, uint64_t seed) {
     pdq_status st = {0};
-    enum { H = 3, M = 5, K = 37, N = 19 };
+    enum { H = 3, K = 37, N = 19 };
     pdq_graph *g;
     assert_int_equal(pdq_graph_new("bmm", &g, &st), PDQ_OK);
-    int as[3] = {H, M, K}, bs[3] = {1, N, K};
+    int as[3] = {H, M, K}, bs[3] = {1, adj_y ? N : K, adj_y ? K : N};
     int a = pdq_graph_input(g, "a", PDQ_TI16, 3, as, &st);
     int b = pdq_graph_input(g, "b", PDQ_TI16, 3, bs, &st);
     pdq_op op;
     memset(&op, 0, sizeof op);
-    op.opt.bmm.adj_y = 1;
+    op.opt.bmm.adj_y = adj_y;
     int in[2] = {a, b};
     int y = pdq_graph_op(g, PDQ_OP_BATCH_MATMUL, in, 2, &op, "y", &st);
     assert_true(y >= 0);
@@ -178,24 +179,34 @@ static void test_bmm(void **state) {
     set_q1(&g->tensors[a], PDQ_TI16, sa, 0);
     set_q1(&g->tensors[b], PDQ_TI16, sb, 0);
     set_q1(&g->tensors[y], PDQ_TI16, sy, 0);
-    int16_t ad[H * M * K], bd[N * K];
-    uint64_t rs = 9;
+    int16_t *ad = malloc(sizeof(int16_t) * H * M * K), bd[N * K];
+    uint64_t rs = seed;
     for (int i = 0; i < H * M * K; i++) ad[i] = (int16_t)((int)(tu_rand(&rs) % 65536) - 32768);
     for (int i = 0; i < N * K; i++) bd[i] = (int16_t)((int)(tu_rand(&rs) % 65536) - 32768);
-    ad[0] = bd[0] = -32768; /* (-32768)^2 twice would overflow an int32 pair sum */
-    ad[1] = bd[1] = -32768;
+    ad[0] = ad[1] = -32768; /* (-32768)^2 twice would overflow an int32 pair sum */
+    bd[0] = -32768;
+    bd[adj_y ? 1 : N] = -32768;
     void *ins[2] = {ad, bd};
     int16_t *yd = run4(g, ins, sizeof(int16_t) * H * M * N);
     for (int h = 0; h < H; h++)
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
                 int64_t acc = 0;
-                for (int k = 0; k < K; k++) acc += (int64_t)ad[(h * M + i) * K + k] * bd[j * K + k];
+                for (int k = 0; k < K; k++) acc += (int64_t)ad[(h * M + i) * K + k] * bd[adj_y ? j * K + k : k * N + j];
                 double v = (double)acc * ((double)sa * (double)sb);
                 assert_int_equal(yd[(h * M + i) * N + j], pdq_rq_code(v, (double)sy, 0, -32768, 32767));
             }
     free(yd);
+    free(ad);
     pdq_graph_free(g);
+}
+
+static void test_bmm(void **state) {
+    (void)state;
+    bmm_case(5, 1, 9);
+    bmm_case(3, 0, 10);
+    bmm_case(9, 0, 11);
+    bmm_case(12, 1, 12);
 }
 
 /* Non-linear / element-wise ops: within one code of the rule recomputed in long double, and

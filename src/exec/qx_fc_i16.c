@@ -16,6 +16,10 @@
 #define SCALAR_BLOCK 256
 #define AVX2_BLOCK 2048
 
+void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n) {
+    for (int j = 0; j < n; j++) acc[j] += (int64_t)(a * (int32_t)b[j]);
+}
+
 int64_t pdq_qx_dot_u8_scalar(const int16_t *x, const uint8_t *w, int n) {
     int64_t tot = 0;
     for (int k0 = 0; k0 < n; k0 += SCALAR_BLOCK) {
@@ -86,8 +90,50 @@ __attribute__((target("avx2"))) void pdq_qx_tile4x2_u8_avx2(const int16_t *x, si
             for (int r = 0; r < 2; r++) res[2 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
     memcpy(out, res, sizeof res);
 }
+__attribute__((target("avx2"))) void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K,
+                                                         int64_t *out) {
+    int64_t res[4] = {0};
+    int K16 = K / 16 * 16, k = 0;
+    while (k < K16) {
+        int e = K16 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K16;
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        for (; k < e; k += 16) {
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(x + k));
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k)))));
+            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + ldw + k)))));
+            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 2 * ldw + k)))));
+            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 3 * ldw + k)))));
+        }
+        res[0] += hsum(a0);
+        res[1] += hsum(a1);
+        res[2] += hsum(a2);
+        res[3] += hsum(a3);
+    }
+    for (; k < K; k++)
+        for (int r = 0; r < 4; r++) res[r] += (int32_t)x[k] * (int32_t)w[r * ldw + k];
+    memcpy(out, res, sizeof res);
+}
+
+__attribute__((target("avx2"))) void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n) {
+    __m256i av = _mm256_set1_epi32(a);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        /* |a * b| <= 2^30: the int32 product is exact, the sum is int64 */
+        __m256i p = _mm256_mullo_epi32(av, _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(b + j))));
+        __m256i lo = _mm256_loadu_si256((const __m256i *)(acc + j)), hi = _mm256_loadu_si256((const __m256i *)(acc + j + 4));
+        lo = _mm256_add_epi64(lo, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(p)));
+        hi = _mm256_add_epi64(hi, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(p, 1)));
+        _mm256_storeu_si256((__m256i *)(acc + j), lo);
+        _mm256_storeu_si256((__m256i *)(acc + j + 4), hi);
+    }
+    for (; j < n; j++) acc[j] += (int64_t)(a * (int32_t)b[j]);
+}
 #else
 int pdq_qx_cpu_avx2(void) { return 0; }
+void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    for (int r = 0; r < 4; r++) out[r] = pdq_qx_dot_u8_scalar(x, w + r * ldw, K);
+}
+void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n) { pdq_qx_axpy_i16_scalar(acc, a, b, n); }
 void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     for (int m = 0; m < 4; m++)
         for (int r = 0; r < 2; r++) out[2 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
@@ -178,12 +224,14 @@ static void fc_task(void *vc, int task, int thread) {
     int in = p->fin, out = p->fout;
     int simd = c->x->simd;
     for (int r = r0; r < r1;) {
-        int nr = simd && p->rows >= 4 && r + 1 < r1 ? 2 : 1;
+        int nr = simd && p->rows >= 4 && r + 1 < r1 ? 2 : simd && p->rows < 4 && r + 3 < r1 ? 4 : 1;
         for (int m = 0; m < p->rows;) {
             int64_t acc[8];
             int nm = nr == 2 && m + 4 <= p->rows ? 4 : 1;
             if (nm == 4) {
                 pdq_qx_tile4x2_u8_avx2(c->xs + (size_t)m * in, (size_t)in, p->w + (size_t)r * in, (size_t)in, in, acc);
+            } else if (nr == 4) {
+                pdq_qx_dot4_u8_avx2(c->xs + (size_t)m * in, p->w + (size_t)r * in, (size_t)in, in, acc);
             } else {
                 for (int j = 0; j < nr; j++) {
                     const int16_t *xm = c->xs + (size_t)m * in;

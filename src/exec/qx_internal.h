@@ -88,6 +88,11 @@ void pdq_qx_fc_run(pdq_qexec *x, int op_index);
 int64_t pdq_qx_dot_u8_scalar(const int16_t *x, const uint8_t *w, int n);
 int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n);
 int pdq_qx_cpu_avx2(void);
+/* out[r] = sum_k x[k] * w[r][k] for 4 weight rows (decode GEMV: one activation load, 4 rows). */
+void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
+/* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */
+void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n);
+void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n);
 /* out[m * 2 + r] = sum_k x[m][k] * w[r][k] for 4 activation rows (stride ldx) and 2 weight rows. */
 void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
 

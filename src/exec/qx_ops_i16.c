@@ -230,10 +230,10 @@ static void bmm_task(void *vc, int task, int thread) {
                 int64_t av = qx_code(aq, ad, (size_t)(offa + i * c->aim + k * c->ask)) - aq->zp;
                 if (!av) continue;
                 long bo = offb + k * c->bks;
-                if (bq->dt == PDQ_TI16 && c->bjs == 1) {
+                if (bq->dt == PDQ_TI16 && c->bjs == 1 && bq->zp == 0) {
                     const int16_t *br = (const int16_t *)bd + bo;
-                    int32_t a32 = (int32_t)av, z = (int32_t)bq->zp;
-                    for (int j = 0; j < N; j++) acc[j] += (int64_t)(a32 * ((int32_t)br[j] - z));
+                    if (c->x->simd) pdq_qx_axpy_i16_avx2(acc, (int32_t)av, br, N);
+                    else pdq_qx_axpy_i16_scalar(acc, (int32_t)av, br, N);
                 } else {
                     for (int j = 0; j < N; j++) acc[j] += av * (qx_code(bq, bd, (size_t)(bo + j * c->bjs)) - bq->zp);
                 }
@@ -282,7 +282,8 @@ static void bmm_run(pdq_qexec *x, const pdq_op *op) {
     long total = 1;
     for (int i = 0; i < c.nb; i++) total *= c.oshape[i];
     const qx_t *aq = &x->t[op->in[0]], *bq = &x->t[op->in[1]];
-    if (x->simd && aq->quant && bq->quant && c.K < (1 << 22) && x->dscratch) {
+    /* dgemm pays for converting the operands: worth it for prefill-sized products only */
+    if (x->simd && aq->quant && bq->quant && c.K < (1 << 22) && x->dscratch && c.M >= 8) {
         size_t na = pdq_tensor_count(a), nbv = pdq_tensor_count(b);
         double *A = x->dscratch, *B = A + na, *C = B + nbv;
         const void *ad = x->ptrs[op->in[0]], *bd = x->ptrs[op->in[1]];
