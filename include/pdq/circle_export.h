@@ -20,6 +20,7 @@
 #include "pdq/graph.h"
 #include "pdq/model.h"
 #include "pdq/ptq.h"
+#include "pdq/qexec.h"
 #include "pdq/runtime.h"
 #include "pdq/status.h"
 
@@ -85,6 +86,16 @@ const float *pdq_cg_output(pdq_cgraph *cg, int i);
 const pdq_tensor *pdq_cg_input_tensor(const pdq_cgraph *cg, int i);
 const pdq_tensor *pdq_cg_output_tensor(const pdq_cgraph *cg, int i);
 pdq_code pdq_cg_run(pdq_cgraph *cg, pdq_status *st);
+/* The same with an execution mode (NULL: fake-quant, as above). int on a quantized file: the
+ * integer executor (include/pdq/qexec.h) runs the file's graph; float: constants dequantized,
+ * activations float, nothing requantized. */
+pdq_code pdq_cg_open_opts(const char *path, const pdq_exec_opts *eo, pdq_cgraph **out, pdq_status *st);
+pdq_code pdq_cg_from_graph_opts(pdq_graph *g, const pdq_exec_opts *eo, pdq_cgraph **out, pdq_status *st);
+pdq_exec_mode pdq_cg_mode(const pdq_cgraph *cg);
+/* Integer mode only (else NULL): input i fed as codes in the tensor's dtype from now on (its
+ * float buffer is no longer read), and output i's codes after a run. */
+void *pdq_cg_input_codes(pdq_cgraph *cg, int i);
+const void *pdq_cg_output_codes(pdq_cgraph *cg, int i);
 /* Code of a float value on a tensor's grid (round half to even, saturated) and back. t->q must
  * be set (per-tensor). */
 int64_t pdq_cg_quantize_value(const pdq_tensor *t, float x);
@@ -119,6 +130,8 @@ typedef struct pdq_crt pdq_crt;
 /* Opens outdir's manifest and the files of one layout: whole != 0 model_prefill/model_decode,
  * else the per-layer files. */
 pdq_code pdq_crt_open(const char *outdir, int whole, pdq_crt **out, pdq_status *st);
+/* The same with an execution mode for every file (NULL: fake-quant). */
+pdq_code pdq_crt_open_opts(const char *outdir, int whole, const pdq_exec_opts *eo, pdq_crt **out, pdq_status *st);
 void pdq_crt_free(pdq_crt *rt);
 int pdq_crt_max_seq(const pdq_crt *rt);
 int pdq_crt_vocab(const pdq_crt *rt);

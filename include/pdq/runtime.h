@@ -7,6 +7,7 @@
 
 #include "pdq/graph.h"
 #include "pdq/model.h"
+#include "pdq/qexec.h"
 #include "pdq/status.h"
 
 #ifdef __cplusplus
@@ -84,6 +85,14 @@ pdq_code pdq_rt_layer_graph(pdq_rt *rt, pdq_graph_mode mode, int Q, int layer, c
                             pdq_status *st);
 /* Hook called after every op of every layer graph the runtime runs (NULL to clear). */
 void pdq_rt_set_hook(pdq_rt *rt, pdq_edge_hook hook, void *ctx);
+
+/* Integer mode: every graph the runtime runs from now on is lowered by lower(ctx, float graph,
+ * &quantized graph) and run by the integer executor with eo (pool, scalar); the edge hook is not
+ * called. Graph stacks are rebuilt; NULL lower reverts to the float interpreter. */
+typedef pdq_code (*pdq_rt_lower_fn)(void *ctx, const pdq_graph *g, pdq_graph **qg, pdq_status *st);
+pdq_code pdq_rt_set_lowering(pdq_rt *rt, pdq_rt_lower_fn lower, void *ctx, const pdq_exec_opts *eo, pdq_status *st);
+/* Layer l's cache (which 0: K, 1: V), (B, n_kv, max_seq-1, hd) float values; NULL for a bad index. */
+const float *pdq_rt_cache(const pdq_rt *rt, int layer, int which);
 
 /* Prefill: starts new sequences. ids/mask are (B,T) row-major with T <= max_seq; mask 1 = real
  * token, 0 = padding (NULL: all real). Padding must sit on the `pad` side of every row and every

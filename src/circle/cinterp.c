@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "pdq/circle_export.h"
+#include "pdq/qexec.h"
+#include "pdq/requant.h"
 
 struct pdq_cgraph {
     pdq_graph *file;     /* as imported */
@@ -15,6 +17,9 @@ struct pdq_cgraph {
     pdq_tdtype *qdt;     /* [n_tensors] stored dtype of quantized tensors */
     void **in_buf, **out_buf;
     int quantized;
+    pdq_exec_opts eo;
+    pdq_qexec *qx;       /* integer mode: runs `file` itself */
+    char *in_codes;      /* [n_inputs] 1: input fed as codes (pdq_cg_input_codes) */
 };
 
 static void qrange(pdq_tdtype dt, double *lo, double *hi) {
@@ -28,9 +33,7 @@ static void qrange(pdq_tdtype dt, double *lo, double *hi) {
 }
 
 static double code_of(double x, double s, double zp, double lo, double hi) {
-    double q = nearbyint(x / s) + zp;
-    if (!(q >= lo)) return q != q ? zp : lo;
-    return q > hi ? hi : q;
+    return (double)pdq_rq_code(x, s, (int64_t)zp, (int64_t)lo, (int64_t)hi);
 }
 
 int64_t pdq_cg_quantize_value(const pdq_tensor *t, float x) {
@@ -161,10 +164,12 @@ static pdq_code make_exec(pdq_cgraph *cg, pdq_status *st) {
 
 void pdq_cg_free(pdq_cgraph *cg) {
     if (!cg) return;
-    if (cg->exec) {
-        for (int i = 0; i < cg->exec->n_inputs && cg->in_buf; i++) free(cg->in_buf[i]);
-        for (int i = 0; i < cg->exec->n_outputs && cg->out_buf; i++) free(cg->out_buf[i]);
+    if (cg->file) {
+        for (int i = 0; i < cg->file->n_inputs && cg->in_buf; i++) free(cg->in_buf[i]);
+        for (int i = 0; i < cg->file->n_outputs && cg->out_buf; i++) free(cg->out_buf[i]);
     }
+    pdq_qexec_free(cg->qx);
+    free(cg->in_codes);
     free(cg->in_buf);
     free(cg->out_buf);
     pdq_interp_free(cg->ip);
@@ -174,12 +179,55 @@ void pdq_cg_free(pdq_cgraph *cg) {
     free(cg);
 }
 
-pdq_code pdq_cg_from_graph(pdq_graph *g, pdq_cgraph **out, pdq_status *st) {
+static int file_quantized(const pdq_graph *g) {
+    for (int i = 0; i < g->n_tensors; i++) {
+        const pdq_tensor *t = &g->tensors[i];
+        if (t->kind != PDQ_TK_CONST && t->q && t->dtype != PDQ_TF32) return 1;
+    }
+    return 0;
+}
+
+/* Integer mode: the executor runs the file's graph; float I/O buffers bound to it. */
+static pdq_code make_int(pdq_cgraph *cg, pdq_status *st) {
+    const pdq_graph *f = cg->file;
+    cg->quantized = 1;
+    pdq_code rc = pdq_qexec_create(f, &cg->eo, &cg->qx, st);
+    if (rc != PDQ_OK) return rc;
+    cg->in_buf = calloc((size_t)f->n_inputs + 1, sizeof(void *));
+    cg->out_buf = calloc((size_t)f->n_outputs + 1, sizeof(void *));
+    cg->in_codes = calloc((size_t)f->n_inputs + 1, 1);
+    if (!cg->in_buf || !cg->out_buf || !cg->in_codes) return pdq_fail(st, PDQ_ERR_NOMEM, "circle interpreter");
+    for (int k = 0; k < f->n_inputs + f->n_outputs && rc == PDQ_OK; k++) {
+        int is_out = k >= f->n_inputs, i = is_out ? k - f->n_inputs : k;
+        int tid = is_out ? f->outputs[i] : f->inputs[i];
+        const pdq_tensor *t = &f->tensors[tid];
+        if (t->q && t->q->n != 1) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: per-channel activation qparams", t->name);
+        size_t es = t->q && t->dtype != PDQ_TF32 ? sizeof(float) : pdq_tdtype_size(t->dtype);
+        size_t nb = pdq_tensor_count(t) * es;
+        void *b = calloc(nb ? nb : 1, 1);
+        if (!b) return pdq_fail(st, PDQ_ERR_NOMEM, "%s %s", is_out ? "output" : "input", t->name);
+        if (is_out) cg->out_buf[i] = b;
+        else cg->in_buf[i] = b;
+        rc = pdq_qexec_bind(cg->qx, tid, b, st);
+    }
+    return rc;
+}
+
+pdq_code pdq_cg_from_graph_opts(pdq_graph *g, const pdq_exec_opts *eo, pdq_cgraph **out, pdq_status *st) {
     pdq_cgraph *cg = calloc(1, sizeof *cg);
     if (!cg) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "circle interpreter"); }
     cg->file = g;
+    if (eo) cg->eo = *eo;
+    else pdq_exec_opts_default(&cg->eo);
     pdq_code rc = pdq_graph_validate(g, st); /* graphs from anywhere, not only the importer */
-    if (rc == PDQ_OK) rc = make_exec(cg, st);
+    if (rc != PDQ_OK) { pdq_cg_free(cg); return rc; }
+    if (cg->eo.mode == PDQ_EXEC_INT && file_quantized(g)) {
+        rc = make_int(cg, st);
+        if (rc != PDQ_OK) { pdq_cg_free(cg); return rc; }
+        *out = cg;
+        return PDQ_OK;
+    }
+    rc = make_exec(cg, st);
     if (rc == PDQ_OK) rc = pdq_interp_create(cg->exec, &cg->ip, st);
     if (rc == PDQ_OK) {
         cg->in_buf = calloc((size_t)cg->exec->n_inputs + 1, sizeof(void *));
@@ -198,28 +246,57 @@ pdq_code pdq_cg_from_graph(pdq_graph *g, pdq_cgraph **out, pdq_status *st) {
         if (!(cg->out_buf[i] = calloc(nb ? nb : 1, 1))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "output %s", t->name);
         else rc = pdq_interp_bind(cg->ip, cg->exec->outputs[i], cg->out_buf[i], st);
     }
-    if (rc == PDQ_OK && cg->quantized) pdq_interp_set_hook(cg->ip, requant_hook, cg);
+    /* float mode: dequantized constants, float activations (no requantization) */
+    if (rc == PDQ_OK && cg->quantized && cg->eo.mode != PDQ_EXEC_FLOAT) pdq_interp_set_hook(cg->ip, requant_hook, cg);
     if (rc != PDQ_OK) { pdq_cg_free(cg); return rc; }
     *out = cg;
     return PDQ_OK;
 }
 
-pdq_code pdq_cg_open(const char *path, pdq_cgraph **out, pdq_status *st) {
+pdq_code pdq_cg_from_graph(pdq_graph *g, pdq_cgraph **out, pdq_status *st) {
+    return pdq_cg_from_graph_opts(g, NULL, out, st);
+}
+
+pdq_code pdq_cg_open_opts(const char *path, const pdq_exec_opts *eo, pdq_cgraph **out, pdq_status *st) {
     pdq_graph *g;
     pdq_code rc = pdq_circle_load_graph(path, &g, st);
     if (rc != PDQ_OK) return rc;
-    rc = pdq_cg_from_graph(g, out, st);
+    rc = pdq_cg_from_graph_opts(g, eo, out, st);
     if (rc != PDQ_OK) return pdq_wrap(st, "%s", path);
     return PDQ_OK;
 }
 
+void *pdq_cg_input_codes(pdq_cgraph *cg, int i) {
+    if (!cg->qx || i < 0 || i >= cg->file->n_inputs) return NULL;
+    int tid = cg->file->inputs[i];
+    const pdq_tensor *t = &cg->file->tensors[tid];
+    if (!t->q || t->dtype == PDQ_TF32) return NULL;
+    cg->in_codes[i] = 1;
+    pdq_qexec_bind(cg->qx, tid, NULL, NULL);
+    return pdq_qexec_codes(cg->qx, tid);
+}
+
+const void *pdq_cg_output_codes(pdq_cgraph *cg, int i) {
+    if (!cg->qx || i < 0 || i >= cg->file->n_outputs) return NULL;
+    int tid = cg->file->outputs[i];
+    const pdq_tensor *t = &cg->file->tensors[tid];
+    if (!t->q || t->dtype == PDQ_TF32) return NULL;
+    return pdq_qexec_codes(cg->qx, tid);
+}
+
+pdq_exec_mode pdq_cg_mode(const pdq_cgraph *cg) { return cg->qx ? PDQ_EXEC_INT : cg->eo.mode == PDQ_EXEC_INT ? PDQ_EXEC_FAKE : cg->eo.mode; }
+
+pdq_code pdq_cg_open(const char *path, pdq_cgraph **out, pdq_status *st) {
+    return pdq_cg_open_opts(path, NULL, out, st);
+}
+
 const pdq_graph *pdq_cg_graph(const pdq_cgraph *cg) { return cg->file; }
 int pdq_cg_quantized(const pdq_cgraph *cg) { return cg->quantized; }
-int pdq_cg_n_inputs(const pdq_cgraph *cg) { return cg->exec->n_inputs; }
-int pdq_cg_n_outputs(const pdq_cgraph *cg) { return cg->exec->n_outputs; }
-void *pdq_cg_input(pdq_cgraph *cg, int i) { return (i >= 0 && i < cg->exec->n_inputs) ? cg->in_buf[i] : NULL; }
+int pdq_cg_n_inputs(const pdq_cgraph *cg) { return cg->file->n_inputs; }
+int pdq_cg_n_outputs(const pdq_cgraph *cg) { return cg->file->n_outputs; }
+void *pdq_cg_input(pdq_cgraph *cg, int i) { return (i >= 0 && i < cg->file->n_inputs) ? cg->in_buf[i] : NULL; }
 const float *pdq_cg_output(pdq_cgraph *cg, int i) {
-    return (i >= 0 && i < cg->exec->n_outputs) ? cg->out_buf[i] : NULL;
+    return (i >= 0 && i < cg->file->n_outputs) ? cg->out_buf[i] : NULL;
 }
 const pdq_tensor *pdq_cg_input_tensor(const pdq_cgraph *cg, int i) {
     return &cg->file->tensors[cg->file->inputs[i]];
@@ -229,7 +306,7 @@ const pdq_tensor *pdq_cg_output_tensor(const pdq_cgraph *cg, int i) {
 }
 
 pdq_code pdq_cg_run(pdq_cgraph *cg, pdq_status *st) {
-    pdq_code rc = pdq_interp_run(cg->ip, st);
+    pdq_code rc = cg->qx ? pdq_qexec_run(cg->qx, st) : pdq_interp_run(cg->ip, st);
     if (rc != PDQ_OK) return pdq_wrap(st, "running %s", cg->file->name);
     return PDQ_OK;
 }

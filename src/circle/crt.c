@@ -24,14 +24,16 @@ struct pdq_crt {
     const pdq_tensor **kt, **vt; /* tensor giving each layer's cache dtype/qparams */
     int len;
     float *hid;                 /* (S, D) scratch */
+    pdq_exec_opts eo;           /* float mode: the cache holds floats */
 };
 
-static int is_q(const pdq_tensor *t) { return t->q && t->dtype != PDQ_TF32; }
+static int is_q_t(const pdq_tensor *t) { return t->q && t->dtype != PDQ_TF32; }
+#define is_q(t) (rt->eo.mode != PDQ_EXEC_FLOAT && is_q_t(t))
 
-static size_t esize(const pdq_tensor *t) { return is_q(t) ? pdq_tdtype_size(t->dtype) : sizeof(float); }
+static size_t esize(const pdq_crt *rt, const pdq_tensor *t) { return is_q(t) ? pdq_tdtype_size(t->dtype) : sizeof(float); }
 
 /* cache slot range <- float values (exact grid values for quantized outputs) */
-static void cache_store(const pdq_tensor *t, void *cache, size_t at, const float *src, size_t n) {
+static void cache_store(const pdq_crt *rt, const pdq_tensor *t, void *cache, size_t at, const float *src, size_t n) {
     if (!is_q(t)) { memcpy((float *)cache + at, src, n * sizeof(float)); return; }
     for (size_t i = 0; i < n; i++) {
         int64_t q = pdq_cg_quantize_value(t, src[i]);
@@ -40,12 +42,24 @@ static void cache_store(const pdq_tensor *t, void *cache, size_t at, const float
     }
 }
 
-static void cache_load(const pdq_tensor *t, const void *cache, float *dst, size_t n) {
+static void cache_load(const pdq_crt *rt, const pdq_tensor *t, const void *cache, float *dst, size_t n) {
     if (!is_q(t)) { memcpy(dst, cache, n * sizeof(float)); return; }
     for (size_t i = 0; i < n; i++) {
         int64_t q = t->dtype == PDQ_TI16 ? ((const int16_t *)cache)[i] : ((const uint8_t *)cache)[i];
         dst[i] = pdq_cg_dequantize_value(t, q);
     }
+}
+
+/* Past K/V input `in` of g <- a layer's cache; in integer mode the codes go in as they are when
+ * the input has the cache's grid (it does: the KV cache has one grid per layer and K/V). */
+static void feed_cache(const pdq_crt *rt, pdq_cgraph *g, int in, const pdq_tensor *t, const void *cache, size_t n) {
+    const pdq_tensor *it = pdq_cg_input_tensor(g, in);
+    if (pdq_cg_mode(g) == PDQ_EXEC_INT && is_q(t) && it->q && it->dtype == t->dtype && it->q->n == 1 && t->q->n == 1 &&
+        it->q->scale[0] == t->q->scale[0] && it->q->zero_point[0] == t->q->zero_point[0]) {
+        void *codes = pdq_cg_input_codes(g, in);
+        if (codes) { memcpy(codes, cache, n * pdq_tdtype_size(t->dtype)); return; }
+    }
+    cache_load(rt, t, cache, pdq_cg_input(g, in), n);
 }
 
 void pdq_crt_free(pdq_crt *rt) {
@@ -72,10 +86,11 @@ void pdq_crt_free(pdq_crt *rt) {
     free(rt);
 }
 
-static pdq_code open_file(const char *dir, const char *base, const char *tag, pdq_cgraph **out, pdq_status *st) {
+static pdq_code open_file(const pdq_crt *rt, const char *dir, const char *base, const char *tag, pdq_cgraph **out,
+                          pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s%s.circle", dir, base, tag);
-    return pdq_cg_open(path, out, st);
+    return pdq_cg_open_opts(path, &rt->eo, out, st);
 }
 
 /* Checks a graph I/O tensor's shape against the contract. */
@@ -135,6 +150,10 @@ static pdq_code check_io(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind
 }
 
 pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st) {
+    return pdq_crt_open_opts(dir, whole, NULL, out, st);
+}
+
+pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, pdq_crt **out, pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
     char *txt;
@@ -152,6 +171,8 @@ pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st)
     pdq_crt *rt = calloc(1, sizeof *rt);
     if (!rt) return pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
     rt->whole = whole;
+    if (eo) rt->eo = *eo;
+    else pdq_exec_opts_default(&rt->eo);
     rt->S = mf.max_seq;
     rt->C = rt->S - 1;
     rt->L = mf.layers;
@@ -183,9 +204,9 @@ pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st)
         if (!rt->k || !rt->v || !rt->kt || !rt->vt || !rt->hid) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
     }
     if (!rc && whole) {
-        rc = open_file(dir, "model_prefill", tag, &rt->prefill, st);
+        rc = open_file(rt, dir, "model_prefill", tag, &rt->prefill, st);
         if (!rc) rc = check_io(rt, rt->prefill, "model_prefill", 0, st);
-        if (!rc) rc = open_file(dir, "model_decode", tag, &rt->decode, st);
+        if (!rc) rc = open_file(rt, dir, "model_decode", tag, &rt->decode, st);
         if (!rc) rc = check_io(rt, rt->decode, "model_decode", 1, st);
         for (int l = 0; l < L && !rc; l++) {
             rt->kt[l] = pdq_cg_output_tensor(rt->decode, 1 + 2 * l);
@@ -195,17 +216,17 @@ pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st)
         rt->lp = calloc((size_t)L, sizeof(void *));
         rt->ld = calloc((size_t)L, sizeof(void *));
         if (!rt->lp || !rt->ld) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
-        if (!rc) rc = open_file(dir, "token_embedding", tag, &rt->embed, st);
+        if (!rc) rc = open_file(rt, dir, "token_embedding", tag, &rt->embed, st);
         if (!rc) rc = check_io(rt, rt->embed, "token_embedding", 4, st);
-        if (!rc) rc = open_file(dir, "lm_head", tag, &rt->head, st);
+        if (!rc) rc = open_file(rt, dir, "lm_head", tag, &rt->head, st);
         if (!rc) rc = check_io(rt, rt->head, "lm_head", 5, st);
         char base[96];
         for (int l = 0; l < L && !rc; l++) {
             snprintf(base, sizeof base, "decoder_layer_prefill_%d", l);
-            rc = open_file(dir, base, tag, &rt->lp[l], st);
+            rc = open_file(rt, dir, base, tag, &rt->lp[l], st);
             if (!rc) rc = check_io(rt, rt->lp[l], base, 2, st);
             snprintf(base, sizeof base, "decoder_layer_decode_%d", l);
-            if (!rc) rc = open_file(dir, base, tag, &rt->ld[l], st);
+            if (!rc) rc = open_file(rt, dir, base, tag, &rt->ld[l], st);
             if (!rc) rc = check_io(rt, rt->ld[l], base, 3, st);
             if (!rc) {
                 rt->kt[l] = pdq_cg_output_tensor(rt->ld[l], PDQ_L_OUT_K);
@@ -215,8 +236,8 @@ pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st)
     }
     for (int l = 0; l < L && !rc; l++) {
         size_t n = (size_t)rt->KV * rt->C * rt->hd;
-        rt->k[l] = calloc(n, esize(rt->kt[l]));
-        rt->v[l] = calloc(n, esize(rt->vt[l]));
+        rt->k[l] = calloc(n, esize(rt, rt->kt[l]));
+        rt->v[l] = calloc(n, esize(rt, rt->vt[l]));
         if (!rt->k[l] || !rt->v[l]) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime: KV cache");
     }
     if (rc) { pdq_crt_free(rt); return pdq_wrap(st, "circle runtime on %s", dir); }
@@ -254,8 +275,8 @@ static void store_kv(pdq_crt *rt, int l, const float *k, const float *v, int T, 
         for (int t = 0; t < n; t++) {
             if (slot0 + t >= rt->C) break;
             size_t src = ((size_t)h * T + t) * hd, dst = ((size_t)h * rt->C + slot0 + t) * hd;
-            cache_store(rt->kt[l], rt->k[l], dst, k + src, hd);
-            cache_store(rt->vt[l], rt->v[l], dst, v + src, hd);
+            cache_store(rt, rt->kt[l], rt->k[l], dst, k + src, hd);
+            cache_store(rt, rt->vt[l], rt->v[l], dst, v + src, hd);
         }
 }
 
@@ -331,8 +352,8 @@ pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st) 
         *(int32_t *)pdq_cg_input(g, 0) = id;
         decode_inputs(rt, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
         for (int l = 0; l < rt->L; l++) {
-            cache_load(rt->kt[l], rt->k[l], pdq_cg_input(g, 4 + 2 * l), cn);
-            cache_load(rt->vt[l], rt->v[l], pdq_cg_input(g, 5 + 2 * l), cn);
+            feed_cache(rt, g, 4 + 2 * l, rt->kt[l], rt->k[l], cn);
+            feed_cache(rt, g, 5 + 2 * l, rt->vt[l], rt->v[l], cn);
         }
         if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
         memcpy(logits, pdq_cg_output(g, 0), sizeof(float) * (size_t)V);
@@ -347,8 +368,8 @@ pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st) 
             pdq_cgraph *g = rt->ld[l];
             memcpy(pdq_cg_input(g, PDQ_AP_IN_HIDDEN), h, sizeof(float) * (size_t)D);
             decode_inputs(rt, pdq_cg_input(g, PDQ_AP_IN_MASK), pdq_cg_input(g, PDQ_AP_IN_COS), pdq_cg_input(g, PDQ_AP_IN_SIN));
-            cache_load(rt->kt[l], rt->k[l], pdq_cg_input(g, PDQ_AP_IN_PAST_K), cn);
-            cache_load(rt->vt[l], rt->v[l], pdq_cg_input(g, PDQ_AP_IN_PAST_V), cn);
+            feed_cache(rt, g, PDQ_AP_IN_PAST_K, rt->kt[l], rt->k[l], cn);
+            feed_cache(rt, g, PDQ_AP_IN_PAST_V, rt->vt[l], rt->v[l], cn);
             if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
             h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
             store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), 1, rt->len, 1);

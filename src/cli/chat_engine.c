@@ -8,8 +8,9 @@
 #include "ptq_args.h"
 
 int chat_engine_open(chat_engine *e, const char *model_dir, const char *circle_dir, int max_seq, int bucket,
-                     const pdq_static_opts *so, int so_given, int threads) {
+                     const pdq_static_opts *so, int so_given, const cli_exec *ex, int threads) {
     memset(e, 0, sizeof *e);
+    e->ex = *ex;
     e->bucket = bucket;
     pdq_status st = {0};
     const char *cfg_dir = circle_dir ? circle_dir : model_dir;
@@ -19,7 +20,9 @@ int chat_engine_open(chat_engine *e, const char *model_dir, const char *circle_d
     memcpy(e->eos, cfg.eos_token_ids, sizeof(int) * (size_t)e->n_eos);
     if (circle_dir) {
         pdq_set_threads(NULL, threads);
-        if (pdq_crt_open(circle_dir, 1, &e->crt, &st) != PDQ_OK) { fprintf(stderr, "pdq chat: %s\n", st.msg); return 1; }
+        pdq_exec_opts eo;
+        if (cli_exec_opts(&e->ex, "chat", threads, &eo)) return 1;
+        if (pdq_crt_open_opts(circle_dir, 1, &eo, &e->crt, &st) != PDQ_OK) { fprintf(stderr, "pdq chat: %s\n", st.msg); return 1; }
         e->vocab = pdq_crt_vocab(e->crt);
         e->max_seq = pdq_crt_max_seq(e->crt);
         if (max_seq > 0 && max_seq != e->max_seq)
@@ -30,14 +33,16 @@ int chat_engine_open(chat_engine *e, const char *model_dir, const char *circle_d
     if (!(e->m = cli_load_model("chat", model_dir, threads))) return 1;
     /* max_seq <= 0: a quantized directory's calibrated max_seq (an error elsewhere) */
     if (max_seq <= 0 && !pdq_ptq_in_dir(model_dir)) max_seq = 256;
-    if (cli_static_runtime("chat", model_dir, e->m, 1, max_seq, so, so_given, &e->rt, &e->ptq)) {
+    if (cli_static_runtime("chat", model_dir, e->m, 1, max_seq, so, so_given, &e->rt, &e->ptq) ||
+        cli_exec_rt(&e->ex, "chat", model_dir, e->rt, e->ptq, threads)) {
         chat_engine_close(e);
         return 1;
     }
     e->vocab = e->m->cfg.vocab_size;
     e->max_seq = pdq_rt_max_seq(e->rt);
     snprintf(e->what, sizeof e->what, "static graphs of %s (%s)", model_dir,
-             e->ptq ? "fake-quant activations from ptq.json" : "float activations");
+             !e->ptq ? "float activations" : e->ex.mode == PDQ_EXEC_INT ? "integer execution of ptq.json's grids"
+             : e->ex.mode == PDQ_EXEC_FAKE ? "fake-quant activations from ptq.json" : "float activations");
     return 0;
 }
 
@@ -46,6 +51,7 @@ void chat_engine_close(chat_engine *e) {
     pdq_rt_free(e->rt);
     pdq_ptq_free(e->ptq);
     pdq_model_free(e->m);
+    cli_exec_free(&e->ex);
     memset(e, 0, sizeof *e);
 }
 

@@ -9,12 +9,14 @@
 #include "pdq/model.h"
 #include "pdq/ptq.h"
 #include "pdq/runtime.h"
+#include "exec_args.h"
 
 typedef struct {
     pdq_model *m;   /* in-memory path */
     pdq_rt *rt;
     pdq_ptq *ptq;   /* non-NULL: fake-quant activations */
     pdq_crt *crt;   /* --circle path */
+    cli_exec ex;    /* --mode: the execution mode of either path */
     int vocab, max_seq, bucket;
     int eos[8], n_eos;
     char what[256]; /* for the banner */
@@ -23,7 +25,7 @@ typedef struct {
 /* model_dir (static graphs; a quantized dir with ptq.json runs fake-quant) or circle_dir. Prints
  * errors; returns 0 on success. */
 int chat_engine_open(chat_engine *e, const char *model_dir, const char *circle_dir, int max_seq, int bucket,
-                     const pdq_static_opts *so, int so_given, int threads);
+                     const pdq_static_opts *so, int so_given, const cli_exec *ex, int threads);
 void chat_engine_close(chat_engine *e);
 /* Starts a new sequence with ids[0..n) (n <= max_seq): logits of the last token. */
 pdq_code chat_engine_start(chat_engine *e, const int32_t *ids, int n, float *logits, pdq_status *st);

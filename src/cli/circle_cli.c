@@ -13,6 +13,7 @@
 #include "circle/manifest_check.h"
 #include "pdq/file.h"
 #include "common.h"
+#include "exec_args.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
 #include "pdq/ptq.h"
@@ -23,13 +24,15 @@
 
 static const char *k_gen_usage =
     "usage: pdq generate --circle OUTDIR [--per-layer] (--prompt T | --ids \"1 2 3\") [--max-new N]\n"
-    "                    [--temperature X --top-p P --seed S] [--ignore-eos] [--json]\n";
+    "                    [--temperature X --top-p P --seed S] [--ignore-eos] [--json] [--threads N] [--mode float|fake|int]\n"
+    EXEC_ARGS_USAGE;
 static const char *k_ver_usage =
     "usage: pdq verify --circle OUTDIR --model DIR [--prompt T | --ids \"1 2 3\" | --text FILE] [--steps K (32)]\n"
     "                  [--per-layer] [--ref DIR] [--tol X (float 1e-5, quantized 0)] [--json FILE] [--threads N]\n"
+    "                  [--mode float|fake|int]\n"
     "  the exported files against the in-memory graphs of --model (within --tol, same tokens: PASS/FAIL)\n"
-    "  and against the reference model (reported)\n"
-    VERIFY_REF_USAGE;
+    "  and against the reference model (reported); both run in the mode\n"
+    VERIFY_REF_USAGE EXEC_ARGS_USAGE;
 
 /* Prompt ids from --prompt (tokenizer of tokdir) or --ids. */
 static long prompt_ids(const char *cmd, const char *tokdir, const char *prompt, const char *ids_s, int32_t **ids,
@@ -70,6 +73,9 @@ int cmd_generate_circle(int argc, char **argv) {
     pdq_sampler_init(&smp, args_double(&a, "--temperature", 0.0), args_double(&a, "--top-p", 1.0),
                      (unsigned long long)args_int(&a, "--seed", 0));
     int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
+    int threads = (int)args_int(&a, "--threads", 0);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a) || !dir || !prompt == !ids_s || max_new < 0) { fputs(k_gen_usage, stderr); return 2; }
     pdq_status st = {0};
     pdq_tokenizer *tok = NULL;
@@ -79,8 +85,10 @@ int cmd_generate_circle(int argc, char **argv) {
     pdq_crt *rt = NULL;
     double t_load = pdq_now(), t_pre, t_dec = 0;
     long n_dec = 0;
-    if (pdq_crt_open(dir, !per_layer, &rt, &st) != PDQ_OK) {
-        fprintf(stderr, "pdq generate: %s\n", st.msg);
+    pdq_exec_opts eo;
+    if (cli_exec_opts(&ex, "generate", threads, &eo) || pdq_crt_open_opts(dir, !per_layer, &eo, &rt, &st) != PDQ_OK) {
+        if (st.code) fprintf(stderr, "pdq generate: %s\n", st.msg);
+        cli_exec_free(&ex);
         free(ids);
         pdq_tokenizer_free(tok);
         return 1;
@@ -132,6 +140,7 @@ done:
     free(ids);
     pdq_tokenizer_free(tok);
     pdq_crt_free(rt);
+    cli_exec_free(&ex);
     return status;
 }
 
@@ -174,6 +183,8 @@ int cmd_verify_circle(int argc, char **argv) {
     int steps = (int)args_int(&a, "--steps", 32), per_layer = args_flag(&a, "--per-layer");
     double tol = args_double(&a, "--tol", -1);
     int threads = (int)args_int(&a, "--threads", 0);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a) || !dir || !mdir || (prompt && ids_s) || (text_file && (prompt || ids_s)) || steps < 0) {
         fputs(k_ver_usage, stderr);
         return 2;
@@ -222,13 +233,16 @@ int cmd_verify_circle(int argc, char **argv) {
     memcpy(seq, ids, sizeof(int32_t) * (size_t)n);
     if (verify_ref_open("verify", mdir, ref_dir, m, threads, &ref)) goto done;
     printf("reference: %s\n", ref.name);
-    if (pdq_crt_open(dir, !per_layer, &crt, &st) != PDQ_OK ||
+    pdq_exec_opts eo;
+    if (cli_exec_opts(&ex, "verify", threads, &eo)) goto done;
+    if (pdq_crt_open_opts(dir, !per_layer, &eo, &crt, &st) != PDQ_OK ||
         pdq_ptq_open_runtime(m, mdir, 1, S, &so, &rt, &ptq, &st) != PDQ_OK ||
         pdq_kvcache_init(&kv, &m->cfg, 1, (int)n + steps + 1, &st) != PDQ_OK) {
         fprintf(stderr, "pdq verify: %s\n", st.msg);
         goto done;
     }
     if (quant && !ptq) fprintf(stderr, "pdq verify: warning: quantized export but %s has no ptq.json\n", mdir);
+    if (cli_exec_rt(&ex, "verify", mdir, rt, ptq, threads)) goto done;
     int len = (int)n;
     for (int step = 0; step <= steps; step++) {
         pdq_code rc;
@@ -267,9 +281,9 @@ int cmd_verify_circle(int argc, char **argv) {
         cJSON_AddItemToArray(arr, o);
         seq[len++] = ta;
     }
-    printf("circle %s (%s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - reference| %.3e, top-1 vs reference %d/%d\n",
+    printf("circle %s (%s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - reference| %.3e, top-1 vs reference %d/%d; mode %s\n",
            per_layer ? "per-layer" : "whole-model", quant ? "quantized" : "float", worst_mem, tol,
-           mism ? "DIFFER" : "identical", worst_ref, top1_ref, steps + 1);
+           mism ? "DIFFER" : "identical", worst_ref, top1_ref, steps + 1, quant ? pdq_exec_mode_name(ex.mode) : "float");
     printf("%s  max |circle - in-memory| %.3e (tol %.1e), tokens %s; top-1 %d/%d vs %s\n",
            worst_mem <= tol && !mism ? "PASS" : "FAIL", worst_mem, tol, mism ? "differ" : "identical", top1_ref, steps + 1,
            ref.name);
@@ -297,6 +311,7 @@ done:
     pdq_ptq_free(ptq);
     pdq_rt_free(rt);
     pdq_crt_free(crt);
+    cli_exec_free(&ex);
     pdq_model_free(m);
     free(a_l);
     free(all_l);

@@ -21,11 +21,12 @@ static const char *k_usage =
     "                [--temperature X (0: greedy) --top-p P --seed S] [--on-full drop|reset] [--threads N]\n"
     "                [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
     "  --model DIR          static prefill/append/decode graphs; a quantized directory with ptq.json runs\n"
-    "                       its fake-quant graphs (max_seq: the calibrated one)\n"
+    "                       its quantized graphs in --mode (max_seq: the calibrated one)\n"
     "  --circle OUTDIR      the exported Circle pair (model_prefill / model_decode)\n"
     "  --on-full drop       when the cache is full, drop the oldest turns but the first (default);\n"
     "           reset       start over with the new line\n"
-    "  lines from stdin; /exit, /reset, /stats; Ctrl-D ends. Replies go to stdout, the rest to stderr.\n";
+    "  lines from stdin; /exit, /reset, /stats; Ctrl-D ends. Replies go to stdout, the rest to stderr.\n"
+    EXEC_ARGS_USAGE;
 
 typedef struct {
     chat_engine e;
@@ -178,6 +179,8 @@ int cmd_chat(int argc, char **argv) {
     unsigned long long seed = (unsigned long long)args_int(&a, "--seed", 0);
     pdq_static_opts o;
     int given = cli_static_opts(&a, &o, NULL);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     int bad = given < 0 || !dir == !cdir || (max_seq != 0 && max_seq < 2) || Q < 1 || max_new < 1 || temp < 0 || top_p <= 0 ||
               top_p > 1 || (on_full && strcmp(on_full, "drop") && strcmp(on_full, "reset")) || (cdir && given > 0);
@@ -190,7 +193,7 @@ int cmd_chat(int argc, char **argv) {
     c.pending = -1;
     int status = 1;
     float *logits = NULL;
-    if (chat_engine_open(&c.e, dir, cdir, max_seq, Q, &o, given > 0, threads)) goto done;
+    if (chat_engine_open(&c.e, dir, cdir, max_seq, Q, &o, given > 0, &ex, threads)) goto done;
     int S = c.e.max_seq;
     c.seq = malloc(sizeof(int32_t) * (size_t)(S + 1));
     c.turn_at = malloc(sizeof(int) * (size_t)(S + 1));

@@ -9,11 +9,13 @@
 
 #include "args.h"
 #include "commands.h"
+#include "exec_args.h"
 #include "pdq/circle_export.h"
 #include "pdq/npy.h"
 
 static const char *k_usage =
-    "usage: pdq circle-run FILE.circle --input A.npy [--input B.npy ...] --out DIR [--float-out]\n";
+    "usage: pdq circle-run FILE.circle --input A.npy [--input B.npy ...] --out DIR [--float-out] [--threads N]\n"
+    "                      [--mode float|fake|int]\n" EXEC_ARGS_USAGE;
 
 static int to_input(pdq_cgraph *cg, int i, const pdq_npy *x, pdq_status *st) {
     const pdq_tensor *t = pdq_cg_input_tensor(cg, i);
@@ -53,12 +55,18 @@ int cmd_circle_run(int argc, char **argv) {
     int n_in = args_all(&a, "--input", ins, 256);
     const char *out = args_str(&a, "--out");
     int float_out = args_flag(&a, "--float-out");
+    int threads = (int)args_int(&a, "--threads", 0);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     const char *file = args_pos(&a, 0);
     if (args_finish(&a) || !file || !out) { fputs(k_usage, stderr); return 2; }
+    pdq_exec_opts eo;
+    if (cli_exec_opts(&ex, "circle-run", threads, &eo)) return 1;
     pdq_status st = {0};
     pdq_cgraph *cg = NULL;
-    if (pdq_cg_open(file, &cg, &st) != PDQ_OK) {
+    if (pdq_cg_open_opts(file, &eo, &cg, &st) != PDQ_OK) {
         fprintf(stderr, "pdq circle-run: %s\n", st.msg);
+        cli_exec_free(&ex);
         return 1;
     }
     int status = 1;
@@ -104,5 +112,6 @@ int cmd_circle_run(int argc, char **argv) {
     status = 0;
 done:
     pdq_cg_free(cg);
+    cli_exec_free(&ex);
     return status;
 }

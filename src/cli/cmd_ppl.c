@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "common.h"
 #include "kld_cli.h"
+#include "exec_args.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
 #include "ptq_args.h"
@@ -18,6 +19,7 @@ static const char *k_usage =
     "       pdq ppl --circle OUTDIR [--per-layer] (--text FILE | --ids-file F) [--json] [--threads N]\n"
     "               (through the exported prefill file: windows and stride of the export's max_seq)\n"
     "  --eval-tokens N      only the first N tokens of the file (a quick look)\n"
+    "  [--mode float|fake|int] with --static / --circle:\n" EXEC_ARGS_USAGE
     KLD_USAGE;
 
 static pdq_code model_window(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st) {
@@ -79,6 +81,8 @@ int cmd_ppl(int argc, char **argv) {
     long eval_tokens = args_int(&a, "--eval-tokens", 0);
     kld_opts ko = {args_str(&a, "--kld"), args_str(&a, "--kld-cache"), (int)args_int(&a, "--kld-top", 0),
                    args_flag(&a, "--no-kld-cache"), threads};
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     if (!dir == !cdir || !text == !ids_file || (cdir && (use_static || max_len || stride || max_seq)) ||
         (per_layer && !cdir) || eval_tokens < 0 || ko.top_k < 0) {
@@ -122,8 +126,10 @@ int cmd_ppl(int argc, char **argv) {
     if (cdir) {
         pdq_set_threads(NULL, threads); /* BLAS sums in a thread-count dependent order */
         pdq_crt *crt;
+        pdq_exec_opts eo;
         int rc = 1;
-        if (pdq_crt_open(cdir, !per_layer, &crt, &st) != PDQ_OK) {
+        if (cli_exec_opts(&ex, "ppl", threads, &eo)) {
+        } else if (pdq_crt_open_opts(cdir, !per_layer, &eo, &crt, &st) != PDQ_OK) {
             fprintf(stderr, "pdq ppl: %s\n", st.msg);
         } else {
             int S = pdq_crt_max_seq(crt);
@@ -131,6 +137,7 @@ int cmd_ppl(int argc, char **argv) {
                           per_layer ? ", exported per-layer files" : ", exported model_prefill", &ko, json);
             pdq_crt_free(crt);
         }
+        cli_exec_free(&ex);
         free(ids);
         return rc;
     }
@@ -142,7 +149,14 @@ int cmd_ppl(int argc, char **argv) {
         /* max_seq: --max-seq, else --max-len, else the calibrated one (ptq.json), else 256. */
         if (max_seq <= 0) max_seq = (int)max_len;
         if (max_seq <= 0 && !pdq_ptq_in_dir(dir)) max_seq = 256;
-        if (cli_static_runtime("ppl", dir, m, 1, max_seq, NULL, 0, &rt, &ptq)) { free(ids); pdq_model_free(m); return 1; }
+        if (cli_static_runtime("ppl", dir, m, 1, max_seq, NULL, 0, &rt, &ptq) || cli_exec_rt(&ex, "ppl", dir, rt, ptq, threads)) {
+            free(ids);
+            pdq_rt_free(rt);
+            cli_exec_free(&ex);
+            pdq_ptq_free(ptq);
+            pdq_model_free(m);
+            return 1;
+        }
         max_len = pdq_rt_max_seq(rt);
     }
     if (max_len <= 0) max_len = m->cfg.max_position_embeddings < 2048 ? m->cfg.max_position_embeddings : 2048;
@@ -158,6 +172,7 @@ int cmd_ppl(int argc, char **argv) {
     }
     free(ids);
     pdq_rt_free(rt);
+    cli_exec_free(&ex);
     pdq_ptq_free(ptq);
     pdq_model_free(m);
     return status;

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "pdq/file.h"
 #include "common.h"
+#include "exec_args.h"
 #include "ptq_args.h"
 #include "verify_ref.h"
 #include "pdq/eval.h"
@@ -21,12 +22,13 @@ static const char *k_usage =
     "usage: pdq verify --model DIR [(--prompt T | --ids \"1 2 3\")... | --text FILE] --max-seq N --steps K\n"
     "                  [--padding left|right] [--append T | --append-ids \"...\"] [--bucket Q] [--ref DIR]\n"
     "                  [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
-    "                  [--mask-fill X] [--tol X] [--min-top1 F] [--json FILE] [--threads N]\n"
+    "                  [--mask-fill X] [--tol X] [--min-top1 F] [--json FILE] [--threads N] [--mode float|fake|int]\n"
     VERIFY_REF_USAGE
     "  --tol X              limit on max |dlogit| (default 1e-4 when the graphs are float and run the reference's\n"
     "                       weights; otherwise none)\n"
     "  --min-top1 F         least top-1 agreement with the reference (default 0.9 when there is no --tol default)\n"
-    "  the last line says PASS or FAIL (exit status 1) with the tolerance and top-1 x/y\n";
+    "  the last line says PASS or FAIL (exit status 1) with the tolerance and top-1 x/y\n"
+    EXEC_ARGS_USAGE;
 
 typedef struct {
     cJSON *steps;
@@ -101,6 +103,8 @@ int cmd_verify(int argc, char **argv) {
     const char *text_file = args_str(&a, "--text");
     if (!text_file) text_file = args_str(&a, "--eval");
     int threads = (int)args_int(&a, "--threads", 0);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     o.mask_fill = (float)fill;
     int bad = opts_given < 0 || !dir || n_prompts + n_idss > MAX_ROWS || max_seq < 2 || steps < 0 || (app && app_ids) ||
@@ -168,7 +172,8 @@ int cmd_verify(int argc, char **argv) {
     if (!(m = cli_load_model("verify", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
-    if (cli_static_runtime("verify", dir, m, B, max_seq, &o, opts_given > 0 || fill != -120.0, &rt, &ptq))
+    if (cli_static_runtime("verify", dir, m, B, max_seq, &o, opts_given > 0 || fill != -120.0, &rt, &ptq) ||
+        cli_exec_rt(&ex, "verify", dir, rt, ptq, threads))
         goto done;
     if (verify_ref_open("verify", dir, ref_dir, m, threads, &ref)) goto done;
     /* float graphs on the reference's own weights must match it to rounding; quantized activations,
@@ -245,6 +250,7 @@ done:
     free(logits);
     free(all);
     pdq_rt_free(rt);
+    cli_exec_free(&ex);
     pdq_ptq_free(ptq);
     pdq_model_free(m);
     pdq_tokenizer_free(tok);

@@ -7,6 +7,7 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "exec_args.h"
 #include "ptq_args.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
@@ -20,7 +21,7 @@ static const char *k_usage =
     "usage: pdq generate --static --model DIR --max-seq N (--prompt T | --ids \"1 2\" | --batch-prompts FILE)\n"
     "                    [--max-new N] [--padding left|right] [--temperature X --top-p P --seed S] [--ignore-eos]\n"
     "                    [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
-    "                    [--json] [--threads N]\n";
+    "                    [--json] [--threads N] [--mode float|fake|int]\n" EXEC_ARGS_USAGE;
 
 static void print_ids(const int32_t *ids, int n) {
     for (int i = 0; i < n; i++) printf("%s%d", i ? ", " : "", ids[i]);
@@ -39,6 +40,8 @@ int cmd_generate_static(int argc, char **argv) {
     unsigned long long seed = (unsigned long long)args_int(&a, "--seed", 0);
     int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
     int threads = (int)args_int(&a, "--threads", 0);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     pdq_static_opts o;
     pdq_padding pad;
     int opts_given = cli_static_opts(&a, &o, &pad);
@@ -89,7 +92,9 @@ int cmd_generate_static(int argc, char **argv) {
     if (!(m = cli_load_model("generate", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
-    if (cli_static_runtime("generate", dir, m, B, max_seq, &o, opts_given > 0, &rt, &ptq)) goto done;
+    if (cli_static_runtime("generate", dir, m, B, max_seq, &o, opts_given > 0, &rt, &ptq) ||
+        cli_exec_rt(&ex, "generate", dir, rt, ptq, threads))
+        goto done;
     t_load = pdq_now() - t_load;
     logits = malloc(sizeof(float) * (size_t)B * V);
     out = malloc(sizeof(int32_t) * (size_t)B * (max_new + 1));
@@ -163,6 +168,7 @@ done:
     free(done_row);
     free(logits);
     pdq_rt_free(rt);
+    cli_exec_free(&ex);
     pdq_ptq_free(ptq);
     pdq_model_free(m);
     pdq_tokenizer_free(tok);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pdq/ptq.h"
+#include "pdq/requant.h"
 
 const char *pdq_adtype_name(pdq_adtype t) {
     switch (t) {
@@ -63,26 +64,18 @@ void pdq_agrid_from_range(pdq_adtype dt, double mn, double mx, pdq_agrid *g) {
 }
 
 int64_t pdq_agrid_code(const pdq_agrid *g, float x) {
-    double q = nearbyint((double)x / g->scale) + (double)g->zero_point;
-    if (!(q >= (double)g->qmin)) return q != q ? g->zero_point : g->qmin;
-    if (q > (double)g->qmax) return g->qmax;
-    return (int64_t)q;
+    return pdq_rq_code((double)x, g->scale, g->zero_point, g->qmin, g->qmax);
 }
 
 float pdq_agrid_dequant(const pdq_agrid *g, int64_t q) {
-    return (float)((double)(q - g->zero_point) * g->scale);
+    return (float)pdq_rq_value(q, g->scale, g->zero_point);
 }
 
 void pdq_agrid_fq(const pdq_agrid *g, float *x, size_t n) {
     if (g->dt == PDQ_ADT_FLOAT) return;
-    double s = g->scale, zp = (double)g->zero_point;
-    double lo = (double)g->qmin, hi = (double)g->qmax;
-    for (size_t i = 0; i < n; i++) {
-        double q = nearbyint((double)x[i] / s) + zp;
-        if (!(q >= lo)) q = q != q ? zp : lo;
-        else if (q > hi) q = hi;
-        x[i] = (float)((q - zp) * s);
-    }
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)pdq_rq_value(pdq_rq_code((double)x[i], g->scale, g->zero_point, g->qmin, g->qmax), g->scale,
+                                   g->zero_point);
 }
 
 size_t pdq_agrid_clipped(const pdq_agrid *g, const float *x, size_t n) {

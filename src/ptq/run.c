@@ -8,6 +8,7 @@
 #include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/tokenizer.h"
+#include "pdq/qcompare.h"
 #include "ptq_internal.h"
 
 /* Fixed verify prompts: Bible-style openings the bundled model knows, plus a neutral one. */
@@ -170,6 +171,14 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
         rc = pdq_ptq_save(var[0].p, path, cal, st);
         cJSON_Delete(cal);
     }
+    /* integer execution of the saved grids and the checkpoint's codes, against fake-quant */
+    pdq_mode_cmp icmp;
+    pdq_ptq_verify_result vi;
+    memset(&icmp, 0, sizeof icmp);
+    memset(&vi, 0, sizeof vi);
+    if (rc == PDQ_OK)
+        rc = pdq_compare_int_fake(ref, m, outdir, var[0].p, o->max_seq, &o->so, m->n_threads, eval, n_eval,
+                                  (const int32_t *const *)pids, plen, N_PROMPTS, o->verify_steps, &icmp, &vi, st);
     if (rc == PDQ_OK) {
         const pdq_ptq *p = var[0].p;
         fprintf(out, "\nactivations %s (%s observer), max_seq %d, %d calibration windows, %d decode calibration steps\n",
@@ -185,8 +194,12 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
             fprintf(out, "%-34s %10.4f %10.4g %10.4g %10.4g %7.1f%%\n", lab, eval ? var[k].ppl : 0.0, var[k].v.mean_abs,
                     var[k].v.max_abs, var[k].v.peir, 100 * var[k].v.top1);
         }
+        fprintf(out, "%-34s %10.4f %10.4g %10.4g %10.4g %7.1f%%\n", "full, integer execution", eval ? icmp.ppl_int : 0.0,
+                vi.mean_abs, vi.max_abs, vi.peir, 100 * vi.top1);
         fprintf(out, "(verify: %d prompts x (prefill + %d decode steps) against the FP32 reference)\n", N_PROMPTS,
                 o->verify_steps);
+        fprintf(out, "integer vs fake-quant: ppl %+.4g, |dlogit| mean %.3g max %.3g, top-1 agreement %.1f%% (%d rows)\n",
+                eval ? icmp.ppl_int - var[0].ppl : 0.0, icmp.mean_abs, icmp.max_abs, 100 * icmp.top1, icmp.rows);
         act = cJSON_CreateObject();
         cJSON_AddStringToObject(act, "dtype", pdq_adtype_name(p->o.adtype));
         cJSON_AddStringToObject(act, "observer", pdq_obs_name(p->o.observer));
@@ -205,6 +218,21 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
         }
         cJSON_AddItemToObject(act, "verify", verify_json(&var[0].v, 1));
         cJSON_AddItemToObject(act, "verify_weight_only", verify_json(&vw, 0));
+        cJSON *ij = cJSON_AddObjectToObject(act, "integer");
+        cJSON_AddStringToObject(ij, "rule", "exact int64 sums for FULLY_CONNECTED/BATCH_MATMUL, other ops dequantized to "
+                                "double and requantized half-to-even with saturation (include/pdq/qexec.h)");
+        if (eval) {
+            cJSON_AddNumberToObject(ij, "ppl_static_int", icmp.ppl_int);
+            cJSON_AddNumberToObject(ij, "ppl_static_fake", var[0].ppl);
+            cJSON_AddNumberToObject(ij, "ppl_diff", icmp.ppl_int - var[0].ppl);
+        }
+        cJSON *vf = cJSON_AddObjectToObject(ij, "vs_fake_quant");
+        cJSON_AddNumberToObject(vf, "mean_abs_diff", icmp.mean_abs);
+        cJSON_AddNumberToObject(vf, "max_abs_diff", icmp.max_abs);
+        cJSON_AddNumberToObject(vf, "top1_agreement", icmp.top1);
+        cJSON_AddNumberToObject(vf, "rows", icmp.rows);
+        cJSON_AddItemToObject(ij, "verify_int", verify_json(&vi, 0));
+        cJSON_AddItemToObject(ij, "verify_fake", verify_json(&var[0].v, 0));
         cJSON *vars = cJSON_AddArrayToObject(act, "calibration_variants");
         for (int k = 0; k < nvar; k++) {
             cJSON *v = verify_json(&var[k].v, 0);
@@ -234,6 +262,7 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
         pdq_ptq_verify_free(&var[k].v);
     }
     pdq_ptq_verify_free(&vw);
+    pdq_ptq_verify_free(&vi);
     for (int i = 0; i < N_PROMPTS; i++) free(pids[i]);
     free(w);
     pdq_tokenizer_free(tok);

@@ -13,6 +13,8 @@ typedef struct {
     int n;
     pdq_graph **g;
     pdq_interp **ip;
+    pdq_graph **qg;               /* integer mode: the lowered graphs and their executors */
+    pdq_qexec **qx;
 } rt_stack;
 
 struct pdq_rt {
@@ -29,6 +31,9 @@ struct pdq_rt {
     size_t arena_bytes;
     pdq_edge_hook hook;
     void *hook_ctx;
+    pdq_rt_lower_fn lower;        /* integer mode (NULL: the float interpreter) */
+    void *lower_ctx;
+    pdq_exec_opts eo;
     /* scratch, sized for the prefill graph (the largest) */
     float *hid_a, *hid_b;         /* (B, max_seq, D) */
     float *mask;                  /* (B, max_seq, max_seq) */

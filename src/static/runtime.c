@@ -10,7 +10,11 @@ static void stack_free(rt_stack *s) {
     for (int i = 0; i < s->n; i++) {
         if (s->ip) pdq_interp_free(s->ip[i]);
         if (s->g) pdq_graph_free(s->g[i]);
+        if (s->qx) pdq_qexec_free(s->qx[i]);
+        if (s->qg) pdq_graph_free(s->qg[i]);
     }
+    free(s->qx);
+    free(s->qg);
     free(s->ip);
     free(s->g);
     free(s);
@@ -155,7 +159,8 @@ pdq_code pdq_rt_stack(pdq_rt *rt, rt_kind kind, int T, rt_stack **out, pdq_statu
     rt_stack **ns = realloc(rt->stacks, sizeof(rt_stack *) * (size_t)(rt->n_stacks + 1));
     if (ns) rt->stacks = ns;
     if (s) { s->g = calloc((size_t)n, sizeof(pdq_graph *)); s->ip = calloc((size_t)n, sizeof(pdq_interp *)); }
-    if (!s || !ns || !s->g || !s->ip) { stack_free(s); return pdq_fail(st, PDQ_ERR_NOMEM, "graph stack"); }
+    if (s && rt->lower) { s->qg = calloc((size_t)n, sizeof(pdq_graph *)); s->qx = calloc((size_t)n, sizeof(pdq_qexec *)); }
+    if (!s || !ns || !s->g || !s->ip || (rt->lower && (!s->qg || !s->qx))) { stack_free(s); return pdq_fail(st, PDQ_ERR_NOMEM, "graph stack"); }
     s->kind = kind;
     s->T = T;
     s->n = n;
@@ -164,6 +169,8 @@ pdq_code pdq_rt_stack(pdq_rt *rt, rt_kind kind, int T, rt_stack **out, pdq_statu
     for (int i = 0; i < n && rc == PDQ_OK; i++) {
         rc = build_one(rt, kind, T, i, &s->g[i], st);
         if (rc == PDQ_OK) rc = pdq_interp_create(s->g[i], &s->ip[i], st);
+        if (rc == PDQ_OK && rt->lower) rc = rt->lower(rt->lower_ctx, s->g[i], &s->qg[i], st);
+        if (rc == PDQ_OK && rt->lower) rc = pdq_qexec_create(s->qg[i], &rt->eo, &s->qx[i], st);
         if (rc == PDQ_OK) {
             size_t b = pdq_interp_arena_bytes(s->ip[i]);
             if (b > need) need = b;
@@ -197,26 +204,52 @@ pdq_code pdq_rt_layer_graph(pdq_rt *rt, pdq_graph_mode mode, int Q, int layer, c
     return PDQ_OK;
 }
 
-static pdq_code bind_io(pdq_interp *ip, const pdq_graph *g, int which_in, int is_out, void *mem, pdq_status *st) {
-    int tid = is_out ? g->outputs[which_in] : g->inputs[which_in];
-    return pdq_interp_bind(ip, tid, mem, st);
+pdq_code pdq_rt_set_lowering(pdq_rt *rt, pdq_rt_lower_fn lower, void *ctx, const pdq_exec_opts *eo, pdq_status *st) {
+    for (int i = 0; i < rt->n_stacks; i++) stack_free(rt->stacks[i]);
+    rt->n_stacks = 0;
+    rt->lower = lower;
+    rt->lower_ctx = ctx;
+    if (eo) rt->eo = *eo;
+    else pdq_exec_opts_default(&rt->eo);
+    rt_stack *s;
+    return pdq_rt_stack(rt, RT_PREFILL, rt->max_seq, &s, st);
+}
+
+const float *pdq_rt_cache(const pdq_rt *rt, int layer, int which) {
+    if (layer < 0 || layer >= rt->n_layers || which < 0 || which > 1) return NULL;
+    return which ? rt->v[layer] : rt->k[layer];
+}
+
+/* Graph i of a stack: the float interpreter, or the integer executor of its lowered copy. */
+static pdq_code bind_io(rt_stack *s, int i, int which, int is_out, void *mem, pdq_status *st) {
+    if (s->qx) {
+        const pdq_graph *q = s->qg[i];
+        return pdq_qexec_bind(s->qx[i], is_out ? q->outputs[which] : q->inputs[which], mem, st);
+    }
+    const pdq_graph *g = s->g[i];
+    int tid = is_out ? g->outputs[which] : g->inputs[which];
+    return pdq_interp_bind(s->ip[i], tid, mem, st);
+}
+
+static pdq_code stack_run(rt_stack *s, int i, pdq_status *st) {
+    return s->qx ? pdq_qexec_run(s->qx[i], st) : pdq_interp_run(s->ip[i], st);
 }
 
 pdq_code pdq_rt_embed(pdq_rt *rt, int T, const int32_t *ids, float *out, pdq_status *st) {
     rt_stack *s;
     pdq_code rc = pdq_rt_stack(rt, RT_EMBED, T, &s, st);
-    if (rc == PDQ_OK) rc = bind_io(s->ip[0], s->g[0], 0, 0, (void *)ids, st);
-    if (rc == PDQ_OK) rc = bind_io(s->ip[0], s->g[0], 0, 1, out, st);
-    if (rc == PDQ_OK) rc = pdq_interp_run(s->ip[0], st);
+    if (rc == PDQ_OK) rc = bind_io(s, 0, 0, 0, (void *)ids, st);
+    if (rc == PDQ_OK) rc = bind_io(s, 0, 0, 1, out, st);
+    if (rc == PDQ_OK) rc = stack_run(s, 0, st);
     return rc;
 }
 
 pdq_code pdq_rt_head(pdq_rt *rt, int T, const float *x, float *logits, pdq_status *st) {
     rt_stack *s;
     pdq_code rc = pdq_rt_stack(rt, RT_HEAD, T, &s, st);
-    if (rc == PDQ_OK) rc = bind_io(s->ip[0], s->g[0], 0, 0, (void *)x, st);
-    if (rc == PDQ_OK) rc = bind_io(s->ip[0], s->g[0], 0, 1, logits, st);
-    if (rc == PDQ_OK) rc = pdq_interp_run(s->ip[0], st);
+    if (rc == PDQ_OK) rc = bind_io(s, 0, 0, 0, (void *)x, st);
+    if (rc == PDQ_OK) rc = bind_io(s, 0, 0, 1, logits, st);
+    if (rc == PDQ_OK) rc = stack_run(s, 0, st);
     return rc;
 }
 
@@ -248,8 +281,6 @@ pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *
     int T = s->T, append = s->kind == RT_APPEND;
     int P = rt->max_seq - T;
     for (int l = 0; l < s->n; l++) {
-        pdq_interp *ip = s->ip[l];
-        const pdq_graph *g = s->g[l];
         pdq_code rc = PDQ_OK;
         void *pk = rt->k[l], *pv = rt->v[l];
         if (append && P != rt->C) {
@@ -259,22 +290,22 @@ pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *
             pv = rt->past_v;
         }
         if (append) {
-            rc = bind_io(ip, g, PDQ_AP_IN_HIDDEN, 0, cur, st);
-            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_MASK, 0, rt->mask, st);
-            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_PAST_K, 0, pk, st);
-            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_PAST_V, 0, pv, st);
-            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_COS, 0, rt->cos, st);
-            if (!rc) rc = bind_io(ip, g, PDQ_AP_IN_SIN, 0, rt->sin, st);
+            rc = bind_io(s, l, PDQ_AP_IN_HIDDEN, 0, cur, st);
+            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_MASK, 0, rt->mask, st);
+            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_K, 0, pk, st);
+            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_V, 0, pv, st);
+            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_COS, 0, rt->cos, st);
+            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_SIN, 0, rt->sin, st);
         } else {
-            rc = bind_io(ip, g, PDQ_PF_IN_HIDDEN, 0, cur, st);
-            if (!rc) rc = bind_io(ip, g, PDQ_PF_IN_MASK, 0, rt->mask, st);
-            if (!rc) rc = bind_io(ip, g, PDQ_PF_IN_COS, 0, rt->cos, st);
-            if (!rc) rc = bind_io(ip, g, PDQ_PF_IN_SIN, 0, rt->sin, st);
+            rc = bind_io(s, l, PDQ_PF_IN_HIDDEN, 0, cur, st);
+            if (!rc) rc = bind_io(s, l, PDQ_PF_IN_MASK, 0, rt->mask, st);
+            if (!rc) rc = bind_io(s, l, PDQ_PF_IN_COS, 0, rt->cos, st);
+            if (!rc) rc = bind_io(s, l, PDQ_PF_IN_SIN, 0, rt->sin, st);
         }
-        if (!rc) rc = bind_io(ip, g, PDQ_L_OUT_HIDDEN, 1, nxt, st);
-        if (!rc) rc = bind_io(ip, g, PDQ_L_OUT_K, 1, rt->new_k, st);
-        if (!rc) rc = bind_io(ip, g, PDQ_L_OUT_V, 1, rt->new_v, st);
-        if (!rc) rc = pdq_interp_run(ip, st);
+        if (!rc) rc = bind_io(s, l, PDQ_L_OUT_HIDDEN, 1, nxt, st);
+        if (!rc) rc = bind_io(s, l, PDQ_L_OUT_K, 1, rt->new_k, st);
+        if (!rc) rc = bind_io(s, l, PDQ_L_OUT_V, 1, rt->new_v, st);
+        if (!rc) rc = stack_run(s, l, st);
         if (rc != PDQ_OK) return rc;
         write_back(rt, l, T);
         float *t = cur;

@@ -35,14 +35,18 @@ err inspect-circle "'$PDQ' inspect '$tmp/x.circle'" "x.circle"
 err inspect-nodir "'$PDQ' inspect --model '$tmp/none'" "ptq.json"
 
 # the fake-quant graphs in the runtime commands
-"$PDQ" verify --model "$q" --prompt "In the beginning" --max-seq 64 --steps 4 --threads 1 >"$tmp/v" 2>"$tmp/verr"
+"$PDQ" verify --model "$q" --prompt "In the beginning" --max-seq 64 --steps 4 --threads 1 --mode fake >"$tmp/v" 2>"$tmp/verr"
 check verify-fq "grep -q 'fake-quantized int16 activations' '$tmp/verr'"
 check verify-runs "[ -s '$tmp/v' ]"
-"$PDQ" generate --static --model "$q" --max-seq 64 --prompt "In the beginning" --max-new 6 --threads 1 >"$tmp/g" 2>"$tmp/gerr"
+"$PDQ" generate --static --model "$q" --max-seq 64 --prompt "In the beginning" --max-new 6 --threads 1 --mode fake >"$tmp/g" 2>"$tmp/gerr"
 check generate-fq "grep -q 'fake-quantized' '$tmp/gerr' && grep -q 'In the beginning' '$tmp/g'"
-pq=$("$PDQ" ppl --model "$q" --static --text "$tmp/eval.txt" --json --threads 1 2>/dev/null | jq -r .ppl)
+pq=$("$PDQ" ppl --model "$q" --static --text "$tmp/eval.txt" --json --threads 1 --mode fake 2>/dev/null | jq -r .ppl)
 full=$(jq -r .activations.ppl_static.full "$q/report.json")
 check ppl-static-fq "awk -v a='$pq' -v b='$full' 'BEGIN { exit !(a > 1 && (a - b < 1e-3 && b - a < 1e-3)) }'"
+# integer execution (the default): the perplexity report.json measured for it, to the last digit printed
+pi=$("$PDQ" ppl --model "$q" --static --text "$tmp/eval.txt" --json --threads 2 2>"$tmp/perr" | jq -r .ppl)
+check ppl-static-int "grep -q 'integer execution' '$tmp/perr' && jq -e --argjson p '${pi:-0}' '(.activations.integer.ppl_static_int - \$p | fabs) < 1e-6 and (.activations.integer.ppl_diff | fabs) < 0.05' '$q/report.json' >/dev/null"
+check report-int "jq -e '.activations.integer.vs_fake_quant.top1_agreement >= 0.9 and .activations.integer.vs_fake_quant.rows == 20 and .activations.integer.verify_int.steps_compared == 20' '$q/report.json' >/dev/null"
 pw=$("$PDQ" ppl --model "$q/hf" --static --max-seq 64 --text "$tmp/eval.txt" --json --threads 1 2>/dev/null | jq -r .ppl)
 wo=$(jq -r .activations.ppl_static.weight_only "$q/report.json")
 check ppl-static-float "awk -v a='$pw' -v b='$wo' 'BEGIN { exit !(a > 1 && (a - b < 1e-3 && b - a < 1e-3)) }'"

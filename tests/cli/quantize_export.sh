@@ -34,8 +34,13 @@ check ppl-equal "jq -e '.export.quality.ppl == .activations.ppl_static.full and 
 check top1-equal "jq -e '.export.quality.top1_agreement == .activations.verify.top1_agreement and .export.quality.max_abs_diff == .activations.verify.max_abs_diff and .export.quality.steps_compared == 20' '$q/report.json' >/dev/null"
 check flagged-equal "jq -e '.export.quality.equal_in_memory == true' '$q/report.json' >/dev/null"
 # same BLAS thread count as the quantize run: BLAS sums in a thread-count dependent order
-ppl=$("$PDQ" ppl --circle "$q/circle" --text "$tmp/eval.txt" --json --threads 2 2>/dev/null | jq '.ppl')
+ppl=$("$PDQ" ppl --circle "$q/circle" --text "$tmp/eval.txt" --json --threads 2 --mode fake 2>/dev/null | jq '.ppl')
 check ppl-circle "jq -e --argjson p '${ppl:-0}' '.activations.ppl_static.full == \$p' '$q/report.json' >/dev/null"
+# integer mode (the default) through the files: the in-memory integer perplexity, bit for bit, any thread count
+for t in 1 2; do
+    ppl=$("$PDQ" ppl --circle "$q/circle" --text "$tmp/eval.txt" --json --threads $t 2>/dev/null | jq '.ppl')
+    check ppl-circle-int-$t "jq -e --argjson p '${ppl:-0}' '.activations.integer.ppl_static_int == \$p' '$q/report.json' >/dev/null"
+done
 for pl in "" --per-layer; do
     if "$PDQ" verify --circle "$q/circle" --model "$q" --prompt "In the beginning, God created" --steps 20 $pl --threads 2 >"$tmp/v" 2>&1 &&
         grep -q "max |circle - in-memory| 0.000e+00 (tol 0.0e+00), tokens identical" "$tmp/v"; then

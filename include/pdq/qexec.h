@@ -1,0 +1,77 @@
+/* Integer execution of quantized graphs (a16 activations, uint4/uint8 weights).
+ *
+ * The graph is the quantized IR the Circle exporter writes and the importer reads back: int16
+ * (or uint8) activation edges with per-tensor qparams, UINT4/UINT8 weights with per-row scale and
+ * zero point (one code per byte in the IR), int16 norm weights with per-channel scales. The same
+ * executor runs a lowered in-memory graph (src/exec/lower.c) and an imported .q.circle file, so
+ * both give the same codes by construction.
+ *
+ * Rules (each output is requantized with include/pdq/requant.h):
+ *   FULLY_CONNECTED, BATCH_MATMUL: exact integer sums  acc = sum (x - zx)(w - zw)  (int32 partial
+ *     sums over blocks short enough never to overflow, int64 totals), y = acc * sx * sw[row]
+ *     (+ bias) in double, then requantized;
+ *   every other op (ADD, SUB, MUL, DIV, NEG, RSQRT, LOGISTIC, RMS_NORM, SOFTMAX): inputs
+ *     dequantized to double, the op computed in double, requantized. Unary ops of an int16/uint8
+ *     input are a table of that rule over every code; SOFTMAX takes exp of (code - max code) *
+ *     scale * beta from a table of the same doubles; RMS_NORM sums squares of codes in int64;
+ *   layout ops (RESHAPE, TRANSPOSE, CONCATENATION, SLICE, STRIDED_SLICE, GATHER) move codes;
+ *     GATHER from a quantized constant (the embedding) requantizes each row's values.
+ * Every loop is split into tasks whose results do not depend on which thread runs them, and the
+ * AVX2 kernels compute the same integer sums as the scalar ones: results are bit-identical across
+ * thread counts, SIMD and scalar. */
+#ifndef PDQ_QEXEC_H
+#define PDQ_QEXEC_H
+
+#include "pdq/graph.h"
+#include "pdq/status.h"
+#include "pdq/threadpool.h"
+
+/* How a static / quantized graph is run:
+ *   float: no activation quantization (weights as the checkpoint dequantizes them);
+ *   fake:  float kernels, every edge quantized -> dequantized (the oracle, the historic behaviour);
+ *   int:   this integer executor. */
+typedef enum { PDQ_EXEC_FAKE = 0, PDQ_EXEC_FLOAT, PDQ_EXEC_INT } pdq_exec_mode;
+
+const char *pdq_exec_mode_name(pdq_exec_mode m);   /* "fake", "float", "int" */
+int pdq_exec_mode_parse(const char *s);             /* "float", "fake"/"fake-quant", "int"/"integer"; -1 */
+
+typedef struct {
+    pdq_exec_mode mode;
+    pdq_pool *pool;       /* borrowed; NULL: run on the caller */
+    int force_scalar;     /* 1: never the AVX2 kernels (tests compare both) */
+} pdq_exec_opts;
+
+void pdq_exec_opts_default(pdq_exec_opts *o);      /* fake, no pool, SIMD when the CPU has it */
+
+typedef struct pdq_qexec pdq_qexec;
+
+/* Prepares g (borrowed: must outlive the executor) for integer execution. Unsupported ops or
+ * operand types are errors naming the op and tensor. */
+pdq_code pdq_qexec_create(const pdq_graph *g, const pdq_exec_opts *o, pdq_qexec **out, pdq_status *st);
+void pdq_qexec_free(pdq_qexec *x);
+/* Binds caller memory to a graph input / output: float values for a quantized tensor (inputs are
+ * quantized on entry with the tensor's grid, outputs dequantized on exit), raw data otherwise
+ * (int32 ids, float edges). NULL unbinds: the tensor then lives in the executor's own storage. */
+pdq_code pdq_qexec_bind(pdq_qexec *x, int tid, void *mem, pdq_status *st);
+/* The executor's own storage of an input / output in the tensor's dtype (int16 / uint8 codes of
+ * a quantized tensor): an unbound input is read from here, an output always lands here too. */
+void *pdq_qexec_codes(pdq_qexec *x, int tid);
+pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st);
+/* 1 when the AVX2 kernels are in use. */
+int pdq_qexec_simd(const pdq_qexec *x);
+
+/* Copy of a float graph with the file dtypes and qparams of a quantized export (activation grids
+ * from the PTQ table, weight codes from a quantized checkpoint dir): what the exporter writes,
+ * without writing it. */
+struct pdq_ptq;
+typedef struct pdq_qweights pdq_qweights;
+pdq_code pdq_lower_graph(const pdq_graph *g, struct pdq_ptq *p, pdq_qweights *w, pdq_graph **out, pdq_status *st);
+
+/* The lowering of a quantized checkpoint dir (its weight codes) with its PTQ table p (borrowed):
+ * pdq_lowering_lower is a pdq_rt_lower_fn (runtime.h) with this as ctx. */
+typedef struct pdq_lowering pdq_lowering;
+pdq_code pdq_lowering_open(const char *qdir, struct pdq_ptq *p, pdq_lowering **out, pdq_status *st);
+void pdq_lowering_free(pdq_lowering *l);
+pdq_code pdq_lowering_lower(void *ctx, const pdq_graph *g, pdq_graph **qg, pdq_status *st);
+
+#endif

@@ -1,0 +1,241 @@
+/* Integer executor: tensor descriptors, one arena planned by liveness (as the float interpreter),
+ * graph I/O (float values quantized on entry / dequantized on exit, or raw codes), op dispatch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "qx_internal.h"
+
+const char *pdq_exec_mode_name(pdq_exec_mode m) {
+    switch (m) {
+    case PDQ_EXEC_FAKE: return "fake";
+    case PDQ_EXEC_FLOAT: return "float";
+    case PDQ_EXEC_INT: return "int";
+    }
+    return "?";
+}
+
+int pdq_exec_mode_parse(const char *s) {
+    if (!strcmp(s, "float")) return PDQ_EXEC_FLOAT;
+    if (!strcmp(s, "fake") || !strcmp(s, "fake-quant")) return PDQ_EXEC_FAKE;
+    if (!strcmp(s, "int") || !strcmp(s, "integer")) return PDQ_EXEC_INT;
+    return -1;
+}
+
+void pdq_exec_opts_default(pdq_exec_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->mode = PDQ_EXEC_FAKE;
+}
+
+#define ALIGN 64
+
+typedef struct { size_t off, size; } block;
+
+static size_t place(block *live, int *n_live, size_t size, size_t *high) {
+    size_t at = 0;
+    int i = 0;
+    for (; i < *n_live; i++) {
+        if (live[i].off >= at + size) break;
+        size_t end = live[i].off + live[i].size;
+        if (end > at) at = end;
+    }
+    memmove(&live[i + 1], &live[i], sizeof(block) * (size_t)(*n_live - i));
+    live[i].off = at;
+    live[i].size = size;
+    (*n_live)++;
+    if (at + size > *high) *high = at + size;
+    return at;
+}
+
+static void release(block *live, int *n_live, size_t off) {
+    for (int i = 0; i < *n_live; i++)
+        if (live[i].off == off) {
+            memmove(&live[i], &live[i + 1], sizeof(block) * (size_t)(*n_live - i - 1));
+            (*n_live)--;
+            return;
+        }
+}
+
+static size_t tbytes(const pdq_tensor *t) {
+    size_t b = pdq_tensor_count(t) * pdq_tdtype_size(t->dtype);
+    return (b + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* Descriptor of a non-constant tensor: codes with per-tensor qparams, or plain values. */
+static pdq_code describe(const pdq_graph *g, int tid, qx_t *q, pdq_status *st) {
+    const pdq_tensor *t = &g->tensors[tid];
+    memset(q, 0, sizeof *q);
+    q->dt = t->dtype;
+    q->s = 1.0;
+    q->lo = INT32_MIN;
+    q->hi = INT32_MAX;
+    switch (t->dtype) {
+    case PDQ_TI16: case PDQ_TU8:
+        if (!t->q || t->q->n != 1)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "graph %s: integer mode: tensor %s is %s without per-tensor qparams",
+                            g->name, t->name, pdq_tdtype_name(t->dtype));
+        q->quant = 1;
+        q->s = (double)t->q->scale[0];
+        q->zp = t->q->zero_point[0];
+        q->lo = t->dtype == PDQ_TI16 ? -32768 : 0;
+        q->hi = t->dtype == PDQ_TI16 ? 32767 : 255;
+        if (!(q->s > 0) || q->zp < q->lo || q->zp > q->hi)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: tensor %s: scale %g / zero point %lld", g->name, t->name,
+                            q->s, (long long)q->zp);
+        return PDQ_OK;
+    case PDQ_TF32: case PDQ_TI32:
+        return PDQ_OK;
+    default:
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "graph %s: integer mode: activation %s of dtype %s", g->name, t->name,
+                        pdq_tdtype_name(t->dtype));
+    }
+}
+
+void pdq_qexec_free(pdq_qexec *x) {
+    if (!x) return;
+    if (x->prep)
+        for (int o = 0; o < x->g->n_ops; o++) pdq_qx_prep_free(&x->prep[o]);
+    free(x->prep);
+    free(x->t);
+    free(x->offset);
+    free(x->bound);
+    free(x->ptrs);
+    free(x->arena);
+    free(x->dscratch);
+    free(x);
+}
+
+static pdq_code plan(pdq_qexec *x, pdq_status *st) {
+    const pdq_graph *g = x->g;
+    int n = g->n_tensors;
+    int *last = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    block *live = malloc(sizeof(block) * (size_t)(n + 1));
+    if (!last || !live) { free(last); free(live); return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: executor plan", g->name); }
+    for (int t = 0; t < n; t++) last[t] = -1;
+    for (int o = 0; o < g->n_ops; o++)
+        for (int i = 0; i < g->ops[o].n_in; i++) last[g->ops[o].in[i]] = o;
+    int n_live = 0;
+    size_t high = 0;
+    for (int t = 0; t < n; t++) {
+        pdq_tkind k = g->tensors[t].kind;
+        if (k == PDQ_TK_INPUT || k == PDQ_TK_OUTPUT) x->offset[t] = place(live, &n_live, tbytes(&g->tensors[t]), &high);
+    }
+    for (int o = 0; o < g->n_ops; o++) {
+        const pdq_op *op = &g->ops[o];
+        for (int j = 0; j < op->n_out; j++) {
+            int t = op->out[j];
+            if (g->tensors[t].kind == PDQ_TK_INTER) x->offset[t] = place(live, &n_live, tbytes(&g->tensors[t]), &high);
+        }
+        for (int i = 0; i < op->n_in; i++) {
+            int t = op->in[i];
+            if (g->tensors[t].kind == PDQ_TK_INTER && last[t] == o) {
+                release(live, &n_live, x->offset[t]);
+                last[t] = -2;
+            }
+        }
+        for (int j = 0; j < op->n_out; j++) {
+            int t = op->out[j];
+            if (g->tensors[t].kind == PDQ_TK_INTER && last[t] == -1) release(live, &n_live, x->offset[t]);
+        }
+    }
+    free(last);
+    free(live);
+    x->arena_bytes = high ? high : ALIGN;
+    x->arena = aligned_alloc(ALIGN, x->arena_bytes);
+    if (!x->arena) return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: arena of %zu bytes", g->name, x->arena_bytes);
+    memset(x->arena, 0, x->arena_bytes);
+    return PDQ_OK;
+}
+
+pdq_code pdq_qexec_create(const pdq_graph *g, const pdq_exec_opts *o, pdq_qexec **out, pdq_status *st) {
+    pdq_code rc = pdq_graph_validate(g, st);
+    if (rc != PDQ_OK) return rc;
+    pdq_qexec *x = calloc(1, sizeof *x);
+    int n = g->n_tensors;
+    if (x) {
+        x->t = calloc((size_t)n + 1, sizeof(qx_t));
+        x->offset = calloc((size_t)n + 1, sizeof(size_t));
+        x->bound = calloc((size_t)n + 1, sizeof(void *));
+        x->ptrs = calloc((size_t)n + 1, sizeof(void *));
+        x->prep = calloc((size_t)g->n_ops + 1, sizeof(qx_prep));
+    }
+    if (!x || !x->t || !x->offset || !x->bound || !x->ptrs || !x->prep) {
+        pdq_qexec_free(x);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: integer executor", g->name);
+    }
+    x->g = g;
+    if (o) x->o = *o;
+    else pdq_exec_opts_default(&x->o);
+    x->simd = !x->o.force_scalar && pdq_qx_cpu_avx2();
+    for (int t = 0; t < n && rc == PDQ_OK; t++)
+        if (g->tensors[t].kind != PDQ_TK_CONST) rc = describe(g, t, &x->t[t], st);
+    if (rc == PDQ_OK) rc = plan(x, st);
+    for (int i = 0; i < g->n_ops && rc == PDQ_OK; i++) {
+        rc = g->ops[i].type == PDQ_OP_FULLY_CONNECTED ? pdq_qx_fc_prepare(x, i, st) : pdq_qx_ops_prepare(x, i, st);
+        if (rc != PDQ_OK) rc = pdq_wrap(st, "graph %s op %d (%s)", g->name, i, pdq_op_name(g->ops[i].type));
+    }
+    if (rc != PDQ_OK) { pdq_qexec_free(x); return rc; }
+    *out = x;
+    return PDQ_OK;
+}
+
+pdq_code pdq_qexec_bind(pdq_qexec *x, int tid, void *mem, pdq_status *st) {
+    if (tid < 0 || tid >= x->g->n_tensors)
+        return pdq_fail(st, PDQ_ERR_ARG, "graph %s: bind of tensor %d", x->g->name, tid);
+    pdq_tkind k = x->g->tensors[tid].kind;
+    if (k != PDQ_TK_INPUT && k != PDQ_TK_OUTPUT)
+        return pdq_fail(st, PDQ_ERR_ARG, "graph %s: only inputs/outputs can be bound (%s)", x->g->name,
+                        x->g->tensors[tid].name);
+    x->bound[tid] = mem;
+    return PDQ_OK;
+}
+
+void *pdq_qexec_codes(pdq_qexec *x, int tid) {
+    if (tid < 0 || tid >= x->g->n_tensors || x->g->tensors[tid].kind == PDQ_TK_CONST) return NULL;
+    return (char *)x->arena + x->offset[tid];
+}
+
+int pdq_qexec_simd(const pdq_qexec *x) { return x->simd; }
+
+void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx) {
+    if (n_tasks == 1 || !x->o.pool) {
+        for (int i = 0; i < n_tasks; i++) fn(ctx, i, 0);
+        return;
+    }
+    pdq_pool_run(x->o.pool, n_tasks, fn, ctx);
+}
+
+pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st) {
+    const pdq_graph *g = x->g;
+    for (int t = 0; t < g->n_tensors; t++)
+        x->ptrs[t] = g->tensors[t].kind == PDQ_TK_CONST ? g->tensors[t].data : (char *)x->arena + x->offset[t];
+    /* inputs: bound float values are quantized with the input's grid, raw data copied */
+    for (int i = 0; i < g->n_inputs; i++) {
+        int t = g->inputs[i];
+        const void *src = x->bound[t];
+        if (!src) continue;
+        const qx_t *q = &x->t[t];
+        size_t n = pdq_tensor_count(&g->tensors[t]);
+        if (q->quant)
+            for (size_t k = 0; k < n; k++) qx_st(q, x->ptrs[t], k, (double)((const float *)src)[k]);
+        else
+            memcpy(x->ptrs[t], src, n * pdq_tdtype_size(q->dt));
+    }
+    for (int o = 0; o < g->n_ops; o++) {
+        pdq_code rc = PDQ_OK;
+        if (g->ops[o].type == PDQ_OP_FULLY_CONNECTED) pdq_qx_fc_run(x, o);
+        else rc = pdq_qx_ops_run(x, o, st);
+        if (rc != PDQ_OK) return pdq_wrap(st, "graph %s op %d (%s)", g->name, o, pdq_op_name(g->ops[o].type));
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        int t = g->outputs[i];
+        void *dst = x->bound[t];
+        if (!dst) continue;
+        const qx_t *q = &x->t[t];
+        size_t n = pdq_tensor_count(&g->tensors[t]);
+        if (q->quant)
+            for (size_t k = 0; k < n; k++) ((float *)dst)[k] = (float)qx_ld(q, x->ptrs[t], k);
+        else
+            memcpy(dst, x->ptrs[t], n * pdq_tdtype_size(q->dt));
+    }
+    return PDQ_OK;
+}

@@ -1,0 +1,304 @@
+/* Integer FULLY_CONNECTED: int16 (or uint8) activations x uint4/uint8 weight codes, per-row or
+ * per-tensor scale and zero point.
+ *   acc[m][r] = sum_k x[m][k] * w[r][k] - zw[r] * sum_k x[m][k]      (exact, int64)
+ *   y[m][r]   = acc * (sx * sw[r]) (+ bias[r]), requantized to the output grid.
+ * Overflow: |x| <= 32768 and w <= 255, so a product is at most 8,355,840 in magnitude and a block
+ * of 256 products (the scalar int32 partial sum) at most 2,139,095,040 < 2^31. The AVX2 kernel's
+ * int32 lanes each add 2 products per 16 elements: 2048 elements are 256 products per lane. Both
+ * flush to int64 totals, so both give the same exact integer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <immintrin.h>
+
+#include "qx_internal.h"
+
+#define SCALAR_BLOCK 256
+#define AVX2_BLOCK 2048
+
+void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n) {
+    for (int j = 0; j < n; j++) acc[j] += (int64_t)(a * (int32_t)b[j]);
+}
+
+int64_t pdq_qx_dot_u8_scalar(const int16_t *x, const uint8_t *w, int n) {
+    int64_t tot = 0;
+    for (int k0 = 0; k0 < n; k0 += SCALAR_BLOCK) {
+        int e = n - k0 < SCALAR_BLOCK ? n : k0 + SCALAR_BLOCK;
+        int32_t s = 0;
+        for (int k = k0; k < e; k++) s += (int32_t)x[k] * (int32_t)w[k];
+        tot += s;
+    }
+    return tot;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+int pdq_qx_cpu_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
+}
+
+__attribute__((target("avx2"))) int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n) {
+    __m256i tot = _mm256_setzero_si256(); /* 4 x int64 */
+    int k = 0;
+    while (n - k >= 16) {
+        int e = k + ((n - k) / 16) * 16;
+        if (e - k > AVX2_BLOCK) e = k + AVX2_BLOCK;
+        __m256i s = _mm256_setzero_si256();
+        for (; k < e; k += 16) {
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(x + k));
+            __m256i wv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));
+            s = _mm256_add_epi32(s, _mm256_madd_epi16(xv, wv));
+        }
+        tot = _mm256_add_epi64(tot, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(s)));
+        tot = _mm256_add_epi64(tot, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(s, 1)));
+    }
+    int64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)lanes, tot);
+    int64_t r = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    for (; k < n; k++) r += (int32_t)x[k] * (int32_t)w[k];
+    return r;
+}
+__attribute__((target("avx2"))) static int64_t hsum(__m256i s) {
+    __m256i t = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(s)),
+                                 _mm256_cvtepi32_epi64(_mm256_extracti128_si256(s, 1)));
+    __m128i u = _mm_add_epi64(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    return _mm_cvtsi128_si64(u) + _mm_extract_epi64(u, 1);
+}
+
+/* Prefill (GEMM): each weight load serves 4 activation rows, each activation load 2 weight rows. */
+__attribute__((target("avx2"))) void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw,
+                                                            int K, int64_t *out) {
+    int64_t res[8] = {0};
+    int K16 = K / 16 * 16, k = 0;
+    while (k < K16) {
+        int e = K16 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K16;
+        __m256i a[8];
+        for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_si256();
+        for (; k < e; k += 16) {
+            __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));
+            __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + ldw + k)));
+            for (int m = 0; m < 4; m++) {
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(x + m * ldx + k));
+                a[2 * m] = _mm256_add_epi32(a[2 * m], _mm256_madd_epi16(xv, w0));
+                a[2 * m + 1] = _mm256_add_epi32(a[2 * m + 1], _mm256_madd_epi16(xv, w1));
+            }
+        }
+        for (int i = 0; i < 8; i++) res[i] += hsum(a[i]);
+    }
+    for (; k < K; k++)
+        for (int m = 0; m < 4; m++)
+            for (int r = 0; r < 2; r++) res[2 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+    memcpy(out, res, sizeof res);
+}
+__attribute__((target("avx2"))) void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K,
+                                                         int64_t *out) {
+    int64_t res[4] = {0};
+    int K16 = K / 16 * 16, k = 0;
+    while (k < K16) {
+        int e = K16 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K16;
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        for (; k < e; k += 16) {
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(x + k));
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k)))));
+            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + ldw + k)))));
+            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 2 * ldw + k)))));
+            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 3 * ldw + k)))));
+        }
+        res[0] += hsum(a0);
+        res[1] += hsum(a1);
+        res[2] += hsum(a2);
+        res[3] += hsum(a3);
+    }
+    for (; k < K; k++)
+        for (int r = 0; r < 4; r++) res[r] += (int32_t)x[k] * (int32_t)w[r * ldw + k];
+    memcpy(out, res, sizeof res);
+}
+
+__attribute__((target("avx2"))) void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n) {
+    __m256i av = _mm256_set1_epi32(a);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        /* |a * b| <= 2^30: the int32 product is exact, the sum is int64 */
+        __m256i p = _mm256_mullo_epi32(av, _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(b + j))));
+        __m256i lo = _mm256_loadu_si256((const __m256i *)(acc + j)), hi = _mm256_loadu_si256((const __m256i *)(acc + j + 4));
+        lo = _mm256_add_epi64(lo, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(p)));
+        hi = _mm256_add_epi64(hi, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(p, 1)));
+        _mm256_storeu_si256((__m256i *)(acc + j), lo);
+        _mm256_storeu_si256((__m256i *)(acc + j + 4), hi);
+    }
+    for (; j < n; j++) acc[j] += (int64_t)(a * (int32_t)b[j]);
+}
+#else
+int pdq_qx_cpu_avx2(void) { return 0; }
+void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    for (int r = 0; r < 4; r++) out[r] = pdq_qx_dot_u8_scalar(x, w + r * ldw, K);
+}
+void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n) { pdq_qx_axpy_i16_scalar(acc, a, b, n); }
+void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    for (int m = 0; m < 4; m++)
+        for (int r = 0; r < 2; r++) out[2 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
+}
+int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n) { return pdq_qx_dot_u8_scalar(x, w, n); }
+#endif
+
+pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
+    const pdq_graph *g = x->g;
+    const pdq_op *op = &g->ops[oi];
+    qx_prep *p = &x->prep[oi];
+    const pdq_tensor *xt = &g->tensors[op->in[0]], *w = &g->tensors[op->in[1]];
+    if (w->kind != PDQ_TK_CONST || w->ndim != 2)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: weight %s must be a 2-d constant", w->name);
+    if (xt->kind == PDQ_TK_CONST)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant FC input %s", xt->name);
+    p->fout = w->shape[0];
+    p->fin = w->shape[1];
+    p->rows = (int)(pdq_tensor_count(xt) / (size_t)p->fin);
+    if (op->n_in == 3) {
+        const pdq_tensor *b = &g->tensors[op->in[2]];
+        if (b->kind != PDQ_TK_CONST || b->dtype != PDQ_TF32 || b->q || (int)pdq_tensor_count(b) != p->fout)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: bias %s must be a float32 constant of %d values", b->name,
+                            p->fout);
+        p->bias = b->data;
+    }
+    const qx_t *xq = &x->t[op->in[0]];
+    int wq = (w->dtype == PDQ_TU4 || w->dtype == PDQ_TU8) && w->q;
+    if (w->dtype == PDQ_TF32 && !w->q) {
+        p->wf = w->data;
+        return PDQ_OK; /* double fallback */
+    }
+    if (!wq)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: weight %s of dtype %s%s", w->name, pdq_tdtype_name(w->dtype),
+                        w->q ? "" : " without qparams");
+    if (w->q->n != 1 && (w->q->n != p->fout || w->q->quantized_dim != 0))
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: weight %s: %d scales, need 1 or one per output row (%d)",
+                        w->name, w->q->n, p->fout);
+    if (!xq->quant) {
+        /* float activations with a quantized weight: dequantized weight, double fallback */
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: float input %s of a quantized weight %s", xt->name, w->name);
+    }
+    if (xq->dt == PDQ_TI16 && xq->zp != 0)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: int16 input %s with zero point %lld (symmetric only)",
+                        xt->name, (long long)xq->zp);
+    p->int_path = 1;
+    p->w = w->data;
+    p->zw = malloc(sizeof(int32_t) * (size_t)p->fout);
+    p->sw = malloc(sizeof(double) * (size_t)p->fout);
+    p->sumx = malloc(sizeof(int64_t) * (size_t)(p->rows ? p->rows : 1));
+    if (xq->dt == PDQ_TU8) p->xs = malloc(sizeof(int16_t) * pdq_tensor_count(xt));
+    if (!p->zw || !p->sw || !p->sumx || (xq->dt == PDQ_TU8 && !p->xs))
+        return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
+    int hi = w->dtype == PDQ_TU4 ? 15 : 255;
+    for (int r = 0; r < p->fout; r++) {
+        int c = w->q->n == 1 ? 0 : r;
+        int64_t z = w->q->zero_point[c];
+        double s = (double)w->q->scale[c];
+        if (z < 0 || z > hi || !(s >= 0))
+            return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s row %d: zero point %lld / scale %g", w->name, r,
+                            (long long)z, s);
+        p->zw[r] = (int32_t)z;
+        p->any_zw |= z != 0;
+        p->sw[r] = xq->s * s; /* the one double product sx * sw[r] */
+    }
+    const uint8_t *wd = w->data;
+    size_t nw = (size_t)p->fout * p->fin;
+    for (size_t i = 0; i < nw; i++)
+        if (wd[i] > hi) return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s: code %d > %d", w->name, wd[i], hi);
+    return PDQ_OK;
+}
+
+typedef struct {
+    pdq_qexec *x;
+    const pdq_op *op;
+    const qx_prep *p;
+    const int16_t *xs;
+    int chunk;
+} fc_ctx;
+
+static void fc_task(void *vc, int task, int thread) {
+    (void)thread;
+    const fc_ctx *c = vc;
+    const qx_prep *p = c->p;
+    const qx_t *yq = &c->x->t[c->op->out[0]];
+    void *y = c->x->ptrs[c->op->out[0]];
+    int r0 = task * c->chunk, r1 = r0 + c->chunk < p->fout ? r0 + c->chunk : p->fout;
+    int in = p->fin, out = p->fout;
+    int simd = c->x->simd;
+    for (int r = r0; r < r1;) {
+        int nr = simd && p->rows >= 4 && r + 1 < r1 ? 2 : simd && p->rows < 4 && r + 3 < r1 ? 4 : 1;
+        for (int m = 0; m < p->rows;) {
+            int64_t acc[8];
+            int nm = nr == 2 && m + 4 <= p->rows ? 4 : 1;
+            if (nm == 4) {
+                pdq_qx_tile4x2_u8_avx2(c->xs + (size_t)m * in, (size_t)in, p->w + (size_t)r * in, (size_t)in, in, acc);
+            } else if (nr == 4) {
+                pdq_qx_dot4_u8_avx2(c->xs + (size_t)m * in, p->w + (size_t)r * in, (size_t)in, in, acc);
+            } else {
+                for (int j = 0; j < nr; j++) {
+                    const int16_t *xm = c->xs + (size_t)m * in;
+                    const uint8_t *wr = p->w + (size_t)(r + j) * in;
+                    acc[j] = simd ? pdq_qx_dot_u8_avx2(xm, wr, in) : pdq_qx_dot_u8_scalar(xm, wr, in);
+                }
+            }
+            for (int i = 0; i < nm; i++)
+                for (int j = 0; j < nr; j++) {
+                    int rr = r + j;
+                    int64_t a = acc[i * nr + j];
+                    if (p->zw[rr]) a -= (int64_t)p->zw[rr] * p->sumx[m + i];
+                    double v = (double)a * p->sw[rr];
+                    if (p->bias) v += (double)p->bias[rr];
+                    qx_st(yq, y, (size_t)(m + i) * out + rr, v);
+                }
+            m += nm;
+        }
+        r += nr;
+    }
+}
+
+/* A float operand: sum in double in index order (scalar, the same on every thread). */
+static void fc_float_task(void *vc, int task, int thread) {
+    (void)thread;
+    const fc_ctx *c = vc;
+    const qx_prep *p = c->p;
+    const qx_t *xq = &c->x->t[c->op->in[0]], *yq = &c->x->t[c->op->out[0]];
+    const void *xd = c->x->ptrs[c->op->in[0]];
+    void *y = c->x->ptrs[c->op->out[0]];
+    int r0 = task * c->chunk, r1 = r0 + c->chunk < p->fout ? r0 + c->chunk : p->fout;
+    int in = p->fin, out = p->fout;
+    for (int r = r0; r < r1; r++)
+        for (int m = 0; m < p->rows; m++) {
+            double v = p->bias ? (double)p->bias[r] : 0.0;
+            for (int k = 0; k < in; k++) v += qx_ld(xq, xd, (size_t)m * in + k) * (double)p->wf[(size_t)r * in + k];
+            qx_st(yq, y, (size_t)m * out + r, v);
+        }
+}
+
+void pdq_qx_fc_run(pdq_qexec *x, int oi) {
+    const pdq_op *op = &x->g->ops[oi];
+    qx_prep *p = &x->prep[oi];
+    fc_ctx c = {.x = x, .op = op, .p = p, .chunk = 16};
+    int threads = pdq_pool_threads(x->o.pool);
+    /* enough tasks to balance, few enough that each streams a useful slice of the weight */
+    while (c.chunk < 256 && (p->fout + c.chunk - 1) / c.chunk > 16 * threads) c.chunk *= 2;
+    int tasks = (p->fout + c.chunk - 1) / c.chunk;
+    if (!p->int_path) {
+        pdq_qx_par(x, tasks, fc_float_task, &c);
+        return;
+    }
+    const qx_t *xq = &x->t[op->in[0]];
+    size_t nx = (size_t)p->rows * p->fin;
+    if (xq->dt == PDQ_TU8) {
+        const uint8_t *src = x->ptrs[op->in[0]];
+        for (size_t i = 0; i < nx; i++) p->xs[i] = (int16_t)((int)src[i] - (int)xq->zp);
+        c.xs = p->xs;
+    } else {
+        c.xs = x->ptrs[op->in[0]];
+    }
+    if (p->any_zw)
+        for (int m = 0; m < p->rows; m++) {
+            int64_t s = 0;
+            const int16_t *xm = c.xs + (size_t)m * p->fin;
+            for (int k = 0; k < p->fin; k++) s += xm[k];
+            p->sumx[m] = s;
+        }
+    pdq_qx_par(x, tasks, fc_task, &c);
+}

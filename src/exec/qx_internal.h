@@ -1,0 +1,103 @@
+/* Private state of the integer executor, shared by its files (driver, FC, other kernels). */
+#ifndef PDQ_EXEC_QX_INTERNAL_H
+#define PDQ_EXEC_QX_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pdq/qexec.h"
+#include "pdq/requant.h"
+
+/* How a tensor's stored elements read as real numbers. quant: per-tensor affine codes. */
+typedef struct {
+    pdq_tdtype dt;     /* storage dtype: TI16 / TU8 codes, TF32, TI32 */
+    int quant;
+    double s;          /* 1 and zp 0 when not quantized */
+    int64_t zp, lo, hi;
+} qx_t;
+
+/* Per-op prepared data (built at create). */
+typedef struct {
+    /* FULLY_CONNECTED */
+    const uint8_t *w;      /* [out, in] codes, one per byte (uint4 or uint8) */
+    const float *wf;       /* float weight (fallback path) */
+    int32_t *zw;           /* [out] weight zero points */
+    double *sw;            /* [out] weight scales */
+    const float *bias;     /* [out] or NULL */
+    int fout, fin, rows;
+    int int_path;          /* integer sums (else the double fallback of a float operand) */
+    int any_zw;            /* some weight zero point != 0: sum(x) per row needed */
+    int16_t *xs;           /* [rows, in] uint8 activations widened to x - zx */
+    int64_t *sumx;         /* [rows] */
+    /* unary table over every input code (index code - lo) */
+    int32_t *table;
+    /* SOFTMAX: exp(-d * s * beta) for d = max code - code */
+    double *exp_tab;
+    size_t exp_n;
+    /* RMS_NORM gamma values / GATHER of a quantized constant: per-row scale and zero point */
+    double *gamma;
+    int gamma_n;
+    double *row_s;
+    int64_t *row_zp;
+} qx_prep;
+
+struct pdq_qexec {
+    const pdq_graph *g;
+    pdq_exec_opts o;
+    int simd;
+    qx_t *t;             /* [n_tensors] */
+    size_t *offset;      /* [n_tensors] arena offsets of non-constant tensors */
+    void **bound;        /* [n_tensors] caller memory of inputs/outputs, or NULL */
+    void **ptrs;         /* [n_tensors] storage at run */
+    size_t arena_bytes;
+    void *arena;
+    qx_prep *prep;       /* [n_ops] */
+    double *dscratch;    /* BATCH_MATMUL through dgemm: operands and product as exact integers */
+    size_t dscratch_n;
+};
+
+/* Real value of element i / requantized store of y into element i. */
+static inline double qx_ld(const qx_t *q, const void *p, size_t i) {
+    switch (q->dt) {
+    case PDQ_TI16: return pdq_rq_value(((const int16_t *)p)[i], q->s, q->zp);
+    case PDQ_TU8: return pdq_rq_value(((const uint8_t *)p)[i], q->s, q->zp);
+    case PDQ_TI32: return (double)((const int32_t *)p)[i];
+    default: return (double)((const float *)p)[i];
+    }
+}
+
+static inline void qx_st(const qx_t *q, void *p, size_t i, double y) {
+    switch (q->dt) {
+    case PDQ_TI16: ((int16_t *)p)[i] = (int16_t)pdq_rq_code(y, q->s, q->zp, q->lo, q->hi); break;
+    case PDQ_TU8: ((uint8_t *)p)[i] = (uint8_t)pdq_rq_code(y, q->s, q->zp, q->lo, q->hi); break;
+    case PDQ_TI32: ((int32_t *)p)[i] = (int32_t)pdq_rq_code(y, 1.0, 0, INT32_MIN, INT32_MAX); break;
+    default: ((float *)p)[i] = (float)y; break;
+    }
+}
+
+static inline int64_t qx_code(const qx_t *q, const void *p, size_t i) {
+    return q->dt == PDQ_TI16 ? ((const int16_t *)p)[i] : ((const uint8_t *)p)[i];
+}
+
+/* Parallel loop over tasks (the pool, or in order on the caller). */
+void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx);
+
+pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int op_index, pdq_status *st);
+void pdq_qx_fc_run(pdq_qexec *x, int op_index);
+/* Exact dot products of int16 activations with byte codes (sum x[k] * w[k]). */
+int64_t pdq_qx_dot_u8_scalar(const int16_t *x, const uint8_t *w, int n);
+int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n);
+int pdq_qx_cpu_avx2(void);
+/* out[r] = sum_k x[k] * w[r][k] for 4 weight rows (decode GEMV: one activation load, 4 rows). */
+void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
+/* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */
+void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n);
+void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n);
+/* out[m * 2 + r] = sum_k x[m][k] * w[r][k] for 4 activation rows (stride ldx) and 2 weight rows. */
+void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
+
+pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int op_index, pdq_status *st);
+pdq_code pdq_qx_ops_run(pdq_qexec *x, int op_index, pdq_status *st);
+void pdq_qx_prep_free(qx_prep *p);
+
+#endif

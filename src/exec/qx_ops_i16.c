@@ -1,0 +1,537 @@
+/* Integer-mode kernels other than FULLY_CONNECTED: BATCH_MATMUL (exact integer sums: int64 in the
+ * scalar kernel; dgemm on the codes otherwise, exact because every product and partial sum is an
+ * integer below 2^53 -- |code| <= 2^15, so K < 2^22 keeps K * 2^30 below 2^52 -- whatever the
+ * order or the BLAS thread count), element-wise
+ * ops and the non-linear ops by the rule of include/pdq/qexec.h (dequantize to double, compute,
+ * requantize; tables over every input code where the input is a code), layout ops on codes. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../static/ops.h"
+#include "qx_internal.h"
+
+void pdq_qx_prep_free(qx_prep *p) {
+    free(p->zw);
+    free(p->sw);
+    free(p->xs);
+    free(p->sumx);
+    free(p->table);
+    free(p->exp_tab);
+    free(p->gamma);
+    free(p->row_s);
+    free(p->row_zp);
+    memset(p, 0, sizeof *p);
+}
+
+static int same_grid(const qx_t *a, const qx_t *b) {
+    return a->dt == b->dt && a->quant == b->quant && a->s == b->s && a->zp == b->zp;
+}
+
+static int is_layout(pdq_op_type t) {
+    return t == PDQ_OP_RESHAPE || t == PDQ_OP_TRANSPOSE || t == PDQ_OP_CONCATENATION || t == PDQ_OP_STRIDED_SLICE ||
+           t == PDQ_OP_SLICE || t == PDQ_OP_GATHER;
+}
+
+static double unary_f(pdq_op_type t, double v) {
+    switch (t) {
+    case PDQ_OP_NEG: return -v;
+    case PDQ_OP_RSQRT: return 1.0 / sqrt(v);
+    default: return 1.0 / (1.0 + exp(-v)); /* LOGISTIC */
+    }
+}
+
+/* Per-row scale / zero point of a quantized constant along dim 0 (GATHER of the embedding). */
+static pdq_code const_rows(const pdq_tensor *t, qx_prep *p, pdq_status *st) {
+    int rows = t->shape[0];
+    if (t->q->n != 1 && (t->q->n != rows || t->q->quantized_dim != 0))
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: %s: %d scales, need 1 or one per row", t->name, t->q->n);
+    p->row_s = malloc(sizeof(double) * (size_t)rows);
+    p->row_zp = malloc(sizeof(int64_t) * (size_t)rows);
+    if (!p->row_s || !p->row_zp) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: %s", t->name);
+    for (int r = 0; r < rows; r++) {
+        int c = t->q->n == 1 ? 0 : r;
+        p->row_s[r] = (double)t->q->scale[c];
+        p->row_zp[r] = t->q->zero_point[c];
+    }
+    return PDQ_OK;
+}
+
+/* Value of element i of a constant (codes with per-channel qparams along quantized_dim, or plain). */
+static double const_value(const pdq_tensor *t, size_t i) {
+    double v;
+    switch (t->dtype) {
+    case PDQ_TI16: v = ((const int16_t *)t->data)[i]; break;
+    case PDQ_TU8: case PDQ_TU4: v = ((const uint8_t *)t->data)[i]; break;
+    case PDQ_TI32: v = ((const int32_t *)t->data)[i]; break;
+    case PDQ_TI64: v = (double)((const int64_t *)t->data)[i]; break;
+    default: return (double)((const float *)t->data)[i];
+    }
+    if (!t->q) return v;
+    size_t inner = 1;
+    int qd = t->q->n > 1 ? t->q->quantized_dim : 0;
+    for (int d = qd + 1; d < t->ndim; d++) inner *= (size_t)t->shape[d];
+    size_t c = t->q->n > 1 ? (i / inner) % (size_t)t->q->n : 0;
+    return pdq_rq_value((int64_t)v, (double)t->q->scale[c], t->q->zero_point[c]);
+}
+
+/* Constant operands of element-wise ops read through a descriptor: float constants as they are,
+ * per-tensor quantized ones as codes. Per-channel constants are not element-wise operands. */
+static pdq_code const_desc(const pdq_tensor *t, qx_t *q, pdq_status *st) {
+    memset(q, 0, sizeof *q);
+    q->s = 1.0;
+    q->dt = t->dtype == PDQ_TU4 ? PDQ_TU8 : t->dtype;
+    if (t->q && t->dtype != PDQ_TF32) {
+        if (t->q->n != 1 || (t->dtype != PDQ_TI16 && t->dtype != PDQ_TU8 && t->dtype != PDQ_TU4))
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant operand %s (%s, %d scales)", t->name,
+                            pdq_tdtype_name(t->dtype), t->q->n);
+        q->quant = 1;
+        q->s = (double)t->q->scale[0];
+        q->zp = t->q->zero_point[0];
+    } else if (t->dtype != PDQ_TF32 && t->dtype != PDQ_TI32) {
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant operand %s of dtype %s", t->name,
+                        pdq_tdtype_name(t->dtype));
+    }
+    return PDQ_OK;
+}
+
+pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int oi, pdq_status *st) {
+    const pdq_graph *g = x->g;
+    const pdq_op *op = &g->ops[oi];
+    qx_prep *p = &x->prep[oi];
+    const qx_t *yq = &x->t[op->out[0]];
+    const pdq_tensor *a = &g->tensors[op->in[0]];
+    switch (op->type) {
+    case PDQ_OP_BATCH_MATMUL: {
+        for (int i = 0; i < 2; i++)
+            if (g->tensors[op->in[i]].kind == PDQ_TK_CONST)
+                return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant BATCH_MATMUL operand %s",
+                                g->tensors[op->in[i]].name);
+        const pdq_tensor *b = &g->tensors[op->in[1]];
+        int K = op->opt.bmm.adj_x ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
+        if (x->t[op->in[0]].quant && x->t[op->in[1]].quant && K < (1 << 22)) {
+            size_t need = pdq_tensor_count(a) + pdq_tensor_count(b) + pdq_tensor_count(&g->tensors[op->out[0]]);
+            if (need > x->dscratch_n) {
+                double *d = realloc(x->dscratch, sizeof(double) * need);
+                if (!d) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: BATCH_MATMUL scratch");
+                x->dscratch = d;
+                x->dscratch_n = need;
+            }
+        }
+        return PDQ_OK;
+    }
+    case PDQ_OP_ADD: case PDQ_OP_SUB: case PDQ_OP_MUL: case PDQ_OP_DIV:
+        for (int i = 0; i < 2; i++) {
+            const pdq_tensor *t = &g->tensors[op->in[i]];
+            if (t->kind == PDQ_TK_CONST) {
+                pdq_code rc = const_desc(t, &x->t[op->in[i]], st);
+                if (rc != PDQ_OK) return rc;
+            }
+        }
+        return PDQ_OK;
+    case PDQ_OP_NEG: case PDQ_OP_RSQRT: case PDQ_OP_LOGISTIC: {
+        const qx_t *xq = &x->t[op->in[0]];
+        if (a->kind == PDQ_TK_CONST) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant input %s", a->name);
+        if (!xq->quant || !yq->quant) return PDQ_OK; /* computed per element */
+        size_t n = (size_t)(xq->hi - xq->lo + 1);
+        p->table = malloc(sizeof(int32_t) * n);
+        if (!p->table) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: table");
+        for (size_t i = 0; i < n; i++) {
+            double v = unary_f(op->type, pdq_rq_value(xq->lo + (int64_t)i, xq->s, xq->zp));
+            p->table[i] = (int32_t)pdq_rq_code(v, yq->s, yq->zp, yq->lo, yq->hi);
+        }
+        return PDQ_OK;
+    }
+    case PDQ_OP_RMS_NORM: {
+        const pdq_tensor *w = &g->tensors[op->in[1]];
+        if (a->kind == PDQ_TK_CONST || w->kind != PDQ_TK_CONST)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: RMS_NORM needs a constant gamma (%s)", w->name);
+        p->gamma_n = (int)pdq_tensor_count(w);
+        p->gamma = malloc(sizeof(double) * (size_t)p->gamma_n);
+        if (!p->gamma) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: gamma");
+        for (int i = 0; i < p->gamma_n; i++) p->gamma[i] = const_value(w, (size_t)i);
+        return PDQ_OK;
+    }
+    case PDQ_OP_SOFTMAX: {
+        const qx_t *xq = &x->t[op->in[0]];
+        if (a->kind == PDQ_TK_CONST) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant input %s", a->name);
+        if (!xq->quant) return PDQ_OK;
+        p->exp_n = (size_t)(xq->hi - xq->lo + 1);
+        p->exp_tab = malloc(sizeof(double) * p->exp_n);
+        if (!p->exp_tab) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: softmax table");
+        double beta = (double)op->opt.softmax.beta;
+        for (size_t d = 0; d < p->exp_n; d++) p->exp_tab[d] = exp(-((double)d * xq->s) * beta);
+        return PDQ_OK;
+    }
+    default:
+        break;
+    }
+    if (!is_layout(op->type))
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: no kernel for %s", pdq_op_name(op->type));
+    if (op->type == PDQ_OP_GATHER && a->kind == PDQ_TK_CONST) {
+        if (a->q && a->dtype != PDQ_TF32) return const_rows(a, p, st);
+        if (a->dtype != PDQ_TF32) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: GATHER of %s", a->name);
+        return PDQ_OK;
+    }
+    int n_data = op->type == PDQ_OP_CONCATENATION ? op->n_in : 1;
+    for (int i = 0; i < n_data; i++) {
+        const pdq_tensor *t = &g->tensors[op->in[i]];
+        if (t->kind == PDQ_TK_CONST || !same_grid(&x->t[op->in[i]], yq))
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: %s moves %s onto another grid or dtype (%s); layout "
+                            "ops keep their input's grid", pdq_op_name(op->type), t->name, g->tensors[op->out[0]].name);
+    }
+    return PDQ_OK;
+}
+
+/* ---------------------------------------------------------------- BATCH_MATMUL */
+
+typedef struct {
+    pdq_qexec *x;
+    const pdq_op *op;
+    int M, N, K, RB, row_blocks;
+    long ask, aim, bks, bjs;   /* element strides: a(i,k) = i*aim + k*ask, b(k,j) = k*bks + j*bjs */
+    long sa[PDQ_G_MAX_DIMS], sb[PDQ_G_MAX_DIMS];
+    int oshape[PDQ_G_MAX_DIMS], nb;
+} bmm_ctx;
+
+static void bmm_task(void *vc, int task, int thread) {
+    (void)thread;
+    const bmm_ctx *c = vc;
+    const pdq_op *op = c->op;
+    const qx_t *aq = &c->x->t[op->in[0]], *bq = &c->x->t[op->in[1]], *yq = &c->x->t[op->out[0]];
+    const void *ad = c->x->ptrs[op->in[0]], *bd = c->x->ptrs[op->in[1]];
+    void *yd = c->x->ptrs[op->out[0]];
+    long t = task / c->row_blocks;
+    int i0 = (task % c->row_blocks) * c->RB, i1 = i0 + c->RB < c->M ? i0 + c->RB : c->M;
+    long rem = t, offa = 0, offb = 0;
+    for (int i = c->nb - 1; i >= 0; i--) {
+        long idx = rem % c->oshape[i];
+        rem /= c->oshape[i];
+        offa += idx * c->sa[i];
+        offb += idx * c->sb[i];
+    }
+    int N = c->N, K = c->K;
+    int integer = aq->quant && bq->quant;
+    int64_t acc_stack[512];
+    double dacc_stack[512];
+    int64_t *acc = N <= 512 ? acc_stack : malloc(sizeof(int64_t) * (size_t)N);
+    double *dacc = N <= 512 ? dacc_stack : malloc(sizeof(double) * (size_t)N);
+    if (!acc || !dacc) { /* cannot happen for the graphs pdq builds; leave the block as zeros */
+        if (N > 512) { free(acc); free(dacc); }
+        return;
+    }
+    double mult = aq->s * bq->s;
+    for (int i = i0; i < i1; i++) {
+        size_t yrow = ((size_t)t * c->M + i) * N;
+        if (integer) {
+            memset(acc, 0, sizeof(int64_t) * (size_t)N);
+            for (int k = 0; k < K; k++) {
+                int64_t av = qx_code(aq, ad, (size_t)(offa + i * c->aim + k * c->ask)) - aq->zp;
+                if (!av) continue;
+                long bo = offb + k * c->bks;
+                if (bq->dt == PDQ_TI16 && c->bjs == 1 && bq->zp == 0) {
+                    const int16_t *br = (const int16_t *)bd + bo;
+                    if (c->x->simd) pdq_qx_axpy_i16_avx2(acc, (int32_t)av, br, N);
+                    else pdq_qx_axpy_i16_scalar(acc, (int32_t)av, br, N);
+                } else {
+                    for (int j = 0; j < N; j++) acc[j] += av * (qx_code(bq, bd, (size_t)(bo + j * c->bjs)) - bq->zp);
+                }
+            }
+            for (int j = 0; j < N; j++) qx_st(yq, yd, yrow + j, (double)acc[j] * mult);
+        } else {
+            for (int j = 0; j < N; j++) dacc[j] = 0;
+            for (int k = 0; k < K; k++) {
+                double av = qx_ld(aq, ad, (size_t)(offa + i * c->aim + k * c->ask));
+                long bo = offb + k * c->bks;
+                for (int j = 0; j < N; j++) dacc[j] += av * qx_ld(bq, bd, (size_t)(bo + j * c->bjs));
+            }
+            for (int j = 0; j < N; j++) qx_st(yq, yd, yrow + j, dacc[j]);
+        }
+    }
+    if (N > 512) { free(acc); free(dacc); }
+}
+
+static void bmm_run(pdq_qexec *x, const pdq_op *op) {
+    const pdq_graph *g = x->g;
+    const pdq_tensor *a = &g->tensors[op->in[0]], *b = &g->tensors[op->in[1]], *o = &g->tensors[op->out[0]];
+    bmm_ctx c;
+    memset(&c, 0, sizeof c);
+    c.x = x;
+    c.op = op;
+    c.M = o->shape[o->ndim - 2];
+    c.N = o->shape[o->ndim - 1];
+    c.K = op->opt.bmm.adj_x ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
+    long lda = a->shape[a->ndim - 1], ldb = b->shape[b->ndim - 1];
+    if (op->opt.bmm.adj_x) { c.aim = 1; c.ask = lda; } else { c.aim = lda; c.ask = 1; }
+    if (op->opt.bmm.adj_y) { c.bjs = ldb; c.bks = 1; } else { c.bjs = 1; c.bks = ldb; }
+    c.nb = o->ndim - 2;
+    for (int i = 0; i < PDQ_G_MAX_DIMS; i++) c.oshape[i] = 1;
+    long amat = (long)a->shape[a->ndim - 2] * a->shape[a->ndim - 1];
+    long bmat = (long)b->shape[b->ndim - 2] * b->shape[b->ndim - 1];
+    long acc_a = amat, acc_b = bmat;
+    for (int i = c.nb - 1; i >= 0; i--) {
+        int ia = i - (c.nb - (a->ndim - 2)), ib = i - (c.nb - (b->ndim - 2));
+        int da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+        c.oshape[i] = o->shape[i];
+        c.sa[i] = da == 1 ? 0 : acc_a;
+        c.sb[i] = db == 1 ? 0 : acc_b;
+        acc_a *= da;
+        acc_b *= db;
+    }
+    long total = 1;
+    for (int i = 0; i < c.nb; i++) total *= c.oshape[i];
+    const qx_t *aq = &x->t[op->in[0]], *bq = &x->t[op->in[1]];
+    /* dgemm pays for converting the operands: worth it for prefill-sized products only */
+    if (x->simd && aq->quant && bq->quant && c.K < (1 << 22) && x->dscratch && c.M >= 8) {
+        size_t na = pdq_tensor_count(a), nbv = pdq_tensor_count(b);
+        double *A = x->dscratch, *B = A + na, *C = B + nbv;
+        const void *ad = x->ptrs[op->in[0]], *bd = x->ptrs[op->in[1]];
+        for (size_t i = 0; i < na; i++) A[i] = (double)(qx_code(aq, ad, i) - aq->zp);
+        for (size_t i = 0; i < nbv; i++) B[i] = (double)(qx_code(bq, bd, i) - bq->zp);
+        for (long t = 0; t < total; t++) {
+            long rem = t, offa = 0, offb = 0;
+            for (int i = c.nb - 1; i >= 0; i--) {
+                long idx = rem % c.oshape[i];
+                rem /= c.oshape[i];
+                offa += idx * c.sa[i];
+                offb += idx * c.sb[i];
+            }
+            cblas_dgemm(CblasRowMajor, op->opt.bmm.adj_x ? CblasTrans : CblasNoTrans,
+                        op->opt.bmm.adj_y ? CblasTrans : CblasNoTrans, c.M, c.N, c.K, 1.0, A + offa, (int)lda, B + offb,
+                        (int)ldb, 0.0, C + t * (long)c.M * c.N, c.N);
+        }
+        const qx_t *yq = &x->t[op->out[0]];
+        void *yd = x->ptrs[op->out[0]];
+        double mult = aq->s * bq->s;
+        size_t n = (size_t)total * c.M * c.N;
+        for (size_t i = 0; i < n; i++) qx_st(yq, yd, i, C[i] * mult);
+        return;
+    }
+    c.RB = 16;
+    c.row_blocks = (c.M + c.RB - 1) / c.RB;
+    pdq_qx_par(x, (int)(total * c.row_blocks), bmm_task, &c);
+}
+
+/* ---------------------------------------------------------------- element-wise */
+
+typedef struct {
+    pdq_qexec *x;
+    const pdq_op *op;
+    const qx_t *aq, *bq;
+    const void *ad, *bd;
+    int o6[PDQ_G_MAX_DIMS];
+    long sa[PDQ_G_MAX_DIMS], sb[PDQ_G_MAX_DIMS];
+    size_t outer, rows_per_task;
+    int inner, same;
+} bin_ctx;
+
+static inline double binop(pdq_op_type t, double a, double b) {
+    switch (t) {
+    case PDQ_OP_ADD: return a + b;
+    case PDQ_OP_SUB: return a - b;
+    case PDQ_OP_MUL: return a * b;
+    default: return a / b;
+    }
+}
+
+static void bin_task(void *vc, int task, int thread) {
+    (void)thread;
+    const bin_ctx *c = vc;
+    const qx_t *yq = &c->x->t[c->op->out[0]];
+    void *yd = c->x->ptrs[c->op->out[0]];
+    pdq_op_type t = c->op->type;
+    size_t r0 = (size_t)task * c->rows_per_task, r1 = r0 + c->rows_per_task < c->outer ? r0 + c->rows_per_task : c->outer;
+    int inner = c->inner;
+    for (size_t r = r0; r < r1; r++) {
+        size_t base = r * (size_t)inner;
+        if (c->same) {
+            for (int i = 0; i < inner; i++)
+                qx_st(yq, yd, base + i, binop(t, qx_ld(c->aq, c->ad, base + i), qx_ld(c->bq, c->bd, base + i)));
+            continue;
+        }
+        size_t rem = r;
+        long offa = 0, offb = 0;
+        for (int d = 4; d >= 0; d--) {
+            long idx = (long)(rem % (size_t)c->o6[d]);
+            rem /= (size_t)c->o6[d];
+            offa += idx * c->sa[d];
+            offb += idx * c->sb[d];
+        }
+        for (int i = 0; i < inner; i++)
+            qx_st(yq, yd, base + i,
+                  binop(t, qx_ld(c->aq, c->ad, (size_t)(offa + i * c->sa[5])), qx_ld(c->bq, c->bd, (size_t)(offb + i * c->sb[5]))));
+    }
+}
+
+static size_t rows_per(size_t outer, int inner) {
+    size_t want = 4096 / (size_t)(inner > 0 ? inner : 1);
+    if (want < 1) want = 1;
+    if (want > outer) want = outer ? outer : 1;
+    return want;
+}
+
+static void binary_run(pdq_qexec *x, const pdq_op *op) {
+    const pdq_graph *g = x->g;
+    const pdq_tensor *a = &g->tensors[op->in[0]], *b = &g->tensors[op->in[1]], *o = &g->tensors[op->out[0]];
+    bin_ctx c;
+    memset(&c, 0, sizeof c);
+    c.x = x;
+    c.op = op;
+    c.aq = &x->t[op->in[0]];
+    c.bq = &x->t[op->in[1]];
+    c.ad = x->ptrs[op->in[0]];
+    c.bd = x->ptrs[op->in[1]];
+    size_t n = pdq_tensor_count(o);
+    pdq_k_shape6(o, c.o6);
+    pdq_k_strides6(a, c.o6, c.sa);
+    pdq_k_strides6(b, c.o6, c.sb);
+    c.same = pdq_tensor_count(a) == n && pdq_tensor_count(b) == n;
+    c.inner = c.o6[5];
+    c.outer = n / (size_t)c.inner;
+    c.rows_per_task = rows_per(c.outer, c.inner);
+    pdq_qx_par(x, (int)((c.outer + c.rows_per_task - 1) / c.rows_per_task), bin_task, &c);
+}
+
+/* ---------------------------------------------------------------- row ops: unary, RMS_NORM, SOFTMAX */
+
+typedef struct {
+    pdq_qexec *x;
+    const pdq_op *op;
+    const qx_prep *p;
+    size_t rows, rows_per_task;
+    int c;
+} row_ctx;
+
+static void unary_task(void *vc, int task, int thread) {
+    (void)thread;
+    const row_ctx *c = vc;
+    const qx_t *xq = &c->x->t[c->op->in[0]], *yq = &c->x->t[c->op->out[0]];
+    const void *xd = c->x->ptrs[c->op->in[0]];
+    void *yd = c->x->ptrs[c->op->out[0]];
+    size_t r0 = (size_t)task * c->rows_per_task, r1 = r0 + c->rows_per_task < c->rows ? r0 + c->rows_per_task : c->rows;
+    size_t i0 = r0 * (size_t)c->c, i1 = r1 * (size_t)c->c;
+    const int32_t *tab = c->p->table;
+    if (tab && yq->dt == PDQ_TI16) {
+        int16_t *y = yd;
+        for (size_t i = i0; i < i1; i++) y[i] = (int16_t)tab[qx_code(xq, xd, i) - xq->lo];
+    } else if (tab) {
+        uint8_t *y = yd;
+        for (size_t i = i0; i < i1; i++) y[i] = (uint8_t)tab[qx_code(xq, xd, i) - xq->lo];
+    } else {
+        for (size_t i = i0; i < i1; i++) qx_st(yq, yd, i, unary_f(c->op->type, qx_ld(xq, xd, i)));
+    }
+}
+
+static void rms_task(void *vc, int task, int thread) {
+    (void)thread;
+    const row_ctx *c = vc;
+    const qx_t *xq = &c->x->t[c->op->in[0]], *yq = &c->x->t[c->op->out[0]];
+    const void *xd = c->x->ptrs[c->op->in[0]];
+    void *yd = c->x->ptrs[c->op->out[0]];
+    size_t r0 = (size_t)task * c->rows_per_task, r1 = r0 + c->rows_per_task < c->rows ? r0 + c->rows_per_task : c->rows;
+    int C = c->c, gn = c->p->gamma_n;
+    double eps = (double)c->op->opt.rms.epsilon;
+    for (size_t r = r0; r < r1; r++) {
+        size_t base = r * (size_t)C;
+        double ms;
+        if (xq->quant) { /* sum of squared codes: exact */
+            int64_t ss = 0;
+            for (int i = 0; i < C; i++) {
+                int64_t v = qx_code(xq, xd, base + i) - xq->zp;
+                ss += v * v;
+            }
+            ms = (double)ss * (xq->s * xq->s) / (double)C;
+        } else {
+            double ss = 0;
+            for (int i = 0; i < C; i++) { double v = qx_ld(xq, xd, base + i); ss += v * v; }
+            ms = ss / (double)C;
+        }
+        double inv = 1.0 / sqrt(ms + eps);
+        for (int i = 0; i < C; i++)
+            qx_st(yq, yd, base + i, qx_ld(xq, xd, base + i) * inv * c->p->gamma[gn == 1 ? 0 : i]);
+    }
+}
+
+static void softmax_task(void *vc, int task, int thread) {
+    (void)thread;
+    const row_ctx *c = vc;
+    const qx_t *xq = &c->x->t[c->op->in[0]], *yq = &c->x->t[c->op->out[0]];
+    const void *xd = c->x->ptrs[c->op->in[0]];
+    void *yd = c->x->ptrs[c->op->out[0]];
+    size_t r0 = (size_t)task * c->rows_per_task, r1 = r0 + c->rows_per_task < c->rows ? r0 + c->rows_per_task : c->rows;
+    int C = c->c;
+    double beta = (double)c->op->opt.softmax.beta;
+    const double *tab = c->p->exp_tab;
+    double e_stack[1024];
+    double *e = C <= 1024 ? e_stack : malloc(sizeof(double) * (size_t)C);
+    if (!e) return;
+    for (size_t r = r0; r < r1; r++) {
+        size_t base = r * (size_t)C;
+        double sum = 0;
+        if (tab) {
+            int64_t mx = qx_code(xq, xd, base);
+            for (int i = 1; i < C; i++) { int64_t v = qx_code(xq, xd, base + i); mx = v > mx ? v : mx; }
+            for (int i = 0; i < C; i++) { e[i] = tab[mx - qx_code(xq, xd, base + i)]; sum += e[i]; }
+        } else {
+            double mx = qx_ld(xq, xd, base);
+            for (int i = 1; i < C; i++) { double v = qx_ld(xq, xd, base + i); mx = v > mx ? v : mx; }
+            for (int i = 0; i < C; i++) { e[i] = exp((qx_ld(xq, xd, base + i) - mx) * beta); sum += e[i]; }
+        }
+        for (int i = 0; i < C; i++) qx_st(yq, yd, base + i, e[i] / sum);
+    }
+    if (e != e_stack) free(e);
+}
+
+static void rows_run(pdq_qexec *x, const pdq_op *op, pdq_pool_fn fn, int per_element) {
+    const pdq_tensor *t = &x->g->tensors[op->in[0]];
+    row_ctx c = {.x = x, .op = op, .p = &x->prep[op - x->g->ops]};
+    c.c = per_element ? 1 : t->shape[t->ndim - 1];
+    c.rows = pdq_tensor_count(t) / (size_t)c.c;
+    c.rows_per_task = rows_per(c.rows, c.c);
+    pdq_qx_par(x, (int)((c.rows + c.rows_per_task - 1) / c.rows_per_task), fn, &c);
+}
+
+/* ---------------------------------------------------------------- GATHER of a constant */
+
+static pdq_code gather_const(pdq_qexec *x, const pdq_op *op, pdq_status *st) {
+    const pdq_graph *g = x->g;
+    const pdq_tensor *pt = &g->tensors[op->in[0]], *it = &g->tensors[op->in[1]];
+    const qx_prep *p = &x->prep[op - g->ops];
+    const qx_t *yq = &x->t[op->out[0]];
+    void *yd = x->ptrs[op->out[0]];
+    const int32_t *idx = x->ptrs[op->in[1]];
+    int axis = op->opt.gather.axis < 0 ? op->opt.gather.axis + pt->ndim : op->opt.gather.axis;
+    if (axis != 0) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: GATHER of constant %s on axis %d", pt->name, axis);
+    size_t row = pdq_tensor_count(pt) / (size_t)pt->shape[0], n = pdq_tensor_count(it);
+    for (size_t i = 0; i < n; i++) {
+        int r = idx[i];
+        if (r < 0 || r >= pt->shape[0])
+            return pdq_fail(st, PDQ_ERR_ARG, "GATHER %s: index %d out of range [0,%d)", pt->name, r, pt->shape[0]);
+        for (size_t k = 0; k < row; k++) {
+            size_t src = (size_t)r * row + k;
+            double v = p->row_s ? pdq_rq_value(pt->dtype == PDQ_TI16 ? ((const int16_t *)pt->data)[src]
+                                                                      : ((const uint8_t *)pt->data)[src],
+                                               p->row_s[r], p->row_zp[r])
+                                : (double)((const float *)pt->data)[src];
+            qx_st(yq, yd, i * row + k, v);
+        }
+    }
+    return PDQ_OK;
+}
+
+pdq_code pdq_qx_ops_run(pdq_qexec *x, int oi, pdq_status *st) {
+    const pdq_op *op = &x->g->ops[oi];
+    switch (op->type) {
+    case PDQ_OP_BATCH_MATMUL: bmm_run(x, op); return PDQ_OK;
+    case PDQ_OP_ADD: case PDQ_OP_SUB: case PDQ_OP_MUL: case PDQ_OP_DIV: binary_run(x, op); return PDQ_OK;
+    case PDQ_OP_NEG: case PDQ_OP_RSQRT: case PDQ_OP_LOGISTIC: rows_run(x, op, unary_task, 1); return PDQ_OK;
+    case PDQ_OP_RMS_NORM: rows_run(x, op, rms_task, 0); return PDQ_OK;
+    case PDQ_OP_SOFTMAX: rows_run(x, op, softmax_task, 0); return PDQ_OK;
+    case PDQ_OP_GATHER:
+        if (x->g->tensors[op->in[0]].kind == PDQ_TK_CONST) return gather_const(x, op, st);
+        return pdq_k_shape(x->g, op, x->ptrs, st);
+    default:
+        return pdq_k_shape(x->g, op, x->ptrs, st);
+    }
+}

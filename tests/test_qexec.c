@@ -1,0 +1,331 @@
+/* Integer executor kernels against brute force: FULLY_CONNECTED (uint4 / uint8 weights with
+ * per-row zero points, int16 and uint8 activations, a 5632-long row of extreme codes whose sum
+ * does not fit int32), BATCH_MATMUL (int16 x int16, broadcast, adj_y), and the non-linear /
+ * element-wise rule (RMS_NORM, SOFTMAX, LOGISTIC, MUL with broadcasting) recomputed here from the
+ * dequantized values in long double. Every case runs scalar and AVX2, inline and on 2 threads,
+ * and all four must give the same bits. Plus the shared requantization rule itself. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdq/qexec.h"
+#include "pdq/requant.h"
+
+static void set_q(pdq_tensor *t, int n, const float *s, const int64_t *z) {
+    pdq_qparams *q = calloc(1, sizeof *q);
+    q->n = n;
+    q->scale = malloc(sizeof(float) * (size_t)n);
+    q->zero_point = calloc((size_t)n, sizeof(int64_t));
+    for (int i = 0; i < n; i++) {
+        q->scale[i] = s[i];
+        if (z) q->zero_point[i] = z[i];
+    }
+    t->q = q;
+}
+
+static void set_q1(pdq_tensor *t, pdq_tdtype dt, float s, int64_t z) {
+    t->dtype = dt;
+    set_q(t, 1, &s, &z);
+}
+
+/* Runs g (inputs as codes) in the 4 configurations; returns the output bytes of the first and
+ * checks the others are identical. */
+static void *run4(const pdq_graph *g, void *const *inputs, size_t out_bytes) {
+    pdq_status st = {0};
+    pdq_pool *pool = pdq_pool_create(2, &st);
+    assert_non_null(pool);
+    void *first = NULL;
+    for (int cfg = 0; cfg < 4; cfg++) {
+        pdq_exec_opts o;
+        pdq_exec_opts_default(&o);
+        o.mode = PDQ_EXEC_INT;
+        o.force_scalar = cfg & 1;
+        o.pool = cfg & 2 ? pool : NULL;
+        pdq_qexec *x = NULL;
+        if (pdq_qexec_create(g, &o, &x, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
+        assert_non_null(x);
+        for (int i = 0; i < g->n_inputs; i++) {
+            const pdq_tensor *t = &g->tensors[g->inputs[i]];
+            memcpy(pdq_qexec_codes(x, g->inputs[i]), inputs[i], pdq_tensor_count(t) * pdq_tdtype_size(t->dtype));
+        }
+        assert_int_equal(pdq_qexec_run(x, &st), PDQ_OK);
+        const void *y = pdq_qexec_codes(x, g->outputs[0]);
+        if (!first) {
+            first = malloc(out_bytes);
+            memcpy(first, y, out_bytes);
+        } else {
+            assert_memory_equal(first, y, out_bytes);
+        }
+        pdq_qexec_free(x);
+    }
+    pdq_pool_free(pool);
+    return first;
+}
+
+static void test_rule(void **state) {
+    (void)state;
+    assert_int_equal(pdq_rq_code(2.5, 1.0, 0, -32768, 32767), 2);    /* half to even */
+    assert_int_equal(pdq_rq_code(3.5, 1.0, 0, -32768, 32767), 4);
+    assert_int_equal(pdq_rq_code(-2.5, 1.0, 0, -32768, 32767), -2);
+    assert_int_equal(pdq_rq_code(1e12, 0.5, 0, -32768, 32767), 32767); /* saturation */
+    assert_int_equal(pdq_rq_code(-1e12, 0.5, 0, -32768, 32767), -32768);
+    assert_int_equal(pdq_rq_code(NAN, 0.5, 7, 0, 255), 7);
+    assert_int_equal(pdq_rq_code(-1.0, 0.5, 10, 0, 255), 8);
+    assert_true(pdq_rq_value(8, 0.5, 10) == -1.0);
+    /* the inline rounding is nearbyint's (ties to even) over a sweep of halves and random values */
+    uint64_t rs = 1;
+    for (int i = -100000; i <= 100000; i++) {
+        double v = i * 0.5, r = tu_randn(&rs) * 1e6;
+        assert_true(pdq_rq_rint(v) == nearbyint(v));
+        assert_true(pdq_rq_rint(r) == nearbyint(r));
+    }
+    assert_true(pdq_rq_rint(4503599627370497.0) == 4503599627370497.0);
+    assert_true(pdq_rq_rint(-2251799813685247.5) == nearbyint(-2251799813685247.5));
+}
+
+/* FC: x (rows, in) codes, w (out, in) codes, per-row zero points; output float (exact sums) or int16. */
+static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, int extreme, int float_out, uint64_t seed) {
+    pdq_status st = {0};
+    pdq_graph *g;
+    assert_int_equal(pdq_graph_new("fc", &g, &st), PDQ_OK);
+    int xs[2] = {rows, in}, ws[2] = {out, in};
+    int x = pdq_graph_input(g, "x", xdt, 2, xs, &st);
+    uint64_t rs = seed;
+    int whi = wdt == PDQ_TU4 ? 15 : 255;
+    uint8_t *w = malloc((size_t)out * in);
+    /* extreme: even rows all at the top code, odd rows random top/0 */
+    for (int i = 0; i < out * in; i++)
+        w[i] = (uint8_t)(extreme ? ((i / in) % 2 == 0 || tu_rand(&rs) % 2 ? whi : 0) : (int)(tu_rand(&rs) % (uint64_t)(whi + 1)));
+    int wt = pdq_graph_const(g, "w", wdt, 2, ws, w, 1, &st);
+    int fin[2] = {x, wt};
+    int y = pdq_graph_op(g, PDQ_OP_FULLY_CONNECTED, fin, 2, NULL, "y", &st);
+    assert_true(y >= 0);
+    assert_int_equal(pdq_graph_mark_output(g, y, &st), PDQ_OK);
+    float sx = xdt == PDQ_TI16 ? 0.0013f : 0.02f, sy = 0.37f;
+    int64_t zx = xdt == PDQ_TI16 ? 0 : 117;
+    set_q1(&g->tensors[x], xdt, sx, zx);
+    float *sw = malloc(sizeof(float) * (size_t)out);
+    int64_t *zw = malloc(sizeof(int64_t) * (size_t)out);
+    for (int r = 0; r < out; r++) {
+        sw[r] = (float)(0.001 + 0.01 * tu_randu(&rs));
+        zw[r] = extreme ? 0 : (int64_t)(tu_rand(&rs) % (uint64_t)(whi + 1));
+    }
+    set_q(&g->tensors[wt], out, sw, zw);
+    if (!float_out) set_q1(&g->tensors[y], PDQ_TI16, sy, 0);
+    else g->tensors[y].dtype = PDQ_TF32;
+    size_t xb = (size_t)rows * in * pdq_tdtype_size(xdt);
+    void *xd = malloc(xb);
+    for (int i = 0; i < rows * in; i++) {
+        if (xdt == PDQ_TI16)
+            ((int16_t *)xd)[i] = (int16_t)(extreme ? (i / in == 0 ? -32768 : 32767) : (int)(tu_rand(&rs) % 65536) - 32768);
+        else
+            ((uint8_t *)xd)[i] = (uint8_t)(tu_rand(&rs) % 256);
+    }
+    void *ins[1] = {xd};
+    void *yd = run4(g, ins, (size_t)rows * out * (float_out ? 4 : 2));
+    for (int m = 0; m < rows; m++)
+        for (int r = 0; r < out; r++) {
+            int64_t acc = 0; /* brute force: int64 products, no blocks */
+            for (int k = 0; k < in; k++) {
+                int64_t xv = xdt == PDQ_TI16 ? ((int16_t *)xd)[m * in + k] : (int64_t)((uint8_t *)xd)[m * in + k] - zx;
+                acc += xv * ((int64_t)w[r * in + k] - zw[r]);
+            }
+            double v = (double)acc * ((double)sx * (double)sw[r]);
+            if (float_out) {
+                assert_true(((float *)yd)[m * out + r] == (float)v);
+            } else {
+                assert_int_equal(((int16_t *)yd)[m * out + r], pdq_rq_code(v, (double)sy, 0, -32768, 32767));
+            }
+        }
+    free(yd);
+    free(xd);
+    free(w);
+    free(sw);
+    free(zw);
+    pdq_graph_free(g);
+}
+
+static void test_fc(void **state) {
+    (void)state;
+    fc_case(PDQ_TI16, PDQ_TU4, 3, 37, 19, 0, 0, 1);     /* decode-like, odd lengths */
+    fc_case(PDQ_TI16, PDQ_TU4, 40, 256, 33, 0, 0, 2);   /* prefill-like */
+    fc_case(PDQ_TI16, PDQ_TU8, 5, 300, 17, 0, 1, 3);    /* uint8 weights, float output: the exact sums */
+    fc_case(PDQ_TU8, PDQ_TU8, 4, 70, 9, 0, 0, 4);       /* uint8 activations with a zero point */
+    /* 32767 x 15 x 5632 does not fit int32: extreme codes, exact sums */
+    fc_case(PDQ_TI16, PDQ_TU4, 2, 5632, 8, 1, 1, 5);
+    fc_case(PDQ_TI16, PDQ_TU8, 2, 5632, 8, 1, 1, 6);
+}
+
+/* a (H, M, K) x b broadcast over H: adj_y (b is (1, N, K)) or not (b is (1, K, N)); M >= 8 takes
+ * the dgemm path, smaller M the int64 rows (AVX2 or scalar). */
+static void bmm_case(int M, int adj_y, uint64_t seed) {
+    pdq_status st = {0};
+    enum { H = 3, K = 37, N = 19 };
+    pdq_graph *g;
+    assert_int_equal(pdq_graph_new("bmm", &g, &st), PDQ_OK);
+    int as[3] = {H, M, K}, bs[3] = {1, adj_y ? N : K, adj_y ? K : N};
+    int a = pdq_graph_input(g, "a", PDQ_TI16, 3, as, &st);
+    int b = pdq_graph_input(g, "b", PDQ_TI16, 3, bs, &st);
+    pdq_op op;
+    memset(&op, 0, sizeof op);
+    op.opt.bmm.adj_y = adj_y;
+    int in[2] = {a, b};
+    int y = pdq_graph_op(g, PDQ_OP_BATCH_MATMUL, in, 2, &op, "y", &st);
+    assert_true(y >= 0);
+    assert_int_equal(pdq_graph_mark_output(g, y, &st), PDQ_OK);
+    float sa = 0.01f, sb = 0.003f, sy = 0.05f;
+    set_q1(&g->tensors[a], PDQ_TI16, sa, 0);
+    set_q1(&g->tensors[b], PDQ_TI16, sb, 0);
+    set_q1(&g->tensors[y], PDQ_TI16, sy, 0);
+    int16_t *ad = malloc(sizeof(int16_t) * H * M * K), bd[N * K];
+    uint64_t rs = seed;
+    for (int i = 0; i < H * M * K; i++) ad[i] = (int16_t)((int)(tu_rand(&rs) % 65536) - 32768);
+    for (int i = 0; i < N * K; i++) bd[i] = (int16_t)((int)(tu_rand(&rs) % 65536) - 32768);
+    ad[0] = ad[1] = -32768; /* (-32768)^2 twice would overflow an int32 pair sum */
+    bd[0] = -32768;
+    bd[adj_y ? 1 : N] = -32768;
+    void *ins[2] = {ad, bd};
+    int16_t *yd = run4(g, ins, sizeof(int16_t) * H * M * N);
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                int64_t acc = 0;
+                for (int k = 0; k < K; k++) acc += (int64_t)ad[(h * M + i) * K + k] * bd[adj_y ? j * K + k : k * N + j];
+                double v = (double)acc * ((double)sa * (double)sb);
+                assert_int_equal(yd[(h * M + i) * N + j], pdq_rq_code(v, (double)sy, 0, -32768, 32767));
+            }
+    free(yd);
+    free(ad);
+    pdq_graph_free(g);
+}
+
+static void test_bmm(void **state) {
+    (void)state;
+    bmm_case(5, 1, 9);
+    bmm_case(3, 0, 10);
+    bmm_case(9, 0, 11);
+    bmm_case(12, 1, 12);
+}
+
+/* Non-linear / element-wise ops: within one code of the rule recomputed in long double, and
+ * exactly equal for nearly all elements (the two differ only where a value sits on a rounding
+ * boundary to within double precision). */
+static void check_close(const int16_t *got, const long double *want, double sy, int n) {
+    int off = 0;
+    for (int i = 0; i < n; i++) {
+        long double q = nearbyintl(want[i] / (long double)sy);
+        if (q > 32767) q = 32767;
+        if (q < -32768) q = -32768;
+        long long d = llabs((long long)got[i] - (long long)q);
+        assert_true(d <= 1);
+        off += d != 0;
+    }
+    assert_true(off * 100 <= n);
+}
+
+static void test_nonlinear(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    enum { R = 6, C = 40 };
+    float sx = 0.0009f;
+    uint64_t rs = 11;
+    int16_t xd[R * C];
+    for (int i = 0; i < R * C; i++) xd[i] = (int16_t)((int)(tu_rand(&rs) % 20000) - 10000);
+    for (int kind = 0; kind < 4; kind++) {
+        pdq_graph *g;
+        assert_int_equal(pdq_graph_new("nl", &g, &st), PDQ_OK);
+        int xs[2] = {R, C}, bs[2] = {1, C};
+        int x = pdq_graph_input(g, "x", PDQ_TI16, 2, xs, &st), b = -1, y;
+        int16_t gam[C], bcodes[C];
+        for (int i = 0; i < C; i++) { gam[i] = (int16_t)(i % 2 ? 32767 : -32767); bcodes[i] = (int16_t)(i * 500 - 9000); }
+        float gs[C];
+        for (int i = 0; i < C; i++) gs[i] = (float)(0.5 + 0.01 * i) / 32767.0f;
+        pdq_op op;
+        memset(&op, 0, sizeof op);
+        if (kind == 0) { /* RMS_NORM with an int16 per-channel gamma */
+            int gd[1] = {C};
+            int gt = pdq_graph_const(g, "gamma", PDQ_TI16, 1, gd, gam, 1, &st);
+            set_q(&g->tensors[gt], C, gs, NULL);
+            op.opt.rms.epsilon = 1e-5f;
+            int in[2] = {x, gt};
+            y = pdq_graph_op(g, PDQ_OP_RMS_NORM, in, 2, &op, "y", &st);
+        } else if (kind == 1) {
+            op.opt.softmax.beta = 1.0f;
+            y = pdq_graph_op(g, PDQ_OP_SOFTMAX, &x, 1, &op, "y", &st);
+        } else if (kind == 2) {
+            y = pdq_graph_op(g, PDQ_OP_LOGISTIC, &x, 1, NULL, "y", &st);
+        } else {
+            b = pdq_graph_input(g, "b", PDQ_TI16, 2, bs, &st);
+            int in[2] = {x, b};
+            y = pdq_graph_op(g, PDQ_OP_MUL, in, 2, NULL, "y", &st);
+        }
+        assert_true(y >= 0);
+        assert_int_equal(pdq_graph_mark_output(g, y, &st), PDQ_OK);
+        double sy = kind == 0 ? 0.0004 : kind == 1 ? 1.0 / 32767 : kind == 2 ? 1.0 / 32767 : 0.00002;
+        set_q1(&g->tensors[x], PDQ_TI16, sx, 0);
+        if (b >= 0) set_q1(&g->tensors[b], PDQ_TI16, 0.0007f, 0);
+        set_q1(&g->tensors[y], PDQ_TI16, (float)sy, 0);
+        sy = (double)(float)sy;
+        void *ins[2] = {xd, bcodes};
+        int16_t *yd = run4(g, ins, sizeof(int16_t) * R * C);
+        long double want[R * C];
+        for (int r = 0; r < R; r++) {
+            long double v[C], ss = 0, mx = -1e30L, sum = 0;
+            for (int i = 0; i < C; i++) {
+                v[i] = (long double)xd[r * C + i] * sx;
+                ss += v[i] * v[i];
+                if (v[i] > mx) mx = v[i];
+            }
+            for (int i = 0; i < C; i++) sum += expl(v[i] - mx);
+            for (int i = 0; i < C; i++) {
+                long double o;
+                if (kind == 0) o = v[i] / sqrtl(ss / C + 1e-5L) * ((long double)gam[i] * gs[i]);
+                else if (kind == 1) o = expl(v[i] - mx) / sum;
+                else if (kind == 2) o = 1.0L / (1.0L + expl(-v[i]));
+                else o = v[i] * ((long double)bcodes[i] * 0.0007f);
+                want[r * C + i] = o;
+            }
+        }
+        check_close(yd, want, sy, R * C);
+        free(yd);
+        pdq_graph_free(g);
+    }
+}
+
+/* Bad input: an unsupported op and a weight without qparams are errors, not crashes. */
+static void test_errors(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    pdq_graph *g;
+    assert_int_equal(pdq_graph_new("bad", &g, &st), PDQ_OK);
+    int xs[2] = {2, 4}, ws[2] = {3, 4};
+    int x = pdq_graph_input(g, "x", PDQ_TI16, 2, xs, &st);
+    uint8_t w[12] = {0};
+    int wt = pdq_graph_const(g, "w", PDQ_TU8, 2, ws, w, 1, &st);
+    int in[2] = {x, wt};
+    int y = pdq_graph_op(g, PDQ_OP_FULLY_CONNECTED, in, 2, NULL, "y", &st);
+    assert_int_equal(pdq_graph_mark_output(g, y, &st), PDQ_OK);
+    set_q1(&g->tensors[x], PDQ_TI16, 0.1f, 0);
+    set_q1(&g->tensors[y], PDQ_TI16, 0.1f, 0);
+    pdq_exec_opts o;
+    pdq_exec_opts_default(&o);
+    pdq_qexec *q = NULL;
+    assert_int_not_equal(pdq_qexec_create(g, &o, &q, &st), PDQ_OK);
+    assert_non_null(strstr(st.msg, "without qparams"));
+    assert_null(q);
+    pdq_graph_free(g);
+    assert_int_equal(pdq_exec_mode_parse("int"), PDQ_EXEC_INT);
+    assert_int_equal(pdq_exec_mode_parse("fake"), PDQ_EXEC_FAKE);
+    assert_int_equal(pdq_exec_mode_parse("float"), PDQ_EXEC_FLOAT);
+    assert_int_equal(pdq_exec_mode_parse("int8"), -1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rule), cmocka_unit_test(test_fc), cmocka_unit_test(test_bmm),
+        cmocka_unit_test(test_nonlinear), cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
