@@ -13,6 +13,7 @@
 
 static const char *k_usage =
     "usage: pdq chat --model DIR --max-seq N [--bucket Q] [--max-new N] [--rope hf|pre_negated_sin]\n"
+    "       pdq chat --circle OUTDIR [--per-layer] [--max-new N] [--show-plan]   (exported files)\n"
     "                [--scale-fusion none|k_proj] [--layout batched|unrolled] [--threads N]\n";
 
 static int is_eos(const pdq_model *m, int id) {
@@ -30,6 +31,8 @@ static pdq_code feed(pdq_rt *rt, const int32_t *ids, int n, int Q, float *logits
 }
 
 int cmd_chat(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) /* exported files: chat_circle.c */
+        if (strcmp(argv[i], "--circle") == 0) return cmd_chat_circle(argc, argv);
     pdq_args a;
     args_init(&a, "chat", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }

@@ -27,6 +27,8 @@ int cli_inspect_circle(const char *path);
 /* pdq generate/verify --circle OUTDIR (src/cli/circle_cli.c). */
 int cmd_generate_circle(int argc, char **argv);
 int cmd_verify_circle(int argc, char **argv);
+/* pdq chat --circle OUTDIR (src/cli/chat_circle.c). */
+int cmd_chat_circle(int argc, char **argv);
 /* pdq generate --static ...: generation through the static runtime (cmd_generate delegates). */
 int cmd_generate_static(int argc, char **argv);
 
