@@ -576,7 +576,7 @@ static void expect_kv(const pdq_crt *crt, const kv_rec *rec, int KV, int C, int 
 
 /* Logits of both paths are the same grid values: same int16 codes. */
 static void expect_same(const float *a, const float *b, int n, const pdq_ptq *p) {
-    int gi = pdq_ptq_find(p, "logits");
+    int gi = pdq_ptq_find(p, "lm_head.out");
     const pdq_agrid *g = gi >= 0 ? &pdq_ptq_group_at((pdq_ptq *)p, gi)->grid : NULL;
     for (int i = 0; i < n; i++) {
         if (g) assert_int_equal(pdq_agrid_code(g, a[i]), pdq_agrid_code(g, b[i]));
