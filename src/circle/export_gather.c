@@ -71,9 +71,15 @@ cJSON *pdq_circle_requirements(const pdq_circle_model *m) {
         const char *nm = pdq_circle_op_name(m->opcodes[op->opcode_index].builtin_code);
         char line[512], part[96];
         size_t k = (size_t)snprintf(line, sizeof line, "%s ", nm ? nm : "?");
-        for (int i = 0; i < op->n_inputs && k < sizeof line - 100; i++) {
+        for (int i = 0; i < op->n_inputs && k < sizeof line - 100;) {
             operand(m, op->inputs[i], part, sizeof part);
+            int run = 1; /* CONCATENATION of n like operands: "FLOAT32 x8" */
+            char nxt[96];
+            while (i + run < op->n_inputs && (operand(m, op->inputs[i + run], nxt, sizeof nxt), !strcmp(nxt, part))) run++;
             k += (size_t)snprintf(line + k, sizeof line - k, "%s%s", i ? "," : "", part);
+            if (run > 2) k += (size_t)snprintf(line + k, sizeof line - k, " x%d", run);
+            else if (run == 2) k += (size_t)snprintf(line + k, sizeof line - k, ",%s", part);
+            i += run;
         }
         operand(m, op->outputs[0], part, sizeof part);
         snprintf(line + k, sizeof line - k, " -> %s", part);
