@@ -343,7 +343,7 @@ pdq_code pdq_circle_load_graph(const char *path, pdq_graph **out, pdq_status *st
     snprintf(name, sizeof name, "%s", base);
     char *dot = strstr(name, ".circle");
     if (dot) *dot = 0;
-    if ((dot = strstr(name, ".q")) && dot[2] == 0) *dot = 0;
+    if ((dot = strrchr(name, '.')) && (!strcmp(dot, ".q") || !strcmp(dot, ".w4") || !strcmp(dot, ".w8"))) *dot = 0;
     rc = pdq_circle_to_graph(&m, name, out, st);
     pdq_circle_model_free(&m);
     if (rc != PDQ_OK) return pdq_wrap(st, "%s", path);
