@@ -268,8 +268,56 @@ static void check_file(const cJSON *j, const char *name, char kind, int *fc_weig
     }
 }
 
+/* Container and operator conventions (NOTES.md §1-§3) and the subgraph I/O against the manifest's
+ * contract for this file (names, shapes, dtypes in order). */
+static void check_conventions(const cJSON *j, const cJSON *man_file) {
+    assert_true(!item(j, "version") || item(j, "version")->valueint == 0);
+    assert_null(item(cJSON_GetArrayItem(item(j, "buffers"), 0), "data"));
+    const cJSON *oc;
+    cJSON_ArrayForEach(oc, item(j, "operator_codes")) { /* deprecated byte = code below 127, also negative */
+        const cJSON *dep = item(oc, "deprecated_builtin_code"), *b = item(oc, "builtin_code");
+        int d = cJSON_IsNumber(dep) ? dep->valueint : 0;
+        if (cJSON_IsString(b) && !strcmp(b->valuestring, "RMS_NORM")) assert_int_equal(d, -6);
+        if (cJSON_IsString(b) && !strcmp(b->valuestring, "DEQUANTIZE")) assert_int_equal(d, 6);
+        if (cJSON_IsString(b) && !strcmp(b->valuestring, "QUANTIZE")) assert_int_equal(d, 114);
+        if (cJSON_IsString(b) && !strcmp(b->valuestring, "GATHER")) assert_int_equal(d, 36);
+    }
+    const cJSON *sg = cJSON_GetArrayItem(item(j, "subgraphs"), 0), *op;
+    cJSON_ArrayForEach(op, item(sg, "operators")) {
+        const cJSON *ot = item(op, "builtin_options_type");
+        if (cJSON_IsString(ot) && !strcmp(ot->valuestring, "FullyConnectedOptions")) {
+            assert_true(cJSON_IsTrue(item(item(op, "builtin_options"), "keep_num_dims")));
+            assert_int_equal(cJSON_GetArraySize(item(op, "inputs")), 3);
+            assert_int_equal(cJSON_GetArrayItem(item(op, "inputs"), 2)->valueint, -1);
+        }
+    }
+    static const char *const io[2] = {"inputs", "outputs"};
+    for (int w = 0; w < 2; w++) {
+        const cJSON *want = item(man_file, io[w]), *got = item(sg, io[w]);
+        assert_int_equal(cJSON_GetArraySize(want), cJSON_GetArraySize(got));
+        for (int i = 0; i < cJSON_GetArraySize(got); i++) {
+            const cJSON *t = cJSON_GetArrayItem(item(sg, "tensors"), cJSON_GetArrayItem(got, i)->valueint);
+            const cJSON *m = cJSON_GetArrayItem(want, i);
+            assert_string_equal(item(t, "name")->valuestring, item(m, "name")->valuestring);
+            char *a = cJSON_PrintUnformatted(item(t, "shape")), *b = cJSON_PrintUnformatted(item(m, "shape"));
+            assert_string_equal(a, b);
+            free(a);
+            free(b);
+            const char *dt = item(m, "dtype")->valuestring, *ty = ttype(t);
+            assert_true((!strcmp(dt, "float32") && !strcmp(ty, "FLOAT32")) || (!strcmp(dt, "int32") && !strcmp(ty, "INT32")) ||
+                        (!strcmp(dt, "int16") && !strcmp(ty, "INT16")));
+        }
+    }
+}
+
 /* Every file of one export dir through flatc. */
 static int check_dir(const char *dir, char kind, const char *tmp) {
+    char mp[2048];
+    snprintf(mp, sizeof mp, "%s/manifest.json", dir);
+    char *txt = tu_read_file(mp, NULL);
+    cJSON *man = cJSON_Parse(txt);
+    free(txt);
+    assert_non_null(man);
     DIR *d = opendir(dir);
     assert_non_null(d);
     struct dirent *e;
@@ -280,10 +328,17 @@ static int check_dir(const char *dir, char kind, const char *tmp) {
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         cJSON *j = flatc(path, tmp);
         check_file(j, e->d_name, kind, &fc, &ga);
+        char base[256];
+        snprintf(base, sizeof base, "%.*s", (int)strcspn(e->d_name, "."), e->d_name);
+        const cJSON *mf = item(item(man, "files"), base);
+        assert_non_null(mf);
+        assert_string_equal(item(mf, "file")->valuestring, e->d_name);
+        check_conventions(j, mf);
         cJSON_Delete(j);
         files++;
     }
     closedir(d);
+    cJSON_Delete(man);
     assert_true(fc > 0 && ga > 0);
     return files;
 }
