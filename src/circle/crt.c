@@ -516,16 +516,21 @@ static pdq_code append_bucket(pdq_crt *rt, int b, const int32_t *ids, float *row
 }
 
 pdq_code pdq_crt_append(pdq_crt *rt, const int32_t *ids, int n, float *logits, float *all_logits, pdq_status *st) {
-    int V = rt->V, plan[4096];
+    int V = rt->V;
     if (n < 1) return pdq_fail(st, PDQ_ERR_ARG, "circle append: no tokens");
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= V) return pdq_fail(st, PDQ_ERR_ARG, "circle append: token id %d out of range", ids[i]);
     if (rt->len + n > rt->S)
         return pdq_fail(st, PDQ_ERR_LIMIT, "circle append: %d tokens after %d exceed max_seq %d", n, rt->len, rt->S);
-    int k = pdq_crt_plan(rt, n, plan, (int)(sizeof plan / sizeof plan[0]));
-    if (k < 0) return pdq_fail(st, PDQ_ERR_LIMIT, "circle append: no bucket plan for %d tokens at length %d", n, rt->len);
+    int *plan = malloc(sizeof(int) * (size_t)n);
     float *last = malloc(sizeof(float) * (size_t)V);
-    if (!last) return pdq_fail(st, PDQ_ERR_NOMEM, "circle append");
+    int k = plan ? pdq_crt_plan(rt, n, plan, n) : -1;
+    if (!plan || !last || k < 0) {
+        free(plan);
+        free(last);
+        if (k < 0 && plan && last) return pdq_fail(st, PDQ_ERR_LIMIT, "circle append: no bucket plan for %d tokens at length %d", n, rt->len);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "circle append");
+    }
     pdq_code rc = PDQ_OK;
     int done = 0;
     for (int c = 0; c < k && rc == PDQ_OK; c++) {
@@ -545,5 +550,6 @@ pdq_code pdq_crt_append(pdq_crt *rt, const int32_t *ids, int n, float *logits, f
     }
     if (rc == PDQ_OK && logits) memcpy(logits, last, sizeof(float) * (size_t)V);
     free(last);
+    free(plan);
     return rc;
 }

@@ -1,7 +1,7 @@
 /* pdq chat --circle OUTDIR: multi-turn over the exported files. The first line goes through the
  * exported prefill; every later line is appended through the export's append-prefill buckets in
  * the runtime's plan (largest bucket that fits, then smaller; Q = 1 is the decode graph), and the
- * reply is greedy decode steps. --show-plan prints each turn's bucket sequence on stderr. */
+ * reply is greedy decode steps. --chunk-prefill sends the first line through the buckets as well. --show-plan prints each turn's bucket sequence on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +14,9 @@
 #include "pdq/tokenizer.h"
 
 static const char *k_usage =
-    "usage: pdq chat --circle OUTDIR [--per-layer] [--max-new N (32)] [--show-plan]\n"
-    "  lines from stdin; turns after the first are appended in the manifest's append_buckets\n";
+    "usage: pdq chat --circle OUTDIR [--per-layer] [--max-new N (32)] [--show-plan] [--chunk-prefill]\n"
+    "  lines from stdin; turns after the first are appended in the manifest's append_buckets;\n"
+    "  --chunk-prefill feeds the first turn through the buckets too (from an empty cache)\n";
 
 static int is_eos(const pdq_config *c, int have, int id) {
     for (int e = 0; have && e < c->n_eos; e++)
@@ -29,7 +30,7 @@ int cmd_chat_circle(int argc, char **argv) {
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     const char *dir = args_str(&a, "--circle");
     int per_layer = args_flag(&a, "--per-layer"), max_new = (int)args_int(&a, "--max-new", 32);
-    int show = args_flag(&a, "--show-plan");
+    int show = args_flag(&a, "--show-plan"), chunk = args_flag(&a, "--chunk-prefill");
     if (args_finish(&a) || !dir || max_new < 0) { fputs(k_usage, stderr); return 2; }
     pdq_tokenizer *tok = cli_load_tokenizer("chat", dir);
     if (!tok) return 1;
@@ -72,13 +73,13 @@ int cmd_chat_circle(int argc, char **argv) {
             fprintf(stderr, "pdq chat: context full (max_seq %d)\n", S);
             break;
         }
-        if (show && turn > 0) {
+        if (show && (turn > 0 || chunk)) {
             int np = pdq_crt_plan(rt, T, plan, S + 1);
             fprintf(stderr, "turn %d: %d tokens at length %d: buckets", turn + 1, T, pdq_crt_len(rt));
             for (int i = 0; i < np; i++) fprintf(stderr, " %d", plan[i]);
             fprintf(stderr, "\n");
         }
-        pdq_code rc = turn == 0 ? pdq_crt_prefill(rt, blk, T, logits, &st) : pdq_crt_append(rt, blk, T, logits, NULL, &st);
+        pdq_code rc = turn == 0 && !chunk ? pdq_crt_prefill(rt, blk, T, logits, &st) : pdq_crt_append(rt, blk, T, logits, NULL, &st);
         free(blk);
         if (rc != PDQ_OK) { fprintf(stderr, "pdq chat: turn %d: %s\n", turn + 1, st.msg); goto done; }
         turn++;

@@ -29,6 +29,9 @@ for pl in "" --per-layer; do
     check "chat-replies$pl" "cmp -s $tmp/chat $tmp/chat_mem && [ -s $tmp/chat ]"
 done
 
+"$PDQ" chat --circle $O --chunk-prefill --show-plan --max-new 4 <$tmp/turns >$tmp/chat_chunk 2>$tmp/plan
+check chat-chunked-prefill "grep -q '^turn 1: 7 tokens at length 0: buckets 4 1 1 1\$' $tmp/plan && cmp -s $tmp/chat_chunk $tmp/chat_mem"
+
 for pl in "" --per-layer; do
     v=$("$PDQ" verify --circle $O $pl --model $M --prompt "In the beginning, God created" --steps 3 \
         --append "And God said, Let there be light, and there was light. And God saw the light" 2>&1)
