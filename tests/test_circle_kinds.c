@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "pdq/circle_export.h"
+#include "pdq/eval.h"
 #include "pdq/model.h"
 #include "pdq/ptq.h"
 #include "pdq/quant.h"
@@ -502,20 +503,11 @@ static void test_bucket_plan(void **state) {
     assert_non_null(strstr(st.msg, "max_seq-1 = 63"));
 }
 
+/* Largest |a - b| (pdq_compare_logits' max, NaN counted). */
 static double max_abs(const float *a, const float *b, int n) {
-    double m = 0;
-    for (int i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        if (d > m || d != d) m = d;
-    }
-    return m;
-}
-
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
+    pdq_logit_cmp c;
+    pdq_compare_logits(a, b, n, &c);
+    return c.max_abs_diff;
 }
 
 /* Turns of 1..25 tokens after a 3-token prompt: bucketed append vs token-by-token decode. */
@@ -549,7 +541,7 @@ static void append_vs_decode(const char *dir, int whole) {
             assert_int_equal(pdq_crt_decode(b, turn[t], lb, &st), PDQ_OK);
             double d = max_abs(la + (size_t)t * V, lb, V);
             if (d > worst) worst = d;
-            assert_int_equal(argmax(la + (size_t)t * V, V), argmax(lb, V));
+            assert_int_equal(pdq_argmax(la + (size_t)t * V, V), pdq_argmax(lb, V));
         }
         assert_true(max_abs(last, la + (size_t)(T - 1) * V, V) == 0.0); /* logits = the last row of all_logits */
     }
