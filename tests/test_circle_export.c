@@ -248,17 +248,25 @@ static void test_flatc_conventions(void **state) {
             expect_shape(sg, "inputs", 3, 3, c3);
             expect_shape(sg, "outputs", 0, 3, h);
             expect_shape(sg, "outputs", 1, 4, nk);
-        } else if (!strncmp(e->d_name, "decoder_layer_append_q4_", 24)) {
+        } else if (!strncmp(e->d_name, "decoder_layer_append_prefill_q4_", 32)) { /* TICO's append-prefill name */
             int pk[4] = {1, KV, S - 4, hd}, nk[4] = {1, KV, 4, hd};
             expect_shape(sg, "inputs", 2, 4, pk);
             expect_shape(sg, "outputs", 1, 4, nk);
+        } else if (!strcmp(e->d_name, "model_append_prefill_q4.circle")) {
+            int ids[2] = {1, 4}, m3[3] = {1, 4, S}, lg[3] = {1, 4, V}, pk[4] = {1, KV, S - 4, hd}, nk[4] = {1, KV, 4, hd};
+            assert_int_equal(cJSON_GetArraySize(item(sg, "inputs")), 4 + 2 * L);
+            expect_shape(sg, "inputs", 0, 2, ids);
+            expect_shape(sg, "inputs", 1, 3, m3);
+            for (int k = 4; k < 4 + 2 * L; k++) expect_shape(sg, "inputs", k, 4, pk);
+            expect_shape(sg, "outputs", 0, 3, lg);
+            for (int k = 1; k <= 2 * L; k++) expect_shape(sg, "outputs", k, 4, nk);
         }
         cJSON_Delete(j);
         files++;
     }
     closedir(dd);
-    /* 2 whole + embed + head + 3 per layer */
-    assert_int_equal(files, 4 + 3 * L);
+    /* 3 whole (prefill, decode, append q4) + embed + head + 3 per layer */
+    assert_int_equal(files, 5 + 3 * L);
     tu_rmtree(tmp);
     free(tmp);
 }
@@ -568,7 +576,7 @@ static void expect_kv(const pdq_crt *crt, const kv_rec *rec, int KV, int C, int 
 
 /* Logits of both paths are the same grid values: same int16 codes. */
 static void expect_same(const float *a, const float *b, int n, const pdq_ptq *p) {
-    int gi = pdq_ptq_find(p, "logits");
+    int gi = pdq_ptq_find(p, "lm_head.out");
     const pdq_agrid *g = gi >= 0 ? &pdq_ptq_group_at((pdq_ptq *)p, gi)->grid : NULL;
     for (int i = 0; i < n; i++) {
         if (g) assert_int_equal(pdq_agrid_code(g, a[i]), pdq_agrid_code(g, b[i]));

@@ -62,6 +62,11 @@ pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, 
  * Names are the layer graphs' (the shared mask/cos/sin inputs are "attention_mask", "cos", "sin"). */
 pdq_code pdq_build_whole(const pdq_model *m, pdq_graph_mode mode, int max_seq, const pdq_static_opts *o,
                          pdq_graph **out, pdq_status *st);
+/* The same with an append bucket of Q tokens (mode append; Q = 1 is model_decode): inputs
+ * input_ids (1,Q), attention_mask (1,Q,max_seq), cos/sin (1,Q,hd), past K/V (1,n_kv,max_seq-Q,hd);
+ * outputs logits (1,Q,V) and the delta K/V (1,n_kv,Q,hd). Named model_append_prefill_q<Q>. */
+pdq_code pdq_build_whole_q(const pdq_model *m, pdq_graph_mode mode, int max_seq, int Q, const pdq_static_opts *o,
+                           pdq_graph **out, pdq_status *st);
 
 /* ---------------- executable Circle graphs ---------------- */
 
@@ -103,11 +108,24 @@ float pdq_cg_dequantize_value(const pdq_tensor *t, int64_t q);
 
 /* ---------------- export of a model ---------------- */
 
+#define PDQ_MAX_BUCKETS 16
+
+/* "1,4,16" -> distinct sizes in [1, max_seq-1], ascending; errors name the value and the limit. */
+pdq_code pdq_buckets_parse(const char *s, int max_seq, int *out, int *n, pdq_status *st);
+/* The buckets one turn of n tokens uses at cache length len: the largest bucket (of buckets[nb],
+ * Q = 1 always available) with Q <= tokens left and len + Q <= max_seq, then smaller ones.
+ * Returns the count written to plan (<= cap), or -1 when the context or cap runs out. */
+int pdq_buckets_plan(const int *buckets, int nb, int len, int n, int max_seq, int *plan, int cap);
+
 typedef struct {
     int max_seq;
-    int whole;              /* model_prefill / model_decode */
+    int whole;              /* model_prefill / model_decode (+ model_append_prefill_q<Q>) */
     int per_layer;          /* token_embedding, decoder_layer_*, lm_head */
-    int append_q;           /* > 1: decoder_layer_append_q<Q>_<i> too */
+    int append_q;           /* > 0: one more append bucket (kept for callers of one bucket) */
+    int n_buckets;          /* append-prefill buckets: decoder_layer_append_prefill_q<Q>_<i> */
+    int buckets[PDQ_MAX_BUCKETS];
+    int hybrid;             /* with quant_dir: float activations, packed uint4/uint8 weights with
+                               their per-channel qparams (".w4"/".w8" files), no ptq.json needed */
     pdq_static_opts so;     /* graph options (default: TICO npu_export profile) */
     int quiet;
     /* Quantized export: a pdq quantized checkpoint dir holding ptq.json (NULL: float). Files get
@@ -140,6 +158,14 @@ int pdq_crt_len(const pdq_crt *rt);
 pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st);
 /* One decode step: logits (V). */
 pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st);
+/* Appends n tokens at the current length through the exported buckets (pdq_buckets_plan; Q = 1
+ * runs the decode files); works at length 0 too (a chunked initial prefill). logits (V) of the
+ * last token; all_logits (n x V) may be NULL. Returns PDQ_ERR_LIMIT before running anything when
+ * the context has no room for n more tokens. */
+pdq_code pdq_crt_append(pdq_crt *rt, const int32_t *ids, int n, float *logits, float *all_logits, pdq_status *st);
+/* Buckets the runtime opened (ascending, 1 first), and the plan it would use for n tokens now. */
+int pdq_crt_buckets(const pdq_crt *rt, const int **buckets);
+int pdq_crt_plan(const pdq_crt *rt, int n, int *plan, int cap);
 /* Prefill with the logits of rows 0..n-1 (n x V); per-layer files run lm_head once per row. */
 pdq_code pdq_crt_prefill_all(pdq_crt *rt, const int32_t *ids, int n, float *all_logits, pdq_status *st);
 /* A pdq_window_logits_fn (eval.h) over the exported prefill: ctx is a pdq_crt*. */

@@ -25,6 +25,9 @@ struct pdq_crt {
     int len;
     float *hid;                 /* (S, D) scratch */
     pdq_exec_opts eo;           /* float mode: the cache holds floats */
+    int nb, bq[PDQ_MAX_BUCKETS + 1];          /* buckets, ascending, bq[0] = 1 (decode) */
+    pdq_cgraph *wa[PDQ_MAX_BUCKETS + 1];      /* whole: model_append_prefill_q<Q> (NULL for Q = 1) */
+    pdq_cgraph **la[PDQ_MAX_BUCKETS + 1];     /* per layer: decoder_layer_append_prefill_q<Q>_<l> */
 };
 
 static int is_q_t(const pdq_tensor *t) { return t->q && t->dtype != PDQ_TF32; }
@@ -83,6 +86,11 @@ void pdq_crt_free(pdq_crt *rt) {
     free(rt->cos_tab);
     free(rt->sin_tab);
     free(rt->hid);
+    for (int b = 0; b < rt->nb; b++) {
+        pdq_cg_free(rt->wa[b]);
+        for (int l = 0; rt->la[b] && l < rt->L; l++) pdq_cg_free(rt->la[b][l]);
+        free(rt->la[b]);
+    }
     free(rt);
 }
 
@@ -105,10 +113,10 @@ static pdq_code want_shape(const pdq_tensor *t, int nd, const int *sh, const cha
     return pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s has shape (%s), the manifest's contract needs (%s)", file, t->name, a, b);
 }
 
-static pdq_code check_io(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind, pdq_status *st) {
-    /* kind 0: whole prefill, 1: whole decode, 2: layer prefill, 3: layer decode, 4: embed, 5: head */
-    int S = rt->S, C = rt->C, KV = rt->KV, hd = rt->hd, D = rt->D, V = rt->V;
-    int T = (kind == 1 || kind == 3) ? 1 : S;
+static pdq_code check_io_q(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind, int Q, pdq_status *st) {
+    /* kind 0: whole prefill, 1: whole decode/append of Q, 2: layer prefill, 3: layer decode/append, 4: embed, 5: head */
+    int S = rt->S, C = rt->S - Q, KV = rt->KV, hd = rt->hd, D = rt->D, V = rt->V;
+    int T = (kind == 1 || kind == 3) ? Q : S;
     int ni = pdq_cg_n_inputs(cg), no = pdq_cg_n_outputs(cg);
     int want_in = kind == 0 ? 4 : kind == 1 ? 4 + 2 * rt->L : kind == 2 ? 4 : kind == 3 ? 6 : 1;
     int want_out = kind <= 1 ? 1 + 2 * rt->L : kind <= 3 ? 3 : 1;
@@ -149,6 +157,13 @@ static pdq_code check_io(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind
     return rc;
 }
 
+static pdq_code crt_read_buckets(pdq_crt *rt, const cJSON *root, const char *path, pdq_status *st);
+static pdq_code crt_open_buckets(pdq_crt *rt, const char *dir, const char *tag, pdq_status *st);
+
+static pdq_code check_io(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind, pdq_status *st) {
+    return check_io_q(rt, cg, file, kind, 1, st);
+}
+
 pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st) {
     return pdq_crt_open_opts(dir, whole, NULL, out, st);
 }
@@ -167,9 +182,8 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
         cJSON_Delete(root);
         return pdq_wrap(st, "circle runtime");
     }
-    cJSON_Delete(root);
     pdq_crt *rt = calloc(1, sizeof *rt);
-    if (!rt) return pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
+    if (!rt) { cJSON_Delete(root); return pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime"); }
     rt->whole = whole;
     if (eo) rt->eo = *eo;
     else pdq_exec_opts_default(&rt->eo);
@@ -181,7 +195,12 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
     rt->D = mf.hidden;
     rt->V = mf.vocab;
     rt->fill = (float)mf.fill;
-    const char *tag = mf.quantized ? ".q" : "";
+    char tag[16];
+    const cJSON *ft = cJSON_GetObjectItemCaseSensitive(root, "file_tag");
+    snprintf(tag, sizeof tag, "%s", cJSON_IsString(ft) ? ft->valuestring : mf.quantized ? ".q" : "");
+    pdq_code brc = crt_read_buckets(rt, root, path, st);
+    cJSON_Delete(root);
+    if (brc != PDQ_OK) { pdq_crt_free(rt); return brc; }
     pdq_code rc = PDQ_OK;
     /* RoPE tables */
     pdq_npy a = {0}, b = {0};
@@ -234,6 +253,7 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
             }
         }
     }
+    if (!rc) rc = crt_open_buckets(rt, dir, tag, st);
     for (int l = 0; l < L && !rc; l++) {
         size_t n = (size_t)rt->KV * rt->C * rt->hd;
         rt->k[l] = calloc(n, esize(rt, rt->kt[l]));
@@ -380,4 +400,169 @@ pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st) 
     }
     rt->len++;
     return PDQ_OK;
+}
+
+/* ---------------- append-prefill buckets ---------------- */
+
+/* manifest "append_buckets" (absent: decode only). */
+static pdq_code crt_read_buckets(pdq_crt *rt, const cJSON *root, const char *path, pdq_status *st) {
+    rt->nb = 1;
+    rt->bq[0] = 1;
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "append_buckets"), *x;
+    if (b && !cJSON_IsArray(b)) return pdq_fail(st, PDQ_ERR_FORMAT, "circle runtime: %s: append_buckets is not a list", path);
+    cJSON_ArrayForEach(x, b) {
+        int q = cJSON_IsNumber(x) ? x->valueint : 0;
+        if (q < 1 || q >= rt->S || q <= rt->bq[rt->nb - 1]) {
+            if (q == 1 && rt->nb == 1) continue;
+            return pdq_fail(st, PDQ_ERR_FORMAT, "circle runtime: %s: append bucket %d (need ascending values in [1, max_seq-1 = %d])",
+                            path, q, rt->S - 1);
+        }
+        if (rt->nb > PDQ_MAX_BUCKETS) return pdq_fail(st, PDQ_ERR_LIMIT, "circle runtime: %s: too many append buckets", path);
+        rt->bq[rt->nb++] = q;
+    }
+    return PDQ_OK;
+}
+
+static pdq_code crt_open_buckets(pdq_crt *rt, const char *dir, const char *tag, pdq_status *st) {
+    char base[128];
+    pdq_code rc = PDQ_OK;
+    for (int b = 1; b < rt->nb && !rc; b++) {
+        int Q = rt->bq[b];
+        if (rt->whole) {
+            snprintf(base, sizeof base, "model_append_prefill_q%d", Q);
+            rc = open_file(rt, dir, base, tag, &rt->wa[b], st);
+            if (!rc) rc = check_io_q(rt, rt->wa[b], base, 1, Q, st);
+            continue;
+        }
+        if (!(rt->la[b] = calloc((size_t)rt->L, sizeof(pdq_cgraph *)))) return pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
+        for (int l = 0; l < rt->L && !rc; l++) {
+            snprintf(base, sizeof base, "decoder_layer_append_prefill_q%d_%d", Q, l);
+            rc = open_file(rt, dir, base, tag, &rt->la[b][l], st);
+            if (!rc) rc = check_io_q(rt, rt->la[b][l], base, 3, Q, st);
+        }
+    }
+    return rc;
+}
+
+int pdq_crt_buckets(const pdq_crt *rt, const int **buckets) {
+    if (buckets) *buckets = rt->bq;
+    return rt->nb;
+}
+
+int pdq_crt_plan(const pdq_crt *rt, int n, int *plan, int cap) {
+    return pdq_buckets_plan(rt->bq, rt->nb, rt->len, n, rt->S, plan, cap);
+}
+
+/* Inputs of an append of Q tokens at length len (the in-memory runtime's rt_append rows): query q
+ * sees cache slots 0..len-1 and the new columns P..P+q (P = max_seq - Q). */
+static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *cos, float *sin) {
+    int S = rt->S, P = S - Q, hd = rt->hd;
+    for (int q = 0; q < Q; q++) {
+        float *row = mask + (size_t)q * S;
+        for (int j = 0; j < S; j++) row[j] = rt->fill;
+        for (int j = 0; j < rt->len; j++) row[j] = 0.0f;
+        for (int i = 0; i <= q; i++) row[P + i] = 0.0f;
+        memcpy(cos + (size_t)q * hd, rt->cos_tab + (size_t)(rt->len + q) * hd, sizeof(float) * (size_t)hd);
+        memcpy(sin + (size_t)q * hd, rt->sin_tab + (size_t)(rt->len + q) * hd, sizeof(float) * (size_t)hd);
+    }
+}
+
+/* Past input `in` of g <- the first max_seq - Q cache slots of every head of a layer's cache t
+ * (codes as they are in integer mode when the input has the cache's grid, as feed_cache). */
+static void past_input(const pdq_crt *rt, pdq_cgraph *g, int in, const pdq_tensor *t, const void *cache, int Q) {
+    size_t P = (size_t)(rt->S - Q), hd = (size_t)rt->hd, es = esize(rt, t);
+    const pdq_tensor *it = pdq_cg_input_tensor(g, in);
+    void *codes = NULL;
+    if (pdq_cg_mode(g) == PDQ_EXEC_INT && is_q(t) && it->q && it->dtype == t->dtype && it->q->n == 1 && t->q->n == 1 &&
+        it->q->scale[0] == t->q->scale[0] && it->q->zero_point[0] == t->q->zero_point[0])
+        codes = pdq_cg_input_codes(g, in);
+    for (int h = 0; h < rt->KV; h++) {
+        size_t src = (size_t)h * rt->C * hd, dst = (size_t)h * P * hd;
+        if (codes) memcpy((char *)codes + dst * es, (const char *)cache + src * es, P * hd * es);
+        else cache_load(rt, t, (const char *)cache + src * es, (float *)pdq_cg_input(g, in) + dst, P * hd);
+    }
+}
+
+static void past_inputs(const pdq_crt *rt, pdq_cgraph *g, int l, int Q, int in_k, int in_v) {
+    past_input(rt, g, in_k, rt->kt[l], rt->k[l], Q);
+    past_input(rt, g, in_v, rt->vt[l], rt->v[l], Q);
+}
+
+/* One bucket b (Q > 1) of Q tokens; logits of its rows into rows (Q x V) when not NULL, else only the last. */
+static pdq_code append_bucket(pdq_crt *rt, int b, const int32_t *ids, float *rows, float *last, pdq_status *st) {
+    int Q = rt->bq[b], D = rt->D, V = rt->V;
+    pdq_code rc;
+    if (rt->whole) {
+        pdq_cgraph *g = rt->wa[b];
+        memcpy(pdq_cg_input(g, 0), ids, sizeof(int32_t) * (size_t)Q);
+        append_inputs(rt, Q, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
+        for (int l = 0; l < rt->L; l++) past_inputs(rt, g, l, Q, 4 + 2 * l, 5 + 2 * l);
+        if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
+        const float *lg = pdq_cg_output(g, 0);
+        if (rows) memcpy(rows, lg, sizeof(float) * (size_t)Q * V);
+        memcpy(last, lg + (size_t)(Q - 1) * V, sizeof(float) * (size_t)V);
+        for (int l = 0; l < rt->L; l++) store_kv(rt, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), Q, rt->len, Q);
+    } else {
+        int32_t *in_ids = pdq_cg_input(rt->embed, 0);
+        memset(in_ids, 0, sizeof(int32_t) * (size_t)rt->S);
+        memcpy(in_ids, ids, sizeof(int32_t) * (size_t)Q);
+        if ((rc = pdq_cg_run(rt->embed, st)) != PDQ_OK) return rc;
+        const float *h = pdq_cg_output(rt->embed, 0); /* rows 0..Q-1 */
+        for (int l = 0; l < rt->L; l++) {
+            pdq_cgraph *g = rt->la[b][l];
+            memcpy(pdq_cg_input(g, PDQ_AP_IN_HIDDEN), h, sizeof(float) * (size_t)Q * D);
+            append_inputs(rt, Q, pdq_cg_input(g, PDQ_AP_IN_MASK), pdq_cg_input(g, PDQ_AP_IN_COS), pdq_cg_input(g, PDQ_AP_IN_SIN));
+            past_inputs(rt, g, l, Q, PDQ_AP_IN_PAST_K, PDQ_AP_IN_PAST_V);
+            if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
+            h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
+            store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), Q, rt->len, Q);
+        }
+        for (int q = rows ? 0 : Q - 1; q < Q; q++) { /* lm_head takes one row */
+            memcpy(pdq_cg_input(rt->head, 0), h + (size_t)q * D, sizeof(float) * (size_t)D);
+            if ((rc = pdq_cg_run(rt->head, st)) != PDQ_OK) return rc;
+            if (rows) memcpy(rows + (size_t)q * V, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
+        }
+        memcpy(last, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
+    }
+    rt->len += Q;
+    return PDQ_OK;
+}
+
+pdq_code pdq_crt_append(pdq_crt *rt, const int32_t *ids, int n, float *logits, float *all_logits, pdq_status *st) {
+    int V = rt->V;
+    if (n < 1) return pdq_fail(st, PDQ_ERR_ARG, "circle append: no tokens");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= V) return pdq_fail(st, PDQ_ERR_ARG, "circle append: token id %d out of range", ids[i]);
+    if (rt->len + n > rt->S)
+        return pdq_fail(st, PDQ_ERR_LIMIT, "circle append: %d tokens after %d exceed max_seq %d", n, rt->len, rt->S);
+    int *plan = malloc(sizeof(int) * (size_t)n);
+    float *last = malloc(sizeof(float) * (size_t)V);
+    int k = plan ? pdq_crt_plan(rt, n, plan, n) : -1;
+    if (!plan || !last || k < 0) {
+        free(plan);
+        free(last);
+        if (k < 0 && plan && last) return pdq_fail(st, PDQ_ERR_LIMIT, "circle append: no bucket plan for %d tokens at length %d", n, rt->len);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "circle append");
+    }
+    pdq_code rc = PDQ_OK;
+    int done = 0;
+    for (int c = 0; c < k && rc == PDQ_OK; c++) {
+        int Q = plan[c], b = 0;
+        while (rt->bq[b] != Q) b++;
+        float *rows = all_logits ? all_logits + (size_t)done * V : NULL;
+        if (Q == 1 && rt->len == 0) { /* decode needs a prompt: a 1-token prefill is the same step */
+            rc = pdq_crt_prefill(rt, ids + done, 1, last, st);
+            if (rows && rc == PDQ_OK) memcpy(rows, last, sizeof(float) * (size_t)V);
+        } else if (Q == 1) {
+            rc = pdq_crt_decode(rt, ids[done], last, st);
+            if (rows && rc == PDQ_OK) memcpy(rows, last, sizeof(float) * (size_t)V);
+        } else {
+            rc = append_bucket(rt, b, ids + done, rows, last, st);
+        }
+        done += Q;
+    }
+    if (rc == PDQ_OK && logits) memcpy(logits, last, sizeof(float) * (size_t)V);
+    free(last);
+    free(plan);
+    return rc;
 }

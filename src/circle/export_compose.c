@@ -74,11 +74,21 @@ pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, 
 
 pdq_code pdq_build_whole(const pdq_model *m, pdq_graph_mode mode, int max_seq, const pdq_static_opts *o,
                          pdq_graph **out, pdq_status *st) {
+    return pdq_build_whole_q(m, mode, max_seq, 1, o, out, st);
+}
+
+pdq_code pdq_build_whole_q(const pdq_model *m, pdq_graph_mode mode, int max_seq, int Q, const pdq_static_opts *o,
+                           pdq_graph **out, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     int decode = mode == PDQ_MODE_APPEND;
-    int T = decode ? 1 : max_seq, L = c->n_layers, hd = c->head_dim;
+    if (decode && (Q < 1 || Q >= max_seq))
+        return pdq_fail(st, PDQ_ERR_LIMIT, "whole-model graph: append bucket %d must be in [1, max_seq-1 = %d]", Q, max_seq - 1);
+    int T = decode ? Q : max_seq, L = c->n_layers, hd = c->head_dim;
     pdq_graph *g = NULL, *part = NULL;
-    pdq_code rc = pdq_graph_new(decode ? "model_decode" : "model_prefill", &g, st);
+    char gname[64];
+    if (decode && Q > 1) snprintf(gname, sizeof gname, "model_append_prefill_q%d", Q);
+    else snprintf(gname, sizeof gname, "%s", decode ? "model_decode" : "model_prefill");
+    pdq_code rc = pdq_graph_new(gname, &g, st);
     if (rc != PDQ_OK) return rc;
     int *kv = malloc(sizeof(int) * (size_t)(2 * L));
     if (!kv) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "whole-model graph"); }
@@ -96,7 +106,7 @@ pdq_code pdq_build_whole(const pdq_model *m, pdq_graph_mode mode, int max_seq, c
     pdq_graph_free(part);
     part = NULL;
     for (int l = 0; l < L; l++) {
-        if ((rc = pdq_build_layer(m, l, NULL, mode, 1, max_seq, decode ? 1 : 0, o, &part, st)) != PDQ_OK) goto done;
+        if ((rc = pdq_build_layer(m, l, NULL, mode, 1, max_seq, decode ? Q : 0, o, &part, st)) != PDQ_OK) goto done;
         int map[6], outs[3];
         if (decode) {
             map[PDQ_AP_IN_HIDDEN] = h; map[PDQ_AP_IN_MASK] = mask; map[PDQ_AP_IN_PAST_K] = -1;

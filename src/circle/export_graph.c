@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "circle/circle_defs.h"
+#include "circle/export_gather.h"
 #include "pdq/circle_export.h"
 
 int8_t pdq_circle_type_of(pdq_tdtype dt);
@@ -108,6 +109,7 @@ static pdq_code add_op(pdq_circle_model *m, const pdq_graph *g, const pdq_op *op
         code = CIRCLE_OP_GATHER;
         ot = CIRCLE_OPT_GatherOptions;
         o.gather.axis = op->opt.gather.axis;
+        if (pdq_circle_gather_needs_std(g, op)) return pdq_circle_add_gather_std(m, g, op, &o, st);
         break;
     default:
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle export: op type %d", (int)op->type);

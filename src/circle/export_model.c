@@ -14,6 +14,7 @@
 #include "pdq/circle_export.h"
 #include "pdq/file.h"
 #include "pdq/npy.h"
+#include "circle/export_gather.h"
 #include "circle/export_quant.h"
 
 void pdq_export_opts_default(pdq_export_opts *o) {
@@ -61,12 +62,14 @@ static cJSON *graph_json(const pdq_graph *g, const char *file, long long bytes) 
 
 typedef struct {
     const char *dir;
-    const char *tag;    /* "" or ".q" */
+    const char *tag;    /* "", ".q" or ".w4"/".w8" (hybrid) */
     cJSON *files;       /* manifest "files" object */
     int quiet;
     pdq_status *st;
     pdq_ptq *ptq;       /* quantized export */
     pdq_qweights *qw;
+    int hybrid;         /* weights only */
+    cJSON *needs;       /* manifest "consumer_requirements": union over the files */
 } ectx;
 
 /* Writes g as dir/<base><tag>.circle and records it in the manifest under key. Frees g. */
@@ -74,14 +77,32 @@ static pdq_code emit(ectx *e, pdq_graph *g, const char *base) {
     char path[4096], file[512];
     snprintf(file, sizeof file, "%s%s.circle", base, e->tag);
     snprintf(path, sizeof path, "%s/%s", e->dir, file);
-    pdq_code rc = e->ptq ? pdq_export_quantize_graph(g, e->ptq, e->qw, e->st) : PDQ_OK;
-    if (rc == PDQ_OK) rc = pdq_circle_write_graph(path, g, e->st);
+    pdq_code rc = e->ptq ? pdq_export_quantize_graph(g, e->ptq, e->qw, e->st)
+                  : e->hybrid ? pdq_export_quantize_weights(g, e->qw, e->st) : PDQ_OK;
+    pdq_circle_model cm;
+    int have_cm = 0;
+    if (rc == PDQ_OK) rc = pdq_circle_from_graph(g, &cm, e->st);
+    if (rc == PDQ_OK) {
+        have_cm = 1;
+        rc = pdq_circle_write(path, &cm, NULL, e->st);
+    }
     if (rc == PDQ_OK) {
         struct stat sb;
         long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
-        cJSON_AddItemToObject(e->files, base, graph_json(g, file, bytes));
+        cJSON *gj = graph_json(g, file, bytes);
+        cJSON *req = pdq_circle_requirements(&cm);
+        cJSON *r;
+        cJSON_ArrayForEach(r, req) { /* union, first-seen order */
+            int seen = 0;
+            cJSON *x;
+            cJSON_ArrayForEach(x, e->needs) seen |= !strcmp(x->valuestring, r->valuestring);
+            if (!seen) cJSON_AddItemToArray(e->needs, cJSON_CreateString(r->valuestring));
+        }
+        cJSON_AddItemToObject(gj, "requires", req);
+        cJSON_AddItemToObject(e->files, base, gj);
         if (!e->quiet) fprintf(stderr, "export: %s (%d ops, %.1f MiB)\n", file, g->n_ops, (double)bytes / 1048576.0);
     }
+    if (have_cm) pdq_circle_model_free(&cm);
     pdq_graph_free(g);
     return rc;
 }
@@ -171,6 +192,30 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
     cJSON_AddStringToObject(root, "token_ids", "int32 (GATHER indices)");
 }
 
+/* What the files are: tag, activation and weight forms, buckets and how the runtime uses them. */
+static void manifest_kind(cJSON *root, const char *tag, int quantized, int hybrid, int wbits, const int *bk, int nb) {
+    cJSON_AddStringToObject(root, "file_tag", tag);
+    cJSON_AddStringToObject(root, "activations", quantized ? "quantized (int16/uint8 per tensor, QuantizationParameters on every edge)"
+                                                           : "float32");
+    if (hybrid) {
+        char w[160];
+        snprintf(w, sizeof w, "%s per-channel (quantized_dimension 0) with float32 scales and zero points; float32 activations",
+                 wbits && wbits <= 4 ? "uint4 packed two per byte (low nibble first) / uint8" : "uint8");
+        cJSON_AddStringToObject(root, "weights", w);
+    } else {
+        cJSON_AddStringToObject(root, "weights", quantized ? "uint4/uint8 per-channel codes, norms int16" : "float32");
+    }
+    cJSON *b = cJSON_AddArrayToObject(root, "append_buckets");
+    for (int i = 0; i < nb; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber(bk[i]));
+    cJSON_AddStringToObject(root, "append_files", "decoder_layer_append_prefill_q<Q>_<i> (per layer), model_append_prefill_q<Q> "
+                                                  "(whole model, Q > 1); Q = 1 is also the decode graph");
+    cJSON_AddStringToObject(root, "bucket_rule", "a turn of n tokens at cache length len: repeatedly the largest bucket Q "
+                                                 "(decode = 1 included) with Q <= tokens left and len + Q <= max_seq, then "
+                                                 "smaller ones; no padding");
+    cJSON_AddStringToObject(root, "embedding", "GATHER reads float32 params: a quantized table is DEQUANTIZE(uint8 per-row "
+                                               "constant) -> GATHER (float32) [-> QUANTIZE to the activation grid]");
+}
+
 /* config and tokenizer next to the files, so the export dir is self-contained for generate. */
 static pdq_code copy_side_files(const char *src, const char *dir, pdq_status *st) {
     static const char *const k[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"};
@@ -193,15 +238,31 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     if (S < 2) return pdq_fail(st, PDQ_ERR_ARG, "export: max_seq %d must be >= 2", S);
     if (c->max_position_embeddings > 0 && S > c->max_position_embeddings)
         return pdq_fail(st, PDQ_ERR_LIMIT, "export: max_seq %d exceeds max_position_embeddings %d", S, c->max_position_embeddings);
-    if (o->append_q && (o->append_q < 2 || o->append_q >= S))
-        return pdq_fail(st, PDQ_ERR_LIMIT, "export: append bucket %d must be in [2, max_seq-1 = %d]", o->append_q, S - 1);
+    /* append-prefill buckets: the list and the single append_q, distinct, ascending */
+    int nb = 0, bk[PDQ_MAX_BUCKETS + 1];
+    for (int i = 0; i <= o->n_buckets; i++) {
+        int q = i < o->n_buckets ? o->buckets[i] : o->append_q;
+        if (i == o->n_buckets && !q) break;
+        if (q < 1 || q >= S) return pdq_fail(st, PDQ_ERR_LIMIT, "export: append bucket %d must be in [1, max_seq-1 = %d]", q, S - 1);
+        int seen = 0;
+        for (int j = 0; j < nb; j++) seen |= bk[j] == q;
+        if (seen) continue;
+        if (nb >= PDQ_MAX_BUCKETS) return pdq_fail(st, PDQ_ERR_LIMIT, "export: more than %d append buckets", PDQ_MAX_BUCKETS);
+        int k = nb++;
+        while (k > 0 && bk[k - 1] > q) { bk[k] = bk[k - 1]; k--; }
+        bk[k] = q;
+    }
+    if (o->hybrid && !o->quant_dir) return pdq_fail(st, PDQ_ERR_ARG, "export: a hybrid export needs a quantized checkpoint");
     if (!o->whole && !o->per_layer) return pdq_fail(st, PDQ_ERR_ARG, "export: nothing to export (neither whole nor per-layer)");
     if (mkdir(outdir, 0777) != 0 && errno != EEXIST)
         return pdq_fail(st, PDQ_ERR_IO, "export: cannot create %s: %s", outdir, strerror(errno));
     pdq_export_opts qo = *o;
     pdq_ptq *ptq = NULL;
     pdq_qweights *qw = NULL;
-    if (o->quant_dir) {
+    if (o->quant_dir && o->hybrid) {
+        pdq_code qrc = pdq_qweights_open(o->quant_dir, &qw, st);
+        if (qrc != PDQ_OK) return pdq_wrap(st, "hybrid export");
+    } else if (o->quant_dir) {
         char pp[4096];
         snprintf(pp, sizeof pp, "%s/ptq.json", o->quant_dir);
         pdq_code qrc = pdq_ptq_load(m, pp, &ptq, st);
@@ -213,8 +274,12 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     cJSON *root = cJSON_CreateObject();
     if (!root) { pdq_ptq_free(ptq); pdq_qweights_free(qw); return pdq_fail(st, PDQ_ERR_NOMEM, "manifest"); }
     manifest_head(root, m, o, ptq != NULL);
-    ectx e = {.dir = outdir, .tag = ptq ? ".q" : "", .files = cJSON_AddObjectToObject(root, "files"), .quiet = o->quiet,
-              .st = st, .ptq = ptq, .qw = qw};
+    int wbits = qw ? pdq_qweights_min_bits(qw) : 0;
+    const char *tag = ptq ? ".q" : o->hybrid ? (wbits && wbits <= 4 ? ".w4" : ".w8") : "";
+    manifest_kind(root, tag, ptq != NULL, o->hybrid, wbits, bk, nb);
+    ectx e = {.dir = outdir, .tag = tag, .files = cJSON_AddObjectToObject(root, "files"), .quiet = o->quiet,
+              .st = st, .ptq = ptq, .qw = qw, .hybrid = o->hybrid,
+              .needs = cJSON_AddArrayToObject(root, "consumer_requirements")};
     pdq_code rc = write_tables(m, outdir, &o->so, S, st);
     if (rc == PDQ_OK && m->dir && strcmp(m->dir, outdir)) rc = copy_side_files(m->dir, outdir, st);
     pdq_graph *g = NULL;
@@ -224,6 +289,12 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
         if (rc == PDQ_OK) rc = emit(&e, g, "model_prefill");
         if (rc == PDQ_OK) rc = pdq_build_whole(m, PDQ_MODE_APPEND, S, &o->so, &g, st);
         if (rc == PDQ_OK) rc = emit(&e, g, "model_decode");
+        for (int b = 0; b < nb && rc == PDQ_OK; b++) {
+            if (bk[b] == 1) continue; /* model_decode is the Q = 1 bucket */
+            rc = pdq_build_whole_q(m, PDQ_MODE_APPEND, S, bk[b], &o->so, &g, st);
+            snprintf(base, sizeof base, "model_append_prefill_q%d", bk[b]);
+            if (rc == PDQ_OK) rc = emit(&e, g, base);
+        }
     }
     if (rc == PDQ_OK && o->per_layer) {
         rc = pdq_build_embed(m, 1, S, &g, st);
@@ -235,9 +306,9 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
             if (rc == PDQ_OK) rc = pdq_build_layer(m, l, NULL, PDQ_MODE_APPEND, 1, S, 1, &o->so, &g, st);
             snprintf(base, sizeof base, "decoder_layer_decode_%d", l);
             if (rc == PDQ_OK) rc = emit(&e, g, base);
-            if (rc == PDQ_OK && o->append_q) {
-                rc = pdq_build_layer(m, l, NULL, PDQ_MODE_APPEND, 1, S, o->append_q, &o->so, &g, st);
-                snprintf(base, sizeof base, "decoder_layer_append_q%d_%d", o->append_q, l);
+            for (int b = 0; b < nb && rc == PDQ_OK; b++) { /* TICO's name for the append-prefill graphs */
+                rc = pdq_build_layer(m, l, NULL, PDQ_MODE_APPEND, 1, S, bk[b], &o->so, &g, st);
+                snprintf(base, sizeof base, "decoder_layer_append_prefill_q%d_%d", bk[b], l);
                 if (rc == PDQ_OK) rc = emit(&e, g, base);
             }
         }

@@ -201,6 +201,34 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && !strcmp(s + a - b, suf);
 }
 
+static int ends_with_weight(const char *s) { return ends_with(s, ".weight"); }
+
+int pdq_qweights_min_bits(const pdq_qweights *w) {
+    int bits = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, w->desc) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(e, "bits");
+        if (cJSON_IsNumber(b) && (bits == 0 || b->valueint < bits)) bits = b->valueint;
+    }
+    return bits;
+}
+
+/* The checkpoint entry of a 2-D ".weight" constant, or NULL (float weight). */
+static const cJSON *weight_entry(const pdq_qweights *w, const pdq_tensor *t, char *mod, size_t n) {
+    if (t->kind != PDQ_TK_CONST || t->dtype != PDQ_TF32 || t->ndim != 2 || !ends_with_weight(t->name)) return NULL;
+    snprintf(mod, n, "%.*s", (int)(strlen(t->name) - 7), t->name);
+    return cJSON_GetObjectItemCaseSensitive(w->desc, mod);
+}
+
+pdq_code pdq_export_quantize_weights(pdq_graph *g, pdq_qweights *w, pdq_status *st) {
+    for (int i = 0; i < g->n_tensors; i++) {
+        char mod[256];
+        const cJSON *e = weight_entry(w, &g->tensors[i], mod, sizeof mod);
+        if (e && quant_weight(w, &g->tensors[i], mod, e, st) != PDQ_OK) return pdq_wrap(st, "graph %s", g->name);
+    }
+    return PDQ_OK;
+}
+
 pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pdq_status *st) {
     for (int i = 0; i < g->n_tensors; i++) {
         pdq_tensor *t = &g->tensors[i];

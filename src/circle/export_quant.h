@@ -15,5 +15,10 @@ long pdq_qweights_inexact(const pdq_qweights *w);
 /* Sets file dtypes and qparams on g (activations from p, weights from w); graph weights must be
  * the in-memory ones (dequantized, norms fake-quantized). */
 pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pdq_status *st);
+/* Hybrid export: only the linear / embedding / lm_head weights get their codes and per-channel
+ * qparams; activations and norms stay float32. */
+pdq_code pdq_export_quantize_weights(pdq_graph *g, pdq_qweights *w, pdq_status *st);
+/* Lowest bit width among the checkpoint's quantized weights (0: none). */
+int pdq_qweights_min_bits(const pdq_qweights *w);
 
 #endif

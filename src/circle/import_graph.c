@@ -219,6 +219,39 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
     return PDQ_OK;
 }
 
+/* DEQUANTIZE of a constant (the weight-only pattern, e.g. an embedding table before GATHER)
+ * becomes the float32 constant it computes: real = scale[c] * (q - zero_point[c]). */
+static pdq_code fold_dequantize(pdq_graph *g, int src, const pdq_circle_tensor *ct, int *out, pdq_status *st) {
+    const pdq_tensor *t = &g->tensors[src];
+    const pdq_qparams *q = t->q;
+    if (!q || t->dtype == PDQ_TF32 || ct->type != CIRCLE_TT_FLOAT32)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: DEQUANTIZE of '%s' (%s, %s qparams) to '%s' (%s)", t->name,
+                        pdq_tdtype_name(t->dtype), q ? "with" : "no", ct->name, pdq_circle_type_name(ct->type));
+    int same = ct->rank == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = ct->shape[d] == t->shape[d];
+    if (!same) return pdq_fail(st, PDQ_ERR_SHAPE, "circle import: DEQUANTIZE '%s' changes the shape of '%s'", ct->name, t->name);
+    int qd = q->n > 1 ? q->quantized_dim : 0;
+    if (q->n > 1 && (qd < 0 || qd >= t->ndim || t->shape[qd] != q->n))
+        return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: '%s': %d scales along dimension %d", t->name, q->n, qd);
+    size_t n = pdq_tensor_count(t), inner = 1;
+    for (int d = qd + 1; d < t->ndim; d++) inner *= (size_t)t->shape[d];
+    float *v = malloc(sizeof(float) * (n ? n : 1));
+    if (!v) return pdq_fail(st, PDQ_ERR_NOMEM, "circle import: DEQUANTIZE '%s'", ct->name);
+    for (size_t i = 0; i < n; i++) {
+        int64_t k;
+        switch (t->dtype) {
+        case PDQ_TI16: k = ((const int16_t *)t->data)[i]; break;
+        case PDQ_TI32: k = ((const int32_t *)t->data)[i]; break;
+        case PDQ_TI64: k = ((const int64_t *)t->data)[i]; break;
+        default: k = ((const uint8_t *)t->data)[i]; break; /* uint8, uint4 (unpacked) */
+        }
+        size_t c = q->n > 1 ? (i / inner) % (size_t)q->n : 0;
+        v[i] = (float)((double)(k - q->zero_point[c]) * (double)q->scale[c]);
+    }
+    *out = pdq_graph_const_owned(g, ct->name, PDQ_TF32, t->ndim, t->shape, v, st);
+    return *out < 0 ? (st ? st->code : PDQ_ERR_NOMEM) : PDQ_OK;
+}
+
 pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_graph **out, pdq_status *st) {
     pdq_graph *g;
     /* models built in memory get the reader's checks too: indices, ranks, buffer sizes, qparam counts */
@@ -294,6 +327,11 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
                           oi, ct->name);
             goto fail;
         }
+        if (m->opcodes[co->opcode_index].builtin_code == CIRCLE_OP_DEQUANTIZE && co->n_inputs == 1 && co->inputs[0] >= 0 &&
+            ids[co->inputs[0]] >= 0 && g->tensors[ids[co->inputs[0]]].kind == PDQ_TK_CONST) {
+            if ((rc = fold_dequantize(g, ids[co->inputs[0]], ct, &ids[to], st)) != PDQ_OK) goto fail;
+            continue;
+        }
         pdq_op op;
         int n_in;
         if ((rc = map_op(m, co, oi, ids, g, &op, in, &n_in, st)) != PDQ_OK) goto fail;
@@ -367,7 +405,7 @@ pdq_code pdq_circle_load_graph(const char *path, pdq_graph **out, pdq_status *st
     snprintf(name, sizeof name, "%s", base);
     char *dot = strstr(name, ".circle");
     if (dot) *dot = 0;
-    if ((dot = strstr(name, ".q")) && dot[2] == 0) *dot = 0;
+    if ((dot = strrchr(name, '.')) && (!strcmp(dot, ".q") || !strcmp(dot, ".w4") || !strcmp(dot, ".w8"))) *dot = 0;
     rc = pdq_circle_to_graph(&m, name, out, st);
     pdq_circle_model_free(&m);
     if (rc != PDQ_OK) return pdq_wrap(st, "%s", path);

@@ -2,13 +2,14 @@
 #include "chat_engine.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 #include "ptq_args.h"
 
 int chat_engine_open(chat_engine *e, const char *model_dir, const char *circle_dir, int max_seq, int bucket,
-                     const pdq_static_opts *so, int so_given, const cli_exec *ex, int threads) {
+                     const pdq_static_opts *so, int so_given, const cli_exec *ex, int per_layer, int threads) {
     memset(e, 0, sizeof *e);
     e->ex = *ex;
     e->bucket = bucket;
@@ -22,12 +23,12 @@ int chat_engine_open(chat_engine *e, const char *model_dir, const char *circle_d
         pdq_set_threads(NULL, threads);
         pdq_exec_opts eo;
         if (cli_exec_opts(&e->ex, "chat", threads, &eo)) return 1;
-        if (pdq_crt_open_opts(circle_dir, 1, &eo, &e->crt, &st) != PDQ_OK) { fprintf(stderr, "pdq chat: %s\n", st.msg); return 1; }
+        if (pdq_crt_open_opts(circle_dir, !per_layer, &eo, &e->crt, &st) != PDQ_OK) { fprintf(stderr, "pdq chat: %s\n", st.msg); return 1; }
         e->vocab = pdq_crt_vocab(e->crt);
         e->max_seq = pdq_crt_max_seq(e->crt);
         if (max_seq > 0 && max_seq != e->max_seq)
             fprintf(stderr, "pdq chat: the exported pair has max_seq %d (--max-seq %d ignored)\n", e->max_seq, max_seq);
-        snprintf(e->what, sizeof e->what, "the exported Circle pair in %s", circle_dir);
+        snprintf(e->what, sizeof e->what, "the exported Circle %s in %s", per_layer ? "per-layer files" : "pair", circle_dir);
         return 0;
     }
     if (!(e->m = cli_load_model("chat", model_dir, threads))) return 1;
@@ -63,7 +64,25 @@ int chat_engine_is_eos(const chat_engine *e, int id) {
     return 0;
 }
 
+/* --show-plan: the buckets the export's runtime is about to use for n tokens. */
+static void show_plan(chat_engine *e, int n) {
+    if (!e->show_plan) return;
+    int cap = e->max_seq + 1, plan_buf[512], *plan = cap <= 512 ? plan_buf : malloc(sizeof(int) * (size_t)cap);
+    if (!plan) return;
+    int np = pdq_crt_plan(e->crt, n, plan, cap);
+    fprintf(stderr, "turn %d: %d tokens at length %d: buckets", e->turns + 1, n, pdq_crt_len(e->crt));
+    for (int i = 0; i < np; i++) fprintf(stderr, " %d", plan[i]);
+    fprintf(stderr, "\n");
+    if (plan != plan_buf) free(plan);
+}
+
 pdq_code chat_engine_start(chat_engine *e, const int32_t *ids, int n, float *logits, pdq_status *st) {
+    if (e->crt && e->chunk && pdq_crt_len(e->crt) == 0) { /* chunked initial prefill through the buckets */
+        show_plan(e, n);
+        e->turns++;
+        return pdq_crt_append(e->crt, ids, n, logits, NULL, st);
+    }
+    e->turns++;
     if (e->crt) return pdq_crt_prefill(e->crt, ids, n, logits, st);
     pdq_rt_reset(e->rt);
     return pdq_rt_prefill(e->rt, 1, n, ids, NULL, PDQ_PAD_RIGHT, logits, NULL, st);
@@ -71,13 +90,12 @@ pdq_code chat_engine_start(chat_engine *e, const int32_t *ids, int n, float *log
 
 pdq_code chat_engine_feed(chat_engine *e, const int32_t *ids, int n, float *logits, pdq_status *st) {
     if (n <= 0) return PDQ_OK;
-    if (e->crt) { /* the exported pair has prefill and decode only: one decode step a token */
-        for (int i = 0; i < n; i++) {
-            pdq_code rc = pdq_crt_decode(e->crt, ids[i], logits, st);
-            if (rc != PDQ_OK) return rc;
-        }
-        return PDQ_OK;
+    if (e->crt) {
+        show_plan(e, n);
+        e->turns++;
+        return pdq_crt_append(e->crt, ids, n, logits, NULL, st);
     }
+    e->turns++;
     int Q = e->bucket < n ? e->bucket : n;
     pdq_code rc = pdq_rt_append(e->rt, 1, n, ids, NULL, Q, logits, NULL, st);
     /* near the end of the cache a whole bucket no longer fits the past: one token at a time */

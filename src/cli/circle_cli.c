@@ -32,6 +32,8 @@ static const char *k_ver_usage =
     "                  [--mode float|fake|int]\n"
     "  the exported files against the in-memory graphs of --model (within --tol, same tokens: PASS/FAIL)\n"
     "  and against the reference model (reported); both run in the mode\n"
+    "  --append T | --append-ids \"...\": after the steps, a turn appended through the export's buckets (the\n"
+    "  runtime's plan), every token's logits against the in-memory runtime on the same buckets and the reference\n"
     VERIFY_REF_USAGE EXEC_ARGS_USAGE;
 
 /* Prompt ids from --prompt (tokenizer of tokdir) or --ids. */
@@ -145,7 +147,7 @@ done:
 }
 
 /* Graph options, max_seq and quantized flag from OUTDIR/manifest.json. */
-static int read_manifest(const char *dir, pdq_static_opts *o, int *max_seq, int *quant) {
+static int read_manifest(const char *dir, pdq_static_opts *o, int *max_seq, int *quant, int *hybrid) {
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.json", dir);
     size_t len;
@@ -157,6 +159,8 @@ static int read_manifest(const char *dir, pdq_static_opts *o, int *max_seq, int 
     pdq_manifest mf;
     pdq_status st = {0};
     pdq_code rc = pdq_manifest_check(r, path, &mf, &st); /* every field in range before use */
+    const cJSON *ft = cJSON_GetObjectItemCaseSensitive(r, "file_tag");
+    *hybrid = cJSON_IsString(ft) && !strncmp(ft->valuestring, ".w", 2); /* weights only: float in-memory runtime */
     cJSON_Delete(r);
     if (rc) {
         fprintf(stderr, "pdq verify: %s\n", st.msg);
@@ -172,6 +176,56 @@ static int read_manifest(const char *dir, pdq_static_opts *o, int *max_seq, int 
     return 0;
 }
 
+/* The appended turn: the last greedy token (not yet fed) then ext[n]. Circle: pdq_crt_append (its
+ * bucket plan); in memory: the same plan, bucket by bucket; FP32: the reference continuing its
+ * cache. Every token's logits are compared. Returns non-zero on a run failure (st filled). */
+static int append_turn(pdq_crt *crt, pdq_rt *rt, pdq_model *m, pdq_kvcache *kv, const int32_t *ext, int n_ext,
+                       const int32_t *last_tok, int V, cJSON *arr, double *worst_mem, double *worst_ref, int *mism,
+                       int *top1_ref, pdq_status *st) {
+    int T = n_ext + 1, S = pdq_crt_max_seq(crt), status = 1;
+    int32_t *blk = malloc(sizeof(int32_t) * (size_t)T);
+    int *plan = malloc(sizeof(int) * (size_t)(S + 1));
+    float *a = malloc(sizeof(float) * (size_t)T * V * 3), *b = a ? a + (size_t)T * V : NULL, *r = b ? b + (size_t)T * V : NULL;
+    if (!blk || !plan || !a) { pdq_fail(st, PDQ_ERR_NOMEM, "append turn"); goto out; }
+    blk[0] = *last_tok;
+    memcpy(blk + 1, ext, sizeof(int32_t) * (size_t)n_ext);
+    int np = pdq_crt_plan(crt, T, plan, S + 1);
+    if (np < 0) { pdq_fail(st, PDQ_ERR_LIMIT, "no bucket plan for %d tokens", T); goto out; }
+    printf("append %d tokens at length %d: buckets", T, pdq_crt_len(crt));
+    for (int i = 0; i < np; i++) printf(" %d", plan[i]);
+    printf("\n");
+    if (pdq_crt_append(crt, blk, T, NULL, a, st) != PDQ_OK) goto out;
+    for (int i = 0, at = 0; i < np; at += plan[i++])
+        if (pdq_rt_append(rt, 1, plan[i], blk + at, NULL, plan[i], NULL, b + (size_t)at * V, st) != PDQ_OK) goto out;
+    if (pdq_model_forward(m, kv, 1, T, blk, NULL, NULL, r, 0, st) != PDQ_OK) goto out;
+    for (int t = 0; t < T; t++) {
+        pdq_logit_cmp cm, cr;
+        const float *at = a + (size_t)t * V, *bt = b + (size_t)t * V, *rf = r + (size_t)t * V;
+        pdq_compare_logits(bt, at, V, &cm);
+        pdq_compare_logits(rf, at, V, &cr);
+        int ta = argmax(at, V), tb = argmax(bt, V);
+        *mism += ta != tb;
+        *top1_ref += cr.top1_agree;
+        if (cm.max_abs_diff > *worst_mem || cm.max_abs_diff != cm.max_abs_diff) *worst_mem = cm.max_abs_diff;
+        if (cr.max_abs_diff > *worst_ref) *worst_ref = cr.max_abs_diff;
+        printf("append %3d  vs in-memory max|d| %.3e  token %s   vs fp32 max|d| %.3e  top1 %s\n", t, cm.max_abs_diff,
+               ta == tb ? "same" : "DIFF", cr.max_abs_diff, cr.top1_agree ? "yes" : "no");
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "kind", "append");
+        cJSON_AddNumberToObject(o, "index", t);
+        cJSON_AddNumberToObject(o, "max_abs_diff_in_memory", cm.max_abs_diff);
+        cJSON_AddBoolToObject(o, "same_token", ta == tb);
+        cJSON_AddNumberToObject(o, "max_abs_diff_fp32", cr.max_abs_diff);
+        cJSON_AddItemToArray(arr, o);
+    }
+    status = 0;
+out:
+    free(blk);
+    free(plan);
+    free(a);
+    return status;
+}
+
 int cmd_verify_circle(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "verify", argc, argv);
@@ -181,17 +235,19 @@ int cmd_verify_circle(int argc, char **argv) {
     const char *ref_dir = args_str(&a, "--ref"), *text_file = args_str(&a, "--text");
     if (!text_file) text_file = args_str(&a, "--eval");
     int steps = (int)args_int(&a, "--steps", 32), per_layer = args_flag(&a, "--per-layer");
+    const char *app = args_str(&a, "--append"), *app_ids = args_str(&a, "--append-ids");
     double tol = args_double(&a, "--tol", -1);
     int threads = (int)args_int(&a, "--threads", 0);
     cli_exec ex;
     if (cli_exec_read(&a, &ex)) return 2;
-    if (args_finish(&a) || !dir || !mdir || (prompt && ids_s) || (text_file && (prompt || ids_s)) || steps < 0) {
+    if (args_finish(&a) || !dir || !mdir || (prompt && ids_s) || (text_file && (prompt || ids_s)) || steps < 0 ||
+        (app && app_ids)) {
         fputs(k_ver_usage, stderr);
         return 2;
     }
     pdq_static_opts so;
-    int S = 0, quant = 0;
-    if (read_manifest(dir, &so, &S, &quant)) return 1;
+    int S = 0, quant = 0, hybrid = 0;
+    if (read_manifest(dir, &so, &S, &quant, &hybrid)) return 1;
     if (tol < 0) tol = quant ? 0.0 : 1e-5;
     int32_t *ids = NULL;
     long n;
@@ -209,9 +265,18 @@ int cmd_verify_circle(int argc, char **argv) {
         pdq_tokenizer_free(tok);
     }
     if (n <= 0) { if (n == 0) fprintf(stderr, "pdq verify: empty prompt\n"); free(ids); return 1; }
-    if (n + steps > S) {
-        fprintf(stderr, "pdq verify: %ld prompt tokens + %d steps exceed the export's max_seq %d\n", n, steps, S);
+    int32_t *ext = NULL;
+    long n_ext = 0;
+    if (app || app_ids) {
+        n_ext = prompt_ids("verify", mdir, app, app_ids, &ext, NULL);
+        if (n_ext > 0 && app && ext[0] == 1) { memmove(ext, ext + 1, sizeof(int32_t) * (size_t)(n_ext - 1)); n_ext--; } /* no BOS mid-sequence */
+        if (n_ext <= 0) { fprintf(stderr, "pdq verify: the appended turn is empty\n"); free(ext); free(ids); return 1; }
+    }
+    if (n + steps + 1 + n_ext > S) {
+        fprintf(stderr, "pdq verify: %ld prompt tokens + %d steps + %ld appended exceed the export's max_seq %d\n", n, steps,
+                n_ext + (n_ext > 0), S);
         free(ids);
+        free(ext);
         return 1;
     }
     pdq_model *m = cli_load_model("verify", mdir, threads);
@@ -225,6 +290,7 @@ int cmd_verify_circle(int argc, char **argv) {
     int V = m->cfg.vocab_size, status = 1, mism = 0;
     float *a_l = malloc(sizeof(float) * (size_t)V * 3), *b_l = a_l + V, *r_l = b_l + V;
     int32_t *seq = malloc(sizeof(int32_t) * (size_t)(n + steps + 1));
+    if (!n_ext) { free(ext); ext = NULL; }
     float *all_l = malloc(sizeof(float) * (size_t)V * (size_t)n);
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "steps");
     double worst_mem = 0, worst_ref = 0;
@@ -236,8 +302,8 @@ int cmd_verify_circle(int argc, char **argv) {
     pdq_exec_opts eo;
     if (cli_exec_opts(&ex, "verify", threads, &eo)) goto done;
     if (pdq_crt_open_opts(dir, !per_layer, &eo, &crt, &st) != PDQ_OK ||
-        pdq_ptq_open_runtime(m, mdir, 1, S, &so, &rt, &ptq, &st) != PDQ_OK ||
-        pdq_kvcache_init(&kv, &m->cfg, 1, (int)n + steps + 1, &st) != PDQ_OK) {
+        (hybrid ? pdq_rt_create(m, 1, S, &so, &rt, &st) : pdq_ptq_open_runtime(m, mdir, 1, S, &so, &rt, &ptq, &st)) != PDQ_OK ||
+        pdq_kvcache_init(&kv, &m->cfg, 1, (int)(n + steps + n_ext) + 2, &st) != PDQ_OK) {
         fprintf(stderr, "pdq verify: %s\n", st.msg);
         goto done;
     }
@@ -281,11 +347,17 @@ int cmd_verify_circle(int argc, char **argv) {
         cJSON_AddItemToArray(arr, o);
         seq[len++] = ta;
     }
+    if (n_ext > 0 && append_turn(crt, rt, ref.model, &kv, ext, (int)n_ext, &seq[len - 1], V, arr, &worst_mem, &worst_ref, &mism,
+                                 &top1_ref, &st)) {
+        fprintf(stderr, "pdq verify: append: %s\n", st.msg);
+        goto done;
+    }
+    int n_checked = steps + 1 + (n_ext ? (int)n_ext + 1 : 0);
     printf("circle %s (%s): max |circle - in-memory| %.3e (tol %.1e), tokens %s; max |circle - reference| %.3e, top-1 vs reference %d/%d; mode %s\n",
-           per_layer ? "per-layer" : "whole-model", quant ? "quantized" : "float", worst_mem, tol,
-           mism ? "DIFFER" : "identical", worst_ref, top1_ref, steps + 1, quant ? pdq_exec_mode_name(ex.mode) : "float");
+           per_layer ? "per-layer" : "whole-model", quant ? "quantized" : hybrid ? "hybrid" : "float", worst_mem, tol,
+           mism ? "DIFFER" : "identical", worst_ref, top1_ref, n_checked, quant ? pdq_exec_mode_name(ex.mode) : "float");
     printf("%s  max |circle - in-memory| %.3e (tol %.1e), tokens %s; top-1 %d/%d vs %s\n",
-           worst_mem <= tol && !mism ? "PASS" : "FAIL", worst_mem, tol, mism ? "differ" : "identical", top1_ref, steps + 1,
+           worst_mem <= tol && !mism ? "PASS" : "FAIL", worst_mem, tol, mism ? "differ" : "identical", top1_ref, n_checked,
            ref.name);
     cJSON_AddStringToObject(root, "reference", ref.name);
     cJSON_AddNumberToObject(root, "max_abs_diff_in_memory", worst_mem);
@@ -317,5 +389,6 @@ done:
     free(all_l);
     free(seq);
     free(ids);
+    free(ext);
     return status;
 }

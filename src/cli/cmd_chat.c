@@ -22,7 +22,11 @@ static const char *k_usage =
     "                [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
     "  --model DIR          static prefill/append/decode graphs; a quantized directory with ptq.json runs\n"
     "                       its quantized graphs in --mode (max_seq: the calibrated one)\n"
-    "  --circle OUTDIR      the exported Circle pair (model_prefill / model_decode)\n"
+    "  --circle OUTDIR      the exported Circle pair (model_prefill / model_decode); later turns are\n"
+    "                       appended through the export's append-prefill buckets, largest first\n"
+    "    --per-layer        the per-layer files instead of the pair\n"
+    "    --show-plan        each turn's bucket sequence on stderr\n"
+    "    --chunk-prefill    the first turn through the buckets too (from an empty cache)\n"
     "  --on-full drop       when the cache is full, drop the oldest turns but the first (default);\n"
     "           reset       start over with the new line\n"
     "  lines from stdin; /exit, /reset, /stats; Ctrl-D ends. Replies go to stdout, the rest to stderr.\n"
@@ -179,9 +183,14 @@ int cmd_chat(int argc, char **argv) {
     unsigned long long seed = (unsigned long long)args_int(&a, "--seed", 0);
     pdq_static_opts o;
     int given = cli_static_opts(&a, &o, NULL);
+    int per_layer = args_flag(&a, "--per-layer"), show = args_flag(&a, "--show-plan"), chunk = args_flag(&a, "--chunk-prefill");
     cli_exec ex;
     if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
+    if ((per_layer || show || chunk) && !cdir) {
+        fprintf(stderr, "pdq chat: --per-layer, --show-plan and --chunk-prefill need --circle OUTDIR\n");
+        return 2;
+    }
     int bad = given < 0 || !dir == !cdir || (max_seq != 0 && max_seq < 2) || Q < 1 || max_new < 1 || temp < 0 || top_p <= 0 ||
               top_p > 1 || (on_full && strcmp(on_full, "drop") && strcmp(on_full, "reset")) || (cdir && given > 0);
     if (bad) { fputs(k_usage, stderr); return 2; }
@@ -193,7 +202,9 @@ int cmd_chat(int argc, char **argv) {
     c.pending = -1;
     int status = 1;
     float *logits = NULL;
-    if (chat_engine_open(&c.e, dir, cdir, max_seq, Q, &o, given > 0, &ex, threads)) goto done;
+    if (chat_engine_open(&c.e, dir, cdir, max_seq, Q, &o, given > 0, &ex, per_layer, threads)) goto done;
+    c.e.show_plan = show;
+    c.e.chunk = chunk;
     int S = c.e.max_seq;
     c.seq = malloc(sizeof(int32_t) * (size_t)(S + 1));
     c.turn_at = malloc(sizeof(int) * (size_t)(S + 1));

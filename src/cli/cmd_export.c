@@ -14,10 +14,13 @@
 #include <cjson/cJSON.h>
 
 static const char *k_usage =
-    "usage: pdq export --model DIR --out OUTDIR [--max-seq N (64)] [--whole] [--per-layer] [--append-bucket Q]\n"
+    "usage: pdq export --model DIR --out OUTDIR [--max-seq N (64)] [--whole] [--per-layer] [--append-bucket Q[,Q...]]\n"
+    "                  [--hybrid]\n"
     "                  [--rope pre_negated_sin|hf] [--scale-fusion k_proj|none] [--layout unrolled|batched]\n"
     "                  [--mask-fill X (-120)] [--threads N] [--quiet] [--json]\n"
     "  a quantized checkpoint dir with ptq.json gives the .q.circle files (int16 activations, uint4/uint8 weights)\n"
+    "  --hybrid (quantized checkpoint): float activations, packed uint4/uint8 per-channel weights (.w4/.w8.circle)\n"
+    "  --append-bucket 1,4,16: decoder_layer_append_prefill_q<Q>_<i> (and model_append_prefill_q<Q>) per bucket\n"
     "  default: both --whole (model_prefill/model_decode) and --per-layer (token_embedding, decoder_layer_*, lm_head)\n";
 
 int cmd_export(int argc, char **argv) {
@@ -29,7 +32,8 @@ int cmd_export(int argc, char **argv) {
     const char *dir = args_str(&a, "--model"), *out = args_str(&a, "--out");
     o.max_seq = (int)args_int(&a, "--max-seq", 64);
     int whole = args_flag(&a, "--whole"), per = args_flag(&a, "--per-layer");
-    o.append_q = (int)args_int(&a, "--append-bucket", 0);
+    const char *buckets = args_str(&a, "--append-bucket");
+    int hybrid = args_flag(&a, "--hybrid");
     const char *rope = args_str(&a, "--rope"), *sf = args_str(&a, "--scale-fusion"), *lay = args_str(&a, "--layout");
     o.so.mask_fill = (float)args_double(&a, "--mask-fill", -120.0);
     int threads = (int)args_int(&a, "--threads", 0);
@@ -38,6 +42,11 @@ int cmd_export(int argc, char **argv) {
     if (json) o.quiet = 1; /* stdout carries the JSON document only */
     if (args_finish(&a) || !dir || !out) { fputs(k_usage, stderr); return 2; }
     if (whole || per) { o.whole = whole; o.per_layer = per; }
+    pdq_status bst = {0};
+    if (buckets && pdq_buckets_parse(buckets, o.max_seq, o.buckets, &o.n_buckets, &bst) != PDQ_OK) {
+        fprintf(stderr, "pdq export: --append-bucket: %s\n", bst.msg);
+        return 2;
+    }
     if (rope && (int)(o.so.rope = (pdq_rope_conv)pdq_rope_conv_parse(rope)) < 0) {
         fprintf(stderr, "pdq export: unknown --rope %s\n", rope);
         return 2;
@@ -52,7 +61,19 @@ int cmd_export(int argc, char **argv) {
     }
     pdq_model *m = cli_load_model("export", dir, threads);
     if (!m) return 1;
-    if (pdq_ptq_in_dir(dir)) { /* quantized checkpoint with activation grids: .q.circle files */
+    if (hybrid) { /* weights only: the checkpoint's codes, float activations and norms */
+        char qj[4096];
+        snprintf(qj, sizeof qj, "%s/pdq_quant.json", dir);
+        FILE *qf = fopen(qj, "rb");
+        if (!qf) {
+            fprintf(stderr, "pdq export: --hybrid needs a pdq quantized checkpoint (%s not found)\n", qj);
+            pdq_model_free(m);
+            return 1;
+        }
+        fclose(qf);
+        o.quant_dir = dir;
+        o.hybrid = 1;
+    } else if (pdq_ptq_in_dir(dir)) { /* quantized checkpoint with activation grids: .q.circle files */
         o.quant_dir = dir;
         pdq_ptq_quantize_norms(m);
         if (rope || sf || lay) fprintf(stderr, "pdq export: note: graph options come from %s/ptq.json\n", dir);

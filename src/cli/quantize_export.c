@@ -2,6 +2,7 @@
  * then quality through the exported files themselves, next to the in-memory numbers of the
  * activation step (they must be the same numbers: the files compute exactly the fake-quant). */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 #include "common.h"
 #include "pdq/file.h"
 #include "pdq/circle_export.h"
+#include "pdq/eval.h"
+#include "pdq/runtime.h"
 #include "pdq/tokenizer.h"
 #include "quantize_export.h"
 
@@ -102,6 +105,58 @@ static double jget(const cJSON *j, const char *a, const char *b, const char *c, 
     return *have ? x->valuedouble : 0;
 }
 
+/* One pass over the eval windows through the exported prefill and the in-memory runtime side by
+ * side: every logit compared (equal floats on one grid = equal codes), each token's NLL from both in
+ * the same fixed order, so "identical" means identical numbers, not two sums that happen to agree. */
+typedef struct {
+    pdq_crt *crt;
+    pdq_rt *rt;
+    const pdq_agrid *grid;   /* logits grid (quantized) or NULL; valid during the pass */
+    int have_grid;
+    float *mem;              /* max_seq x V */
+    const int32_t *base;     /* eval ids, to report positions */
+    int V;
+    long window, n_diff, first_pos;
+    int first_col;
+    float first_file, first_mem;
+    double max_abs, max_dnll, nll_mem;
+    int64_t max_steps;
+} pair_ctx;
+
+static pdq_code pair_window(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st) {
+    pair_ctx *p = ctx;
+    int V = p->V;
+    pdq_code rc = pdq_crt_window_logits(p->crt, ids, T, logits, st);
+    if (rc == PDQ_OK) rc = pdq_rt_window_logits(p->rt, ids, T, p->mem, st);
+    if (rc != PDQ_OK) return rc;
+    for (int r = 0; r < T; r++) {
+        const float *a = logits + (size_t)r * V, *b = p->mem + (size_t)r * V;
+        for (int c = 0; c < V; c++) {
+            if (a[c] == b[c]) continue;
+            double d = fabs((double)a[c] - (double)b[c]);
+            if (p->n_diff++ == 0) {
+                p->first_pos = (long)(ids - p->base) + r;
+                p->first_col = c;
+                p->first_file = a[c];
+                p->first_mem = b[c];
+            }
+            if (d > p->max_abs || d != d) p->max_abs = d;
+            if (p->grid) {
+                int64_t k = pdq_agrid_code(p->grid, a[c]) - pdq_agrid_code(p->grid, b[c]);
+                if (k < 0) k = -k;
+                if (k > p->max_steps) p->max_steps = k;
+            }
+        }
+        if (r + 1 < T) { /* windows of stride max_seq score rows 0..T-2 (pdq_ppl_windows) */
+            double na = pdq_nll_rows(a, ids + r + 1, 1, V), nb = pdq_nll_rows(b, ids + r + 1, 1, V);
+            if (fabs(na - nb) > p->max_dnll) p->max_dnll = fabs(na - nb);
+        }
+    }
+    if (T > 1) p->nll_mem += pdq_nll_rows(p->mem, ids + 1, T - 1, V);
+    p->window++;
+    return PDQ_OK;
+}
+
 /* Verify over the exported files on the activation step's prompts. */
 static int verify_export(const char *src_dir, const char *cdir, int whole, int steps, int threads,
                          pdq_ptq_verify_result *v) {
@@ -148,11 +203,10 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     pdq_model *m = cli_load_model("quantize", outdir, threads);
     if (!m) return 1;
     int quant = pdq_ptq_in_dir(outdir);
-    if (quant) {
-        o.quant_dir = outdir;
-        pdq_ptq_quantize_norms(m);
-    }
-    printf("\nexport: %s files (max_seq %d) -> %s\n", quant ? "quantized .q.circle" : "float .circle", o.max_seq, cdir);
+    o.quant_dir = outdir;
+    if (quant) pdq_ptq_quantize_norms(m);
+    else o.hybrid = 1; /* weights only: the packed codes with float activations */
+    printf("\nexport: %s files (max_seq %d) -> %s\n", quant ? "quantized .q.circle" : "hybrid .w4/.w8.circle", o.max_seq, cdir);
     fflush(stdout);
     double t0 = now_s();
     pdq_code rc = pdq_export_model(m, cdir, &o, &st);
@@ -160,15 +214,38 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     pdq_model_free(m);
     if (rc != PDQ_OK) { fprintf(stderr, "pdq quantize: export: %s\n", st.msg); return 1; }
 
-    /* Quality through the files: the whole-model pair when exported, else the per-layer files. */
-    double ppl = 0;
+    /* Quality through the files: the whole-model pair when exported, else the per-layer files,
+     * side by side with the in-memory runtime they must reproduce. */
+    double ppl = 0, ppl_mem = 0;
     int have_ppl = 0;
+    pair_ctx pc;
+    memset(&pc, 0, sizeof pc);
     if (eval) {
-        if (pdq_crt_ppl(cdir, !whole, eval, n_eval, "ppl exported prefill", &ppl, &st) != PDQ_OK) {
-            fprintf(stderr, "pdq quantize: export ppl: %s\n", st.msg);
+        pdq_model *mm = cli_load_model("quantize", outdir, threads);
+        pdq_ptq *ptq = NULL;
+        pdq_ppl_result r;
+        rc = mm ? PDQ_OK : PDQ_ERR_IO;
+        if (rc == PDQ_OK) rc = pdq_crt_open(cdir, whole, &pc.crt, &st);
+        if (rc == PDQ_OK)
+            rc = quant ? pdq_ptq_open_runtime(mm, outdir, 1, o.max_seq, &o.so, &pc.rt, &ptq, &st)
+                       : pdq_rt_create(mm, 1, o.max_seq, &o.so, &pc.rt, &st);
+        int gi = ptq ? pdq_ptq_find(ptq, "lm_head.out") : -1;
+        pc.grid = gi >= 0 ? &pdq_ptq_group_at(ptq, gi)->grid : NULL;
+        pc.have_grid = pc.grid != NULL;
+        pc.V = mm ? mm->cfg.vocab_size : 0;
+        pc.base = eval;
+        if (rc == PDQ_OK && !(pc.mem = malloc(sizeof(float) * (size_t)o.max_seq * pc.V))) rc = pdq_fail(&st, PDQ_ERR_NOMEM, "logits");
+        if (rc == PDQ_OK) rc = pdq_ppl_windows(pair_window, &pc, pc.V, eval, n_eval, o.max_seq, o.max_seq, "ppl exported prefill", &r, &st);
+        if (rc == PDQ_OK) { ppl = r.ppl; ppl_mem = exp(pc.nll_mem / (double)r.tokens); have_ppl = 1; }
+        free(pc.mem);
+        pdq_rt_free(pc.rt);
+        pdq_ptq_free(ptq);
+        pdq_crt_free(pc.crt);
+        pdq_model_free(mm);
+        if (rc != PDQ_OK) {
+            if (mm) fprintf(stderr, "pdq quantize: export ppl: %s\n", st.msg);
             return 1;
         }
-        have_ppl = 1;
     }
     pdq_ptq_verify_result v;
     if (verify_export(src_dir, cdir, whole, ro->verify_steps, threads, &v)) return 1;
@@ -182,6 +259,7 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     cJSON *ex = cJSON_CreateObject();
     cJSON_AddStringToObject(ex, "dir", "circle");
     cJSON_AddBoolToObject(ex, "quantized", quant);
+    cJSON_AddStringToObject(ex, "form", quant ? "int16 activations (.q)" : "hybrid: float activations, packed weights");
     cJSON_AddNumberToObject(ex, "max_seq", o.max_seq);
     cJSON *lay = cJSON_AddArrayToObject(ex, "layouts");
     if (whole) cJSON_AddItemToArray(lay, cJSON_CreateString("circle-full"));
@@ -201,19 +279,35 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     cJSON_AddNumberToObject(q, "max_abs_diff", v.max_abs);
     cJSON_AddNumberToObject(q, "steps_compared", v.n);
     int same = 1;
-    if (have_ppl && h_ppl) {
-        cJSON_AddNumberToObject(q, "in_memory_ppl", mem_ppl);
-        same &= ppl == mem_ppl;
+    if (have_ppl) {
+        /* the in-memory numbers of this very pass (the activation step's ppl for reference) */
+        cJSON_AddNumberToObject(q, "in_memory_ppl", ppl_mem);
+        if (h_ppl) cJSON_AddNumberToObject(q, "activation_step_ppl", mem_ppl);
+        cJSON *d = cJSON_AddObjectToObject(q, "logits_vs_in_memory");
+        cJSON_AddNumberToObject(d, "windows", (double)pc.window);
+        cJSON_AddNumberToObject(d, "differing_logits", (double)pc.n_diff);
+        cJSON_AddNumberToObject(d, "max_abs_diff", pc.max_abs);
+        if (pc.have_grid) cJSON_AddNumberToObject(d, "max_code_steps", (double)pc.max_steps);
+        cJSON_AddNumberToObject(d, "max_token_nll_diff", pc.max_dnll);
+        if (pc.n_diff) {
+            cJSON_AddNumberToObject(d, "first_position", (double)pc.first_pos);
+            cJSON_AddNumberToObject(d, "first_vocab_index", pc.first_col);
+            cJSON_AddNumberToObject(d, "first_file_value", pc.first_file);
+            cJSON_AddNumberToObject(d, "first_in_memory_value", pc.first_mem);
+        }
+        same = pc.n_diff == 0;
     }
+    int vsame = 1;
     if (h_top) {
         int h_mean, h_max;
         double mem_mean = jget(root, "activations", "verify", "mean_abs_diff", &h_mean);
         double mem_max = jget(root, "activations", "verify", "max_abs_diff", &h_max);
         cJSON_AddNumberToObject(q, "in_memory_top1_agreement", mem_top);
-        /* identical logits at every step give identical statistics, not only the same top-1 */
-        same &= v.top1 == mem_top && h_mean && v.mean_abs == mem_mean && h_max && v.max_abs == mem_max;
+        vsame = v.top1 == mem_top && h_mean && v.mean_abs == mem_mean && h_max && v.max_abs == mem_max;
+        cJSON_AddBoolToObject(q, "verify_stats_equal", vsame);
+        if (!have_ppl) same = vsame; /* no eval set: the verify steps are the comparison */
     }
-    if ((have_ppl && h_ppl) || h_top) cJSON_AddBoolToObject(q, "equal_in_memory", same);
+    if (have_ppl || h_top) cJSON_AddBoolToObject(q, "equal_in_memory", same);
     cJSON_DeleteItemFromObjectCaseSensitive(root, "export");
     cJSON_AddItemToObject(root, "export", ex);
     int status = write_json(path, root);
@@ -222,10 +316,13 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     pdq_ptq_verify_free(&v);
     if (status) return 1;
     printf("export: %.2f s, %.1f MB in %s\n", secs, total / 1e6, cdir);
-    if (have_ppl)
-        printf("exported pair: ppl %.4f (in memory %s), top-1 vs fp32 %.4f (in memory %s)\n", ppl,
-               h_ppl ? (ppl == mem_ppl ? "identical" : "DIFFERENT") : "n/a", top1,
-               h_top ? (top1 == mem_top ? "identical" : "DIFFERENT") : "n/a");
+    if (have_ppl && same)
+        printf("exported pair: ppl %.4f, every logit of %ld windows identical to the in-memory runtime; top-1 vs fp32 %.4f "
+               "(in memory %s)\n", ppl, pc.window, top1, h_top ? (top1 == mem_top ? "identical" : "DIFFERENT") : "n/a");
+    else if (have_ppl)
+        printf("exported pair: ppl %.6f vs in memory %.6f: %ld logits DIFFERENT, first at token %ld vocab %d (file %.9g, "
+               "memory %.9g), max |d| %.3g%s, max token NLL |d| %.3g\n", ppl, ppl_mem, pc.n_diff, pc.first_pos, pc.first_col,
+               pc.first_file, pc.first_mem, pc.max_abs, pc.have_grid ? " (see max_code_steps)" : "", pc.max_dnll);
     else
         printf("exported pair: top-1 vs fp32 %.4f (in memory %s)\n", top1,
                h_top ? (top1 == mem_top ? "identical" : "DIFFERENT") : "n/a");

@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 O=$tmp/out
 
 "$PDQ" export --model $M --max-seq 16 --out $O --append-bucket 4 --quiet || { echo "FAIL export exit status"; fail=1; }
-for f in model_prefill model_decode token_embedding lm_head decoder_layer_prefill_0 decoder_layer_decode_3 decoder_layer_append_q4_2; do
+for f in model_prefill model_decode token_embedding lm_head decoder_layer_prefill_0 decoder_layer_decode_3 decoder_layer_append_prefill_q4_2 model_append_prefill_q4; do
     [ -s $O/$f.circle ] && echo "ok   file $f" || { echo "FAIL missing $f.circle"; fail=1; }
 done
 [ -e $O/decoder_layer_prefill_4.circle ] && { echo "FAIL layer 4 exported"; fail=1; }

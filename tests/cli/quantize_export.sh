@@ -49,6 +49,27 @@ for pl in "" --per-layer; do
         bad "verify-exact${pl}"; tail -3 "$tmp/v"
     fi
 done
+check logits-compared "jq -e '.export.quality.logits_vs_in_memory.differing_logits == 0 and .export.quality.logits_vs_in_memory.windows > 0 and .export.quality.logits_vs_in_memory.max_code_steps == 0' '$q/report.json' >/dev/null"
+# the hybrid form of the same checkpoint: float activations, the packed codes; runs back exactly
+h="$tmp/h"
+"$PDQ" export --model "$q" --hybrid --max-seq 32 --append-bucket 4 --out "$h" --quiet || bad "hybrid export exit status"
+check hybrid-files "[ -s '$h/model_decode.w4.circle' ] && [ -s '$h/decoder_layer_append_prefill_q4_3.w4.circle' ] && [ -s '$h/lm_head.w4.circle' ]"
+check hybrid-manifest "jq -e '.file_tag == \".w4\" and .activations == \"float32\" and .quantized == false and (.consumer_requirements | index(\"FULLY_CONNECTED FLOAT32,UINT4[const,per-channel],none -> FLOAT32\")) != null' '$h/manifest.json' >/dev/null"
+"$PDQ" export --model $M --whole --max-seq 32 --out "$tmp/f" --quiet || bad "float export exit status"
+check hybrid-smaller "[ \$(( \$(stat -c %s '$h/model_decode.w4.circle') * 3 )) -lt \$(stat -c %s '$tmp/f/model_decode.circle') ]"
+for pl in "" --per-layer; do
+    if "$PDQ" verify --circle "$h" --model "$q" --prompt "In the beginning, God created" --steps 4 --append "And God said" $pl \
+        --threads 2 >"$tmp/v" 2>&1 && grep -q "circle .* (hybrid): max |circle - in-memory| 0.000e+00" "$tmp/v"; then
+        ok "verify-hybrid${pl}"
+    else
+        bad "verify-hybrid${pl}"; tail -3 "$tmp/v"
+    fi
+done
+# --abits none: the export is the hybrid form, checked logit by logit against the in-memory runtime
+w="$tmp/w"
+if "$PDQ" quantize --model $M --method rtn --wbits 4 --abits none --quiet --threads 2 --max-seq 32 --verify-steps 2 \
+    --eval "$tmp/eval.txt" --eval-len 32 --eval-stride 32 --export circle-full --out "$w" >"$tmp/log" 2>&1; then ok run-abits-none; else bad run-abits-none; cat "$tmp/log"; fi
+check abits-none-hybrid "[ -s '$w/circle/model_prefill.w4.circle' ] && jq -e '.export.quality.equal_in_memory == true and .export.quality.logits_vs_in_memory.differing_logits == 0' '$w/report.json' >/dev/null"
 out=$("$PDQ" quantize --model $M --method rtn --export circle-half --out "$tmp/x" 2>&1)
 check bad-export "[ \$? -ne 0 ] || true; grep -q 'circle-full and/or circle-per-layer' <<<\"\$out\""
 out=$("$PDQ" ppl --circle "$tmp/none" --text "$tmp/eval.txt" 2>&1)
