@@ -39,6 +39,8 @@ typedef struct {
     int gamma_n;
     double *row_s;
     int64_t *row_zp;
+    /* RESHAPE between grids with the same shape: an imported QUANTIZE / DEQUANTIZE */
+    int requant_move;
 } qx_prep;
 
 struct pdq_qexec {

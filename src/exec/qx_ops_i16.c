@@ -174,6 +174,13 @@ pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int oi, pdq_status *st) {
         if (a->dtype != PDQ_TF32) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: GATHER of %s", a->name);
         return PDQ_OK;
     }
+    if (op->type == PDQ_OP_RESHAPE && a->kind != PDQ_TK_CONST && !same_grid(&x->t[op->in[0]], yq) &&
+        pdq_tensor_count(a) == pdq_tensor_count(&g->tensors[op->out[0]])) {
+        /* QUANTIZE / DEQUANTIZE (the importer makes them same-shape RESHAPEs): each value goes to
+         * the output's grid by the one requantization rule */
+        p->requant_move = 1;
+        return PDQ_OK;
+    }
     int n_data = op->type == PDQ_OP_CONCATENATION ? op->n_in : 1;
     for (int i = 0; i < n_data; i++) {
         const pdq_tensor *t = &g->tensors[op->in[i]];
@@ -510,9 +517,12 @@ static pdq_code gather_const(pdq_qexec *x, const pdq_op *op, pdq_status *st) {
             return pdq_fail(st, PDQ_ERR_ARG, "GATHER %s: index %d out of range [0,%d)", pt->name, r, pt->shape[0]);
         for (size_t k = 0; k < row; k++) {
             size_t src = (size_t)r * row + k;
-            double v = p->row_s ? pdq_rq_value(pt->dtype == PDQ_TI16 ? ((const int16_t *)pt->data)[src]
-                                                                      : ((const uint8_t *)pt->data)[src],
-                                               p->row_s[r], p->row_zp[r])
+            /* a quantized row is dequantized to float32 first, as the exported file's DEQUANTIZE of
+             * the table computes it (TFLite's weight-only GATHER form), then requantized: the
+             * in-memory graph and the Circle file give the same codes */
+            double v = p->row_s ? (double)(float)pdq_rq_value(pt->dtype == PDQ_TI16 ? ((const int16_t *)pt->data)[src]
+                                                                                      : ((const uint8_t *)pt->data)[src],
+                                                               p->row_s[r], p->row_zp[r])
                                 : (double)((const float *)pt->data)[src];
             qx_st(yq, yd, i * row + k, v);
         }
@@ -530,6 +540,14 @@ pdq_code pdq_qx_ops_run(pdq_qexec *x, int oi, pdq_status *st) {
     case PDQ_OP_SOFTMAX: rows_run(x, op, softmax_task, 0); return PDQ_OK;
     case PDQ_OP_GATHER:
         if (x->g->tensors[op->in[0]].kind == PDQ_TK_CONST) return gather_const(x, op, st);
+        return pdq_k_shape(x->g, op, x->ptrs, st);
+    case PDQ_OP_RESHAPE:
+        if (x->prep[oi].requant_move) {
+            const qx_t *xq = &x->t[op->in[0]], *yq = &x->t[op->out[0]];
+            size_t n = pdq_tensor_count(&x->g->tensors[op->out[0]]);
+            for (size_t i = 0; i < n; i++) qx_st(yq, x->ptrs[op->out[0]], i, qx_ld(xq, x->ptrs[op->in[0]], i));
+            return PDQ_OK;
+        }
         return pdq_k_shape(x->g, op, x->ptrs, st);
     default:
         return pdq_k_shape(x->g, op, x->ptrs, st);

@@ -49,12 +49,12 @@ check export "'$PDQ' export --model $M --max-seq 64 --whole --quiet --out '$tmp/
 c1=$(printf '%s\n%s\n' "$L1" "$L2" | "$PDQ" chat --circle "$tmp/c" --max-new 12 2>"$tmp/e")
 m1=$(printf '%s\n%s\n' "$L1" "$L2" | "$PDQ" chat --model $M --max-seq 64 --max-new 12 --rope pre_negated_sin --scale-fusion k_proj --layout unrolled 2>/dev/null)
 check circle "[ -n \"\$c1\" ] && [ \"\$c1\" = \"\$m1\" ] && grep -q 'the exported Circle pair in' '$tmp/e'"
-# a quantized directory: its fake-quant graphs, as generate --static runs them
+# a quantized directory: its quantized graphs (integer mode by default), as generate --static runs them
 check quantize "'$PDQ' quantize --model $M --calib data/tinystories-260k/train.txt --method rtn --wbits 8 --max-seq 32 \
     --act-nsamples 2 --verify-steps 2 --quiet --out '$tmp/q' >/dev/null 2>&1"
 q1=$(echo "$L1" | "$PDQ" chat --model "$tmp/q" --max-new 8 2>"$tmp/e")
 qg=$("$PDQ" generate --static --model "$tmp/q" --max-seq 32 --prompt "$L1" --max-new 8 2>/dev/null)
-check quant "grep -q 'fake-quant activations from ptq.json' '$tmp/e' && [ -n \"\$q1\" ] && [[ \"\$qg\" == *\"\$q1\" ]]"
+check quant "grep -q \"integer execution of ptq.json's grids\" '$tmp/e' && [ -n \"\$q1\" ] && [[ \"\$qg\" == *\"\$q1\" ]]"
 err both "'$PDQ' chat --model $M --circle '$tmp/c'" "usage"
 err bad-on-full "'$PDQ' chat --model $M --on-full never" "usage"
 exit $fail

@@ -22,13 +22,13 @@ check report-eval "jq -e '.eval.fp32_ppl > 1 and .eval.quant_ppl > 1 and .eval.m
 check scheme-json "jq -e '.tensors[\"model.layers.0.mlp.down_proj\"] | .bits == 4 and .packed and .g_idx and .shape == [256, 688]' '$q/pdq_quant.json' >/dev/null"
 check table-printed "grep -q 'model.layers.3.mlp.down_proj' '$tmp/log'"
 check hf-f32 "jq -e '.torch_dtype == \"float32\"' '$q/hf/config.json' >/dev/null"
-# the quantized checkpoint and the dequantized HF copy are the same model, and the in-process
-# evaluation saw exactly it
+# the quantized checkpoint (packed codes through the packed kernels) and the dequantized HF copy
+# (f32 BLAS) are the same model up to summation order, and the in-process evaluation saw it
 p1=$("$PDQ" ppl --model "$q" --text "$tmp/eval.txt" --max-len 128 --stride 128 --json | jq -r .ppl)
 p2=$("$PDQ" ppl --model "$q/hf" --text "$tmp/eval.txt" --max-len 128 --stride 128 --json | jq -r .ppl)
 p3=$(jq -r .eval.quant_ppl "$q/report.json")
 p0=$(jq -r .eval.fp32_ppl "$q/report.json")
-check ppl-quant-loads "[ -n '$p1' ] && [ '$p1' = '$p2' ]"
+check ppl-quant-loads "[ -n '$p1' ] && jq -en '(($p1 - $p2) / $p2) | fabs < 1e-6' >/dev/null"
 check ppl-matches-report "jq -en '($p1 - $p3) | fabs < 1e-4' >/dev/null"
 check ppl-close-to-fp32 "jq -en '$p1 / $p0 < 1.2 and $p1 / $p0 > 0.95' >/dev/null"
 
