@@ -1,6 +1,7 @@
 /* pdq verify: the static prefill/decode/append runtime against the reference model recomputing
  * the whole sequence at every step; per-step mean/max |Δlogit|, PEIR and top-1 agreement. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "dir_defaults.h"
 #include "ptq_args.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
@@ -15,10 +17,11 @@
 #define MAX_ROWS 16
 
 static const char *k_usage =
-    "usage: pdq verify --model DIR (--prompt T | --ids \"1 2 3\")... --max-seq N --steps K\n"
+    "usage: pdq verify --model DIR (--prompt T | --ids \"1 2 3\")... [--max-seq N] [--steps K (0)]\n"
     "                  [--padding left|right] [--append T | --append-ids \"...\"] [--bucket Q]\n"
     "                  [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
-    "                  [--mask-fill X] [--tol X] [--json FILE] [--threads N]\n";
+    "                  [--mask-fill X] [--tol X] [--json FILE] [--threads N]\n"
+    "  --max-seq defaults to the max_seq of DIR/ptq.json (quantized checkpoints), else 256\n";
 
 typedef struct {
     cJSON *steps;
@@ -69,23 +72,32 @@ int cmd_verify(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "verify", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--model");
+    const char *dir = args_required(&a, "--model");
     const char *prompts[MAX_ROWS], *idss[MAX_ROWS];
     int n_prompts = args_all(&a, "--prompt", prompts, MAX_ROWS);
     int n_idss = args_all(&a, "--ids", idss, MAX_ROWS);
-    int max_seq = (int)args_int(&a, "--max-seq", 0), steps = (int)args_int(&a, "--steps", 0);
+    int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
+    int steps = (int)args_int_range(&a, "--steps", 0, 0, ARGS_MAX_SEQ_LIMIT);
     const char *app = args_str(&a, "--append"), *app_ids = args_str(&a, "--append-ids");
-    int bucket = (int)args_int(&a, "--bucket", 0);
+    int bucket = (int)args_int_range(&a, "--bucket", 0, 1, ARGS_MAX_SEQ_LIMIT);
     pdq_static_opts o;
     pdq_padding pad;
     int opts_given = cli_static_opts(&a, &o, &pad);
-    double fill = args_double(&a, "--mask-fill", -120.0), tol = args_double(&a, "--tol", -1.0);
+    double fill = args_real(&a, "--mask-fill", -120.0, -HUGE_VAL, 0, ARGS_HI_OPEN);
+    double tol = args_real(&a, "--tol", -1.0, 0, HUGE_VAL, ARGS_CLOSED);
     const char *json_path = args_str(&a, "--json");
-    int threads = (int)args_int(&a, "--threads", 0);
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
+    int threads = args_threads(&a);
+    if (n_prompts + n_idss == 0) args_error(&a, "one of --prompt or --ids is required (repeatable, %d rows at most)", MAX_ROWS);
+    else if (n_prompts + n_idss > MAX_ROWS) args_error(&a, "%d rows given, at most %d", n_prompts + n_idss, MAX_ROWS);
+    if (app && app_ids) args_error(&a, "--append and --append-ids exclude each other: give one");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
     o.mask_fill = (float)fill;
-    int bad = opts_given < 0 || !dir || n_prompts + n_idss == 0 || n_prompts + n_idss > MAX_ROWS || max_seq < 2 || steps < 0 || (app && app_ids);
-    if (bad) { fputs(k_usage, stderr); return 2; }
+    /* a quantized dir runs with the max_seq it was calibrated with unless told otherwise */
+    max_seq = cli_resolve_max_seq(dir, max_seq);
+    if (bucket >= max_seq) {
+        fprintf(stderr, "pdq verify: --bucket %d must be below max_seq %d\n", bucket, max_seq);
+        return ARGS_USAGE_EXIT;
+    }
 
     int B = n_prompts + n_idss, status = 1;
     pdq_status st = {0};

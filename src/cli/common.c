@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 pdq_model *cli_load_model(const char *cmd, const char *dir, int threads) {
     if (!dir) {
@@ -67,9 +68,18 @@ long cli_parse_ids(const char *cmd, const char *s, int32_t **ids) {
 }
 
 char *cli_read_text(const char *cmd, const char *path, size_t *len) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        fprintf(stderr, "pdq %s: %s: cannot open (%s)\n", cmd, path, strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(sb.st_mode)) { /* a directory reads as 0 bytes: say what it is, not "too few tokens" */
+        fprintf(stderr, "pdq %s: %s: is a directory, not a file\n", cmd, path);
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "pdq %s: %s: cannot open\n", cmd, path);
+        fprintf(stderr, "pdq %s: %s: cannot open (%s)\n", cmd, path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, n = 0, r;
@@ -83,9 +93,11 @@ char *cli_read_text(const char *cmd, const char *path, size_t *len) {
             buf = nb;
         }
     }
+    int read_err = ferror(f);
     fclose(f);
-    if (!buf) {
-        fprintf(stderr, "pdq %s: %s: out of memory\n", cmd, path);
+    if (!buf || read_err) {
+        fprintf(stderr, "pdq %s: %s: %s\n", cmd, path, buf ? "read error" : "out of memory");
+        free(buf);
         return NULL;
     }
     buf[n] = '\0';
@@ -119,5 +131,6 @@ int cli_static_opts(pdq_args *a, pdq_static_opts *o, pdq_padding *pad) {
             bad = 1;
         }
     }
+    if (bad) a->bad = 1; /* args_finish fails: a usage error */
     return bad ? -1 : (rope || scale || layout);
 }
