@@ -62,5 +62,7 @@ int args_threads(pdq_args *a);
 #define ARGS_MAX_SEQ_LIMIT 32768   /* static graph length: --max-seq in [2, this] */
 #define ARGS_MAX_SEQ_DEFAULT 256   /* one default everywhere (quantize, export, verify, ...) */
 #define ARGS_THREADS_LIMIT 1024
+#define CLI_MAX_NEW_LIMIT 65536   /* --max-new */
+#define CLI_PPL_LEN_LIMIT 1048576 /* pdq ppl --max-len / --stride (the model's own limit applies too) */
 
 #endif

@@ -8,11 +8,12 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "dir_defaults.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
 
 static const char *k_usage =
-    "usage: pdq chat --model DIR --max-seq N [--bucket Q] [--max-new N] [--rope hf|pre_negated_sin]\n"
+    "usage: pdq chat --model DIR [--max-seq N (256)] [--bucket Q] [--max-new N] [--rope hf|pre_negated_sin]\n"
     "                [--scale-fusion none|k_proj] [--layout batched|unrolled] [--threads N]\n";
 
 static int is_eos(const pdq_model *m, int id) {
@@ -33,13 +34,14 @@ int cmd_chat(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "chat", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--model");
-    int max_seq = (int)args_int(&a, "--max-seq", 0), Q = (int)args_int(&a, "--bucket", 8);
-    int max_new = (int)args_int(&a, "--max-new", 32), threads = (int)args_int(&a, "--threads", 0);
+    const char *dir = args_required(&a, "--model");
+    int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
+    int Q = (int)args_int_range(&a, "--bucket", 8, 1, ARGS_MAX_SEQ_LIMIT);
+    int max_new = (int)args_int_range(&a, "--max-new", 32, 0, CLI_MAX_NEW_LIMIT), threads = args_threads(&a);
     pdq_static_opts o;
-    int bad = cli_static_opts(&a, &o, NULL) < 0;
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    if (bad || !dir || max_seq < 2 || Q < 1 || max_new < 0) { fputs(k_usage, stderr); return 2; }
+    cli_static_opts(&a, &o, NULL);
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    max_seq = cli_resolve_max_seq(dir, max_seq);
     pdq_tokenizer *tok = cli_load_tokenizer("chat", dir);
     if (!tok) return 1;
     pdq_model *m = cli_load_model("chat", dir, threads);

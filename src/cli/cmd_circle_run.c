@@ -51,10 +51,11 @@ int cmd_circle_run(int argc, char **argv) {
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     const char *ins[256];
     int n_in = args_all(&a, "--input", ins, 256);
-    const char *out = args_str(&a, "--out");
+    const char *out = args_required(&a, "--out");
     int float_out = args_flag(&a, "--float-out");
     const char *file = args_pos(&a, 0);
-    if (args_finish(&a) || !file || !out) { fputs(k_usage, stderr); return 2; }
+    if (!file) args_error(&a, "the .circle file to run is required (first argument)");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
     pdq_status st = {0};
     pdq_cgraph *cg = NULL;
     if (pdq_cg_open(file, &cg, &st) != PDQ_OK) {

@@ -1,5 +1,6 @@
 /* pdq generate: text generation with the reference model and its dynamic KV cache.
  * Greedy by default; --temperature/--top-p/--seed sample. Text streams as it is produced. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +21,13 @@ static const char *k_usage =
 /* Prints the text of ids[0..n) not yet printed. The whole sequence, prompt included, is decoded
  * each time: multi-byte characters split over byte-fallback tokens appear once complete, and
  * the tokenizer's leading-space rule applies only at the true start. */
-static void stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, size_t *printed) {
+static int stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, size_t *printed) {
     char *text = NULL;
     pdq_status st = {0};
-    if (pdq_tokenizer_decode(tok, ids, n, 1, &text, &st) != PDQ_OK) return;
+    if (pdq_tokenizer_decode(tok, ids, n, 1, &text, &st) != PDQ_OK) { /* e.g. an id past a short tokenizer */
+        fprintf(stderr, "\npdq generate: %s\n", st.msg);
+        return -1;
+    }
     size_t len = strlen(text);
     /* Hold back a trailing U+FFFD: it may be an incomplete UTF-8 sequence. */
     if (len >= 3 && memcmp(text + len - 3, "\xEF\xBF\xBD", 3) == 0) len -= 3;
@@ -33,6 +37,7 @@ static void stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, 
         *printed = len;
     }
     free(text);
+    return 0;
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -43,19 +48,16 @@ int cmd_generate(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "generate", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--model"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
-    int max_new = (int)args_int(&a, "--max-new", 64);
+    const char *dir = args_required(&a, "--model"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
+    int max_new = (int)args_int_range(&a, "--max-new", 64, 0, CLI_MAX_NEW_LIMIT);
     pdq_sampler smp;
-    pdq_sampler_init(&smp, args_double(&a, "--temperature", 0.0), args_double(&a, "--top-p", 1.0),
-                     (unsigned long long)args_int(&a, "--seed", 0));
+    double temp = args_real(&a, "--temperature", 0.0, 0, HUGE_VAL, ARGS_CLOSED);
+    double top_p = args_real(&a, "--top-p", 1.0, 0, 1, ARGS_LO_OPEN);
+    pdq_sampler_init(&smp, temp, top_p, (unsigned long long)args_int_range(&a, "--seed", 0, 0, LONG_MAX));
     int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
-    int threads = (int)args_int(&a, "--threads", 0);
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    if (!dir || (!prompt == !ids_s) || max_new < 0) { fputs(k_usage, stderr); return 2; }
-    if (smp.temperature < 0 || smp.top_p <= 0 || smp.top_p > 1) {
-        fprintf(stderr, "pdq generate: need --temperature >= 0 and 0 < --top-p <= 1\n");
-        return 2;
-    }
+    int threads = args_threads(&a);
+    args_one_of(&a, "--prompt", prompt, "--ids", ids_s);
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
 
     pdq_status st = {0};
     pdq_tokenizer *tok = NULL;
@@ -90,6 +92,9 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "pdq generate: out of memory\n");
         goto done;
     }
+    if (tok && pdq_tokenizer_vocab_size(tok) < V)
+        fprintf(stderr, "pdq generate: warning: the tokenizer has %d tokens, the model's vocab %d: ids from %d on cannot be printed\n",
+                pdq_tokenizer_vocab_size(tok), V, pdq_tokenizer_vocab_size(tok));
     if (cap > m->cfg.max_position_embeddings)
         fprintf(stderr, "pdq generate: warning: %d tokens exceed max_position_embeddings %d\n", cap, m->cfg.max_position_embeddings);
     if (pdq_kvcache_init(&kv, &m->cfg, 1, cap > 0 ? cap : 1, &st) != PDQ_OK ||
@@ -101,12 +106,12 @@ int cmd_generate(int argc, char **argv) {
     if (!json && tok) {
         /* Echo the prompt as the tokenizer reads it back, then stream what follows it. */
         printed = 0;
-        stream_text(tok, all, (size_t)n, &printed);
+        if (stream_text(tok, all, (size_t)n, &printed)) goto done;
     }
     for (int i = 0; i < max_new; i++) {
         int32_t next = (int32_t)pdq_sample(&smp, logits, V);
         out[n_out++] = next;
-        if (!json && tok) stream_text(tok, all, (size_t)n + (size_t)n_out, &printed);
+        if (!json && tok && stream_text(tok, all, (size_t)n + (size_t)n_out, &printed)) goto done;
         int is_eos = 0;
         for (int e = 0; e < m->cfg.n_eos; e++) is_eos |= next == m->cfg.eos_token_ids[e];
         if (is_eos && !ignore_eos) break;

@@ -46,17 +46,20 @@ int cmd_ppl(int argc, char **argv) {
     args_init(&a, "ppl", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     const char *dir = args_str(&a, "--model"), *text = args_str(&a, "--text"), *ids_file = args_str(&a, "--ids-file");
-    long max_len = args_int(&a, "--max-len", 0), stride = args_int(&a, "--stride", 0);
-    int json = args_flag(&a, "--json"), threads = (int)args_int(&a, "--threads", 0);
-    int use_static = args_flag(&a, "--static"), max_seq = (int)args_int(&a, "--max-seq", 0);
+    long max_len = args_int_range(&a, "--max-len", 0, 2, CLI_PPL_LEN_LIMIT);
+    long stride = args_int_range(&a, "--stride", 0, 1, CLI_PPL_LEN_LIMIT);
+    int json = args_flag(&a, "--json"), threads = args_threads(&a);
+    int use_static = args_flag(&a, "--static");
+    int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
     const char *cdir = args_str(&a, "--circle");
     int per_layer = args_flag(&a, "--per-layer");
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    if (!dir == !cdir || !text == !ids_file || (cdir && (use_static || max_len || stride || max_seq)) ||
-        (per_layer && !cdir)) {
-        fputs(k_usage, stderr);
-        return 2;
-    }
+    args_one_of(&a, "--model", dir, "--circle", cdir);
+    args_one_of(&a, "--text", text, "--ids-file", ids_file);
+    if (cdir && (use_static || max_len || stride || max_seq))
+        args_error(&a, "--circle uses the export's max_seq as window and stride: drop --static/--max-len/--stride/--max-seq");
+    if (per_layer && !cdir) args_error(&a, "--per-layer needs --circle OUTDIR");
+    if (max_seq && !use_static) args_error(&a, "--max-seq is the static graph length: it needs --static");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (cdir) { /* the export copies the tokenizer */
         char mp[4096];
         snprintf(mp, sizeof mp, "%s/manifest.json", cdir);
@@ -99,7 +102,7 @@ int cmd_ppl(int argc, char **argv) {
     if (use_static) {
         /* max_seq: --max-seq, else --max-len, else the calibrated one (ptq.json), else 256. */
         if (max_seq <= 0) max_seq = (int)max_len;
-        if (max_seq <= 0 && !pdq_ptq_in_dir(dir)) max_seq = 256;
+        if (max_seq <= 0 && !pdq_ptq_in_dir(dir)) max_seq = ARGS_MAX_SEQ_DEFAULT;
         if (cli_static_runtime("ppl", dir, m, 1, max_seq, NULL, 0, &rt, &ptq)) { free(ids); pdq_model_free(m); return 1; }
         max_len = pdq_rt_max_seq(rt);
     }

@@ -43,9 +43,10 @@ int cmd_tokenize(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    const char *model = args_str(&a, "--model"), *text = args_str(&a, "--text"), *file = args_str(&a, "--file");
+    const char *model = args_required(&a, "--model"), *text = args_str(&a, "--text"), *file = args_str(&a, "--file");
     int no_special = args_flag(&a, "--no-special"), json = args_flag(&a, "--json");
-    if (args_finish(&a)) return 2;
+    args_one_of(&a, "--text", text, "--file", file);
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (!model || (!text == !file)) {
         fprintf(stderr, "pdq tokenize: need --model and exactly one of --text / --file\n");
         usage(stderr);
