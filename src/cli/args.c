@@ -1,5 +1,6 @@
 #include "args.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -109,8 +110,8 @@ long args_int_range(pdq_args *a, const char *flag, long def, long lo, long hi) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    /* whole string: no empty value, no trailing text ("12abc"), no out-of-range wrap */
-    if (errno || end == s || *end || v < lo || v > hi) {
+    /* whole string: no empty value, no blanks or trailing text ("12abc"), no out-of-range wrap */
+    if (errno || end == s || *end || isspace((unsigned char)s[0]) || v < lo || v > hi) {
         args_error(a, "%s must be an integer in [%ld, %ld], got '%s'", flag, lo, hi, s);
         return def;
     }
@@ -133,7 +134,7 @@ double args_real(pdq_args *a, const char *flag, double def, double lo, double hi
     errno = 0;
     double v = strtod(s, &end);
     /* ERANGE on underflow (1e-400) is a tiny number, not garbage; overflow gives inf, rejected below */
-    int ok = end != s && !*end && isfinite(v) && !(errno && errno != ERANGE);
+    int ok = end != s && !*end && !isspace((unsigned char)s[0]) && isfinite(v) && !(errno && errno != ERANGE);
     ok = ok && (open & ARGS_LO_OPEN ? v > lo : v >= lo) && (open & ARGS_HI_OPEN ? v < hi : v <= hi);
     if (!ok) {
         char r[96];

@@ -43,8 +43,7 @@ int main(int argc, char **argv) {
         const pdq_command *c = find(argv[2]);
         if (!c || argc > 3) {
             if (c) fprintf(stderr, "pdq help: one command at a time\n");
-            else fprintf(stderr, "pdq help: unknown command '%s'\n", argv[2]);
-            usage(stderr);
+            else fprintf(stderr, "pdq help: unknown command '%s' (pdq --help lists them)\n", argv[2]);
             return 2;
         }
         char help[] = "--help";
@@ -58,7 +57,6 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "pdq: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "pdq: unknown command '%s' (pdq --help lists them)\n", argv[1]);
     return 2;
 }
