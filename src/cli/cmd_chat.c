@@ -42,6 +42,10 @@ int cmd_chat(int argc, char **argv) {
     cli_static_opts(&a, &o, NULL);
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
     max_seq = cli_resolve_max_seq(dir, max_seq);
+    if (Q >= max_seq) {
+        fprintf(stderr, "pdq chat: --bucket %d must be below max_seq %d\n", Q, max_seq);
+        return ARGS_USAGE_EXIT;
+    }
     pdq_tokenizer *tok = cli_load_tokenizer("chat", dir);
     if (!tok) return 1;
     pdq_model *m = cli_load_model("chat", dir, threads);
