@@ -143,6 +143,17 @@ int cmd_verify(int argc, char **argv) {
         goto done;
     }
     if ((app || app_ids) && n_ext == 0) { fprintf(stderr, "pdq verify: the appended turn is empty\n"); goto done; }
+    /* every token fed (prompt, one per decode step, the appended turn) needs a cache slot: say so
+     * before loading anything rather than at the step that overflows */
+    for (int b = 0; b < B; b++)
+        if (len[b] + steps + n_ext > max_seq) {
+            if (n_ext)
+                fprintf(stderr, "pdq verify: row %d: %d prompt tokens + %d steps + the appended turn of %ld tokens exceed max_seq %d\n",
+                        b, len[b], steps, n_ext, max_seq);
+            else
+                fprintf(stderr, "pdq verify: row %d: %d prompt tokens + %d steps exceed max_seq %d\n", b, len[b], steps, max_seq);
+            goto done;
+        }
     if (!(m = cli_load_model("verify", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
