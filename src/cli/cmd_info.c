@@ -149,11 +149,6 @@ int cmd_info(int argc, char **argv) {
     const char *dir = args_required(&a, "--model");
     int json = args_flag(&a, "--json");
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
-    if (!dir) {
-        fprintf(stderr, "pdq info: --model DIR is required\n");
-        usage(stderr);
-        return 2;
-    }
     pdq_config c;
     pdq_status st = {0};
     if (pdq_config_load(dir, &c, &st) != PDQ_OK) {

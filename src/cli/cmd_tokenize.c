@@ -5,29 +5,8 @@
 
 #include "args.h"
 #include "commands.h"
+#include "common.h"
 #include "pdq/tokenizer.h"
-
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0, r;
-    do {
-        if (n + 65536 > cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            char *p = realloc(buf, cap);
-            if (!p) { free(buf); fclose(f); return NULL; }
-            buf = p;
-        }
-        r = fread(buf + n, 1, cap - n, f);
-        n += r;
-    } while (r > 0);
-    int err = ferror(f);
-    fclose(f);
-    if (err) { free(buf); return NULL; }
-    *len = n;
-    return buf;
-}
 
 static void usage(FILE *f) {
     fprintf(f, "usage: pdq tokenize --model DIR (--text T | --file F) [--no-special] [--json]\n"
@@ -47,18 +26,10 @@ int cmd_tokenize(int argc, char **argv) {
     int no_special = args_flag(&a, "--no-special"), json = args_flag(&a, "--json");
     args_one_of(&a, "--text", text, "--file", file);
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
-    if (!model || (!text == !file)) {
-        fprintf(stderr, "pdq tokenize: need --model and exactly one of --text / --file\n");
-        usage(stderr);
-        return 2;
-    }
     char *buf = NULL;
     size_t len = 0;
     if (file) {
-        if (!(buf = read_file(file, &len))) {
-            fprintf(stderr, "pdq tokenize: cannot read %s\n", file);
-            return 1;
-        }
+        if (!(buf = cli_read_text("tokenize", file, &len))) return 1; /* the reason is printed */
     } else
         len = strlen(text);
     pdq_status st = {0};
