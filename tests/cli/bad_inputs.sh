@@ -60,6 +60,7 @@ while IFS=$'\t' read -r class code want cmd; do
     if [ "$rc" != "$code" ]; then bad "$name: exit $rc, expected $code: $(head -c 600 <<<"$out")"
     elif ! grep -qF -- "$want" <<<"$out"; then bad "$name: no '$want' in: $(head -c 600 <<<"$out")"
     elif grep -q "^usage: pdq" <<<"$out"; then bad "$name: answered with the usage text"
+    elif grep -qE "AddressSanitizer|LeakSanitizer|runtime error:" <<<"$out"; then bad "$name: sanitizer report: $(head -c 600 <<<"$out")"
     else ok "$name"
     fi
 done <"$cases"
