@@ -162,6 +162,7 @@ int cmd_verify_circle(int argc, char **argv) {
     int threads = args_threads(&a);
     args_one_of(&a, "--prompt", prompt, "--ids", ids_s);
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    if (json_path && cli_check_out_file("verify", "--json", json_path)) return 1;
     pdq_static_opts so;
     int S = 0, quant = 0;
     if (read_manifest(dir, &so, &S, &quant)) return 1;

@@ -22,6 +22,7 @@ int cmd_logits(int argc, char **argv) {
     int threads = args_threads(&a);
     if (!!prompt + !!ids_s + !!ids_file != 1) args_error(&a, "give exactly one of --prompt, --ids or --ids-file");
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    if (cli_check_out_file("logits", "--out", out)) return 1;
 
     int32_t *ids = NULL;
     long n = 0;

@@ -59,6 +59,7 @@ int cmd_ppl(int argc, char **argv) {
         args_error(&a, "--circle uses the export's max_seq as window and stride: drop --static/--max-len/--stride/--max-seq");
     if (per_layer && !cdir) args_error(&a, "--per-layer needs --circle OUTDIR");
     if (max_seq && !use_static) args_error(&a, "--max-seq is the static graph length: it needs --static");
+    if (max_len && stride > max_len) args_error(&a, "--stride %ld exceeds --max-len %ld: tokens between windows would not be scored", stride, max_len);
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (cdir) { /* the export copies the tokenizer */
         char mp[4096];

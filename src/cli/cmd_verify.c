@@ -91,6 +91,7 @@ int cmd_verify(int argc, char **argv) {
     else if (n_prompts + n_idss > MAX_ROWS) args_error(&a, "%d rows given, at most %d", n_prompts + n_idss, MAX_ROWS);
     if (app && app_ids) args_error(&a, "--append and --append-ids exclude each other: give one");
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    if (json_path && cli_check_out_file("verify", "--json", json_path)) return 1;
     o.mask_fill = (float)fill;
     /* a quantized dir runs with the max_seq it was calibrated with unless told otherwise */
     max_seq = cli_resolve_max_seq(dir, max_seq);

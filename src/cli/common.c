@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 pdq_model *cli_load_model(const char *cmd, const char *dir, int threads) {
     if (!dir) {
@@ -133,4 +134,28 @@ int cli_static_opts(pdq_args *a, pdq_static_opts *o, pdq_padding *pad) {
     }
     if (bad) a->bad = 1; /* args_finish fails: a usage error */
     return bad ? -1 : (rope || scale || layout);
+}
+
+int cli_check_out_file(const char *cmd, const char *opt, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "pdq %s: %s %s: is a directory, not a file\n", cmd, opt, path);
+        return 1;
+    }
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 1;
+    if (n >= sizeof dir) n = sizeof dir - 1;
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = '\0';
+    if (slash && n == 0) snprintf(dir, sizeof dir, "/");
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "pdq %s: %s %s: the directory %s does not exist\n", cmd, opt, path, dir);
+        return 1;
+    }
+    if (access(dir, W_OK) != 0) {
+        fprintf(stderr, "pdq %s: %s %s: the directory %s is not writable (%s)\n", cmd, opt, path, dir, strerror(errno));
+        return 1;
+    }
+    return 0;
 }
