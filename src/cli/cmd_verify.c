@@ -157,6 +157,12 @@ int cmd_verify(int argc, char **argv) {
         }
     if (!(m = cli_load_model("verify", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
+    for (int b = 0; b < B; b++) { /* before building any graph */
+        char what[32];
+        snprintf(what, sizeof what, "row %d", b);
+        if (cli_check_ids("verify", what, seq[b], len[b], V)) goto done;
+    }
+    if (cli_check_ids("verify", "the appended turn", ext, n_ext, V)) goto done;
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
     if (cli_static_runtime("verify", dir, m, B, max_seq, &o, opts_given > 0 || fill != -120.0, &rt, &ptq))
         goto done;

@@ -159,3 +159,13 @@ int cli_check_out_file(const char *cmd, const char *opt, const char *path) {
     }
     return 0;
 }
+
+int cli_check_ids(const char *cmd, const char *what, const int32_t *ids, long n, int vocab) {
+    for (long i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab) {
+            fprintf(stderr, "pdq %s: %s: token id %d at position %ld is outside the vocabulary [0, %d)\n", cmd, what,
+                    (int)ids[i], i, vocab);
+            return 1;
+        }
+    return 0;
+}

@@ -89,6 +89,11 @@ int cmd_generate_static(int argc, char **argv) {
     }
     if (!(m = cli_load_model("generate", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
+    for (int b = 0; b < B; b++) {
+        char what[32];
+        snprintf(what, sizeof what, "row %d", b);
+        if (cli_check_ids("generate", what, rows[b], lens[b], V)) goto done;
+    }
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
     if (cli_static_runtime("generate", dir, m, B, max_seq, &o, opts_given > 0, &rt, &ptq)) goto done;
     logits = malloc(sizeof(float) * (size_t)B * V);
