@@ -82,10 +82,15 @@ int cmd_ppl(int argc, char **argv) {
         free(buf);
         pdq_tokenizer_free(tok);
         if (rc != PDQ_OK) {
-            if (buf) fprintf(stderr, "pdq ppl: %s\n", st.msg);
+            if (buf) fprintf(stderr, "pdq ppl: %s: %s\n", text, st.msg);
             return 1;
         }
         n = (long)nn;
+        if (n < 2) { /* BOS alone: say which file, not only the count */
+            fprintf(stderr, "pdq ppl: %s: %ld token(s) with BOS, perplexity needs at least 2 (is the file empty?)\n", text, n);
+            free(ids);
+            return 1;
+        }
     } else if (pdq_read_ids_file(ids_file, &ids, &n, &st) != PDQ_OK) {
         fprintf(stderr, "pdq ppl: %s\n", st.msg);
         return 1;

@@ -43,7 +43,9 @@ int cmd_tokenize(int argc, char **argv) {
         for (size_t i = 0; i < n; i++) printf("%s%d", i ? (json ? ", " : " ") : "", (int)ids[i]);
         puts(json ? "]}" : "");
         rc = fflush(stdout) == 0 ? 0 : 1;
-    } else
+    } else if (file)
+        fprintf(stderr, "pdq tokenize: %s: %s\n", file, st.msg);
+    else
         fprintf(stderr, "pdq tokenize: %s\n", st.msg);
     free(ids);
     pdq_tokenizer_free(tok);
