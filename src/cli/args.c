@@ -192,16 +192,18 @@ static int distance(const char *s, size_t ns, const char *t) {
     return row[nt];
 }
 
-static const char *nearest(const pdq_args *a, const char *arg) {
-    size_t n = strcspn(arg, "=");
+const char *args_suggest(const char *word, const char *const *cands, int n) {
+    size_t len = strcspn(word, "=");
     const char *best = NULL;
     int bd = 3; /* suggest only near misses: --max_seq, --maxseq, --temprature */
-    for (int i = 0; i < a->n_known; i++) {
-        int d = distance(arg, n, a->known[i]);
-        if (d < bd) { bd = d; best = a->known[i]; }
+    for (int i = 0; i < n; i++) {
+        int d = distance(word, len, cands[i]);
+        if (d < bd) { bd = d; best = cands[i]; }
     }
     return best;
 }
+
+static const char *nearest(const pdq_args *a, const char *arg) { return args_suggest(arg, a->known, a->n_known); }
 
 int args_finish(pdq_args *a) {
     int bad = a->bad;

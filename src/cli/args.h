@@ -55,6 +55,8 @@ const char *args_pos(pdq_args *a, int i);
 /* Prints unknown/unused arguments (with the nearest known flag) and a pointer to --help; returns
  * non-zero if any, or if any error was recorded. */
 int args_finish(pdq_args *a);
+/* The candidate within edit distance 2 of word (up to a "="), or NULL: "did you mean". */
+const char *args_suggest(const char *word, const char *const *cands, int n);
 /* --threads N: 0 = all cores (the default), else 1..1024. */
 int args_threads(pdq_args *a);
 

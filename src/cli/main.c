@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "version.h"
 
@@ -57,6 +58,10 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "pdq: unknown command '%s' (pdq --help lists them)\n", argv[1]);
+    const char *names[sizeof k_commands / sizeof k_commands[0]];
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++) names[i] = k_commands[i].name;
+    const char *near = args_suggest(argv[1], names, (int)(sizeof names / sizeof names[0]));
+    if (near) fprintf(stderr, "pdq: unknown command '%s' (did you mean %s?)\n", argv[1], near);
+    else fprintf(stderr, "pdq: unknown command '%s' (pdq --help lists them)\n", argv[1]);
     return 2;
 }
