@@ -109,6 +109,13 @@ static void test_flags(void **state) {
     assert_null(args_str(&a, "--model"));
     (void)args_str(&a, "--prompt");
     assert_int_not_equal(args_finish(&a), 0);
+    /* a value may start with dashes when no option name follows them */
+    char dd[] = "-- and then", dash[] = "--";
+    char *dv[] = {p, dd, m, dash, NULL};
+    parse(&a, dv);
+    assert_string_equal(args_str(&a, "--prompt"), "-- and then");
+    assert_string_equal(args_str(&a, "--model"), "--");
+    assert_int_equal(args_finish(&a), 0);
     /* --flag=--x gives a value that starts with dashes */
     char *eqv[] = {eq, NULL};
     parse(&a, eqv);

@@ -39,7 +39,8 @@ void args_error(pdq_args *a, const char *fmt, ...) {
     a->bad = 1;
 }
 
-static int looks_like_option(const char *s) { return s[0] == '-' && s[1] == '-' && s[2] != '\0'; }
+/* "--name": a value like "-5", "--" or "-- and then" is not an option */
+static int looks_like_option(const char *s) { return s[0] == '-' && s[1] == '-' && isalpha((unsigned char)s[2]); }
 
 /* Matches argv[i] against flag; returns the value (from "=v" or the next argv) or NULL. */
 static const char *match(pdq_args *a, int i, const char *flag, int *consumed, int report) {
