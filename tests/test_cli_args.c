@@ -181,12 +181,60 @@ static void test_repeatable_and_limits(void **state) {
     assert_int_equal(args_finish(&a), 0);
 }
 
+/* The messages: option, value and range named; the pointer to --help once. */
+static char *messages_of(char **argv, void (*read)(pdq_args *)) {
+    static char text[4096];
+    pdq_args a;
+    parse(&a, argv);
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    a.err = f;
+    read(&a);
+    (void)args_finish(&a);
+    rewind(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void read_some(pdq_args *a) {
+    (void)args_int_range(a, "--max-seq", 0, 2, 32768);
+    (void)args_real(a, "--top-p", 1, 0, 1, ARGS_LO_OPEN);
+    (void)args_real(a, "--tol", 0, 0, HUGE_VAL, ARGS_CLOSED);
+    (void)args_real(a, "--mask-fill", -120, -HUGE_VAL, 0, ARGS_HI_OPEN);
+    (void)args_double(a, "--x", 0);
+    (void)args_required(a, "--model");
+}
+
+static void test_messages(void **state) {
+    (void)state;
+    char s[] = "--max-seq", big[] = "4294967312", p[] = "--top-p", nan_[] = "nan", t[] = "--tol", neg[] = "-1",
+         mf[] = "--mask-fill", five[] = "5", x[] = "--x", inf_[] = "inf", typo[] = "--max_seq";
+    char *argv[] = {s, big, p, nan_, t, neg, mf, five, x, inf_, NULL};
+    const char *m = messages_of(argv, read_some);
+    assert_non_null(strstr(m, "pdq test: --max-seq must be an integer in [2, 32768], got '4294967312'\n"));
+    assert_non_null(strstr(m, "pdq test: --top-p must be a number in (0, 1], got 'nan'\n"));
+    assert_non_null(strstr(m, "pdq test: --tol must be a number >= 0, got '-1'\n"));
+    assert_non_null(strstr(m, "pdq test: --mask-fill must be a number < 0, got '5'\n"));
+    assert_non_null(strstr(m, "pdq test: --x must be a finite number, got 'inf'\n"));
+    assert_non_null(strstr(m, "pdq test: --model is required\n"));
+    const char *help = strstr(m, "see 'pdq test --help' for the options");
+    assert_non_null(help);
+    assert_null(strstr(help + 1, "see 'pdq test --help'"));
+    char *argv2[] = {typo, five, NULL};
+    m = messages_of(argv2, read_some);
+    assert_non_null(strstr(m, "unknown option '--max_seq' (did you mean --max-seq?)\n"));
+    assert_null(strstr(m, "unexpected argument '5'")); /* the typo's value is part of the same mistake */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_integers),
         cmocka_unit_test(test_reals),
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_repeatable_and_limits),
+        cmocka_unit_test(test_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,9 @@ void args_init(pdq_args *a, const char *cmd, int argc, char **argv) {
     a->cmd = cmd;
     a->argv = argv;
     a->argc = argc;
+    a->err = stderr;
     if (argc > ARGS_MAX) {
-        fprintf(stderr, "pdq %s: %d arguments given, at most %d are accepted\n", cmd, argc, ARGS_MAX);
+        fprintf(a->err, "pdq %s: %d arguments given, at most %d are accepted\n", cmd, argc, ARGS_MAX);
         a->bad = 1;
         a->argc = ARGS_MAX;
     }
@@ -32,9 +33,9 @@ static int remember(pdq_args *a, const char *flag) {
 void args_error(pdq_args *a, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "pdq %s: ", a->cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    fprintf(a->err, "pdq %s: ", a->cmd);
+    vfprintf(a->err, fmt, ap);
+    fputc('\n', a->err);
     va_end(ap);
     a->bad = 1;
 }
@@ -152,9 +153,12 @@ double args_double(pdq_args *a, const char *flag, double def) {
 
 const char *args_required(pdq_args *a, const char *flag) {
     const char *v = args_str(a, flag);
-    if (!v && !a->bad) args_error(a, "%s is required", flag);
-    else if (!v) a->bad = 1;
-    return v;
+    if (v) return v;
+    size_t n = strlen(flag);
+    for (int i = 0; i < a->argc; i++) /* given without a value: already reported as such */
+        if (strncmp(a->argv[i], flag, n) == 0 && (a->argv[i][n] == '\0' || a->argv[i][n] == '=')) return NULL;
+    args_error(a, "%s is required", flag);
+    return NULL;
 }
 
 void args_one_of(pdq_args *a, const char *f1, const char *v1, const char *f2, const char *v2) {
@@ -213,15 +217,15 @@ int args_finish(pdq_args *a) {
         const char *s = a->argv[i];
         if (looks_like_option(s)) {
             const char *near = nearest(a, s);
-            if (near) fprintf(stderr, "pdq %s: unknown option '%s' (did you mean %s?)\n", a->cmd, s, near);
-            else fprintf(stderr, "pdq %s: unknown option '%s'\n", a->cmd, s);
+            if (near) fprintf(a->err, "pdq %s: unknown option '%s' (did you mean %s?)\n", a->cmd, s, near);
+            else fprintf(a->err, "pdq %s: unknown option '%s'\n", a->cmd, s);
             /* its value, if any, is part of the same mistake */
             if (!strchr(s, '=') && i + 1 < a->argc && !a->used[i + 1] && !looks_like_option(a->argv[i + 1])) i++;
         } else {
-            fprintf(stderr, "pdq %s: unexpected argument '%s'\n", a->cmd, s);
+            fprintf(a->err, "pdq %s: unexpected argument '%s'\n", a->cmd, s);
         }
         bad = 1;
     }
-    if (bad) fprintf(stderr, "pdq %s: see 'pdq %s --help' for the options\n", a->cmd, a->cmd);
+    if (bad) fprintf(a->err, "pdq %s: see 'pdq %s --help' for the options\n", a->cmd, a->cmd);
     return bad;
 }

@@ -6,6 +6,7 @@
 #define PDQ_CLI_ARGS_H
 
 #include <stdarg.h>
+#include <stdio.h>
 
 /* More arguments than this is an error (named), never a silent truncation. */
 #define ARGS_MAX 4096
@@ -27,6 +28,7 @@ typedef struct {
     const char *cmd;    /* subcommand name for messages */
     const char *known[ARGS_MAX_KNOWN]; /* flags asked for: "did you mean" for unknown ones */
     int n_known;
+    FILE *err;          /* where the messages go: stderr (tests and the fuzzer redirect it) */
 } pdq_args;
 
 void args_init(pdq_args *a, const char *cmd, int argc, char **argv);
