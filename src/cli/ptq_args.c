@@ -43,6 +43,15 @@ int ptq_args_read(pdq_args *a, pdq_ptq_run_opts *o, int have_calib) {
         bad = 1;
     }
     if (obs && dt == PDQ_ADT_FLOAT) { args_error(a, "--observer needs activation quantization (--abits 16|8)"); bad = 1; }
+    /* options of the activation step alone would silently do nothing without it */
+    const char *act_only[] = {"--act-nsamples", "--decode-calib-steps", "--ema-momentum"};
+    for (size_t i = 0; i < sizeof act_only / sizeof act_only[0] && dt == PDQ_ADT_FLOAT; i++)
+        if (args_str(a, act_only[i])) { args_error(a, "%s needs activation quantization (--abits 16|8)", act_only[i]); bad = 1; }
+    if (o->compare_calib && dt == PDQ_ADT_FLOAT) { args_error(a, "--compare-calib needs activation quantization (--abits 16|8)"); bad = 1; }
+    if (args_str(a, "--ema-momentum") && dt != PDQ_ADT_FLOAT && k != PDQ_OBS_EMA) {
+        args_error(a, "--ema-momentum needs --observer ema");
+        bad = 1;
+    }
     return bad || a->bad ? -1 : dt;
 }
 
