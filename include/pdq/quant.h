@@ -202,6 +202,10 @@ void pdq_qmodel_free(pdq_qmodel *q);
  * the dequantized values are what pdq_quant_save writes (or pdq_model_load of OUTDIR gives). */
 pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *o, const int32_t *calib,
                             int nsamples, int seq_len, pdq_qmodel *q, pdq_status *st);
+/* The checks pdq_quantize_model starts with, alone (command-line pre-flight, before any work):
+ * every tensor's scheme against its shape (bits, group divisibility), overrides that match no
+ * linear, embedding/lm_head bits and tied-embedding constraints. Only m->cfg is read. */
+pdq_code pdq_quant_opts_check(const pdq_model *m, pdq_quant_opts *o, pdq_status *st);
 /* Prints the per-module table (module, bits, GPTQ loss, RTN loss, time) to f. */
 void pdq_qmodel_print(const pdq_qmodel *q, void *file);
 

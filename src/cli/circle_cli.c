@@ -2,6 +2,8 @@
  * exported files (whole-model pair, or --per-layer files). verify runs, step by step on the same
  * greedy tokens, the exported files, the in-memory static runtime of --model with the manifest's
  * graph options (fake-quant when the dir holds ptq.json) and the FP32 reference. */
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,16 +71,19 @@ int cmd_generate_circle(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "generate", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_gen_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--circle"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
-    int per_layer = args_flag(&a, "--per-layer"), max_new = (int)args_int(&a, "--max-new", 32);
+    const char *dir = args_required(&a, "--circle"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
+    int per_layer = args_flag(&a, "--per-layer");
+    int max_new = (int)args_int_range(&a, "--max-new", 32, 0, CLI_MAX_NEW_LIMIT);
     pdq_sampler smp;
-    pdq_sampler_init(&smp, args_double(&a, "--temperature", 0.0), args_double(&a, "--top-p", 1.0),
-                     (unsigned long long)args_int(&a, "--seed", 0));
+    double temp = args_real(&a, "--temperature", 0.0, 0, HUGE_VAL, ARGS_CLOSED);
+    double top_p = args_real(&a, "--top-p", 1.0, 0, 1, ARGS_LO_OPEN);
+    pdq_sampler_init(&smp, temp, top_p, (unsigned long long)args_int_range(&a, "--seed", 0, 0, LONG_MAX));
     int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
-    int threads = (int)args_int(&a, "--threads", 0);
+    int threads = args_threads(&a);
     cli_exec ex;
-    if (cli_exec_read(&a, &ex)) return 2;
-    if (args_finish(&a) || !dir || !prompt == !ids_s || max_new < 0) { fputs(k_gen_usage, stderr); return 2; }
+    if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
+    args_one_of(&a, "--prompt", prompt, "--ids", ids_s);
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
     pdq_status st = {0};
     pdq_tokenizer *tok = NULL;
     int32_t *ids = NULL;
@@ -230,21 +235,21 @@ int cmd_verify_circle(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "verify", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_ver_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--circle"), *mdir = args_str(&a, "--model");
+    const char *dir = args_required(&a, "--circle"), *mdir = args_required(&a, "--model");
     const char *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids"), *json_path = args_str(&a, "--json");
     const char *ref_dir = args_str(&a, "--ref"), *text_file = args_str(&a, "--text");
     if (!text_file) text_file = args_str(&a, "--eval");
-    int steps = (int)args_int(&a, "--steps", 32), per_layer = args_flag(&a, "--per-layer");
+    int steps = (int)args_int_range(&a, "--steps", 32, 0, ARGS_MAX_SEQ_LIMIT), per_layer = args_flag(&a, "--per-layer");
     const char *app = args_str(&a, "--append"), *app_ids = args_str(&a, "--append-ids");
-    double tol = args_double(&a, "--tol", -1);
-    int threads = (int)args_int(&a, "--threads", 0);
+    double tol = args_real(&a, "--tol", -1, 0, HUGE_VAL, ARGS_CLOSED);
+    int threads = args_threads(&a);
     cli_exec ex;
-    if (cli_exec_read(&a, &ex)) return 2;
-    if (args_finish(&a) || !dir || !mdir || (prompt && ids_s) || (text_file && (prompt || ids_s)) || steps < 0 ||
-        (app && app_ids)) {
-        fputs(k_ver_usage, stderr);
-        return 2;
-    }
+    if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
+    if (prompt && ids_s) args_error(&a, "--prompt and --ids exclude each other: give one");
+    if (text_file && (prompt || ids_s)) args_error(&a, "--text gives the default prompt: it excludes --prompt/--ids");
+    if (app && app_ids) args_error(&a, "--append and --append-ids exclude each other: give one");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    if (json_path && cli_check_out_file("verify", "--json", json_path)) return 1;
     pdq_static_opts so;
     int S = 0, quant = 0, hybrid = 0;
     if (read_manifest(dir, &so, &S, &quant, &hybrid)) return 1;

@@ -4,6 +4,8 @@
  * cache cannot hold the next turn the oldest turns after the first are dropped and the rest is
  * prefilled again (or, with --on-full reset, the chat starts over); a first line longer than the
  * cache keeps its end, with a warning. Commands: /exit, /reset, /stats; Ctrl-D (EOF) ends. */
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +15,12 @@
 #include "chat_engine.h"
 #include "commands.h"
 #include "common.h"
+#include "dir_defaults.h"
 #include "pdq/progress.h"
 #include "pdq/sampling.h"
 
 static const char *k_usage =
-    "usage: pdq chat (--model DIR [--max-seq N] | --circle OUTDIR) [--bucket Q (8)] [--max-new N (64)]\n"
+    "usage: pdq chat (--model DIR [--max-seq N (ptq.json's, else 256)] | --circle OUTDIR) [--bucket Q (8)] [--max-new N (64)]\n"
     "                [--temperature X (0: greedy) --top-p P --seed S] [--on-full drop|reset] [--threads N]\n"
     "                [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
     "  --model DIR          static prefill/append/decode graphs; a quantized directory with ptq.json runs\n"
@@ -177,23 +180,31 @@ int cmd_chat(int argc, char **argv) {
     args_init(&a, "chat", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     const char *dir = args_str(&a, "--model"), *cdir = args_str(&a, "--circle"), *on_full = args_str(&a, "--on-full");
-    int max_seq = (int)args_int(&a, "--max-seq", 0), Q = (int)args_int(&a, "--bucket", 8);
-    int max_new = (int)args_int(&a, "--max-new", 64), threads = (int)args_int(&a, "--threads", 0);
-    double temp = args_double(&a, "--temperature", 0.0), top_p = args_double(&a, "--top-p", 1.0);
-    unsigned long long seed = (unsigned long long)args_int(&a, "--seed", 0);
+    int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
+    int Q = (int)args_int_range(&a, "--bucket", 8, 1, ARGS_MAX_SEQ_LIMIT);
+    int max_new = (int)args_int_range(&a, "--max-new", 64, 1, CLI_MAX_NEW_LIMIT), threads = args_threads(&a);
+    double temp = args_real(&a, "--temperature", 0.0, 0, HUGE_VAL, ARGS_CLOSED);
+    double top_p = args_real(&a, "--top-p", 1.0, 0, 1, ARGS_LO_OPEN);
+    unsigned long long seed = (unsigned long long)args_int_range(&a, "--seed", 0, 0, LONG_MAX);
     pdq_static_opts o;
     int given = cli_static_opts(&a, &o, NULL);
     int per_layer = args_flag(&a, "--per-layer"), show = args_flag(&a, "--show-plan"), chunk = args_flag(&a, "--chunk-prefill");
     cli_exec ex;
-    if (cli_exec_read(&a, &ex)) return 2;
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    if ((per_layer || show || chunk) && !cdir) {
-        fprintf(stderr, "pdq chat: --per-layer, --show-plan and --chunk-prefill need --circle OUTDIR\n");
-        return 2;
+    if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
+    args_one_of(&a, "--model", dir, "--circle", cdir);
+    if (on_full && strcmp(on_full, "drop") && strcmp(on_full, "reset"))
+        args_error(&a, "--on-full must be drop or reset, got '%s'", on_full);
+    if ((per_layer || show || chunk) && !cdir) args_error(&a, "--per-layer, --show-plan and --chunk-prefill need --circle OUTDIR");
+    if (cdir && given > 0) args_error(&a, "--circle runs the export's own graph options: drop --rope/--scale-fusion/--layout");
+    if (cdir && max_seq) args_error(&a, "--circle runs at the export's max_seq: drop --max-seq");
+    if (args_finish(&a) || given < 0) return ARGS_USAGE_EXIT;
+    if (dir) {
+        max_seq = cli_resolve_max_seq(dir, max_seq);
+        if (Q >= max_seq) {
+            fprintf(stderr, "pdq chat: --bucket %d must be below max_seq %d\n", Q, max_seq);
+            return ARGS_USAGE_EXIT;
+        }
     }
-    int bad = given < 0 || !dir == !cdir || (max_seq != 0 && max_seq < 2) || Q < 1 || max_new < 1 || temp < 0 || top_p <= 0 ||
-              top_p > 1 || (on_full && strcmp(on_full, "drop") && strcmp(on_full, "reset")) || (cdir && given > 0);
-    if (bad) { fputs(k_usage, stderr); return 2; }
     int on_full_reset = on_full && strcmp(on_full, "reset") == 0;
     pdq_tokenizer *tok = cli_load_tokenizer("chat", cdir ? cdir : dir);
     if (!tok) return 1;

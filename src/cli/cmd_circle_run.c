@@ -2,6 +2,7 @@
  * output as DIR/output_<i>.npy, like ONE's circle-interpreter. Quantized tensors: an integer .npy
  * input holds codes (dequantized with the input's qparams), a float one real values; outputs are
  * written as codes in the tensor's dtype (int16/uint8), or float32 with --float-out. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,13 +54,23 @@ int cmd_circle_run(int argc, char **argv) {
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     const char *ins[256];
     int n_in = args_all(&a, "--input", ins, 256);
-    const char *out = args_str(&a, "--out");
+    const char *out = args_required(&a, "--out");
     int float_out = args_flag(&a, "--float-out");
     int threads = (int)args_int(&a, "--threads", 0);
     cli_exec ex;
     if (cli_exec_read(&a, &ex)) return 2;
     const char *file = args_pos(&a, 0);
-    if (args_finish(&a) || !file || !out) { fputs(k_usage, stderr); return 2; }
+    if (!file) args_error(&a, "the .circle file to run is required (first argument)");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    struct stat sb; /* the output dir before the run, not after it */
+    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "pdq circle-run: --out %s: cannot create the directory (%s)\n", out, strerror(errno));
+        return 1;
+    }
+    if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "pdq circle-run: --out %s: not a directory\n", out);
+        return 1;
+    }
     pdq_exec_opts eo;
     if (cli_exec_opts(&ex, "circle-run", threads, &eo)) return 1;
     pdq_status st = {0};
@@ -82,7 +93,6 @@ int cmd_circle_run(int argc, char **argv) {
         if (bad) { fprintf(stderr, "pdq circle-run: %s: %s\n", ins[i], st.msg); goto done; }
     }
     if (pdq_cg_run(cg, &st) != PDQ_OK) { fprintf(stderr, "pdq circle-run: %s\n", st.msg); goto done; }
-    mkdir(out, 0777);
     for (int i = 0; i < pdq_cg_n_outputs(cg); i++) {
         const pdq_tensor *t = pdq_cg_output_tensor(cg, i);
         const float *y = pdq_cg_output(cg, i);

@@ -1,5 +1,6 @@
 /* pdq export: Circle files (whole-model prefill/decode pair and/or per-layer files as TICO names
  * them), RoPE tables and manifest.json from an HF checkpoint or a pdq quantized checkpoint. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,13 @@
 #include "pdq/circle_export.h"
 #include "pdq/ptq.h"
 #include "quantize_export.h"
+#include "pdq/quant.h"
+#include "dir_defaults.h"
 #include <cjson/cJSON.h>
 
 static const char *k_usage =
-    "usage: pdq export --model DIR --out OUTDIR [--max-seq N (64)] [--whole] [--per-layer] [--append-bucket Q[,Q...]]\n"
-    "                  [--hybrid]\n"
+    "usage: pdq export --model DIR --out OUTDIR [--max-seq N (ptq.json's, else 256)] [--whole] [--per-layer]\n"
+    "                  [--append-bucket Q[,Q...]] [--hybrid]\n"
     "                  [--rope pre_negated_sin|hf] [--scale-fusion k_proj|none] [--layout unrolled|batched]\n"
     "                  [--mask-fill X (-120)] [--threads N] [--quiet] [--json]\n"
     "  a quantized checkpoint dir with ptq.json gives the .q.circle files (int16 activations, uint4/uint8 weights)\n"
@@ -29,35 +32,31 @@ int cmd_export(int argc, char **argv) {
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     pdq_export_opts o;
     pdq_export_opts_default(&o);
-    const char *dir = args_str(&a, "--model"), *out = args_str(&a, "--out");
-    o.max_seq = (int)args_int(&a, "--max-seq", 64);
+    const char *dir = args_required(&a, "--model"), *out = args_required(&a, "--out");
+    int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
     int whole = args_flag(&a, "--whole"), per = args_flag(&a, "--per-layer");
     const char *buckets = args_str(&a, "--append-bucket");
     int hybrid = args_flag(&a, "--hybrid");
     const char *rope = args_str(&a, "--rope"), *sf = args_str(&a, "--scale-fusion"), *lay = args_str(&a, "--layout");
-    o.so.mask_fill = (float)args_double(&a, "--mask-fill", -120.0);
-    int threads = (int)args_int(&a, "--threads", 0);
+    o.so.mask_fill = (float)args_real(&a, "--mask-fill", -120.0, -HUGE_VAL, 0, ARGS_HI_OPEN);
+    int threads = args_threads(&a);
     o.quiet = args_flag(&a, "--quiet");
     int json = args_flag(&a, "--json");
     if (json) o.quiet = 1; /* stdout carries the JSON document only */
-    if (args_finish(&a) || !dir || !out) { fputs(k_usage, stderr); return 2; }
     if (whole || per) { o.whole = whole; o.per_layer = per; }
+    if (rope && (int)(o.so.rope = (pdq_rope_conv)pdq_rope_conv_parse(rope)) < 0)
+        args_error(&a, "--rope must be hf or pre_negated_sin, got '%s'", rope);
+    if (sf && (int)(o.so.scale = (pdq_scale_fusion)pdq_scale_fusion_parse(sf)) < 0)
+        args_error(&a, "--scale-fusion must be none or k_proj, got '%s'", sf);
+    if (lay && (int)(o.so.layout = (pdq_attn_layout)pdq_attn_layout_parse(lay)) < 0)
+        args_error(&a, "--layout must be batched or unrolled, got '%s'", lay);
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    /* a quantized checkpoint exports at the max_seq it was calibrated with unless told otherwise */
+    o.max_seq = cli_resolve_max_seq(dir, max_seq);
     pdq_status bst = {0};
     if (buckets && pdq_buckets_parse(buckets, o.max_seq, o.buckets, &o.n_buckets, &bst) != PDQ_OK) {
         fprintf(stderr, "pdq export: --append-bucket: %s\n", bst.msg);
-        return 2;
-    }
-    if (rope && (int)(o.so.rope = (pdq_rope_conv)pdq_rope_conv_parse(rope)) < 0) {
-        fprintf(stderr, "pdq export: unknown --rope %s\n", rope);
-        return 2;
-    }
-    if (sf && (int)(o.so.scale = (pdq_scale_fusion)pdq_scale_fusion_parse(sf)) < 0) {
-        fprintf(stderr, "pdq export: unknown --scale-fusion %s\n", sf);
-        return 2;
-    }
-    if (lay && (int)(o.so.layout = (pdq_attn_layout)pdq_attn_layout_parse(lay)) < 0) {
-        fprintf(stderr, "pdq export: unknown --layout %s\n", lay);
-        return 2;
+        return ARGS_USAGE_EXIT;
     }
     pdq_model *m = cli_load_model("export", dir, threads);
     if (!m) return 1;
@@ -77,6 +76,12 @@ int cmd_export(int argc, char **argv) {
         o.quant_dir = dir;
         pdq_ptq_quantize_norms(m);
         if (rope || sf || lay) fprintf(stderr, "pdq export: note: graph options come from %s/ptq.json\n", dir);
+    } else if (pdq_quant_is_checkpoint(dir)) { /* weight-only: no activation grids to export with */
+        fprintf(stderr, "pdq export: note: %s has quantized weights but no activation grids (ptq.json): writing float .circle\n"
+                        "  files with the dequantized weights. For .q.circle files, quantize activations too:\n"
+                        "  pdq quantize --model SRC --calib FILE --abits 16 ... --out %s (or add --export circle-full);\n"
+                        "  for packed weights with float activations (.w4/.w8.circle), pdq export --hybrid\n",
+                dir, dir);
     }
     pdq_status st = {0};
     struct timespec t0, t1;

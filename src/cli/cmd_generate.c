@@ -1,5 +1,6 @@
 /* pdq generate: text generation with the reference model and its dynamic KV cache.
  * Greedy by default; --temperature/--top-p/--seed sample. Text streams as it is produced. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,19 +52,16 @@ int cmd_generate(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "generate", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--model"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
-    int max_new = (int)args_int(&a, "--max-new", 64);
+    const char *dir = args_required(&a, "--model"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
+    int max_new = (int)args_int_range(&a, "--max-new", 64, 0, CLI_MAX_NEW_LIMIT);
     pdq_sampler smp;
-    pdq_sampler_init(&smp, args_double(&a, "--temperature", 0.0), args_double(&a, "--top-p", 1.0),
-                     (unsigned long long)args_int(&a, "--seed", 0));
+    double temp = args_real(&a, "--temperature", 0.0, 0, HUGE_VAL, ARGS_CLOSED);
+    double top_p = args_real(&a, "--top-p", 1.0, 0, 1, ARGS_LO_OPEN);
+    pdq_sampler_init(&smp, temp, top_p, (unsigned long long)args_int_range(&a, "--seed", 0, 0, LONG_MAX));
     int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
-    int threads = (int)args_int(&a, "--threads", 0);
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    if (!dir || (!prompt == !ids_s) || max_new < 0) { fputs(k_usage, stderr); return 2; }
-    if (smp.temperature < 0 || smp.top_p <= 0 || smp.top_p > 1) {
-        fprintf(stderr, "pdq generate: need --temperature >= 0 and 0 < --top-p <= 1\n");
-        return 2;
-    }
+    int threads = args_threads(&a);
+    args_one_of(&a, "--prompt", prompt, "--ids", ids_s);
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
 
     pdq_status st = {0};
     pdq_tokenizer *tok = NULL;
@@ -101,8 +99,8 @@ int cmd_generate(int argc, char **argv) {
         goto done;
     }
     if (tok && pdq_tokenizer_vocab_size(tok) < V)
-        fprintf(stderr, "pdq generate: warning: the tokenizer has %d tokens, the model's vocab_size is %d\n",
-                pdq_tokenizer_vocab_size(tok), V);
+        fprintf(stderr, "pdq generate: warning: the tokenizer has %d tokens, the model's vocab %d: ids from %d on cannot be printed\n",
+                pdq_tokenizer_vocab_size(tok), V, pdq_tokenizer_vocab_size(tok));
     if (cap > m->cfg.max_position_embeddings)
         fprintf(stderr, "pdq generate: warning: %d tokens exceed max_position_embeddings %d\n", cap, m->cfg.max_position_embeddings);
     double t_pre = pdq_now(), t_dec = 0;

@@ -81,11 +81,12 @@ int cmd_gptq_matrix(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "gptq-matrix", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *wpath = args_str(&a, "--weight"), *hpath = args_str(&a, "--hessian");
-    const char *xpath = args_str(&a, "--inputs"), *out = args_str(&a, "--out");
+    const char *wpath = args_required(&a, "--weight"), *hpath = args_str(&a, "--hessian");
+    const char *xpath = args_str(&a, "--inputs"), *out = args_required(&a, "--out");
     pdq_gptq_opts o;
     quant_args_read(&a, &o);
-    if (args_finish(&a) || !wpath || !out || !hpath == !xpath) { fputs(k_usage, stderr); return 2; }
+    args_one_of(&a, "--hessian", hpath, "--inputs", xpath);
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
 
     pdq_status st = {0};
     pdq_npy W = {0}, H = {0};

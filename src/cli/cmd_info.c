@@ -146,14 +146,9 @@ int cmd_info(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    const char *dir = args_str(&a, "--model");
+    const char *dir = args_required(&a, "--model");
     int json = args_flag(&a, "--json");
-    if (args_finish(&a)) return 2;
-    if (!dir) {
-        fprintf(stderr, "pdq info: --model DIR is required\n");
-        usage(stderr);
-        return 2;
-    }
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
     pdq_config c;
     pdq_status st = {0};
     if (pdq_config_load(dir, &c, &st) != PDQ_OK) {

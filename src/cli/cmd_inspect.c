@@ -58,7 +58,8 @@ int cmd_inspect(int argc, char **argv) {
     const char *dir = args_str(&a, "--model"), *edge = args_str(&a, "--edge");
     int json = args_flag(&a, "--json");
     const char *file = args_pos(&a, 0);
-    if (args_finish(&a) || (!dir == !file)) { fputs(k_usage, stderr); return 2; }
+    if (!dir == !file) args_error(&a, "give either --model OUTDIR or FILE.circle");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (file) {
         if (ends_with(file, ".circle")) return json ? cli_inspect_circle_json(file) : inspect_circle(file);
         fprintf(stderr, "pdq inspect: %s: expected a .circle file or --model OUTDIR\n", file);

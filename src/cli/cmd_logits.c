@@ -16,12 +16,13 @@ int cmd_logits(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "logits", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--model"), *prompt = args_str(&a, "--prompt");
+    const char *dir = args_required(&a, "--model"), *prompt = args_str(&a, "--prompt");
     const char *ids_s = args_str(&a, "--ids"), *ids_file = args_str(&a, "--ids-file");
-    const char *out = args_str(&a, "--out");
-    int threads = (int)args_int(&a, "--threads", 0);
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    if (!dir || !out || (!!prompt + !!ids_s + !!ids_file) != 1) { fputs(k_usage, stderr); return 2; }
+    const char *out = args_required(&a, "--out");
+    int threads = args_threads(&a);
+    if (!!prompt + !!ids_s + !!ids_file != 1) args_error(&a, "give exactly one of --prompt, --ids or --ids-file");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    if (cli_check_out_file("logits", "--out", out)) return 1;
 
     int32_t *ids = NULL;
     long n = 0;

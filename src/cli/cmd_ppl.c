@@ -1,5 +1,6 @@
 /* pdq ppl: perplexity (with its standard error) of a text or id file with strided sliding
  * windows, and with --kld FP32DIR the KL divergence against the FP32 model over the same windows. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,23 +74,26 @@ int cmd_ppl(int argc, char **argv) {
     args_init(&a, "ppl", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     const char *dir = args_str(&a, "--model"), *text = args_str(&a, "--text"), *ids_file = args_str(&a, "--ids-file");
-    long max_len = args_int(&a, "--max-len", 0), stride = args_int(&a, "--stride", 0);
-    int json = args_flag(&a, "--json"), threads = (int)args_int(&a, "--threads", 0);
-    int use_static = args_flag(&a, "--static"), max_seq = (int)args_int(&a, "--max-seq", 0);
+    long max_len = args_int_range(&a, "--max-len", 0, 2, CLI_PPL_LEN_LIMIT);
+    long stride = args_int_range(&a, "--stride", 0, 1, CLI_PPL_LEN_LIMIT);
+    int json = args_flag(&a, "--json"), threads = args_threads(&a);
+    int use_static = args_flag(&a, "--static");
+    int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
     const char *cdir = args_str(&a, "--circle");
     int per_layer = args_flag(&a, "--per-layer");
-    long eval_tokens = args_int(&a, "--eval-tokens", 0);
-    kld_opts ko = {args_str(&a, "--kld"), args_str(&a, "--kld-cache"), (int)args_int(&a, "--kld-top", 0),
+    long eval_tokens = args_int_range(&a, "--eval-tokens", 0, 2, LONG_MAX);
+    kld_opts ko = {args_str(&a, "--kld"), args_str(&a, "--kld-cache"), (int)args_int_range(&a, "--kld-top", 0, 1, 1 << 20),
                    args_flag(&a, "--no-kld-cache"), threads};
     cli_exec ex;
-    if (cli_exec_read(&a, &ex)) return 2;
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    if (!dir == !cdir || !text == !ids_file || (cdir && (use_static || max_len || stride || max_seq)) ||
-        (per_layer && !cdir) || eval_tokens < 0 || ko.top_k < 0) {
-        fputs(k_usage, stderr);
-        return 2;
-    }
-    if (eval_tokens == 1) { fprintf(stderr, "pdq ppl: --eval-tokens needs at least 2 tokens\n"); return 2; }
+    if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
+    args_one_of(&a, "--model", dir, "--circle", cdir);
+    args_one_of(&a, "--text", text, "--ids-file", ids_file);
+    if (cdir && (use_static || max_len || stride || max_seq))
+        args_error(&a, "--circle uses the export's max_seq as window and stride: drop --static/--max-len/--stride/--max-seq");
+    if (per_layer && !cdir) args_error(&a, "--per-layer needs --circle OUTDIR");
+    if (max_seq && !use_static) args_error(&a, "--max-seq is the static graph length: it needs --static");
+    if (max_len && stride > max_len) args_error(&a, "--stride %ld exceeds --max-len %ld: tokens between windows would not be scored", stride, max_len);
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (cdir) { /* the export copies the tokenizer */
         char mp[4096];
         snprintf(mp, sizeof mp, "%s/manifest.json", cdir);
@@ -111,10 +115,15 @@ int cmd_ppl(int argc, char **argv) {
         free(buf);
         pdq_tokenizer_free(tok);
         if (rc != PDQ_OK) {
-            if (buf) fprintf(stderr, "pdq ppl: %s\n", st.msg);
+            if (buf) fprintf(stderr, "pdq ppl: %s: %s\n", text, st.msg);
             return 1;
         }
         n = (long)nn;
+        if (n < 2) { /* BOS alone: say which file, not only the count */
+            fprintf(stderr, "pdq ppl: %s: %ld token(s) with BOS, perplexity needs at least 2 (is the file empty?)\n", text, n);
+            free(ids);
+            return 1;
+        }
     } else if (pdq_read_ids_file(ids_file, &ids, &n, &st) != PDQ_OK) {
         fprintf(stderr, "pdq ppl: %s\n", st.msg);
         return 1;
@@ -148,7 +157,7 @@ int cmd_ppl(int argc, char **argv) {
     if (use_static) {
         /* max_seq: --max-seq, else --max-len, else the calibrated one (ptq.json), else 256. */
         if (max_seq <= 0) max_seq = (int)max_len;
-        if (max_seq <= 0 && !pdq_ptq_in_dir(dir)) max_seq = 256;
+        if (max_seq <= 0 && !pdq_ptq_in_dir(dir)) max_seq = ARGS_MAX_SEQ_DEFAULT;
         if (cli_static_runtime("ppl", dir, m, 1, max_seq, NULL, 0, &rt, &ptq) || cli_exec_rt(&ex, "ppl", dir, rt, ptq, threads)) {
             free(ids);
             pdq_rt_free(rt);

@@ -1,4 +1,7 @@
 /* pdq quantize: GPTQ or RTN weight quantization of a whole model (logic in src/quant). */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include "quantize_summary.h"
 #include "pdq/progress.h"
 #include <unistd.h>
+#include "quantize_preflight.h"
 
 #define MAX_OVERRIDES 64
 
@@ -42,13 +46,19 @@ static const char *k_usage =
     PTQ_ARGS_USAGE
     QUANTIZE_EXPORT_USAGE;
 
-/* "none" -> 0, else an integer; -1 on error. */
-static int parse_bits(const char *s, int def) {
+/* --embed-bits / --lm-head-bits: "none" -> 0, else 2..8; a bad value is a usage error. */
+static int parse_bits(pdq_args *a, const char *flag, int def) {
+    const char *s = args_str(a, flag);
     if (!s) return def;
     if (strcmp(s, "none") == 0) return 0;
     char *end;
+    errno = 0;
     long v = strtol(s, &end, 10);
-    return (end == s || *end || v < 2 || v > 8) ? -1 : (int)v;
+    if (errno || end == s || *end || v < 2 || v > 8) {
+        args_error(a, "%s takes 2..8 or none, got '%s'", flag, s);
+        return def;
+    }
+    return (int)v;
 }
 
 static int eval_ppl(const pdq_model *m, const int32_t *ids, long n, int len, int stride, const char *label,
@@ -68,62 +78,53 @@ int cmd_quantize(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "quantize", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--model"), *out = args_str(&a, "--out"), *calib = args_str(&a, "--calib");
+    const char *dir = args_required(&a, "--model"), *out = args_required(&a, "--out"), *calib = args_str(&a, "--calib");
     const char *method = args_str(&a, "--method"), *evalf = args_str(&a, "--eval");
     pdq_quant_opts o;
     pdq_quant_opts_default(&o, 4);
     quant_args_read(&a, &o.gptq);
-    int nsamples = (int)args_int(&a, "--nsamples", 128), seq_len = (int)args_int(&a, "--seq-len", 0);
-    o.seed = (uint64_t)args_int(&a, "--seed", 0);
+    int nsamples = (int)args_int_range(&a, "--nsamples", 128, 1, 1 << 20);
+    int seq_len = (int)args_int_range(&a, "--seq-len", 0, 2, 1 << 20);
+    o.seed = (uint64_t)args_int_range(&a, "--seed", 0, 0, LONG_MAX);
     const char *ovs[MAX_OVERRIDES];
     int nov = args_all(&a, "--override", ovs, MAX_OVERRIDES);
-    const char *eb = args_str(&a, "--embed-bits"), *lb = args_str(&a, "--lm-head-bits");
+    o.embed_bits = parse_bits(&a, "--embed-bits", 8);
+    o.lm_head_bits = parse_bits(&a, "--lm-head-bits", 8);
     o.lm_head_gptq = args_flag(&a, "--lm-head-gptq");
     o.orig_inputs = args_flag(&a, "--gptq-orig-inputs");
-    int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet"), json = args_flag(&a, "--json");
-    long eval_tokens = args_int(&a, "--eval-tokens", 0);
-    int eval_len = (int)args_int(&a, "--eval-len", 256), eval_stride = (int)args_int(&a, "--eval-stride", 256);
-    double known_fp32 = args_double(&a, "--eval-fp32-ppl", 0);
+    int threads = args_threads(&a), quiet = args_flag(&a, "--quiet"), json = args_flag(&a, "--json");
+    long eval_tokens = args_int_range(&a, "--eval-tokens", 0, 2, LONG_MAX);
+    int eval_len = (int)args_int_range(&a, "--eval-len", 256, 2, 1 << 20);
+    int eval_stride = (int)args_int_range(&a, "--eval-stride", 256, 1, 1 << 20);
+    double known_fp32 = args_real(&a, "--eval-fp32-ppl", 0, 1, HUGE_VAL, ARGS_CLOSED);
     const char *export = args_str(&a, "--export");
     int graph_opts_given = args_str(&a, "--rope") || args_str(&a, "--scale-fusion") || args_str(&a, "--layout");
     pdq_ptq_run_opts ro;
     int abits = ptq_args_read(&a, &ro, calib != NULL);
     pdq_transform_opts tro;
-    int tbad = quantize_transform_args(&a, &tro);
-    if (args_finish(&a) || !dir || !out || eval_tokens < 0 || eval_tokens == 1) { fputs(k_usage, stderr); return 2; }
-    if (abits < 0 || tbad) return 2;
+    if (quantize_transform_args(&a, &tro)) a.bad = 1;
+    int ex_whole = 0, ex_per = 0;
+    if (export && quantize_export_parse(export, &ex_whole, &ex_per)) a.bad = 1;
+    if (method && strcmp(method, "gptq") != 0 && strcmp(method, "rtn") != 0)
+        args_error(&a, "--method must be gptq or rtn, got '%s'", method);
+    o.method = method && strcmp(method, "rtn") == 0 ? PDQ_QM_RTN : PDQ_QM_GPTQ;
+    if (o.method == PDQ_QM_GPTQ && !calib) args_error(&a, "GPTQ needs --calib FILE (or use --method rtn)");
+    pdq_qoverride ov[MAX_OVERRIDES];
+    pdq_status st = {0};
+    for (int i = 0; i < nov; i++)
+        if (pdq_qoverride_parse(ovs[i], &ov[i], &st)) args_error(&a, "--override: %s", st.msg);
+    if (args_finish(&a) || abits < 0) return ARGS_USAGE_EXIT;
     if (tro.smooth && !calib) {
         fprintf(stderr, "pdq quantize: --transform smooth needs --calib FILE (activation ranges)\n");
-        return 2;
+        return ARGS_USAGE_EXIT;
     }
     if (pdq_transform_any(&tro)) o.transforms = &tro;
     char tdir[4096];
-    int ex_whole = 0, ex_per = 0;
-    if (export && quantize_export_parse(export, &ex_whole, &ex_per)) return 2;
     if (export && !graph_opts_given) { /* the graphs TICO exports for the NPU */
         ro.so.rope = PDQ_RT_ROPE_PRE_NEGATED_SIN;
         ro.so.scale = PDQ_RT_SCALE_K_PROJ;
         ro.so.layout = PDQ_RT_LAYOUT_UNROLLED;
     }
-    if (method && strcmp(method, "gptq") != 0 && strcmp(method, "rtn") != 0) {
-        fprintf(stderr, "pdq quantize: --method must be gptq or rtn, got '%s'\n", method);
-        return 2;
-    }
-    o.method = method && strcmp(method, "rtn") == 0 ? PDQ_QM_RTN : PDQ_QM_GPTQ;
-    o.embed_bits = parse_bits(eb, 8);
-    o.lm_head_bits = parse_bits(lb, 8);
-    if (o.embed_bits < 0 || o.lm_head_bits < 0) {
-        fprintf(stderr, "pdq quantize: --embed-bits/--lm-head-bits take 2..8 or none\n");
-        return 2;
-    }
-    if (o.method == PDQ_QM_GPTQ && !calib) {
-        fprintf(stderr, "pdq quantize: GPTQ needs --calib FILE (or use --method rtn)\n");
-        return 2;
-    }
-    pdq_qoverride ov[MAX_OVERRIDES];
-    pdq_status st = {0};
-    for (int i = 0; i < nov; i++)
-        if (pdq_qoverride_parse(ovs[i], &ov[i], &st)) { fprintf(stderr, "pdq quantize: %s\n", st.msg); return 2; }
     o.overrides = ov;
     o.n_overrides = nov;
 
@@ -144,31 +145,18 @@ int cmd_quantize(int argc, char **argv) {
     pdq_model *m = NULL;
     if (pdq_model_load_lazy(dir, &m, &st)) { fprintf(stderr, "pdq quantize: %s\n", st.msg); return 1; }
     pdq_set_threads(m, threads);
-    if (evalf) {
-        pdq_tokenizer *tok = cli_load_tokenizer("quantize", dir);
-        size_t len;
-        char *buf = tok ? cli_read_text("quantize", evalf, &len) : NULL;
-        pdq_code rc = buf ? pdq_tokenizer_encode(tok, buf, len, 1, &eval_ids, &n_eval, &st) : PDQ_ERR_IO;
-        if (rc && buf) fprintf(stderr, "pdq quantize: %s: %s\n", evalf, st.msg);
-        free(buf);
-        pdq_tokenizer_free(tok);
-        if (rc) goto done;
-        if (eval_tokens > 0 && (size_t)eval_tokens < n_eval) n_eval = (size_t)eval_tokens;
-        if (eval_len > m->cfg.max_position_embeddings) eval_len = m->cfg.max_position_embeddings;
-        ev.has = 1;
-        ev.file = evalf;
-        ev.max_len = eval_len;
-        ev.stride = eval_stride;
-        if (known_fp32 > 0) ev.fp32_ppl = known_fp32;
-        else {
-            t0 = pdq_now();
-            pdq_model *fm = cli_load_model("quantize", dir, threads);
-            int bad = !fm || eval_ppl(fm, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens);
-            pdq_model_free(fm);
-            tm.t[QS_FP32_EVAL] = pdq_now() - t0;
-            if (bad) goto done;
-        }
+    if (evalf && eval_len > m->cfg.max_position_embeddings) {
+        fprintf(stderr, "pdq quantize: note: --eval-len %d capped to max_position_embeddings %d\n", eval_len,
+                m->cfg.max_position_embeddings);
+        eval_len = m->cfg.max_position_embeddings;
+        if (eval_stride > eval_len) eval_stride = eval_len;
     }
+    quantize_plan plan = {dir, out, calib, evalf, export, ex_whole, ex_per, &o, &ro, abits, nsamples, seq_len,
+                          eval_len, eval_stride, known_fp32, threads};
+    /* Everything that can fail without computing fails here, before the FP32 evaluation and GPTQ. */
+    if ((status = quantize_preflight(&plan, m)) != 0) goto done;
+    if ((abits != PDQ_ADT_FLOAT || export) && (status = quantize_check_verify(dir, &ro)) != 0) goto done;
+    status = 1;
     int bos = -1;
     t0 = pdq_now();
     if (calib && (o.method == PDQ_QM_GPTQ || abits != PDQ_ADT_FLOAT || tro.smooth) &&
@@ -183,7 +171,45 @@ int cmd_quantize(int argc, char **argv) {
             fprintf(stderr, "pdq quantize: --seq-len %d capped to max_position_embeddings %d\n", seq_len, cap);
             seq_len = cap;
         }
-        if (pdq_calib_windows(text, n_text, nsamples, seq_len, bos, o.seed, &windows, &st)) goto fail;
+        plan.seq_len = seq_len;
+        if (pdq_calib_windows(text, n_text, nsamples, seq_len, bos, o.seed, &windows, &st)) goto calib_fail;
+    }
+    if (abits != PDQ_ADT_FLOAT) { /* the activation step's windows, drawn now only to check they fit */
+        int32_t *w = NULL;
+        pdq_code rc = pdq_calib_windows(text, n_text, ro.nsamples, ro.max_seq, bos, o.seed, &w, &st);
+        free(w);
+        if (rc) goto calib_fail;
+    }
+    if (evalf) {
+        pdq_tokenizer *tok = cli_load_tokenizer("quantize", dir);
+        size_t len;
+        char *buf = tok ? cli_read_text("quantize", evalf, &len) : NULL;
+        pdq_code rc = buf ? pdq_tokenizer_encode(tok, buf, len, 1, &eval_ids, &n_eval, &st) : PDQ_ERR_IO;
+        if (rc && buf) fprintf(stderr, "pdq quantize: %s: %s\n", evalf, st.msg);
+        free(buf);
+        pdq_tokenizer_free(tok);
+        if (rc) goto done;
+        if (n_eval < 2) {
+            fprintf(stderr, "pdq quantize: --eval %s: %zu token(s), perplexity needs at least 2\n", evalf, n_eval);
+            goto done;
+        }
+        if (eval_tokens > 0 && (size_t)eval_tokens < n_eval) n_eval = (size_t)eval_tokens;
+    }
+    quantize_print_config(&plan, m, stderr);
+    if (evalf) {
+        ev.has = 1;
+        ev.file = evalf;
+        ev.max_len = eval_len;
+        ev.stride = eval_stride;
+        if (known_fp32 > 0) ev.fp32_ppl = known_fp32;
+        else {
+            double te = pdq_now();
+            pdq_model *fm = cli_load_model("quantize", dir, threads);
+            int bad = !fm || eval_ppl(fm, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens);
+            pdq_model_free(fm);
+            tm.t[QS_FP32_EVAL] = pdq_now() - te;
+            if (bad) goto done;
+        }
     }
     if (o.transforms) { /* from here on the run works on the transformed checkpoint */
         pdq_model_free(m);
@@ -194,7 +220,7 @@ int cmd_quantize(int argc, char **argv) {
         pdq_set_threads(m, threads);
     }
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
-    tm.t[QS_CALIB] = pdq_now() - t0; /* split with QS_WEIGHTS by the summary */
+    tm.t[QS_CALIB] = pdq_now() - t0 - tm.t[QS_FP32_EVAL]; /* split with QS_WEIGHTS by the summary */
     tm.t[QS_WEIGHTS] = 0;
     if (!quiet) pdq_qmodel_print(&q, stdout);
     t0 = pdq_now();
@@ -229,6 +255,9 @@ int cmd_quantize(int argc, char **argv) {
     if (pdq_report_html(out, NULL, &st)) goto fail;
     if (!json) printf("wrote %s\n", out);
     status = 0;
+    goto done;
+calib_fail:
+    fprintf(stderr, "pdq quantize: --calib %s: %s\n", calib, st.msg);
     goto done;
 fail:
     fprintf(stderr, "pdq quantize: %s\n", st.msg);

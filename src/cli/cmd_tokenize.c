@@ -5,9 +5,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "pdq/file.h"
+#include "common.h"
 #include "pdq/tokenizer.h"
-
 
 static void usage(FILE *f) {
     fprintf(f, "usage: pdq tokenize --model DIR (--text T | --file F) [--no-special] [--json]\n"
@@ -23,22 +22,14 @@ int cmd_tokenize(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    const char *model = args_str(&a, "--model"), *text = args_str(&a, "--text"), *file = args_str(&a, "--file");
+    const char *model = args_required(&a, "--model"), *text = args_str(&a, "--text"), *file = args_str(&a, "--file");
     int no_special = args_flag(&a, "--no-special"), json = args_flag(&a, "--json");
-    if (args_finish(&a)) return 2;
-    if (!model || (!text == !file)) {
-        fprintf(stderr, "pdq tokenize: need --model and exactly one of --text / --file\n");
-        usage(stderr);
-        return 2;
-    }
+    args_one_of(&a, "--text", text, "--file", file);
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
     char *buf = NULL;
     size_t len = 0;
     if (file) {
-        pdq_status rst = {0};
-        if (pdq_file_read(file, PDQ_FILE_MAX_TEXT, &buf, &len, &rst)) {
-            fprintf(stderr, "pdq tokenize: %s\n", rst.msg);
-            return 1;
-        }
+        if (!(buf = cli_read_text("tokenize", file, &len))) return 1; /* the reason is printed */
     } else
         len = strlen(text);
     pdq_status st = {0};
@@ -52,7 +43,9 @@ int cmd_tokenize(int argc, char **argv) {
         for (size_t i = 0; i < n; i++) printf("%s%d", i ? (json ? ", " : " ") : "", (int)ids[i]);
         puts(json ? "]}" : "");
         rc = fflush(stdout) == 0 ? 0 : 1;
-    } else
+    } else if (file)
+        fprintf(stderr, "pdq tokenize: %s: %s\n", file, st.msg);
+    else
         fprintf(stderr, "pdq tokenize: %s\n", st.msg);
     free(ids);
     pdq_tokenizer_free(tok);

@@ -1,6 +1,7 @@
 /* pdq verify: the static prefill/decode/append runtime against the reference model recomputing
  * the whole sequence at every step; per-step mean/max |Δlogit|, PEIR and top-1 agreement. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "pdq/file.h"
 #include "common.h"
 #include "exec_args.h"
+#include "dir_defaults.h"
 #include "ptq_args.h"
 #include "verify_ref.h"
 #include "pdq/eval.h"
@@ -19,10 +21,12 @@
 #define MAX_ROWS 16
 
 static const char *k_usage =
-    "usage: pdq verify --model DIR [(--prompt T | --ids \"1 2 3\")... | --text FILE] --max-seq N --steps K\n"
+    "usage: pdq verify --model DIR [(--prompt T | --ids \"1 2 3\")... | --text FILE] [--max-seq N] [--steps K (0)]\n"
     "                  [--padding left|right] [--append T | --append-ids \"...\"] [--bucket Q] [--ref DIR]\n"
     "                  [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
     "                  [--mask-fill X] [--tol X] [--min-top1 F] [--json FILE] [--threads N] [--mode float|fake|int]\n"
+    "  --max-seq defaults to the max_seq of DIR/ptq.json (quantized checkpoints), else 256\n"
+    "  no --prompt/--ids: the first lines of --text FILE, or BOS alone\n"
     VERIFY_REF_USAGE
     "  --tol X              limit on max |dlogit| (default 1e-4 when the graphs are float and run the reference's\n"
     "                       weights; otherwise none)\n"
@@ -87,29 +91,39 @@ int cmd_verify(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "verify", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_str(&a, "--model");
+    const char *dir = args_required(&a, "--model");
     const char *prompts[MAX_ROWS], *idss[MAX_ROWS];
     int n_prompts = args_all(&a, "--prompt", prompts, MAX_ROWS);
     int n_idss = args_all(&a, "--ids", idss, MAX_ROWS);
-    int max_seq = (int)args_int(&a, "--max-seq", 0), steps = (int)args_int(&a, "--steps", 0);
+    int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
+    int steps = (int)args_int_range(&a, "--steps", 0, 0, ARGS_MAX_SEQ_LIMIT);
     const char *app = args_str(&a, "--append"), *app_ids = args_str(&a, "--append-ids");
-    int bucket = (int)args_int(&a, "--bucket", 0);
+    int bucket = (int)args_int_range(&a, "--bucket", 0, 1, ARGS_MAX_SEQ_LIMIT);
     pdq_static_opts o;
     pdq_padding pad;
     int opts_given = cli_static_opts(&a, &o, &pad);
-    double fill = args_double(&a, "--mask-fill", -120.0), tol = args_double(&a, "--tol", -1.0);
-    double min_top1 = args_double(&a, "--min-top1", -1.0);
+    double fill = args_real(&a, "--mask-fill", -120.0, -HUGE_VAL, 0, ARGS_HI_OPEN);
+    double tol = args_real(&a, "--tol", -1.0, 0, HUGE_VAL, ARGS_CLOSED);
+    double min_top1 = args_real(&a, "--min-top1", -1.0, 0, 1, ARGS_CLOSED);
     const char *json_path = args_str(&a, "--json"), *ref_dir = args_str(&a, "--ref");
     const char *text_file = args_str(&a, "--text");
     if (!text_file) text_file = args_str(&a, "--eval");
-    int threads = (int)args_int(&a, "--threads", 0);
+    int threads = args_threads(&a);
     cli_exec ex;
-    if (cli_exec_read(&a, &ex)) return 2;
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
+    if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
+    if (n_prompts + n_idss > MAX_ROWS) args_error(&a, "%d rows given, at most %d", n_prompts + n_idss, MAX_ROWS);
+    if (text_file && n_prompts + n_idss) args_error(&a, "--text gives the default prompts: it excludes --prompt/--ids");
+    if (app && app_ids) args_error(&a, "--append and --append-ids exclude each other: give one");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    if (opts_given < 0) return ARGS_USAGE_EXIT;
+    if (json_path && cli_check_out_file("verify", "--json", json_path)) return 1;
     o.mask_fill = (float)fill;
-    int bad = opts_given < 0 || !dir || n_prompts + n_idss > MAX_ROWS || max_seq < 2 || steps < 0 || (app && app_ids) ||
-              (text_file && n_prompts + n_idss) || min_top1 > 1;
-    if (bad) { fputs(k_usage, stderr); return 2; }
+    /* a quantized dir runs with the max_seq it was calibrated with unless told otherwise */
+    max_seq = cli_resolve_max_seq(dir, max_seq);
+    if (bucket >= max_seq) {
+        fprintf(stderr, "pdq verify: --bucket %d must be below max_seq %d\n", bucket, max_seq);
+        return ARGS_USAGE_EXIT;
+    }
 
     int B = n_prompts + n_idss, status = 1;
     pdq_status st = {0};
@@ -169,8 +183,25 @@ int cmd_verify(int argc, char **argv) {
         goto done;
     }
     if ((app || app_ids) && n_ext == 0) { fprintf(stderr, "pdq verify: the appended turn is empty\n"); goto done; }
+    /* every token fed (prompt, one per decode step, the appended turn) needs a cache slot: say so
+     * before loading anything rather than at the step that overflows */
+    for (int b = 0; b < B; b++)
+        if (len[b] + steps + n_ext > max_seq) {
+            if (n_ext)
+                fprintf(stderr, "pdq verify: row %d: %d prompt tokens + %d steps + the appended turn of %ld tokens exceed max_seq %d\n",
+                        b, len[b], steps, n_ext, max_seq);
+            else
+                fprintf(stderr, "pdq verify: row %d: %d prompt tokens + %d steps exceed max_seq %d\n", b, len[b], steps, max_seq);
+            goto done;
+        }
     if (!(m = cli_load_model("verify", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
+    for (int b = 0; b < B; b++) { /* before building any graph */
+        char what[32];
+        snprintf(what, sizeof what, "row %d", b);
+        if (cli_check_ids("verify", what, seq[b], len[b], V)) goto done;
+    }
+    if (cli_check_ids("verify", "the appended turn", ext, n_ext, V)) goto done;
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
     if (cli_static_runtime("verify", dir, m, B, max_seq, &o, opts_given > 0 || fill != -120.0, &rt, &ptq) ||
         cli_exec_rt(&ex, "verify", dir, rt, ptq, threads))

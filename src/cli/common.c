@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 pdq_model *cli_load_model(const char *cmd, const char *dir, int threads) {
     if (!dir) {
@@ -84,6 +86,11 @@ long cli_parse_ids(const char *cmd, const char *s, int32_t **ids) {
 }
 
 char *cli_read_text(const char *cmd, const char *path, size_t *len) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a directory reads as 0 bytes: say what it is, not "too few tokens" */
+        fprintf(stderr, "pdq %s: %s: is a directory, not a file\n", cmd, path);
+        return NULL;
+    }
     char *buf;
     pdq_status st = {0};
     if (pdq_file_read(path, PDQ_FILE_MAX_TEXT, &buf, len, &st)) {
@@ -119,5 +126,40 @@ int cli_static_opts(pdq_args *a, pdq_static_opts *o, pdq_padding *pad) {
             bad = 1;
         }
     }
+    if (bad) a->bad = 1; /* args_finish fails: a usage error */
     return bad ? -1 : (rope || scale || layout);
+}
+
+int cli_check_out_file(const char *cmd, const char *opt, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "pdq %s: %s %s: is a directory, not a file\n", cmd, opt, path);
+        return 1;
+    }
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 1;
+    if (n >= sizeof dir) n = sizeof dir - 1;
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = '\0';
+    if (slash && n == 0) snprintf(dir, sizeof dir, "/");
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "pdq %s: %s %s: the directory %s does not exist\n", cmd, opt, path, dir);
+        return 1;
+    }
+    if (access(dir, W_OK) != 0) {
+        fprintf(stderr, "pdq %s: %s %s: the directory %s is not writable (%s)\n", cmd, opt, path, dir, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int cli_check_ids(const char *cmd, const char *what, const int32_t *ids, long n, int vocab) {
+    for (long i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab) {
+            fprintf(stderr, "pdq %s: %s: token id %d at position %ld is outside the vocabulary [0, %d)\n", cmd, what,
+                    (int)ids[i], i, vocab);
+            return 1;
+        }
+    return 0;
 }

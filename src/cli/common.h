@@ -26,4 +26,10 @@ char *cli_read_text(const char *cmd, const char *path, size_t *len);
  * after printing which value is unknown. pad may be NULL (the command has no --padding). */
 int cli_static_opts(pdq_args *a, pdq_static_opts *o, pdq_padding *pad);
 
+/* Every id of a prompt in [0, vocab): 0, or 1 after naming the first that is not ("what": "row 2"). */
+int cli_check_ids(const char *cmd, const char *what, const int32_t *ids, long n, int vocab);
+/* Pre-flight for an output file named by option opt (written after the work): not a directory,
+ * and its directory exists and is writable. Returns 0, or 1 after printing which. */
+int cli_check_out_file(const char *cmd, const char *opt, const char *path);
+
 #endif

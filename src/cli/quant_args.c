@@ -1,22 +1,25 @@
 #include "quant_args.h"
 
+#include <math.h>
+
 void quant_args_read(pdq_args *a, pdq_gptq_opts *o) {
-    pdq_gptq_opts_default(o, (int)args_int(a, "--wbits", 4));
+    pdq_gptq_opts_default(o, (int)args_int_range(a, "--wbits", 4, 2, 8));
     pdq_qscheme *s = &o->scheme;
-    s->group = (int)args_int(a, "--group", 0);
+    s->group = (int)args_int_range(a, "--group", 0, 0, QUANT_ARGS_GROUP_LIMIT);
     s->partial_groups = args_flag(a, "--partial-groups");
     s->per_tensor = args_flag(a, "--per-tensor");
     s->sym = args_flag(a, "--sym");
     s->mse = args_flag(a, "--mse");
-    s->grid = (int)args_int(a, "--mse-grid", s->grid);
-    s->maxshrink = (float)args_double(a, "--mse-maxshrink", s->maxshrink);
-    s->norm = (float)args_double(a, "--mse-norm", s->norm);
+    s->grid = (int)args_int_range(a, "--mse-grid", s->grid, 1, 100000);
+    s->maxshrink = (float)args_real(a, "--mse-maxshrink", s->maxshrink, 0, 1, ARGS_LO_OPEN);
+    s->norm = (float)args_real(a, "--mse-norm", s->norm, 0, 100, ARGS_LO_OPEN);
     o->actorder = !args_flag(a, "--no-actorder");
     o->static_groups = args_flag(a, "--static-groups");
-    o->percdamp = (float)args_double(a, "--percdamp", o->percdamp);
-    o->blocksize = (int)args_int(a, "--blocksize", o->blocksize);
+    o->percdamp = (float)args_real(a, "--percdamp", o->percdamp, 0, 1, ARGS_CLOSED);
+    o->blocksize = (int)args_int_range(a, "--blocksize", o->blocksize, 1, 65536);
+    if (s->group > 0 && s->per_tensor) args_error(a, "--per-tensor and --group %d exclude each other", s->group);
     o->ref_groups = args_flag(a, "--gptq-ref-groups");
     o->mse_gptq = args_flag(a, "--mse-gptq");
-    o->mse_gptq_steps = (int)args_int(a, "--mse-gptq-steps", o->mse_gptq_steps);
-    o->mse_gptq_range = (float)args_double(a, "--mse-gptq-range", o->mse_gptq_range);
+    o->mse_gptq_steps = (int)args_int_range(a, "--mse-gptq-steps", o->mse_gptq_steps, 1, 1000);
+    o->mse_gptq_range = (float)args_real(a, "--mse-gptq-range", o->mse_gptq_range, 0, 1, ARGS_LO_OPEN | ARGS_HI_OPEN);
 }

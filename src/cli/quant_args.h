@@ -5,6 +5,9 @@
 #include "args.h"
 #include "pdq/quant.h"
 
+/* --group in [0, this]; 0 = one grid per output row */
+#define QUANT_ARGS_GROUP_LIMIT 65536
+
 #define QUANT_ARGS_USAGE \
     "  --wbits B            weight bits 2..8 (default 4)\n" \
     "  --group G            group size along the input dimension (default: per output row)\n" \

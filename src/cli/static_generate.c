@@ -1,5 +1,7 @@
 /* pdq generate --static: generation through the static prefill/decode graphs, one prompt or a
  * batch (--batch-prompts FILE, one prompt per line, rows padded on --padding's side). */
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 #include "commands.h"
 #include "common.h"
 #include "exec_args.h"
+#include "dir_defaults.h"
 #include "ptq_args.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
@@ -18,7 +21,7 @@
 #define MAX_ROWS 64
 
 static const char *k_usage =
-    "usage: pdq generate --static --model DIR --max-seq N (--prompt T | --ids \"1 2\" | --batch-prompts FILE)\n"
+    "usage: pdq generate --static --model DIR [--max-seq N (ptq.json's, else 256)] (--prompt T | --ids \"1 2\" | --batch-prompts FILE)\n"
     "                    [--max-new N] [--padding left|right] [--temperature X --top-p P --seed S] [--ignore-eos]\n"
     "                    [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
     "                    [--json] [--threads N] [--mode float|fake|int]\n" EXEC_ARGS_USAGE;
@@ -32,22 +35,24 @@ int cmd_generate_static(int argc, char **argv) {
     args_init(&a, "generate", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     (void)args_flag(&a, "--static");
-    const char *dir = args_str(&a, "--model"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
+    const char *dir = args_required(&a, "--model"), *prompt = args_str(&a, "--prompt"), *ids_s = args_str(&a, "--ids");
     const char *file = args_str(&a, "--batch-prompts");
-    int max_seq = (int)args_int(&a, "--max-seq", 0), max_new = (int)args_int(&a, "--max-new", 64);
+    int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
+    int max_new = (int)args_int_range(&a, "--max-new", 64, 0, CLI_MAX_NEW_LIMIT);
     pdq_sampler smp;
-    double temp = args_double(&a, "--temperature", 0.0), top_p = args_double(&a, "--top-p", 1.0);
-    unsigned long long seed = (unsigned long long)args_int(&a, "--seed", 0);
+    double temp = args_real(&a, "--temperature", 0.0, 0, HUGE_VAL, ARGS_CLOSED);
+    double top_p = args_real(&a, "--top-p", 1.0, 0, 1, ARGS_LO_OPEN);
+    unsigned long long seed = (unsigned long long)args_int_range(&a, "--seed", 0, 0, LONG_MAX);
     int ignore_eos = args_flag(&a, "--ignore-eos"), json = args_flag(&a, "--json");
-    int threads = (int)args_int(&a, "--threads", 0);
+    int threads = args_threads(&a);
     cli_exec ex;
-    if (cli_exec_read(&a, &ex)) return 2;
+    if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
     pdq_static_opts o;
     pdq_padding pad;
     int opts_given = cli_static_opts(&a, &o, &pad);
-    if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
-    int bad = opts_given < 0 || !dir || max_seq < 2 || max_new < 0 || (!!prompt + !!ids_s + !!file) != 1 || temp < 0 || top_p <= 0 || top_p > 1;
-    if (bad) { fputs(k_usage, stderr); return 2; }
+    if (!!prompt + !!ids_s + !!file != 1) args_error(&a, "give exactly one of --prompt, --ids or --batch-prompts");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    max_seq = cli_resolve_max_seq(dir, max_seq); /* ptq.json's when stored, else the default */
 
     int status = 1, B = 0;
     pdq_status st = {0};
@@ -91,6 +96,11 @@ int cmd_generate_static(int argc, char **argv) {
     long n_dec = 0, n_pre = 0;
     if (!(m = cli_load_model("generate", dir, threads))) goto done;
     int V = m->cfg.vocab_size;
+    for (int b = 0; b < B; b++) {
+        char what[32];
+        snprintf(what, sizeof what, "row %d", b);
+        if (cli_check_ids("generate", what, rows[b], lens[b], V)) goto done;
+    }
     /* A quantized checkpoint with ptq.json runs fake-quant graphs (pdq/ptq.h). */
     if (cli_static_runtime("generate", dir, m, B, max_seq, &o, opts_given > 0, &rt, &ptq) ||
         cli_exec_rt(&ex, "generate", dir, rt, ptq, threads))

@@ -353,6 +353,8 @@ static pdq_code gptq_head(pdq_model *m, const pdq_quant_opts *o, float *x, int n
     return rc;
 }
 
+pdq_code pdq_quant_opts_check(const pdq_model *m, pdq_quant_opts *o, pdq_status *st) { return check_opts(m, o, st); }
+
 pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int32_t *calib, int ns, int T,
                             pdq_qmodel *q, pdq_status *st) {
     memset(q, 0, sizeof *q);

@@ -94,7 +94,7 @@ has err-trunc "$e" "trunc.circle"
 e=$("$PDQ" circle-run $O/lm_head.circle --out $tmp/x 2>&1) && { echo "FAIL circle-run without inputs"; fail=1; }
 has err-inputs "$e" "has 1 inputs, 0 --input given"
 e=$("$PDQ" export --model $M --max-seq 1 --out $tmp/bad 2>&1) && { echo "FAIL export max-seq 1"; fail=1; }
-has err-seq "$e" "max_seq 1 must be >= 2"
+has err-seq "$e" "--max-seq must be an integer in [2, 32768], got '1'"
 e=$("$PDQ" verify --circle $O --model $M --ids "1 2 3" --steps 20 2>&1) && { echo "FAIL verify past max_seq"; fail=1; }
 has err-verify-seq "$e" "exceed the export's max_seq 16"
 exit $fail

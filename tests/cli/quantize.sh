@@ -42,7 +42,7 @@ check rtn-loads "\"$PDQ\" ppl --model '$tmp/r' --text '$tmp/eval.txt' --max-len 
 # errors
 printf 'In the beginning.\n' >"$tmp/short.txt"
 err group-divides "'$PDQ' quantize --model $M --method rtn --group 48 --out '$tmp/x'" "does not divide"
-err bits-range "'$PDQ' quantize --model $M --method rtn --wbits 9 --out '$tmp/x'" "out of range"
+err bits-range "'$PDQ' quantize --model $M --method rtn --wbits 9 --out '$tmp/x'" "--wbits must be an integer in [2, 8]"
 err embed-bits "'$PDQ' quantize --model $M --method rtn --embed-bits 1 --out '$tmp/x'" "--embed-bits"
 err override-typo "'$PDQ' quantize --model $M --method rtn --override down_prj=8 --out '$tmp/x'" "matches no decoder linear"
 err calib-short "'$PDQ' quantize --model $M --calib '$tmp/short.txt' --abits none --nsamples 2 --seq-len 64 --out '$tmp/x'" "too short"
