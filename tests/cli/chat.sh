@@ -55,6 +55,6 @@ check quantize "'$PDQ' quantize --model $M --calib data/tinystories-260k/train.t
 q1=$(echo "$L1" | "$PDQ" chat --model "$tmp/q" --max-new 8 2>"$tmp/e")
 qg=$("$PDQ" generate --static --model "$tmp/q" --max-seq 32 --prompt "$L1" --max-new 8 2>/dev/null)
 check quant "grep -q \"integer execution of ptq.json's grids\" '$tmp/e' && [ -n \"\$q1\" ] && [[ \"\$qg\" == *\"\$q1\" ]]"
-err both "'$PDQ' chat --model $M --circle '$tmp/c'" "usage"
-err bad-on-full "'$PDQ' chat --model $M --on-full never" "usage"
+err both "'$PDQ' chat --model $M --circle '$tmp/c'" "--model and --circle exclude each other"
+err bad-on-full "'$PDQ' chat --model $M --on-full never" "--on-full must be drop or reset"
 exit $fail

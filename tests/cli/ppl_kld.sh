@@ -48,5 +48,5 @@ n_before=$(ls "$XDG_CACHE_HOME/pdq" | wc -l)
 check no-cache "[ \$(ls '$XDG_CACHE_HOME/pdq' | wc -l) = $n_before ] && grep -q 'Mean    KLD' '$tmp/k5.txt' && grep -q 'Same top-1' '$tmp/k5.txt'"
 check top-k "'$PDQ' ppl --model '$tmp/q' $E --eval-tokens 200 --kld $M --kld-top 8 --no-kld-cache 2>/dev/null | grep -q 'top-8 of 512 tokens'"
 err kld-vocab "'$PDQ' ppl --model $M $E --kld models/web-bible-llama-19m --no-kld-cache" "vocabulary"
-err eval-tokens-bad "'$PDQ' ppl --model $M $E --eval-tokens 1" "at least 2"
+err eval-tokens-bad "'$PDQ' ppl --model $M $E --eval-tokens 1" "--eval-tokens must be an integer in [2,"
 exit $fail

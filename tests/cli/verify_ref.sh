@@ -43,7 +43,7 @@ check export "'$PDQ' export --model '$tmp/a' --max-seq 32 --whole --quiet --out 
 check circle-ref "[ $rc = 0 ] && tail -1 '$tmp/o6' | grep -q '^PASS  max |circle - in-memory| 0.000e+00 (tol 0.0e+00), tokens identical; top-1 [0-9]/5 vs FP32 model $M'"
 
 err ref-mismatch "'$PDQ' verify --model $M --ref models/web-bible-llama-19m --max-seq 16 --steps 1" "is not the same model"
-err text-and-prompt "'$PDQ' verify --model $M --text $T --prompt hi --max-seq 16 --steps 1" "usage"
+err text-and-prompt "'$PDQ' verify --model $M --text $T --prompt hi --max-seq 16 --steps 1" "it excludes --prompt/--ids"
 printf '\n\n' >"$tmp/empty.txt"
 err text-empty "'$PDQ' verify --model $M --text '$tmp/empty.txt' --max-seq 16 --steps 1" "no non-empty line"
 exit $fail
