@@ -8,23 +8,27 @@
 
 static const qk_type_traits k_traits[PDQ_QT_COUNT] = {
 #ifdef PDQ_QK_HAVE_AVX2
-    [PDQ_QT_U4] = {"uint4", 16, qk_gemv_u4_scalar, qk_gemv_u4_avx2},
-    [PDQ_QT_U8] = {"uint8", 8, qk_gemv_u8_scalar, qk_gemv_u8_avx2},
+    [PDQ_QT_U4] = {"uint4", 16, qk_gemv_u4_scalar, qk_gemv_u4_avx2, qk_gemv_u4_avx512},
+    [PDQ_QT_U8] = {"uint8", 8, qk_gemv_u8_scalar, qk_gemv_u8_avx2, qk_gemv_u8_avx512},
 #else
-    [PDQ_QT_U4] = {"uint4", 16, qk_gemv_u4_scalar, NULL},
-    [PDQ_QT_U8] = {"uint8", 8, qk_gemv_u8_scalar, NULL},
+    [PDQ_QT_U4] = {"uint4", 16, qk_gemv_u4_scalar, NULL, NULL},
+    [PDQ_QT_U8] = {"uint8", 8, qk_gemv_u8_scalar, NULL, NULL},
 #endif
 };
 
 const qk_type_traits *qk_traits(pdq_qtype t) { return &k_traits[t]; }
 
-static int use_avx2(const pdq_qctx *ctx, const pdq_qmatrix *w) {
-    return !(ctx && ctx->force_scalar) && k_traits[w->type].gemv_avx2 && pdq_cpu_has_avx2_fma();
+/* 0 scalar, 1 AVX2/FMA, 2 AVX-512 (all three compute the same bits). */
+static int simd_level(const pdq_qctx *ctx, const pdq_qmatrix *w) {
+    if ((ctx && ctx->force_scalar) || !k_traits[w->type].gemv_avx2 || !pdq_cpu_has_avx2_fma()) return 0;
+    if ((ctx && ctx->no_avx512) || !k_traits[w->type].gemv_avx512 || !pdq_cpu_has_avx512()) return 1;
+    return 2;
 }
 
 const char *pdq_qmatmul_path(const pdq_qctx *ctx) {
     pdq_qmatrix probe = {.type = PDQ_QT_U4};
-    return use_avx2(ctx, &probe) ? "avx2" : "scalar";
+    static const char *const names[] = {"scalar", "avx2", "avx512"};
+    return names[simd_level(ctx, &probe)];
 }
 
 #define GEMV_CHUNK 32   /* output rows per task (a multiple of 4: the AVX2 row block) */
@@ -64,6 +68,19 @@ static void gemm_task(void *p, int task, int thread) {
         qk_decode_row(w, r, wf + (size_t)(r - r0) * c->xt_len);
     }
 #ifdef PDQ_QK_HAVE_AVX2
+    if (c->simd == 2) {
+        for (int i = 0; i < c->n; i += 6) {
+            int ni = c->n - i < 6 ? c->n - i : 6;
+            const float *xr[6];
+            for (int k = 0; k < 6; k++) xr[k] = c->xt + (size_t)(i + (k < ni ? k : ni - 1)) * c->xt_len;
+            for (int r = r0; r < r1; r += 4) {
+                int nr = r1 - r < 4 ? r1 - r : 4;
+                qk_tile_avx512(w, xr, ni, wf + (size_t)(r - r0) * c->xt_len, r, nr, c->y + (size_t)i * w->rows + r,
+                               (size_t)w->rows);
+            }
+        }
+        return;
+    }
     if (c->simd) {
         for (int i = 0; i < c->n; i += 3) {
             int ni = c->n - i < 3 ? c->n - i : 3;
@@ -94,7 +111,7 @@ static void *alloc32(size_t bytes) {
 pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, int n, float *y, pdq_status *st) {
     if (n <= 0) return PDQ_OK;
     pdq_pool *pool = ctx ? ctx->pool : NULL;
-    int simd = use_avx2(ctx, w);
+    int simd = simd_level(ctx, w);
     run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_stride(w), .simd = simd};
     float *xt = alloc32((size_t)n * c.xt_len * sizeof(float));
     if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %d", n, c.xt_len);
@@ -103,7 +120,8 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
     pdq_code rc = PDQ_OK;
     if (n == 1) {
         c.chunk = GEMV_CHUNK;
-        c.gemv = simd ? k_traits[w->type].gemv_avx2 : k_traits[w->type].gemv_scalar;
+        c.gemv = simd == 2 ? k_traits[w->type].gemv_avx512
+                 : simd ? k_traits[w->type].gemv_avx2 : k_traits[w->type].gemv_scalar;
         pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
     } else {
         int threads = pdq_pool_threads(pool);

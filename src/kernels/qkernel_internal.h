@@ -16,6 +16,7 @@ typedef struct {
     int block;               /* columns per block: 16 (two nibbles per lane) or 8 */
     qk_gemv_fn gemv_scalar;
     qk_gemv_fn gemv_avx2;    /* NULL where the compiler cannot target AVX2 */
+    qk_gemv_fn gemv_avx512;  /* two rows per register; NULL where unavailable */
 } qk_type_traits;
 
 const qk_type_traits *qk_traits(pdq_qtype t);
@@ -32,6 +33,10 @@ void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int r1, floa
 void qk_tile_avx2(const pdq_qmatrix *w, const float *const xr[3], int ni, const float *wf, int r, int nr, float *y,
                   size_t ystride);
 void qk_decode_row_avx2(const pdq_qmatrix *w, int r, float *wf);
+void qk_gemv_u4_avx512(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
+void qk_gemv_u8_avx512(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
+void qk_tile_avx512(const pdq_qmatrix *w, const float *const xr[6], int ni, const float *wf, int r, int nr, float *y,
+                    size_t ystride);
 #endif
 
 static inline int qk_block(const pdq_qmatrix *w) { return w->type == PDQ_QT_U4 ? 16 : 8; }

@@ -54,15 +54,19 @@ size_t pdq_qmatrix_bytes(const pdq_qmatrix *w);
  * the expression the dequantizing loader uses, so an embedding row matches it exactly. */
 void pdq_qmatrix_dequant_row(const pdq_qmatrix *w, int r, float *out);
 
-/* How kernels run: a pool (NULL: on the caller) and a switch to the portable path. */
+/* How kernels run: a pool (NULL: on the caller) and switches to narrower paths (the paths give
+ * identical results; the switches exist so tests can run each). */
 typedef struct {
     pdq_pool *pool;
-    int force_scalar;         /* 1: the scalar path even where AVX2/FMA is available */
+    int force_scalar;         /* 1: the scalar path even where SIMD is available */
+    int no_avx512;            /* 1: AVX2 even where AVX-512 is available */
 } pdq_qctx;
 
 /* 1 when this CPU has AVX2 and FMA (what the SIMD kernels need). */
 int pdq_cpu_has_avx2_fma(void);
-/* "avx2" or "scalar": the path pdq_qmatmul takes with this context. */
+/* 1 when it also has AVX-512 F/DQ/VL/BW (the two-rows-per-register kernels). */
+int pdq_cpu_has_avx512(void);
+/* "avx512", "avx2" or "scalar": the path pdq_qmatmul takes with this context. */
 const char *pdq_qmatmul_path(const pdq_qctx *ctx);
 
 /* y[n, rows] = x[n, cols] · Wᵀ (x, y row-major, not aliased). n == 1 is the GEMV (decode),
