@@ -46,6 +46,10 @@ void qk_tile_avx512(const pdq_qmatrix *w, const float *const *xr, int ni, const 
 #endif
 
 /* Columns per block: 16 lanes, each taking two nibble columns (uint4) or one column (uint8). */
+/* The GEMVs prefetch the codes this many rows ahead: rows are short (1 KiB for 2048 uint4
+ * columns), too short for the hardware stream prefetcher to ramp up on its own. */
+#define QK_PREFETCH_ROWS 8
+
 static inline int qk_block(const pdq_qmatrix *w) { return w->type == PDQ_QT_U4 ? 32 : 16; }
 /* Floats per group in a prepared row / decoded panel row: the group padded to whole blocks. */
 static inline int qk_group_stride(const pdq_qmatrix *w) {
