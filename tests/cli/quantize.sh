@@ -28,7 +28,8 @@ p1=$("$PDQ" ppl --model "$q" --text "$tmp/eval.txt" --max-len 128 --stride 128 -
 p2=$("$PDQ" ppl --model "$q/hf" --text "$tmp/eval.txt" --max-len 128 --stride 128 --json | jq -r .ppl)
 p3=$(jq -r .eval.quant_ppl "$q/report.json")
 p0=$(jq -r .eval.fp32_ppl "$q/report.json")
-check ppl-quant-loads "[ -n '$p1' ] && [ '$p1' = '$p2' ]"
+# (the OUTDIR runs the packed weight-only kernels, the HF copy the f32 path: equal within rounding)
+check ppl-quant-loads "[ -n '$p1' ] && jq -en '($p1 - $p2) | fabs < 1e-4 * $p2' >/dev/null"
 check ppl-matches-report "jq -en '($p1 - $p3) | fabs < 1e-4' >/dev/null"
 check ppl-close-to-fp32 "jq -en '$p1 / $p0 < 1.2 and $p1 / $p0 > 0.95' >/dev/null"
 
