@@ -1,7 +1,8 @@
 /* Packed-weight kernels against a brute-force reference (dequantize in double, then dot):
  * uint4/uint8, per-channel and grouped (32, 64, 128, partial last groups, an odd group size that
  * starts groups mid-byte), zero points 0 / mid / max / random, odd shapes, a column permutation.
- * The AVX2 and scalar paths agree bit for bit, as do 1, 2 and 3 threads and GEMM vs GEMV rows. */
+ * The AVX-512, AVX2 and scalar paths agree bit for bit, as do 1, 2 and 3 threads and GEMM vs GEMV
+ * rows. */
 #include "testutil.h"
 
 #include <math.h>
@@ -82,8 +83,9 @@ static void reference(const kcase *k, const kmat *m, const float *x, int n, doub
         }
 }
 
-static void run(const kmat *m, pdq_pool *pool, int scalar, const float *x, int n, float *y) {
-    pdq_qctx ctx = {.pool = pool, .force_scalar = scalar};
+/* isa 0: the best path, 1: scalar, 2: AVX2 (no AVX-512) */
+static void run(const kmat *m, pdq_pool *pool, int isa, const float *x, int n, float *y) {
+    pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2};
     pdq_status st = {0};
     assert_int_equal(pdq_qmatmul(&ctx, &m->w, x, n, y, &st), PDQ_OK);
 }
@@ -91,7 +93,7 @@ static void run(const kmat *m, pdq_pool *pool, int scalar, const float *x, int n
 static void check_case(const kcase *k, pdq_pool *pools[3], uint64_t *rng) {
     kmat m;
     kmat_make(k, rng, &m);
-    static const int ns[] = {1, 3, 9};
+    static const int ns[] = {1, 3, 13};
     for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
         int n = ns[t];
         size_t ny = (size_t)n * k->rows;
@@ -107,15 +109,16 @@ static void check_case(const kcase *k, pdq_pool *pools[3], uint64_t *rng) {
                 fail_msg("%s [%d x %d] group %d zmode %d perm %d n %d: y[%zu] = %.9g, reference %.9g", k->type ? "u8" : "u4",
                          k->rows, k->cols, k->group, k->zmode, k->perm, n, i, (double)y[i], yr[i]);
         }
-        /* scalar == SIMD, and any thread count, bit for bit */
-        run(&m, pools[0], 1, x, n, y2);
-        assert_memory_equal(y, y2, sizeof(float) * ny);
-        for (int p = 1; p < 3; p++) {
-            run(&m, pools[p], 0, x, n, y2);
-            assert_memory_equal(y, y2, sizeof(float) * ny);
-            run(&m, pools[p], 1, x, n, y2);
+        /* scalar == AVX2 == AVX-512, and any thread count, bit for bit */
+        for (int isa = 1; isa <= 2; isa++) {
+            run(&m, pools[0], isa, x, n, y2);
             assert_memory_equal(y, y2, sizeof(float) * ny);
         }
+        for (int p = 1; p < 3; p++)
+            for (int isa = 0; isa <= 2; isa++) {
+                run(&m, pools[p], isa, x, n, y2);
+                assert_memory_equal(y, y2, sizeof(float) * ny);
+            }
         /* each GEMM row equals the GEMV of that row */
         for (int i = 0; i < n; i++) {
             run(&m, pools[1], 0, x + (size_t)i * k->cols, 1, y1);

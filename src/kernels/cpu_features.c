@@ -9,3 +9,13 @@ int pdq_cpu_has_avx2_fma(void) {
     return 0;
 #endif
 }
+
+int pdq_cpu_has_avx512(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return pdq_cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#else
+    return 0;
+#endif
+}

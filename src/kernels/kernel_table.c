@@ -8,27 +8,31 @@
 
 static const qk_type_traits k_traits[PDQ_QT_COUNT] = {
 #ifdef PDQ_QK_HAVE_AVX2
-    [PDQ_QT_U4] = {"uint4", 16, qk_gemv_u4_scalar, qk_gemv_u4_avx2},
-    [PDQ_QT_U8] = {"uint8", 8, qk_gemv_u8_scalar, qk_gemv_u8_avx2},
+    [PDQ_QT_U4] = {"uint4", 32, qk_gemv_u4_scalar, qk_gemv_u4_avx2, qk_gemv_u4_avx512},
+    [PDQ_QT_U8] = {"uint8", 16, qk_gemv_u8_scalar, qk_gemv_u8_avx2, qk_gemv_u8_avx512},
 #else
-    [PDQ_QT_U4] = {"uint4", 16, qk_gemv_u4_scalar, NULL},
-    [PDQ_QT_U8] = {"uint8", 8, qk_gemv_u8_scalar, NULL},
+    [PDQ_QT_U4] = {"uint4", 32, qk_gemv_u4_scalar, NULL, NULL},
+    [PDQ_QT_U8] = {"uint8", 16, qk_gemv_u8_scalar, NULL, NULL},
 #endif
 };
 
 const qk_type_traits *qk_traits(pdq_qtype t) { return &k_traits[t]; }
 
-static int use_avx2(const pdq_qctx *ctx, const pdq_qmatrix *w) {
-    return !(ctx && ctx->force_scalar) && k_traits[w->type].gemv_avx2 && pdq_cpu_has_avx2_fma();
+/* 0 scalar, 1 AVX2/FMA, 2 AVX-512 (all three compute the same bits). */
+static int simd_level(const pdq_qctx *ctx, const pdq_qmatrix *w) {
+    if ((ctx && ctx->force_scalar) || !k_traits[w->type].gemv_avx2 || !pdq_cpu_has_avx2_fma()) return 0;
+    if ((ctx && ctx->no_avx512) || !k_traits[w->type].gemv_avx512 || !pdq_cpu_has_avx512()) return 1;
+    return 2;
 }
 
 const char *pdq_qmatmul_path(const pdq_qctx *ctx) {
     pdq_qmatrix probe = {.type = PDQ_QT_U4};
-    return use_avx2(ctx, &probe) ? "avx2" : "scalar";
+    static const char *const names[] = {"scalar", "avx2", "avx512"};
+    return names[simd_level(ctx, &probe)];
 }
 
-#define GEMV_CHUNK 32   /* output rows per task (a multiple of 4: the AVX2 row block) */
-#define GEMM_CHUNK 16   /* weight rows decoded per task (a multiple of 4: the panel) */
+#define GEMV_CHUNK 32   /* output rows per task (a multiple of 4: the SIMD row block) */
+#define GEMM_CHUNK 16   /* weight rows decoded per task (a multiple of the tiles' 2 and 4) */
 
 typedef struct {
     const pdq_qmatrix *w;
@@ -49,7 +53,7 @@ static void gemv_task(void *p, int task, int thread) {
 }
 
 /* The chunk's weight rows are decoded once into the thread's scratch, then every row of x
- * passes over them: three rows of x at a time against panels of four weight rows (AVX2), or row
+ * passes over them: register tiles of 3 x 2 (AVX2) or 4 x 4 (AVX-512) rows of x and W, or row
  * by row (scalar); both give each element the GEMV's value. */
 static void gemm_task(void *p, int task, int thread) {
     const run_ctx *c = p;
@@ -65,14 +69,17 @@ static void gemm_task(void *p, int task, int thread) {
     }
 #ifdef PDQ_QK_HAVE_AVX2
     if (c->simd) {
-        for (int i = 0; i < c->n; i += 3) {
-            int ni = c->n - i < 3 ? c->n - i : 3;
-            const float *xr[3];
-            for (int k = 0; k < 3; k++) xr[k] = c->xt + (size_t)(i + (k < ni ? k : ni - 1)) * c->xt_len;
-            for (int r = r0; r < r1; r += 4) {
-                int nr = r1 - r < 4 ? r1 - r : 4;
-                qk_tile_avx2(w, xr, ni, wf + (size_t)(r - r0) * c->xt_len, r, nr, c->y + (size_t)i * w->rows + r,
-                             (size_t)w->rows);
+        int tx = c->simd == 2 ? QK_TILE5_X : QK_TILE2_X, tw = c->simd == 2 ? QK_TILE5_W : QK_TILE2_W;
+        for (int i = 0; i < c->n; i += tx) {
+            int ni = c->n - i < tx ? c->n - i : tx;
+            const float *xr[QK_TILE5_X > QK_TILE2_X ? QK_TILE5_X : QK_TILE2_X];
+            for (int k = 0; k < ni; k++) xr[k] = c->xt + (size_t)(i + k) * c->xt_len;
+            for (int r = r0; r < r1; r += tw) {
+                int nr = r1 - r < tw ? r1 - r : tw;
+                const float *panel = wf + (size_t)(r - r0) * c->xt_len;
+                float *yo = c->y + (size_t)i * w->rows + r;
+                if (c->simd == 2) qk_tile_avx512(w, xr, ni, panel, r, nr, yo, (size_t)w->rows);
+                else qk_tile_avx2(w, xr, ni, panel, r, nr, yo, (size_t)w->rows);
             }
         }
         return;
@@ -94,7 +101,7 @@ static void *alloc32(size_t bytes) {
 pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, int n, float *y, pdq_status *st) {
     if (n <= 0) return PDQ_OK;
     pdq_pool *pool = ctx ? ctx->pool : NULL;
-    int simd = use_avx2(ctx, w);
+    int simd = simd_level(ctx, w);
     run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_stride(w), .simd = simd};
     float *xt = alloc32((size_t)n * c.xt_len * sizeof(float));
     if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %d", n, c.xt_len);
@@ -103,7 +110,8 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
     pdq_code rc = PDQ_OK;
     if (n == 1) {
         c.chunk = GEMV_CHUNK;
-        c.gemv = simd ? k_traits[w->type].gemv_avx2 : k_traits[w->type].gemv_scalar;
+        c.gemv = simd == 2 ? k_traits[w->type].gemv_avx512
+                 : simd ? k_traits[w->type].gemv_avx2 : k_traits[w->type].gemv_scalar;
         pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
     } else {
         int threads = pdq_pool_threads(pool);

@@ -13,9 +13,10 @@ typedef void (*qk_gemv_fn)(const pdq_qmatrix *w, const float *xt, int r0, int r1
 
 typedef struct {
     const char *name;        /* "uint4", "uint8" */
-    int block;               /* columns per block: 16 (two nibbles per lane) or 8 */
+    int block;               /* columns per block: 32 (two nibbles per lane) or 16 */
     qk_gemv_fn gemv_scalar;
     qk_gemv_fn gemv_avx2;    /* NULL where the compiler cannot target AVX2 */
+    qk_gemv_fn gemv_avx512;  /* two rows per register; NULL where unavailable */
 } qk_type_traits;
 
 const qk_type_traits *qk_traits(pdq_qtype t);
@@ -29,12 +30,27 @@ void qk_panel_scalar(const pdq_qmatrix *w, const float *xt, const float *wf, int
 #define PDQ_QK_HAVE_AVX2 1
 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
-void qk_tile_avx2(const pdq_qmatrix *w, const float *const xr[3], int ni, const float *wf, int r, int nr, float *y,
+/* Tiles: prepared rows xr[0..ni) (ni <= QK_TILE_X) against decoded panel rows r..r+nr-1
+ * (nr <= QK_TILE_W, panel row k at wf + k * qk_xt_stride); y[i * ystride + k]. */
+#define QK_TILE2_X 3
+#define QK_TILE2_W 2
+#define QK_TILE5_X 4
+#define QK_TILE5_W 4
+void qk_tile_avx2(const pdq_qmatrix *w, const float *const *xr, int ni, const float *wf, int r, int nr, float *y,
                   size_t ystride);
 void qk_decode_row_avx2(const pdq_qmatrix *w, int r, float *wf);
+void qk_gemv_u4_avx512(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
+void qk_gemv_u8_avx512(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
+void qk_tile_avx512(const pdq_qmatrix *w, const float *const *xr, int ni, const float *wf, int r, int nr, float *y,
+                    size_t ystride);
 #endif
 
-static inline int qk_block(const pdq_qmatrix *w) { return w->type == PDQ_QT_U4 ? 16 : 8; }
+/* Columns per block: 16 lanes, each taking two nibble columns (uint4) or one column (uint8). */
+/* The GEMVs prefetch the codes this many rows ahead: rows are short (1 KiB for 2048 uint4
+ * columns), too short for the hardware stream prefetcher to ramp up on its own. */
+#define QK_PREFETCH_ROWS 8
+
+static inline int qk_block(const pdq_qmatrix *w) { return w->type == PDQ_QT_U4 ? 32 : 16; }
 /* Floats per group in a prepared row / decoded panel row: the group padded to whole blocks. */
 static inline int qk_group_stride(const pdq_qmatrix *w) {
     int b = qk_block(w);
@@ -52,10 +68,11 @@ static inline int qk_code(const pdq_qmatrix *w, const uint8_t *row, int c) {
     return w->type == PDQ_QT_U4 ? (row[c >> 1] >> ((c & 1) * 4)) & 0xF : row[c];
 }
 
-/* Column of lane slot j (0 <= j < block) of the block starting at column c: uint4 slots 0..7 take
- * columns c, c+2, ..., slots 8..15 columns c+1, c+3, ...; uint8 slot j takes c+j. */
+/* Column of slot j (0 <= j < block) of the block starting at column c: uint4 slots 0..15 take
+ * columns c, c+2, ... (low nibbles of bytes 0..15), slots 16..31 columns c+1, c+3, ... (high
+ * nibbles); uint8 slot j takes c+j. Slot j feeds lane j % 16. */
 static inline int qk_slot_col(int block, int c, int j) {
-    return block == 16 ? c + (j < 8 ? 2 * j : 2 * (j - 8) + 1) : c + j;
+    return block == 32 ? c + (j < 16 ? 2 * j : 2 * (j - 16) + 1) : c + j;
 }
 
 /* The code of every slot of the block at column c of group end c1 (0 past c1). */
@@ -100,7 +117,7 @@ static inline float qk_zero_term(const pdq_qmatrix *w, int r, const float *xt) {
 static inline void qk_decode_row(const pdq_qmatrix *w, int r, float *wf) {
     int b = qk_block(w), gs = qk_group_stride(w);
     const uint8_t *row = w->codes + (size_t)r * w->row_bytes;
-    int32_t v[16];
+    int32_t v[32];
     for (int g = 0; g < w->ngroups; g++) {
         int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
         for (int k = 0; k < gs; k += b) {
@@ -110,9 +127,11 @@ static inline void qk_decode_row(const pdq_qmatrix *w, int r, float *wf) {
     }
 }
 
-/* The fixed final reduction of the 8 lane accumulators. */
-static inline float qk_hsum8(const float *a) {
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+/* The fixed final reduction of the 16 lane accumulators: halves added lane-wise, then a tree. */
+static inline float qk_hsum16(const float *a) {
+    float t[8];
+    for (int l = 0; l < 8; l++) t[l] = a[l] + a[l + 8];
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
 #endif

@@ -8,14 +8,14 @@
  * (group == cols: per-channel). An optional column permutation (GPTQ act-order with groups) makes
  * column c of the stored codes multiply x[perm[c]].
  *
- * Summation order (the contract both code paths keep, so AVX2 and scalar agree bit for bit): per
- * output element and group, 8 float lanes d[l] accumulate fmaf(x, (float)code, d[l]) over blocks
- * (uint4: 16 columns per block, lane l takes column 2l then 2l+1 of the block, i.e. the low then
- * the high nibble of byte l; uint8: 8 columns, lane l takes column l; a short last block reads
- * zeros), then acc[l] = fmaf(scale, d[l], acc[l]); the zero points enter once per row as
- * zt = fmaf(scale * zero, sum of the group's x, zt) in group order (the group sums are taken once
- * per row of x, which saves the per-weight subtraction); the result is
- * ((acc0+acc1)+(acc2+acc3))+((acc4+acc5)+(acc6+acc7)) - zt. Every output element is computed by one
+ * Summation order (the contract every code path keeps, so AVX-512, AVX2 and scalar agree bit for
+ * bit): per output element and group, 16 float lanes d[j] accumulate fmaf(x, (float)code, d[j])
+ * over blocks of 16 bytes (uint4: 32 columns, lane j takes column 2j then 2j+1 of the block, i.e.
+ * the low then the high nibble of byte j; uint8: 16 columns, lane j takes column j; a short last
+ * block reads zeros), then acc[j] = fmaf(scale, d[j], acc[j]); the zero points enter once per row
+ * as zt = fmaf(scale * zero, sum of the group's x, zt) in group order (group sums are taken once
+ * per row of x, which saves a per-weight subtraction); the result is, with t[l] = acc[l] +
+ * acc[l+8], ((t0+t1)+(t2+t3))+((t4+t5)+(t6+t7)) - zt. Every output element is computed by one
  * task in this order, so results do not depend on the thread count, the row blocking, or whether
  * the row came through GEMV (n = 1) or GEMM (n > 1). */
 #ifndef PDQ_KERNELS_QMATMUL_H
@@ -54,15 +54,19 @@ size_t pdq_qmatrix_bytes(const pdq_qmatrix *w);
  * the expression the dequantizing loader uses, so an embedding row matches it exactly. */
 void pdq_qmatrix_dequant_row(const pdq_qmatrix *w, int r, float *out);
 
-/* How kernels run: a pool (NULL: on the caller) and a switch to the portable path. */
+/* How kernels run: a pool (NULL: on the caller) and switches to narrower paths (the paths give
+ * identical results; the switches exist so tests can run each). */
 typedef struct {
     pdq_pool *pool;
-    int force_scalar;         /* 1: the scalar path even where AVX2/FMA is available */
+    int force_scalar;         /* 1: the scalar path even where SIMD is available */
+    int no_avx512;            /* 1: AVX2 even where AVX-512 is available */
 } pdq_qctx;
 
 /* 1 when this CPU has AVX2 and FMA (what the SIMD kernels need). */
 int pdq_cpu_has_avx2_fma(void);
-/* "avx2" or "scalar": the path pdq_qmatmul takes with this context. */
+/* 1 when it also has AVX-512 F/DQ/VL/BW (the two-rows-per-register kernels). */
+int pdq_cpu_has_avx512(void);
+/* "avx512", "avx2" or "scalar": the path pdq_qmatmul takes with this context. */
 const char *pdq_qmatmul_path(const pdq_qctx *ctx);
 
 /* y[n, rows] = x[n, cols] · Wᵀ (x, y row-major, not aliased). n == 1 is the GEMV (decode),

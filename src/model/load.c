@@ -23,8 +23,10 @@ int pdq_default_threads(void) {
 void pdq_set_threads(pdq_model *m, int n) {
     if (n <= 0) n = pdq_default_threads();
     if (m) m->n_threads = n;
-    openblas_set_num_threads(n);
-    /* a packed model's kernels run on its own pool: resize it (serial if that fails) */
+    /* A packed model's linears run on its own pool; BLAS is left only the small attention
+     * products, and a second set of spinning BLAS threads would compete with the pool. */
+    openblas_set_num_threads(m && m->packed ? 1 : n);
+    /* resize the pool (serial if that fails) */
     if (m && m->packed && pdq_pool_threads(m->pool) != n) {
         pdq_status st = {0};
         pdq_pool_free(m->pool);
