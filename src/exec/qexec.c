@@ -165,7 +165,7 @@ pdq_code pdq_qexec_create(const pdq_graph *g, const pdq_exec_opts *o, pdq_qexec 
     x->g = g;
     if (o) x->o = *o;
     else pdq_exec_opts_default(&x->o);
-    x->simd = !x->o.force_scalar && pdq_qx_cpu_avx2();
+    x->simd = x->o.force_scalar ? 0 : !x->o.no_avx512 && pdq_qx_cpu_vnni() ? 2 : pdq_qx_cpu_avx2();
     for (int t = 0; t < n && rc == PDQ_OK; t++)
         if (g->tensors[t].kind != PDQ_TK_CONST) rc = describe(g, t, &x->t[t], st);
     if (rc == PDQ_OK) rc = plan(x, st);
