@@ -39,6 +39,9 @@ typedef struct {
     int gamma_n;
     double *row_s;
     int64_t *row_zp;
+    /* BATCH_MATMUL rows: one accumulator row per worker thread */
+    int64_t *acc;
+    double *dacc;
 } qx_prep;
 
 struct pdq_qexec {
