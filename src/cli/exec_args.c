@@ -54,7 +54,10 @@ int cli_exec_rt(cli_exec *ex, const char *cmd, const char *dir, pdq_rt *rt, pdq_
             fprintf(stderr, "pdq %s: integer mode unsupported here (%s); running fake-quant\n", cmd, st.msg);
             pdq_status st2 = {0};
             ex->mode = PDQ_EXEC_FAKE;
-            if (pdq_rt_set_lowering(rt, NULL, NULL, NULL, &st2) == PDQ_OK) return 0;
+            if (pdq_rt_set_lowering(rt, NULL, NULL, NULL, &st2) == PDQ_OK) {
+                pdq_ptq_attach(ptq, rt); /* rebuilt graphs: the hook's graph map starts afresh (mode kept) */
+                return 0;
+            }
             fprintf(stderr, "pdq %s: %s\n", cmd, st2.msg);
             return 1;
         }
