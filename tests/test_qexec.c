@@ -152,7 +152,7 @@ static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, i
 static void test_fc(void **state) {
     (void)state;
     fc_case(PDQ_TI16, PDQ_TU4, 3, 37, 19, 0, 0, 1);     /* decode-like, odd lengths */
-    fc_case(PDQ_TI16, PDQ_TU4, 40, 256, 33, 0, 0, 2);   /* prefill-like */
+    fc_case(PDQ_TI16, PDQ_TU4, 42, 256, 35, 0, 0, 2);   /* prefill-like, tails of 2 rows and 3 channels */
     fc_case(PDQ_TI16, PDQ_TU8, 5, 300, 17, 0, 1, 3);    /* uint8 weights, float output: the exact sums */
     fc_case(PDQ_TU8, PDQ_TU8, 4, 70, 9, 0, 0, 4);       /* uint8 activations with a zero point */
     /* 32767 x 15 x 5632 does not fit int32: extreme codes, exact sums */

@@ -190,9 +190,37 @@ VNNI void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
             for (int r = 0; r < 2; r++) res[2 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
     memcpy(out, res, sizeof res);
 }
+VNNI void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    int64_t res[16] = {0};
+    int K32 = K / 32 * 32, k = 0;
+    while (k < K32) {
+        int e = K32 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K32;
+        __m512i a[16];
+        for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_si512();
+        for (; k < e; k += 32) {
+            __m512i w0 = w32(w + k), w1 = w32(w + ldw + k), w2 = w32(w + 2 * ldw + k), w3 = w32(w + 3 * ldw + k);
+            for (int m = 0; m < 4; m++) {
+                __m512i xv = _mm512_loadu_si512((const void *)(x + m * ldx + k));
+                a[4 * m] = _mm512_dpwssd_epi32(a[4 * m], xv, w0);
+                a[4 * m + 1] = _mm512_dpwssd_epi32(a[4 * m + 1], xv, w1);
+                a[4 * m + 2] = _mm512_dpwssd_epi32(a[4 * m + 2], xv, w2);
+                a[4 * m + 3] = _mm512_dpwssd_epi32(a[4 * m + 3], xv, w3);
+            }
+        }
+        for (int i = 0; i < 16; i++) res[i] += hsum512(a[i]);
+    }
+    for (; k < K; k++)
+        for (int m = 0; m < 4; m++)
+            for (int r = 0; r < 4; r++) res[4 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+    memcpy(out, res, sizeof res);
+}
 #else
 int pdq_qx_cpu_avx2(void) { return 0; }
 int pdq_qx_cpu_vnni(void) { return 0; }
+void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    for (int m = 0; m < 4; m++)
+        for (int r = 0; r < 4; r++) out[4 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
+}
 void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     pdq_qx_dot4_u8_avx2(x, w, ldw, K, out);
 }
@@ -293,11 +321,17 @@ static void fc_task(void *vc, int task, int thread) {
     int in = p->fin, out = p->fout;
     int simd = c->x->simd;
     for (int r = r0; r < r1;) {
-        int nr = simd && p->rows >= 4 && r + 1 < r1 ? 2 : simd && p->rows < 4 && r + 3 < r1 ? 4 : 1;
+        /* prefill: 4x4 tiles (VNNI) or 4x2 (AVX2); decode: 4 weight rows per activation load */
+        int nr = simd == 2 && p->rows >= 4 && r + 3 < r1   ? 4
+                 : simd && p->rows >= 4 && r + 1 < r1      ? 2
+                 : simd && p->rows < 4 && r + 3 < r1       ? 4
+                                                           : 1;
         for (int m = 0; m < p->rows;) {
-            int64_t acc[8];
-            int nm = nr == 2 && m + 4 <= p->rows ? 4 : 1;
-            if (nm == 4) {
+            int64_t acc[16];
+            int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
+            if (nm == 4 && nr == 4) {
+                pdq_qx_tile4x4_u8_vnni(c->xs + (size_t)m * in, (size_t)in, p->w + (size_t)r * in, (size_t)in, in, acc);
+            } else if (nm == 4) {
                 (simd == 2 ? pdq_qx_tile4x2_u8_vnni : pdq_qx_tile4x2_u8_avx2)(c->xs + (size_t)m * in, (size_t)in,
                                                                               p->w + (size_t)r * in, (size_t)in, in, acc);
             } else if (nr == 4) {

@@ -94,6 +94,8 @@ int pdq_qx_cpu_avx2(void);
 int pdq_qx_cpu_vnni(void);     /* AVX-512 F/BW/VNNI */
 void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
 void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
+/* out[m * 4 + r]: 4 activation rows x 4 weight rows (16 accumulators fit AVX-512's 32 registers). */
+void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* out[r] = sum_k x[k] * w[r][k] for 4 weight rows (decode GEMV: one activation load, 4 rows). */
 void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */
