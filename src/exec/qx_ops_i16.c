@@ -154,6 +154,9 @@ pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int oi, pdq_status *st) {
         if (a->kind == PDQ_TK_CONST || w->kind != PDQ_TK_CONST)
             return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: RMS_NORM needs a constant gamma (%s)", w->name);
         p->gamma_n = (int)pdq_tensor_count(w);
+        if (p->gamma_n != 1 && p->gamma_n != a->shape[a->ndim - 1])
+            return pdq_fail(st, PDQ_ERR_SHAPE, "integer mode: RMS_NORM gamma %s has %d values for rows of %d", w->name,
+                            p->gamma_n, a->shape[a->ndim - 1]);
         p->gamma = malloc(sizeof(double) * (size_t)p->gamma_n);
         if (!p->gamma) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: gamma");
         for (int i = 0; i < p->gamma_n; i++) p->gamma[i] = const_value(w, (size_t)i);
