@@ -30,19 +30,21 @@ static void set_q1(pdq_tensor *t, pdq_tdtype dt, float s, int64_t z) {
     set_q(t, 1, &s, &z);
 }
 
-/* Runs g (inputs as codes) in the 4 configurations; returns the output bytes of the first and
- * checks the others are identical. */
+/* Runs g (inputs as codes) scalar / AVX2 / best SIMD (AVX-512 VNNI where the CPU has it), each
+ * inline and on 2 threads; returns the output bytes of the first and checks the others are
+ * identical. */
 static void *run4(const pdq_graph *g, void *const *inputs, size_t out_bytes) {
     pdq_status st = {0};
     pdq_pool *pool = pdq_pool_create(2, &st);
     assert_non_null(pool);
     void *first = NULL;
-    for (int cfg = 0; cfg < 4; cfg++) {
+    for (int cfg = 0; cfg < 6; cfg++) {
         pdq_exec_opts o;
         pdq_exec_opts_default(&o);
         o.mode = PDQ_EXEC_INT;
-        o.force_scalar = cfg & 1;
-        o.pool = cfg & 2 ? pool : NULL;
+        o.force_scalar = cfg % 3 == 0;
+        o.no_avx512 = cfg % 3 == 1;
+        o.pool = cfg >= 3 ? pool : NULL;
         pdq_qexec *x = NULL;
         if (pdq_qexec_create(g, &o, &x, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
         assert_non_null(x);
@@ -150,7 +152,7 @@ static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, i
 static void test_fc(void **state) {
     (void)state;
     fc_case(PDQ_TI16, PDQ_TU4, 3, 37, 19, 0, 0, 1);     /* decode-like, odd lengths */
-    fc_case(PDQ_TI16, PDQ_TU4, 40, 256, 33, 0, 0, 2);   /* prefill-like */
+    fc_case(PDQ_TI16, PDQ_TU4, 42, 256, 35, 0, 0, 2);   /* prefill-like, tails of 2 rows and 3 channels */
     fc_case(PDQ_TI16, PDQ_TU8, 5, 300, 17, 0, 1, 3);    /* uint8 weights, float output: the exact sums */
     fc_case(PDQ_TU8, PDQ_TU8, 4, 70, 9, 0, 0, 4);       /* uint8 activations with a zero point */
     /* 32767 x 15 x 5632 does not fit int32: extreme codes, exact sums */
@@ -320,6 +322,19 @@ static void test_errors(void **state) {
     assert_int_equal(pdq_exec_mode_parse("fake"), PDQ_EXEC_FAKE);
     assert_int_equal(pdq_exec_mode_parse("float"), PDQ_EXEC_FLOAT);
     assert_int_equal(pdq_exec_mode_parse("int8"), -1);
+    /* which SIMD level the kernel comparisons exercised on this machine */
+    assert_int_equal(pdq_graph_new("lvl", &g, &st), PDQ_OK);
+    int ls[1] = {4};
+    int lx = pdq_graph_input(g, "x", PDQ_TI16, 1, ls, &st);
+    int ly = pdq_graph_op(g, PDQ_OP_NEG, &lx, 1, NULL, "y", &st);
+    assert_int_equal(pdq_graph_mark_output(g, ly, &st), PDQ_OK);
+    set_q1(&g->tensors[lx], PDQ_TI16, 0.1f, 0);
+    set_q1(&g->tensors[ly], PDQ_TI16, 0.1f, 0);
+    o.mode = PDQ_EXEC_INT;
+    assert_int_equal(pdq_qexec_create(g, &o, &q, &st), PDQ_OK);
+    fprintf(stderr, "SIMD level on this CPU: %d (0 scalar, 1 AVX2, 2 AVX-512 VNNI)\n", pdq_qexec_simd(q));
+    pdq_qexec_free(q);
+    pdq_graph_free(g);
 }
 
 int main(void) {

@@ -84,7 +84,8 @@ typedef struct {
     int32_t seq[S];
 } run_rec;
 
-static void run_memory(const char *qdir, pdq_exec_mode mode, int threads, int scalar, run_rec *r) {
+/* isa: 0 scalar kernels, 1 AVX2 at most, 2 the best the CPU has */
+static void run_memory(const char *qdir, pdq_exec_mode mode, int threads, int isa, run_rec *r) {
     pdq_status st = {0};
     pdq_model *m = NULL;
     assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);
@@ -101,7 +102,8 @@ static void run_memory(const char *qdir, pdq_exec_mode mode, int threads, int sc
         pdq_exec_opts_default(&eo);
         eo.mode = PDQ_EXEC_INT;
         eo.pool = pool;
-        eo.force_scalar = scalar;
+        eo.force_scalar = isa == 0;
+        eo.no_avx512 = isa == 1;
         if (pdq_rt_set_lowering(rt, pdq_lowering_lower, lw, &eo, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
         assert_int_equal(st.code, PDQ_OK);
     }
@@ -148,13 +150,15 @@ static void test_integer_exact(void **state) {
     pdq_model_free(m);
     size_t cn = (size_t)KV * (S - 1) * hd, nl = (size_t)V * (STEPS + 1), nkv = cn * 2 * (size_t)L;
 
-    run_rec i1, i2, is, fk;
-    run_memory(qdir, PDQ_EXEC_INT, 1, 0, &i1);
-    run_memory(qdir, PDQ_EXEC_INT, 2, 0, &i2);
-    run_memory(qdir, PDQ_EXEC_INT, 2, 1, &is);
+    run_rec i1, i2, is, ia, fk;
+    run_memory(qdir, PDQ_EXEC_INT, 1, 2, &i1);
+    run_memory(qdir, PDQ_EXEC_INT, 2, 2, &i2);
+    run_memory(qdir, PDQ_EXEC_INT, 2, 0, &is);
+    run_memory(qdir, PDQ_EXEC_INT, 1, 1, &ia);
     expect_identical(&i1, &i2, nl, nkv, "1 vs 2 threads");
     expect_identical(&i1, &is, nl, nkv, "SIMD vs scalar");
-    fprintf(stderr, "in-memory integer: 1 thread == 2 threads == scalar kernels (prefill + %d steps)\n", STEPS);
+    expect_identical(&i1, &ia, nl, nkv, "best SIMD vs AVX2");
+    fprintf(stderr, "in-memory integer: 1 thread == 2 threads == scalar kernels == AVX2 (prefill + %d steps)\n", STEPS);
 
     /* the Circle runtime in integer mode on the exported files, both layouts */
     pdq_pool *pool = pdq_pool_create(2, &st);
@@ -202,7 +206,7 @@ static void test_integer_exact(void **state) {
     pdq_pool_free(pool);
 
     /* integer vs fake-quant: a measurement, bounded loosely (a few grid steps of the logits) */
-    run_memory(qdir, PDQ_EXEC_FAKE, 1, 0, &fk);
+    run_memory(qdir, PDQ_EXEC_FAKE, 1, 2, &fk);
     double mx = 0, sum = 0;
     int top1 = 0;
     for (int s = 0; s <= STEPS; s++) {
@@ -216,10 +220,13 @@ static void test_integer_exact(void **state) {
     }
     fprintf(stderr, "integer vs fake-quant (same tokens until they part): mean |dlogit| %.3g, max %.3g, top-1 %d/%d\n",
             sum / (double)nl, mx, top1, STEPS + 1);
+    /* fake-quant is the oracle: a few grid steps of the logits apart at most */
     assert_true(top1 >= STEPS / 2);
+    assert_true(mx < 0.05 && sum / (double)nl < 1e-3);
     rec_free(&i1);
     rec_free(&i2);
     rec_free(&is);
+    rec_free(&ia);
     rec_free(&fk);
     tu_rmtree(qdir);
     tu_rmtree(out);

@@ -17,7 +17,7 @@
  *   layout ops (RESHAPE, TRANSPOSE, CONCATENATION, SLICE, STRIDED_SLICE, GATHER) move codes;
  *     GATHER from a quantized constant (the embedding) requantizes each row's values.
  * Every loop is split into tasks whose results do not depend on which thread runs them, and the
- * AVX2 kernels compute the same integer sums as the scalar ones: results are bit-identical across
+ * AVX2 / AVX-512 VNNI kernels compute the same integer sums as the scalar ones: results are bit-identical across
  * thread counts, SIMD and scalar. */
 #ifndef PDQ_QEXEC_H
 #define PDQ_QEXEC_H
@@ -38,7 +38,8 @@ int pdq_exec_mode_parse(const char *s);             /* "float", "fake"/"fake-qua
 typedef struct {
     pdq_exec_mode mode;
     pdq_pool *pool;       /* borrowed; NULL: run on the caller */
-    int force_scalar;     /* 1: never the AVX2 kernels (tests compare both) */
+    int force_scalar;     /* 1: never the SIMD kernels (tests compare every level) */
+    int no_avx512;        /* 1: AVX2 at most, even where AVX-512 VNNI is there */
 } pdq_exec_opts;
 
 void pdq_exec_opts_default(pdq_exec_opts *o);      /* fake, no pool, SIMD when the CPU has it */
@@ -57,7 +58,7 @@ pdq_code pdq_qexec_bind(pdq_qexec *x, int tid, void *mem, pdq_status *st);
  * a quantized tensor): an unbound input is read from here, an output always lands here too. */
 void *pdq_qexec_codes(pdq_qexec *x, int tid);
 pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st);
-/* 1 when the AVX2 kernels are in use. */
+/* SIMD level in use: 0 scalar, 1 AVX2, 2 AVX-512 VNNI (FULLY_CONNECTED). */
 int pdq_qexec_simd(const pdq_qexec *x);
 
 /* Copy of a float graph with the file dtypes and qparams of a quantized export (activation grids

@@ -49,6 +49,18 @@ int cli_exec_rt(cli_exec *ex, const char *cmd, const char *dir, pdq_rt *rt, pdq_
     pdq_status st = {0};
     if (pdq_lowering_open(dir, ptq, &ex->lw, &st) != PDQ_OK ||
         pdq_rt_set_lowering(rt, pdq_lowering_lower, ex->lw, &eo, &st) != PDQ_OK) {
+        if (!ex->given && st.code == PDQ_ERR_UNSUPPORTED) {
+            /* the default on a checkpoint integer mode cannot run (group-wise weights): the oracle */
+            fprintf(stderr, "pdq %s: integer mode unsupported here (%s); running fake-quant\n", cmd, st.msg);
+            pdq_status st2 = {0};
+            ex->mode = PDQ_EXEC_FAKE;
+            if (pdq_rt_set_lowering(rt, NULL, NULL, NULL, &st2) == PDQ_OK) {
+                pdq_ptq_attach(ptq, rt); /* rebuilt graphs: the hook's graph map starts afresh (mode kept) */
+                return 0;
+            }
+            fprintf(stderr, "pdq %s: %s\n", cmd, st2.msg);
+            return 1;
+        }
         fprintf(stderr, "pdq %s: integer mode: %s (--mode fake runs the float oracle)\n", cmd, st.msg);
         return 1;
     }

@@ -121,6 +121,14 @@ static pdq_code plan(pdq_qexec *x, pdq_status *st) {
     }
     for (int o = 0; o < g->n_ops; o++) {
         const pdq_op *op = &g->ops[o];
+        /* a RESHAPE whose input dies here takes over the input's block: no copy */
+        if (op->type == PDQ_OP_RESHAPE && g->tensors[op->in[0]].kind == PDQ_TK_INTER &&
+            g->tensors[op->out[0]].kind == PDQ_TK_INTER && last[op->in[0]] == o) {
+            x->offset[op->out[0]] = x->offset[op->in[0]];
+            last[op->in[0]] = -2;
+            if (last[op->out[0]] == -1) release(live, &n_live, x->offset[op->out[0]]);
+            continue;
+        }
         for (int j = 0; j < op->n_out; j++) {
             int t = op->out[j];
             if (g->tensors[t].kind == PDQ_TK_INTER) x->offset[t] = place(live, &n_live, tbytes(&g->tensors[t]), &high);
@@ -165,7 +173,7 @@ pdq_code pdq_qexec_create(const pdq_graph *g, const pdq_exec_opts *o, pdq_qexec 
     x->g = g;
     if (o) x->o = *o;
     else pdq_exec_opts_default(&x->o);
-    x->simd = !x->o.force_scalar && pdq_qx_cpu_avx2();
+    x->simd = x->o.force_scalar ? 0 : !x->o.no_avx512 && pdq_qx_cpu_vnni() ? 2 : pdq_qx_cpu_avx2();
     for (int t = 0; t < n && rc == PDQ_OK; t++)
         if (g->tensors[t].kind != PDQ_TK_CONST) rc = describe(g, t, &x->t[t], st);
     if (rc == PDQ_OK) rc = plan(x, st);

@@ -5,11 +5,14 @@
  * Overflow: |x| <= 32768 and w <= 255, so a product is at most 8,355,840 in magnitude and a block
  * of 256 products (the scalar int32 partial sum) at most 2,139,095,040 < 2^31. The AVX2 kernel's
  * int32 lanes each add 2 products per 16 elements: 2048 elements are 256 products per lane. Both
- * flush to int64 totals, so both give the same exact integer. */
+ * flush to int64 totals, so both give the same exact integer. AVX-512 VNNI (vpdpwssd) adds 2
+ * products per int32 lane per 32 elements: 2048 elements are 128 products per lane. */
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 #include "qx_internal.h"
 
@@ -128,8 +131,104 @@ __attribute__((target("avx2"))) void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t 
     }
     for (; j < n; j++) acc[j] += (int64_t)(a * (int32_t)b[j]);
 }
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+int pdq_qx_cpu_vnni(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+}
+
+VNNI static int64_t hsum512(__m512i s) {
+    __m512i t = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(s)),
+                                 _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(s, 1)));
+    return _mm512_reduce_add_epi64(t);
+}
+
+VNNI static __m512i w32(const uint8_t *w) { return _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w)); }
+
+VNNI void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    int64_t res[4] = {0};
+    int K32 = K / 32 * 32, k = 0;
+    while (k < K32) {
+        int e = K32 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K32;
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+        for (; k < e; k += 32) {
+            __m512i xv = _mm512_loadu_si512((const void *)(x + k));
+            a0 = _mm512_dpwssd_epi32(a0, xv, w32(w + k));
+            a1 = _mm512_dpwssd_epi32(a1, xv, w32(w + ldw + k));
+            a2 = _mm512_dpwssd_epi32(a2, xv, w32(w + 2 * ldw + k));
+            a3 = _mm512_dpwssd_epi32(a3, xv, w32(w + 3 * ldw + k));
+        }
+        res[0] += hsum512(a0);
+        res[1] += hsum512(a1);
+        res[2] += hsum512(a2);
+        res[3] += hsum512(a3);
+    }
+    for (; k < K; k++)
+        for (int r = 0; r < 4; r++) res[r] += (int32_t)x[k] * (int32_t)w[r * ldw + k];
+    memcpy(out, res, sizeof res);
+}
+
+VNNI void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    int64_t res[8] = {0};
+    int K32 = K / 32 * 32, k = 0;
+    while (k < K32) {
+        int e = K32 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K32;
+        __m512i a[8];
+        for (int i = 0; i < 8; i++) a[i] = _mm512_setzero_si512();
+        for (; k < e; k += 32) {
+            __m512i w0 = w32(w + k), w1 = w32(w + ldw + k);
+            for (int m = 0; m < 4; m++) {
+                __m512i xv = _mm512_loadu_si512((const void *)(x + m * ldx + k));
+                a[2 * m] = _mm512_dpwssd_epi32(a[2 * m], xv, w0);
+                a[2 * m + 1] = _mm512_dpwssd_epi32(a[2 * m + 1], xv, w1);
+            }
+        }
+        for (int i = 0; i < 8; i++) res[i] += hsum512(a[i]);
+    }
+    for (; k < K; k++)
+        for (int m = 0; m < 4; m++)
+            for (int r = 0; r < 2; r++) res[2 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+    memcpy(out, res, sizeof res);
+}
+VNNI void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    int64_t res[16] = {0};
+    int K32 = K / 32 * 32, k = 0;
+    while (k < K32) {
+        int e = K32 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K32;
+        __m512i a[16];
+        for (int i = 0; i < 16; i++) a[i] = _mm512_setzero_si512();
+        for (; k < e; k += 32) {
+            __m512i w0 = w32(w + k), w1 = w32(w + ldw + k), w2 = w32(w + 2 * ldw + k), w3 = w32(w + 3 * ldw + k);
+            for (int m = 0; m < 4; m++) {
+                __m512i xv = _mm512_loadu_si512((const void *)(x + m * ldx + k));
+                a[4 * m] = _mm512_dpwssd_epi32(a[4 * m], xv, w0);
+                a[4 * m + 1] = _mm512_dpwssd_epi32(a[4 * m + 1], xv, w1);
+                a[4 * m + 2] = _mm512_dpwssd_epi32(a[4 * m + 2], xv, w2);
+                a[4 * m + 3] = _mm512_dpwssd_epi32(a[4 * m + 3], xv, w3);
+            }
+        }
+        for (int i = 0; i < 16; i++) res[i] += hsum512(a[i]);
+    }
+    for (; k < K; k++)
+        for (int m = 0; m < 4; m++)
+            for (int r = 0; r < 4; r++) res[4 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+    memcpy(out, res, sizeof res);
+}
 #else
 int pdq_qx_cpu_avx2(void) { return 0; }
+int pdq_qx_cpu_vnni(void) { return 0; }
+void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    for (int m = 0; m < 4; m++)
+        for (int r = 0; r < 4; r++) out[4 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
+}
+void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    pdq_qx_dot4_u8_avx2(x, w, ldw, K, out);
+}
+void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
+    pdq_qx_tile4x2_u8_avx2(x, ldx, w, ldw, K, out);
+}
 void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     for (int r = 0; r < 4; r++) out[r] = pdq_qx_dot_u8_scalar(x, w + r * ldw, K);
 }
@@ -224,14 +323,22 @@ static void fc_task(void *vc, int task, int thread) {
     int in = p->fin, out = p->fout;
     int simd = c->x->simd;
     for (int r = r0; r < r1;) {
-        int nr = simd && p->rows >= 4 && r + 1 < r1 ? 2 : simd && p->rows < 4 && r + 3 < r1 ? 4 : 1;
+        /* prefill: 4x4 tiles (VNNI) or 4x2 (AVX2); decode: 4 weight rows per activation load */
+        int nr = simd == 2 && p->rows >= 4 && r + 3 < r1   ? 4
+                 : simd && p->rows >= 4 && r + 1 < r1      ? 2
+                 : simd && p->rows < 4 && r + 3 < r1       ? 4
+                                                           : 1;
         for (int m = 0; m < p->rows;) {
-            int64_t acc[8];
-            int nm = nr == 2 && m + 4 <= p->rows ? 4 : 1;
-            if (nm == 4) {
-                pdq_qx_tile4x2_u8_avx2(c->xs + (size_t)m * in, (size_t)in, p->w + (size_t)r * in, (size_t)in, in, acc);
+            int64_t acc[16];
+            int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
+            if (nm == 4 && nr == 4) {
+                pdq_qx_tile4x4_u8_vnni(c->xs + (size_t)m * in, (size_t)in, p->w + (size_t)r * in, (size_t)in, in, acc);
+            } else if (nm == 4) {
+                (simd == 2 ? pdq_qx_tile4x2_u8_vnni : pdq_qx_tile4x2_u8_avx2)(c->xs + (size_t)m * in, (size_t)in,
+                                                                              p->w + (size_t)r * in, (size_t)in, in, acc);
             } else if (nr == 4) {
-                pdq_qx_dot4_u8_avx2(c->xs + (size_t)m * in, p->w + (size_t)r * in, (size_t)in, in, acc);
+                (simd == 2 ? pdq_qx_dot4_u8_vnni : pdq_qx_dot4_u8_avx2)(c->xs + (size_t)m * in, p->w + (size_t)r * in,
+                                                                        (size_t)in, in, acc);
             } else {
                 for (int j = 0; j < nr; j++) {
                     const int16_t *xm = c->xs + (size_t)m * in;

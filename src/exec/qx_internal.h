@@ -41,12 +41,15 @@ typedef struct {
     int64_t *row_zp;
     /* RESHAPE between grids with the same shape: an imported QUANTIZE / DEQUANTIZE */
     int requant_move;
+    /* BATCH_MATMUL rows: one accumulator row per worker thread */
+    int64_t *acc;
+    double *dacc;
 } qx_prep;
 
 struct pdq_qexec {
     const pdq_graph *g;
     pdq_exec_opts o;
-    int simd;
+    int simd;            /* 0 scalar, 1 AVX2, 2 AVX-512 VNNI */
     qx_t *t;             /* [n_tensors] */
     size_t *offset;      /* [n_tensors] arena offsets of non-constant tensors */
     void **bound;        /* [n_tensors] caller memory of inputs/outputs, or NULL */
@@ -90,6 +93,11 @@ void pdq_qx_fc_run(pdq_qexec *x, int op_index);
 int64_t pdq_qx_dot_u8_scalar(const int16_t *x, const uint8_t *w, int n);
 int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n);
 int pdq_qx_cpu_avx2(void);
+int pdq_qx_cpu_vnni(void);     /* AVX-512 F/BW/VNNI */
+void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
+void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
+/* out[m * 4 + r]: 4 activation rows x 4 weight rows (16 accumulators fit AVX-512's 32 registers). */
+void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* out[r] = sum_k x[k] * w[r][k] for 4 weight rows (decode GEMV: one activation load, 4 rows). */
 void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */

@@ -22,6 +22,8 @@ void pdq_qx_prep_free(qx_prep *p) {
     free(p->gamma);
     free(p->row_s);
     free(p->row_zp);
+    free(p->acc);
+    free(p->dacc);
     memset(p, 0, sizeof *p);
 }
 
@@ -108,8 +110,12 @@ pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int oi, pdq_status *st) {
             if (g->tensors[op->in[i]].kind == PDQ_TK_CONST)
                 return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant BATCH_MATMUL operand %s",
                                 g->tensors[op->in[i]].name);
-        const pdq_tensor *b = &g->tensors[op->in[1]];
+        const pdq_tensor *b = &g->tensors[op->in[1]], *o = &g->tensors[op->out[0]];
         int K = op->opt.bmm.adj_x ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
+        size_t N = (size_t)o->shape[o->ndim - 1], nt = (size_t)pdq_pool_threads(x->o.pool);
+        p->acc = malloc(sizeof(int64_t) * N * nt);
+        p->dacc = malloc(sizeof(double) * N * nt);
+        if (!p->acc || !p->dacc) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: BATCH_MATMUL rows");
         if (x->t[op->in[0]].quant && x->t[op->in[1]].quant && K < (1 << 22)) {
             size_t need = pdq_tensor_count(a) + pdq_tensor_count(b) + pdq_tensor_count(&g->tensors[op->out[0]]);
             if (need > x->dscratch_n) {
@@ -148,6 +154,9 @@ pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int oi, pdq_status *st) {
         if (a->kind == PDQ_TK_CONST || w->kind != PDQ_TK_CONST)
             return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: RMS_NORM needs a constant gamma (%s)", w->name);
         p->gamma_n = (int)pdq_tensor_count(w);
+        if (p->gamma_n != 1 && p->gamma_n != a->shape[a->ndim - 1])
+            return pdq_fail(st, PDQ_ERR_SHAPE, "integer mode: RMS_NORM gamma %s has %d values for rows of %d", w->name,
+                            p->gamma_n, a->shape[a->ndim - 1]);
         p->gamma = malloc(sizeof(double) * (size_t)p->gamma_n);
         if (!p->gamma) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: gamma");
         for (int i = 0; i < p->gamma_n; i++) p->gamma[i] = const_value(w, (size_t)i);
@@ -203,7 +212,6 @@ typedef struct {
 } bmm_ctx;
 
 static void bmm_task(void *vc, int task, int thread) {
-    (void)thread;
     const bmm_ctx *c = vc;
     const pdq_op *op = c->op;
     const qx_t *aq = &c->x->t[op->in[0]], *bq = &c->x->t[op->in[1]], *yq = &c->x->t[op->out[0]];
@@ -220,14 +228,9 @@ static void bmm_task(void *vc, int task, int thread) {
     }
     int N = c->N, K = c->K;
     int integer = aq->quant && bq->quant;
-    int64_t acc_stack[512];
-    double dacc_stack[512];
-    int64_t *acc = N <= 512 ? acc_stack : malloc(sizeof(int64_t) * (size_t)N);
-    double *dacc = N <= 512 ? dacc_stack : malloc(sizeof(double) * (size_t)N);
-    if (!acc || !dacc) { /* cannot happen for the graphs pdq builds; leave the block as zeros */
-        if (N > 512) { free(acc); free(dacc); }
-        return;
-    }
+    const qx_prep *p = &c->x->prep[op - c->x->g->ops];
+    int64_t *acc = p->acc + (size_t)thread * N;
+    double *dacc = p->dacc + (size_t)thread * N;
     double mult = aq->s * bq->s;
     for (int i = i0; i < i1; i++) {
         size_t yrow = ((size_t)t * c->M + i) * N;
@@ -256,7 +259,6 @@ static void bmm_task(void *vc, int task, int thread) {
             for (int j = 0; j < N; j++) qx_st(yq, yd, yrow + j, dacc[j]);
         }
     }
-    if (N > 512) { free(acc); free(dacc); }
 }
 
 static void bmm_run(pdq_qexec *x, const pdq_op *op) {
@@ -470,24 +472,22 @@ static void softmax_task(void *vc, int task, int thread) {
     int C = c->c;
     double beta = (double)c->op->opt.softmax.beta;
     const double *tab = c->p->exp_tab;
-    double e_stack[1024];
-    double *e = C <= 1024 ? e_stack : malloc(sizeof(double) * (size_t)C);
-    if (!e) return;
+    /* two passes over the row (the sum, then each term again): no scratch */
     for (size_t r = r0; r < r1; r++) {
         size_t base = r * (size_t)C;
         double sum = 0;
         if (tab) {
             int64_t mx = qx_code(xq, xd, base);
             for (int i = 1; i < C; i++) { int64_t v = qx_code(xq, xd, base + i); mx = v > mx ? v : mx; }
-            for (int i = 0; i < C; i++) { e[i] = tab[mx - qx_code(xq, xd, base + i)]; sum += e[i]; }
+            for (int i = 0; i < C; i++) sum += tab[mx - qx_code(xq, xd, base + i)];
+            for (int i = 0; i < C; i++) qx_st(yq, yd, base + i, tab[mx - qx_code(xq, xd, base + i)] / sum);
         } else {
             double mx = qx_ld(xq, xd, base);
             for (int i = 1; i < C; i++) { double v = qx_ld(xq, xd, base + i); mx = v > mx ? v : mx; }
-            for (int i = 0; i < C; i++) { e[i] = exp((qx_ld(xq, xd, base + i) - mx) * beta); sum += e[i]; }
+            for (int i = 0; i < C; i++) sum += exp((qx_ld(xq, xd, base + i) - mx) * beta);
+            for (int i = 0; i < C; i++) qx_st(yq, yd, base + i, exp((qx_ld(xq, xd, base + i) - mx) * beta) / sum);
         }
-        for (int i = 0; i < C; i++) qx_st(yq, yd, base + i, e[i] / sum);
     }
-    if (e != e_stack) free(e);
 }
 
 static void rows_run(pdq_qexec *x, const pdq_op *op, pdq_pool_fn fn, int per_element) {

@@ -176,9 +176,15 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
     pdq_ptq_verify_result vi;
     memset(&icmp, 0, sizeof icmp);
     memset(&vi, 0, sizeof vi);
+    char int_skip[512] = "";
     if (rc == PDQ_OK)
         rc = pdq_compare_int_fake(ref, m, outdir, var[0].p, o->max_seq, &o->so, m->n_threads, eval, n_eval,
                                   (const int32_t *const *)pids, plen, N_PROMPTS, o->verify_steps, &icmp, &vi, st);
+    if (rc == PDQ_ERR_UNSUPPORTED) { /* e.g. group-wise weights: no integer graphs, the rest stands */
+        snprintf(int_skip, sizeof int_skip, "%s", st->msg);
+        rc = PDQ_OK;
+        st->code = PDQ_OK;
+    }
     if (rc == PDQ_OK) {
         const pdq_ptq *p = var[0].p;
         fprintf(out, "\nactivations %s (%s observer), max_seq %d, %d calibration windows, %d decode calibration steps\n",
@@ -194,12 +200,15 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
             fprintf(out, "%-34s %10.4f %10.4g %10.4g %10.4g %7.1f%%\n", lab, eval ? var[k].ppl : 0.0, var[k].v.mean_abs,
                     var[k].v.max_abs, var[k].v.peir, 100 * var[k].v.top1);
         }
-        fprintf(out, "%-34s %10.4f %10.4g %10.4g %10.4g %7.1f%%\n", "full, integer execution", eval ? icmp.ppl_int : 0.0,
-                vi.mean_abs, vi.max_abs, vi.peir, 100 * vi.top1);
+        if (!int_skip[0])
+            fprintf(out, "%-34s %10.4f %10.4g %10.4g %10.4g %7.1f%%\n", "full, integer execution", eval ? icmp.ppl_int : 0.0,
+                    vi.mean_abs, vi.max_abs, vi.peir, 100 * vi.top1);
         fprintf(out, "(verify: %d prompts x (prefill + %d decode steps) against the FP32 reference)\n", N_PROMPTS,
                 o->verify_steps);
-        fprintf(out, "integer vs fake-quant: ppl %+.4g, |dlogit| mean %.3g max %.3g, top-1 agreement %.1f%% (%d rows)\n",
-                eval ? icmp.ppl_int - var[0].ppl : 0.0, icmp.mean_abs, icmp.max_abs, 100 * icmp.top1, icmp.rows);
+        if (int_skip[0]) fprintf(out, "integer execution not measured: %s\n", int_skip);
+        else
+            fprintf(out, "integer vs fake-quant: ppl %+.4g, |dlogit| mean %.3g max %.3g, top-1 agreement %.1f%% (%d rows)\n",
+                    eval ? icmp.ppl_int - var[0].ppl : 0.0, icmp.mean_abs, icmp.max_abs, 100 * icmp.top1, icmp.rows);
         act = cJSON_CreateObject();
         cJSON_AddStringToObject(act, "dtype", pdq_adtype_name(p->o.adtype));
         cJSON_AddStringToObject(act, "observer", pdq_obs_name(p->o.observer));
@@ -219,20 +228,25 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
         cJSON_AddItemToObject(act, "verify", verify_json(&var[0].v, 1));
         cJSON_AddItemToObject(act, "verify_weight_only", verify_json(&vw, 0));
         cJSON *ij = cJSON_AddObjectToObject(act, "integer");
+        if (int_skip[0]) cJSON_AddStringToObject(ij, "unsupported", int_skip);
         cJSON_AddStringToObject(ij, "rule", "exact int64 sums for FULLY_CONNECTED/BATCH_MATMUL, other ops dequantized to "
                                 "double and requantized half-to-even with saturation (include/pdq/qexec.h)");
-        if (eval) {
+        if (eval && !int_skip[0]) {
             cJSON_AddNumberToObject(ij, "ppl_static_int", icmp.ppl_int);
             cJSON_AddNumberToObject(ij, "ppl_static_fake", var[0].ppl);
             cJSON_AddNumberToObject(ij, "ppl_diff", icmp.ppl_int - var[0].ppl);
         }
-        cJSON *vf = cJSON_AddObjectToObject(ij, "vs_fake_quant");
+        cJSON *vf = int_skip[0] ? cJSON_CreateObject() : cJSON_AddObjectToObject(ij, "vs_fake_quant");
         cJSON_AddNumberToObject(vf, "mean_abs_diff", icmp.mean_abs);
         cJSON_AddNumberToObject(vf, "max_abs_diff", icmp.max_abs);
         cJSON_AddNumberToObject(vf, "top1_agreement", icmp.top1);
         cJSON_AddNumberToObject(vf, "rows", icmp.rows);
-        cJSON_AddItemToObject(ij, "verify_int", verify_json(&vi, 0));
-        cJSON_AddItemToObject(ij, "verify_fake", verify_json(&var[0].v, 0));
+        if (int_skip[0]) {
+            cJSON_Delete(vf);
+        } else {
+            cJSON_AddItemToObject(ij, "verify_int", verify_json(&vi, 0));
+            cJSON_AddItemToObject(ij, "verify_fake", verify_json(&var[0].v, 0));
+        }
         cJSON *vars = cJSON_AddArrayToObject(act, "calibration_variants");
         for (int k = 0; k < nvar; k++) {
             cJSON *v = verify_json(&var[k].v, 0);

@@ -1,9 +1,10 @@
-/* Decode and prefill speed of the execution modes on a quantized checkpoint and its Circle
- * export (made by `pdq quantize ... --export circle-full,circle-per-layer`):
- *   in-memory static float (same weights, no activation quantization), in-memory fake-quant,
- *   in-memory integer, Circle fake-quant and integer (whole-model pair and per-layer files),
- * with 1 and N threads. One JSON document on stdout.
- * usage: bench_int_decode QDIR CIRCLE_DIR [THREADS (2)] */
+/* make bench section "intmode": decode and prefill speed of the execution modes on a quantized
+ * checkpoint and its Circle export: in-memory static float (same weights, no activation
+ * quantization), in-memory fake-quant, in-memory integer, Circle fake-quant and integer
+ * (whole-model pair and per-layer files), with 1 and N threads; wall-clock and CPU time.
+ * usage: bench_section_intmode MODEL_DIR [ignored]   (RTN w4 + a16 from 2 pseudo-random windows,
+ *                                                    max_seq 256, in a temporary dir)
+ *        bench_section_intmode --qdir QDIR CIRCLE_DIR [THREADS (2)]   (an existing export) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "pdq/circle_export.h"
 #include "pdq/ptq.h"
 #include "pdq/qexec.h"
+#include "pdq/quant.h"
 #include "pdq/runtime.h"
 
 enum { PROMPT = 16, STEPS = 64 };
@@ -75,7 +77,7 @@ static speed mem_speed(const char *qdir, pdq_exec_mode mode, int threads) {
         }
         free(w);
     }
-    if (r.decode < 0) fprintf(stderr, "bench int: in-memory %s: %s\n", pdq_exec_mode_name(mode), st.msg);
+    if (r.decode < 0) fprintf(stderr, "bench intmode: in-memory %s: %s\n", pdq_exec_mode_name(mode), st.msg);
     pdq_rt_free(rt);
     pdq_lowering_free(lw);
     pdq_pool_free(pool);
@@ -119,7 +121,7 @@ static speed crt_speed(const char *dir, int whole, pdq_exec_mode mode, int threa
         free(lg);
         free(ids);
     }
-    if (r.decode < 0) fprintf(stderr, "bench int: circle %s: %s\n", pdq_exec_mode_name(mode), st.msg);
+    if (r.decode < 0) fprintf(stderr, "bench intmode: circle %s: %s\n", pdq_exec_mode_name(mode), st.msg);
     pdq_crt_free(rt);
     pdq_pool_free(pool);
     return r;
@@ -130,24 +132,91 @@ static void put(const char *key, speed s, int last) {
            "\"prefill_tok_per_cpu_s\": %.1f}%s", key, s.decode, s.prefill, s.decode_cpu, s.prefill_cpu, last ? "" : ", ");
 }
 
+/* RTN w4 checkpoint + int16 grids from 2 windows of pseudo-random ids + the quantized export. */
+static int make_export(const char *src, const char *qdir, const char *out, int S) {
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    pdq_code rc = pdq_model_load(src, &m, &st);
+    pdq_export_opts o;
+    pdq_export_opts_default(&o);
+    o.max_seq = S;
+    o.quiet = 1;
+    o.quant_dir = qdir;
+    pdq_quant_opts qo;
+    pdq_quant_opts_default(&qo, 4);
+    qo.method = PDQ_QM_RTN;
+    qo.quiet = 1;
+    pdq_qmodel q;
+    memset(&q, 0, sizeof q);
+    if (rc == PDQ_OK) rc = pdq_quantize_model(m, &qo, NULL, 0, 0, &q, &st);
+    if (rc == PDQ_OK) rc = pdq_quant_save(qdir, src, m, &q, &st);
+    pdq_qmodel_free(&q);
+    pdq_ptq_opts po;
+    pdq_ptq_opts_default(&po);
+    pdq_ptq *p = NULL;
+    pdq_rt *rt = NULL;
+    enum { WINDOWS = 2 };
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)S * WINDOWS);
+    if (rc == PDQ_OK && !ids) rc = pdq_fail(&st, PDQ_ERR_NOMEM, "ids");
+    for (int i = 0; rc == PDQ_OK && i < S * WINDOWS; i++) ids[i] = i % S ? 1 + (int32_t)((i * 7919L) % (m->cfg.vocab_size - 1)) : 1;
+    if (rc == PDQ_OK) {
+        pdq_ptq_quantize_norms(m);
+        rc = pdq_ptq_create(m, S, &o.so, &po, &p, &st);
+    }
+    if (rc == PDQ_OK) rc = pdq_rt_create(m, 1, S, &o.so, &rt, &st);
+    pdq_ptq_calib_opts co = {.decode_steps = 0, .pad = PDQ_PAD_RIGHT};
+    if (rc == PDQ_OK) rc = pdq_ptq_calibrate(p, rt, ids, WINDOWS, &co, &st);
+    pdq_rt_free(rt);
+    free(ids);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/ptq.json", qdir);
+    if (rc == PDQ_OK) rc = pdq_ptq_save(p, path, NULL, &st);
+    if (rc == PDQ_OK) rc = pdq_export_model(m, out, &o, &st);
+    if (rc != PDQ_OK) fprintf(stderr, "bench intmode: %s\n", st.msg);
+    pdq_ptq_free(p);
+    pdq_model_free(m);
+    return rc != PDQ_OK;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: bench_int_decode QDIR CIRCLE_DIR [THREADS]\n"); return 2; }
-    int nt = argc > 3 ? atoi(argv[3]) : 2;
+    if (argc < 2) { fprintf(stderr, "usage: bench_section_intmode MODEL_DIR | --qdir QDIR CIRCLE_DIR [THREADS]\n"); return 2; }
+    char tmpl[] = "/tmp/pdq-bench-intmode-XXXXXX", qd[64], cd[64], cmd[128];
+    const char *qdir, *cdir, *tmp = NULL;
+    int nt = 2;
+    if (!strcmp(argv[1], "--qdir")) {
+        if (argc < 4) { fprintf(stderr, "usage: bench_section_intmode --qdir QDIR CIRCLE_DIR [THREADS]\n"); return 2; }
+        qdir = argv[2];
+        cdir = argv[3];
+        if (argc > 4) nt = atoi(argv[4]);
+    } else {
+        if (!(tmp = mkdtemp(tmpl))) return 1;
+        snprintf(qd, sizeof qd, "%s/q", tmp);
+        snprintf(cd, sizeof cd, "%s/q/circle", tmp);
+        qdir = qd;
+        cdir = cd;
+        fprintf(stderr, "bench intmode: RTN w4 a16 export of %s, max_seq 256\n", argv[1]);
+        if (make_export(argv[1], qdir, cdir, 256)) return 1;
+    }
+    if (nt < 1) nt = 1;
     printf("{\"prompt\": %d, \"decode_steps\": %d", PROMPT, STEPS);
     int ts[2] = {1, nt};
     for (int k = 0; k < 2; k++) {
         int t = ts[k];
-        fprintf(stderr, "bench int: %d thread(s)\n", t);
+        fprintf(stderr, "bench intmode: %d thread(s)\n", t);
         printf(", \"threads_%d\": {", t);
-        put("in_memory_float", mem_speed(argv[1], PDQ_EXEC_FLOAT, t), 0);
-        put("in_memory_fake", mem_speed(argv[1], PDQ_EXEC_FAKE, t), 0);
-        put("in_memory_int", mem_speed(argv[1], PDQ_EXEC_INT, t), 0);
-        put("circle_whole_fake", crt_speed(argv[2], 1, PDQ_EXEC_FAKE, t), 0);
-        put("circle_whole_int", crt_speed(argv[2], 1, PDQ_EXEC_INT, t), 0);
-        put("circle_per_layer_fake", crt_speed(argv[2], 0, PDQ_EXEC_FAKE, t), 0);
-        put("circle_per_layer_int", crt_speed(argv[2], 0, PDQ_EXEC_INT, t), 1);
+        put("in_memory_float", mem_speed(qdir, PDQ_EXEC_FLOAT, t), 0);
+        put("in_memory_fake", mem_speed(qdir, PDQ_EXEC_FAKE, t), 0);
+        put("in_memory_int", mem_speed(qdir, PDQ_EXEC_INT, t), 0);
+        put("circle_whole_fake", crt_speed(cdir, 1, PDQ_EXEC_FAKE, t), 0);
+        put("circle_whole_int", crt_speed(cdir, 1, PDQ_EXEC_INT, t), 0);
+        put("circle_per_layer_fake", crt_speed(cdir, 0, PDQ_EXEC_FAKE, t), 0);
+        put("circle_per_layer_int", crt_speed(cdir, 0, PDQ_EXEC_INT, t), 1);
         printf("}");
     }
     printf("}\n");
+    if (tmp) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+        if (system(cmd) != 0) fprintf(stderr, "bench intmode: could not remove %s\n", tmp);
+    }
     return 0;
 }
