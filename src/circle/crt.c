@@ -181,6 +181,13 @@ pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st)
         pdq_crt_free(rt);
         return pdq_fail(st, PDQ_ERR_FORMAT, "circle runtime: %s lacks max_seq/model sizes", path);
     }
+    /* a downloaded manifest: I/O counts 4 + 2 L stay ints, the S x S mask is one tensor */
+    if (rt->L > 65536 || (int64_t)rt->S * rt->S > PDQ_G_MAX_ELEMS) {
+        pdq_fail(st, PDQ_ERR_LIMIT, "circle runtime: %s: num_hidden_layers %d (max 65536), max_seq %d (max 46340)", path,
+                 rt->L, rt->S);
+        pdq_crt_free(rt);
+        return st ? st->code : PDQ_ERR_LIMIT;
+    }
     /* RoPE tables */
     pdq_npy a = {0}, b = {0};
     snprintf(path, sizeof path, "%s/rope_cos.npy", dir);
