@@ -319,6 +319,21 @@ static void softmax_beta(pdq_circle_model *m) {
     output(m, op(m, CIRCLE_OP_SOFTMAX, 1, &x, "y", CIRCLE_TT_FLOAT32, 2, SH(1, 4), CIRCLE_OPT_SoftmaxOptions, &o));
 }
 
+static void sub_fused_relu(pdq_circle_model *m) {
+    int32_t a = input(m, "a", CIRCLE_TT_FLOAT32, 1, SH(2));
+    int32_t in[2] = {a, a};
+    pdq_circle_options o = pdq_circle_options_default(CIRCLE_OPT_SubOptions);
+    o.sub.fused_activation_function = 1; /* RELU: silently dropping it would compute something else */
+    output(m, op(m, CIRCLE_OP_SUB, 2, in, "y", CIRCLE_TT_FLOAT32, 1, SH(2), CIRCLE_OPT_SubOptions, &o));
+}
+
+static void fc_shuffled_weights(pdq_circle_model *m) {
+    int32_t in[2] = {input(m, "x", CIRCLE_TT_FLOAT32, 2, SH(1, 4)), input(m, "w", CIRCLE_TT_FLOAT32, 2, SH(2, 4))};
+    pdq_circle_options o = pdq_circle_options_default(CIRCLE_OPT_FullyConnectedOptions);
+    o.fc.weights_format = 1; /* SHUFFLED4x16INT8 */
+    output(m, op(m, CIRCLE_OP_FULLY_CONNECTED, 2, in, "y", CIRCLE_TT_FLOAT32, 2, SH(1, 2), CIRCLE_OPT_FullyConnectedOptions, &o));
+}
+
 static void reshape_dtype(pdq_circle_model *m) {
     int32_t in[2] = {input(m, "x", CIRCLE_TT_FLOAT32, 1, SH(4)), i32vec(m, "shape", 2, SH(2, 2))};
     output(m, op(m, CIRCLE_OP_RESHAPE, 2, in, "y", CIRCLE_TT_INT16, 2, SH(2, 2), 0, NULL));
@@ -501,6 +516,8 @@ static const hcase k_cases[] = {
     {"zp_uint4", zp_uint4_weight, AT_IMPORT, PDQ_ERR_FORMAT, {"'w'", "zero_point[1] = 16", "uint4"}},
     {"rms_epsilon", rms_epsilon, AT_IMPORT, PDQ_ERR_FORMAT, {"operator 0 (RMS_NORM)", "epsilon -1"}},
     {"softmax_beta", softmax_beta, AT_IMPORT, PDQ_ERR_FORMAT, {"operator 0 (SOFTMAX)", "beta inf"}},
+    {"sub_fused_relu", sub_fused_relu, AT_IMPORT, PDQ_ERR_UNSUPPORTED, {"operator 0 (SUB)", "fused activation 1"}},
+    {"fc_shuffled_weights", fc_shuffled_weights, AT_IMPORT, PDQ_ERR_UNSUPPORTED, {"operator 0 (FULLY_CONNECTED)", "weights_format 1"}},
     {"reshape_dtype", reshape_dtype, AT_IMPORT, PDQ_ERR_FORMAT, {"operator 0 (RESHAPE)", "'y' is int16", "float32"}},
     {"uint8_input", uint8_input, AT_OPEN, PDQ_ERR_UNSUPPORTED, {"input x", "uint8"}},
     {"int32_output", int32_output, AT_OPEN, PDQ_ERR_UNSUPPORTED, {"output y", "int32"}},

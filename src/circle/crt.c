@@ -202,6 +202,12 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
     cJSON_Delete(root);
     if (brc != PDQ_OK) { pdq_crt_free(rt); return brc; }
     pdq_code rc = PDQ_OK;
+    /* a downloaded manifest: the S x S mask is one tensor */
+    if ((int64_t)rt->S * rt->S > PDQ_G_MAX_ELEMS) {
+        pdq_fail(st, PDQ_ERR_LIMIT, "circle runtime: %s: max_seq %d (max 46340: the mask has max_seq^2 elements)", path, rt->S);
+        pdq_crt_free(rt);
+        return st ? st->code : PDQ_ERR_LIMIT;
+    }
     /* RoPE tables */
     pdq_npy a = {0}, b = {0};
     snprintf(path, sizeof path, "%s/rope_cos.npy", dir);

@@ -216,6 +216,15 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (ADD): fused activation", oi);
     if (co->options_type == CIRCLE_OPT_MulOptions && o->mul.fused_activation_function)
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (MUL): fused activation", oi);
+    if (co->options_type == CIRCLE_OPT_SubOptions && o->sub.fused_activation_function)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (SUB): fused activation %d", oi,
+                        o->sub.fused_activation_function);
+    if (co->options_type == CIRCLE_OPT_DivOptions && o->div.fused_activation_function)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (DIV): fused activation %d", oi,
+                        o->div.fused_activation_function);
+    if (co->options_type == CIRCLE_OPT_FullyConnectedOptions && o->fc.weights_format)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (FULLY_CONNECTED): weights_format %d (DEFAULT only)",
+                        oi, o->fc.weights_format);
     return PDQ_OK;
 }
 

@@ -41,8 +41,10 @@ static int to_input(pdq_cgraph *cg, int i, const pdq_npy *x, pdq_status *st) {
         default: v = 0; break;
         }
         int is_int = x->dtype != PDQ_NPY_F32 && x->dtype != PDQ_NPY_F64;
-        if (t->dtype == PDQ_TI32 || t->dtype == PDQ_TI64) ((int32_t *)dst)[k] = (int32_t)v;
-        else if (quant && is_int) ((float *)dst)[k] = pdq_cg_dequantize_value(t, (int64_t)v);
+        /* casting an out-of-range double to an integer is UB: saturate first */
+        double vi = v != v ? 0 : v < -2147483648.0 ? -2147483648.0 : v > 2147483647.0 ? 2147483647.0 : v;
+        if (t->dtype == PDQ_TI32 || t->dtype == PDQ_TI64) ((int32_t *)dst)[k] = (int32_t)vi;
+        else if (quant && is_int) ((float *)dst)[k] = pdq_cg_dequantize_value(t, (int64_t)vi);
         else ((float *)dst)[k] = (float)v;
     }
     return 0;

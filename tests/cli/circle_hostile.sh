@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pdq circle-run and pdq inspect on the hostile Circle seeds (tests/fuzz/corpus/circle_run/,
 # made by tests/test_circle_hostile.c): every refused file exits 1 (not a signal) with a message
-# naming the file; GATHER ids out of range fed as .npy fail at run time with the index named.
+# naming the file; GATHER ids out of range fed as .npy fail at run time with the index named;
+# a manifest claiming 2^31-1 layers is refused before it sizes anything.
 set -u
 PDQ=${1:?usage: circle_hostile.sh PDQ_BINARY}
 source tests/cli/lib/checks.sh
@@ -32,4 +33,13 @@ npy(sys.argv[1] + "/bad.npy", [3, 9, 1])
 EOF
 check gather-good "'$PDQ' circle-run $C/gather_runtime_index.circle --input $tmp/good.npy --out $tmp/g >/dev/null"
 err gather-bad "'$PDQ' circle-run $C/gather_runtime_index.circle --input $tmp/bad.npy --out $tmp/b" "index 9 out of range [0,4)"
+# a hostile manifest next to good files: the layer count is bounded before it sizes anything
+"${PDQ_BUILD_DIR:-build}/pdq_synth" --out $tmp/m --hidden 16 --intermediate 24 --layers 1 --heads 2 --kv-heads 1 \
+    --vocab 32 >/dev/null && "$PDQ" export --model $tmp/m --out $tmp/e --max-seq 8 --quiet || bad "synth + export"
+check manifest-good "'$PDQ' generate --circle $tmp/e --ids '1 2 3' --max-new 1 >/dev/null"
+python3 -c "
+import json, sys
+p = sys.argv[1] + '/e/manifest.json'
+j = json.load(open(p)); j['model']['num_hidden_layers'] = 2147483647; json.dump(j, open(p, 'w'))" "$tmp"
+err manifest-layers "'$PDQ' generate --circle $tmp/e --ids '1 2 3' --max-new 1" "num_hidden_layers 2147483647 (max 65536)"
 exit $fail
