@@ -158,6 +158,24 @@ static void test_bounded_read(void **state) {
     snprintf(path, sizeof path, "%s/missing.json", dir);
     assert_int_equal(pdq_file_read(path, 10, &buf, &n, &st), PDQ_ERR_IO);
     assert_non_null(strstr(st.msg, path));
+    /* a pipe has no size to check up front: it is read to EOF, still bounded */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], body, 3000), 3000);
+    close(fds[1]);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    assert_int_equal(pdq_file_read(path, 2999, &buf, &n, &st), PDQ_ERR_LIMIT);
+    assert_non_null(strstr(st.msg, "more than the limit of 2999 bytes"));
+    close(fds[0]);
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], body, 3000), 3000);
+    close(fds[1]);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    assert_int_equal(pdq_file_read(path, 3000, &buf, &n, &st), PDQ_OK);
+    assert_int_equal(n, 3000);
+    assert_memory_equal(buf, body, 3000);
+    free(buf);
+    close(fds[0]);
     tu_rmtree(dir);
     free(dir);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model/check_tensors.h"
 #include "args.h"
 #include "commands.h"
 #include "pdq/config.h"
@@ -26,7 +27,7 @@ typedef struct {
     int tok_vocab;
 } info;
 
-static void gather(const char *dir, info *in, pdq_status *wst, int *weights_ok) {
+static void gather(const char *dir, const pdq_config *c, info *in, pdq_status *wst, int *weights_ok) {
     memset(in, 0, sizeof *in);
     char path[4096];
     in->quantized = pdq_quant_is_checkpoint(dir);
@@ -35,6 +36,10 @@ static void gather(const char *dir, info *in, pdq_status *wst, int *weights_ok) 
     pdq_safetensors *s;
     *weights_ok = pdq_st_open(path, &s, wst) == PDQ_OK;
     if (*weights_ok) {
+        char cfg_file[4200];
+        snprintf(cfg_file, sizeof cfg_file, "%s/config.json", dir);
+        /* the config's sizes against the tensors present (a 1000-layer config over 5 layers) */
+        *weights_ok = pdq_check_tensors(c, s, in->quantized, cfg_file, wst) == PDQ_OK;
         in->n_files = pdq_st_file_count(s);
         for (int i = 0; i < pdq_st_count(s); i++) in->count[pdq_st_at(s, i)->dtype]++;
         pdq_st_close(s);
@@ -158,7 +163,7 @@ int cmd_info(int argc, char **argv) {
     info in;
     pdq_status wst = {0};
     int weights_ok;
-    gather(dir, &in, &wst, &weights_ok);
+    gather(dir, &c, &in, &wst, &weights_ok);
     int rc = json ? print_json(dir, &c, &in, weights_ok, &wst) : (print_text(dir, &c, &in, weights_ok, &wst), 0);
     if (!weights_ok) fprintf(stderr, "pdq info: %s\n", wst.msg);
     return rc ? rc : (weights_ok ? 0 : 1);

@@ -211,10 +211,11 @@ pdq_code pdq_file_read(const char *path, size_t max, char **out, size_t *len, pd
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fstat(fd, &sb) != 0 || S_ISDIR(sb.st_mode)) {
         close(fd);
         return pdq_fail(st, PDQ_ERR_IO, "%s: not a regular file", path);
     }
+    if (!S_ISREG(sb.st_mode)) sb.st_size = 0; /* a pipe (--file <(...)): read to EOF, still bounded */
     char a[64], b[64];
     if ((unsigned long long)sb.st_size > (unsigned long long)max) {
         close(fd);
@@ -241,10 +242,10 @@ pdq_code pdq_file_read(const char *path, size_t max, char **out, size_t *len, pd
                 close(fd);
                 if (e) return pdq_fail(st, PDQ_ERR_IO, "%s: read error: %s", path, strerror(e));
                 size_text(max, b, sizeof b);
-                return pdq_fail(st, PDQ_ERR_LIMIT, "%s: file grew past the limit of %s", path, b);
+                return pdq_fail(st, PDQ_ERR_LIMIT, "%s: more than the limit of %s", path, b);
             }
             size_t nc = cap < 4096 ? 8192 : cap * 2;
-            if (nc > max + 2) nc = max + 2;
+            if (nc > max + 1) nc = max + 1; /* max bytes and the NUL: one more byte fails above */
             char *nb = realloc(buf, nc);
             if (!nb) {
                 free(buf);

@@ -96,6 +96,7 @@ bad_cfg() { # name jq-edit needle...: config.json edited on a copy of the model;
 bad_cfg cfg-layers-limit '.num_hidden_layers=100000' 'num_hidden_layers = 100000: must be an integer in [1, 1024]'
 bad_cfg cfg-layers-data '.num_hidden_layers=1000' 'tensor model.layers.5.input_layernorm.weight is missing' \
     'num_hidden_layers = 1000, the file holds 5 layer(s)'
+check cfg-layers-info "! '$PDQ' info --model '$tmp/m' >/dev/null 2>'$tmp/ierr' && grep -q 'the file holds 5 layer(s)' '$tmp/ierr'"
 bad_cfg cfg-vocab-limit '.vocab_size=1073741824' 'vocab_size = 1073741824: must be an integer in [1, 16777216]'
 bad_cfg cfg-vocab-data '.vocab_size=1024' 'tensor model.embed_tokens.weight has shape [512, 64], expected [1024, 64]'
 bad_cfg cfg-ffn-data '.intermediate_size=100' 'mlp.gate_proj.weight has shape [172, 64], expected [100, 64]'
