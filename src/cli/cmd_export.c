@@ -51,8 +51,16 @@ int cmd_export(int argc, char **argv) {
     if (lay && (int)(o.so.layout = (pdq_attn_layout)pdq_attn_layout_parse(lay)) < 0)
         args_error(&a, "--layout must be batched or unrolled, got '%s'", lay);
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    int rc_opts = cli_check_graph_opts("export", dir, rope, sf, lay);
+    if (rc_opts) return rc_opts;
     /* a quantized checkpoint exports at the max_seq it was calibrated with unless told otherwise */
     o.max_seq = cli_resolve_max_seq(dir, max_seq);
+    int calibrated = pdq_ptq_in_dir(dir) ? cli_stored_max_seq(dir) : 0;
+    if (calibrated && o.max_seq > calibrated) { /* as the runtime: grids observed up to that length only */
+        fprintf(stderr, "pdq export: --max-seq %d exceeds the max_seq %d %s/ptq.json was calibrated with\n", o.max_seq,
+                calibrated, dir);
+        return ARGS_USAGE_EXIT;
+    }
     pdq_status bst = {0};
     if (buckets && pdq_buckets_parse(buckets, o.max_seq, o.buckets, &o.n_buckets, &bst) != PDQ_OK) {
         fprintf(stderr, "pdq export: --append-bucket: %s\n", bst.msg);
@@ -75,7 +83,6 @@ int cmd_export(int argc, char **argv) {
     } else if (pdq_ptq_in_dir(dir)) { /* quantized checkpoint with activation grids: .q.circle files */
         o.quant_dir = dir;
         pdq_ptq_quantize_norms(m);
-        if (rope || sf || lay) fprintf(stderr, "pdq export: note: graph options come from %s/ptq.json\n", dir);
     } else if (pdq_quant_is_checkpoint(dir)) { /* weight-only: no activation grids to export with */
         fprintf(stderr, "pdq export: note: %s has quantized weights but no activation grids (ptq.json): writing float .circle\n"
                         "  files with the dequantized weights. For .q.circle files, quantize activations too:\n"

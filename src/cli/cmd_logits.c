@@ -37,6 +37,8 @@ int cmd_logits(int argc, char **argv) {
         n = (long)nn;
     } else if (ids_s) {
         if ((n = cli_parse_ids("logits", ids_s, &ids)) < 0) return 1;
+    } else if (cli_check_in_file("logits", "--ids-file", ids_file)) {
+        return 1;
     } else if (pdq_read_ids_file(ids_file, &ids, &n, &st) != PDQ_OK) {
         fprintf(stderr, "pdq logits: %s\n", st.msg);
         return 1;

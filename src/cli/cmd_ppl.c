@@ -124,8 +124,14 @@ int cmd_ppl(int argc, char **argv) {
             free(ids);
             return 1;
         }
+    } else if (cli_check_in_file("ppl", "--ids-file", ids_file)) {
+        return 1;
     } else if (pdq_read_ids_file(ids_file, &ids, &n, &st) != PDQ_OK) {
         fprintf(stderr, "pdq ppl: %s\n", st.msg);
+        return 1;
+    } else if (n < 2) {
+        fprintf(stderr, "pdq ppl: %s: %ld token id(s), perplexity needs at least 2\n", ids_file, n);
+        free(ids);
         return 1;
     }
     if (eval_tokens > 0 && eval_tokens < n) {

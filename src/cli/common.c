@@ -163,3 +163,16 @@ int cli_check_ids(const char *cmd, const char *what, const int32_t *ids, long n,
         }
     return 0;
 }
+
+int cli_check_in_file(const char *cmd, const char *opt, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        fprintf(stderr, "pdq %s: %s %s: cannot open (%s)\n", cmd, opt, path, strerror(errno));
+        return 1;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "pdq %s: %s %s: is a directory, not a file\n", cmd, opt, path);
+        return 1;
+    }
+    return 0;
+}

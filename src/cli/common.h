@@ -28,6 +28,9 @@ int cli_static_opts(pdq_args *a, pdq_static_opts *o, pdq_padding *pad);
 
 /* Every id of a prompt in [0, vocab): 0, or 1 after naming the first that is not ("what": "row 2"). */
 int cli_check_ids(const char *cmd, const char *what, const int32_t *ids, long n, int vocab);
+/* Pre-flight for an input file named by option opt: exists and is not a directory (which would
+ * read as empty). Returns 0, or 1 after printing which. */
+int cli_check_in_file(const char *cmd, const char *opt, const char *path);
 /* Pre-flight for an output file named by option opt (written after the work): not a directory,
  * and its directory exists and is writable. Returns 0, or 1 after printing which. */
 int cli_check_out_file(const char *cmd, const char *opt, const char *path);

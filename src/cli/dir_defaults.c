@@ -5,26 +5,31 @@
 #include <stdlib.h>
 
 #include "args.h"
+#include "pdq/runtime.h"
 
-/* Top-level "max_seq" of a JSON file, 0 if absent or unreadable (the loaders report bad files). */
-static int json_max_seq(const char *dir, const char *name) {
+/* dir/name parsed, or NULL if absent or unreadable (the loaders report bad files). */
+static cJSON *load_json(const char *dir, const char *name) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "rb");
-    if (!f) return 0;
+    if (!f) return NULL;
     char *buf = NULL;
     long n = -1;
     if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 && n < (1L << 30))
         buf = malloc((size_t)n + 1);
-    int v = 0;
-    if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        cJSON *j = cJSON_ParseWithLength(buf, (size_t)n);
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "max_seq");
-        if (cJSON_IsNumber(x) && x->valuedouble >= 2 && x->valuedouble <= ARGS_MAX_SEQ_LIMIT) v = (int)x->valuedouble;
-        cJSON_Delete(j);
-    }
+    cJSON *j = NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) j = cJSON_ParseWithLength(buf, (size_t)n);
     free(buf);
     fclose(f);
+    return j;
+}
+
+/* Top-level "max_seq" of a JSON file, 0 if absent. */
+static int json_max_seq(const char *dir, const char *name) {
+    cJSON *j = load_json(dir, name);
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, "max_seq");
+    int v = cJSON_IsNumber(x) && x->valuedouble >= 2 && x->valuedouble <= ARGS_MAX_SEQ_LIMIT ? (int)x->valuedouble : 0;
+    cJSON_Delete(j);
     return v;
 }
 
@@ -38,4 +43,24 @@ int cli_resolve_max_seq(const char *dir, int given) {
     if (given > 0) return given;
     int v = cli_stored_max_seq(dir);
     return v ? v : ARGS_MAX_SEQ_DEFAULT;
+}
+
+/* One given graph option against the calibrated one (both spelled as the parser reads them). */
+static int same_opt(const char *cmd, const char *dir, const char *flag, const char *given, const cJSON *so,
+                    const char *key, int (*parse)(const char *)) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(so, key);
+    if (!given || !cJSON_IsString(x) || parse(given) == parse(x->valuestring)) return 1;
+    fprintf(stderr, "pdq %s: %s %s, but %s/ptq.json was calibrated with %s %s: drop the option (the calibrated one "
+                    "applies) or quantize again with it\n", cmd, flag, given, dir, key, x->valuestring);
+    return 0;
+}
+
+int cli_check_graph_opts(const char *cmd, const char *dir, const char *rope, const char *scale, const char *layout) {
+    cJSON *j = load_json(dir, "ptq.json");
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(j, "static_opts");
+    int ok = same_opt(cmd, dir, "--rope", rope, so, "rope", pdq_rope_conv_parse) &&
+             same_opt(cmd, dir, "--scale-fusion", scale, so, "scale_fusion", pdq_scale_fusion_parse) &&
+             same_opt(cmd, dir, "--layout", layout, so, "layout", pdq_attn_layout_parse);
+    cJSON_Delete(j);
+    return ok ? 0 : ARGS_USAGE_EXIT;
 }

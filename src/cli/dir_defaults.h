@@ -9,4 +9,8 @@ int cli_stored_max_seq(const char *dir);
 /* The max_seq to run dir with: given (> 0) wins, then the stored one, then the default. */
 int cli_resolve_max_seq(const char *dir, int given);
 
+/* Graph options given on the command line (NULL: not given) against those dir/ptq.json was
+ * calibrated with: 0 when they agree or there is no ptq.json, else 2 after naming the mismatch. */
+int cli_check_graph_opts(const char *cmd, const char *dir, const char *rope, const char *scale, const char *layout);
+
 #endif

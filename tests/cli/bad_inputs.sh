@@ -50,6 +50,9 @@ m["vocab"] = {k: v for k, v in m["vocab"].items() if v < 400}
 m["merges"] = [x for x in m["merges"] if all(p in m["vocab"] for p in x.split(" ") + [x.replace(" ", "")])]
 json.dump(t, open(sys.argv[2], "w"))
 PY
+# q16: an int16-activation quantized checkpoint calibrated at max_seq 32 (rope hf, batched)
+"$PDQ" quantize --model $M --calib $C --method rtn --wbits 8 --max-seq 32 --act-nsamples 1 --verify-steps 2 --quiet \
+    --threads 1 --out "$T/q16" >"$T/q16.log" 2>&1 || { bad "fixture q16: $(cat "$T/q16.log")"; }
 n=0
 while IFS=$'\t' read -r class code want cmd; do
     case "$class" in ''|'#'*) continue;; esac

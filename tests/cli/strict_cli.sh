@@ -13,6 +13,9 @@ C=data/tinystories-260k/train.txt
 check version "'$PDQ' --version | grep -qE '^pdq [0-9]+\.[0-9]+\.[0-9]+$'"
 check help-cmd "[ \"\$('$PDQ' help verify)\" == \"\$('$PDQ' verify --help)\" ] && '$PDQ' help verify | grep -q '^usage: pdq verify'"
 check help-list "'$PDQ' help | grep -q '^  quantize '"
+for c in $("$PDQ" help | awk '/^  [a-z]/ {print $1}'); do  # every listed command answers help with its usage
+    check "help-$c" "'$PDQ' help $c | grep -q '^usage: pdq $c'"
+done
 
 # quantize: RTN w8 + int16 activations at max_seq 48 into a dir whose parents do not exist yet
 q="$tmp/deep/er/q"
