@@ -73,7 +73,7 @@ int cmd_quantize(int argc, char **argv) {
     int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet");
     int eval_len = (int)args_int(&a, "--eval-len", 256), eval_stride = (int)args_int(&a, "--eval-stride", 256);
     double known_fp32 = args_double(&a, "--eval-fp32-ppl", 0);
-    const char *export = args_str(&a, "--export");
+    const char *export = args_str(&a, "--export"), *buckets = args_str(&a, "--append-bucket");
     int graph_opts_given = args_str(&a, "--rope") || args_str(&a, "--scale-fusion") || args_str(&a, "--layout");
     pdq_ptq_run_opts ro;
     int abits = ptq_args_read(&a, &ro, calib != NULL);
@@ -81,6 +81,7 @@ int cmd_quantize(int argc, char **argv) {
     if (abits < 0) return 2;
     int ex_whole = 0, ex_per = 0;
     if (export && quantize_export_parse(export, &ex_whole, &ex_per)) return 2;
+    if (buckets && quantize_export_buckets_check(export, buckets, ro.max_seq)) return 2;
     if (export && !graph_opts_given) { /* the graphs TICO exports for the NPU */
         ro.so.rope = PDQ_RT_ROPE_PRE_NEGATED_SIN;
         ro.so.scale = PDQ_RT_SCALE_K_PROJ;
@@ -173,7 +174,7 @@ int cmd_quantize(int argc, char **argv) {
     ro.seed = o.seed;
     if (abits != PDQ_ADT_FLOAT && pdq_ptq_quantize_dir(dir, out, m, &ro, text, n_text, bos, eval_ids, (long)n_eval, stdout, &st))
         goto fail;
-    if (export && quantize_export(dir, out, ex_whole, ex_per, &ro, eval_ids, (long)n_eval, threads)) goto done;
+    if (export && quantize_export(dir, out, ex_whole, ex_per, buckets, &ro, eval_ids, (long)n_eval, threads)) goto done;
     printf("wrote %s\n", out);
     status = 0;
     goto done;

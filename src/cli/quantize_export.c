@@ -39,6 +39,14 @@ int quantize_export_parse(const char *list, int *whole, int *per_layer) {
     return 0;
 }
 
+int quantize_export_buckets_check(const char *export, const char *list, int max_seq) {
+    int b[PDQ_MAX_BUCKETS], n;
+    pdq_status st = {0};
+    if (!export) { fprintf(stderr, "pdq quantize: --append-bucket needs --export\n"); return -1; }
+    if (pdq_buckets_parse(list, max_seq, b, &n, &st) != PDQ_OK) { fprintf(stderr, "pdq quantize: --append-bucket: %s\n", st.msg); return -1; }
+    return 0;
+}
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -193,7 +201,8 @@ static int verify_export(const char *src_dir, const char *cdir, int whole, int s
     return status;
 }
 
-int quantize_export(const char *src_dir, const char *outdir, int whole, int per_layer, const pdq_ptq_run_opts *ro,
+int quantize_export(const char *src_dir, const char *outdir, int whole, int per_layer, const char *buckets,
+                    const pdq_ptq_run_opts *ro,
                     const int32_t *eval, long n_eval, int threads) {
     pdq_status st = {0};
     char cdir[4096], path[4096];
@@ -205,6 +214,10 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     o.per_layer = per_layer;
     o.so = ro->so;
     o.quiet = 1;
+    if (buckets && pdq_buckets_parse(buckets, o.max_seq, o.buckets, &o.n_buckets, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq quantize: --append-bucket: %s\n", st.msg);
+        return 1;
+    }
     /* The checkpoint as a later `pdq export --model OUTDIR` sees it: dequantized weights, Wk row
      * scales, norms fake-quantized when activations are quantized. */
     pdq_model *m = cli_load_model("quantize", outdir, threads);
