@@ -38,7 +38,8 @@ check flagged-equal "jq -e '.export.quality.equal_in_memory == true' '$q/report.
 ppl=$("$PDQ" ppl --circle "$q/circle" --text "$tmp/eval.txt" --json --threads 2 2>/dev/null | jq '.ppl')
 check ppl-circle "jq -e --argjson p '${ppl:-0}' '.activations.ppl_static.full == \$p' '$q/report.json' >/dev/null"
 for pl in "" --per-layer; do
-    if "$PDQ" verify --circle "$q/circle" --model "$q" --prompt "In the beginning, God created" --steps 20 $pl --threads 2 >"$tmp/v" 2>&1 &&
+    if "$PDQ" verify --circle "$q/circle" --model "$q" --prompt "In the beginning, God created" --steps 12 $pl --threads 2 \
+        --append "And God said, Let there be light" >"$tmp/v" 2>&1 && grep -q "^append 9 tokens at length 19: buckets 4 4 1$" "$tmp/v" &&
         grep -q "max |circle - in-memory| 0.000e+00 (tol 0.0e+00), tokens identical" "$tmp/v"; then
         ok "verify-exact${pl}"
     else
