@@ -13,7 +13,8 @@
  * runtime (whole-model and per-layer, float and hybrid files, buckets 1,4,16) a turn of every length
  * 1..25 appended after a prompt gives, at every token, the logits of feeding the same tokens one by
  * one through the decode files; quantized files appended in buckets give exactly the int16 logits of
- * the in-memory fake-quant runtime fed the same bucket sequence. */
+ * the in-memory fake-quant runtime fed the same bucket sequence. A hand-built DEQUANTIZE -> GATHER
+ * file runs to the hand-computed rows; one without qparams is refused. */
 #include "testutil.h"
 
 #include <dirent.h>
@@ -624,8 +625,65 @@ static void test_append_quantized_exact(void **state) {
     pdq_model_free(m);
 }
 
+/* DEQUANTIZE(uint8 per-row table) -> GATHER(ids) read back: the table becomes the float constant
+ * scale[r] * (q - zero[r]) (worked out by hand here), the gather runs on it; a table without
+ * qparams is refused with the tensor named (scales that do not match its rows: the writer refuses). */
+static pdq_code gather_file(const char *path, int n_scale, int with_q, pdq_status *st) {
+    pdq_circle_model m;
+    pdq_code rc = pdq_circle_model_init(&m, st);
+    if (rc != PDQ_OK) return rc;
+    static const uint8_t table[3 * 4] = {0, 1, 2, 3, 10, 20, 30, 40, 255, 128, 7, 0};
+    float sc[3] = {0.5f, 0.25f, 0.125f};
+    int64_t zp[3] = {1, 20, 128};
+    int32_t ts[2] = {3, 4}, is[2] = {1, 2}, os[3] = {1, 2, 4};
+    int32_t b = pdq_circle_add_buffer(&m, table, sizeof table, 1, st);
+    int32_t t = pdq_circle_add_tensor(&m, "table", 3 /* UINT8 */, 2, ts, (uint32_t)b, st);
+    int32_t dq = pdq_circle_add_tensor(&m, "table.dequantized", 0 /* FLOAT32 */, 2, ts, 0, st);
+    int32_t ids = pdq_circle_add_tensor(&m, "ids", 2 /* INT32 */, 2, is, 0, st);
+    int32_t out = pdq_circle_add_tensor(&m, "out", 0, 3, os, 0, st);
+    if (with_q) rc = pdq_circle_set_quant(&m, t, n_scale, sc, zp, 0, st);
+    int32_t i1[1] = {t}, o1[1] = {dq}, i2[2] = {dq, ids}, o2[1] = {out};
+    pdq_circle_options go = pdq_circle_options_default(23 /* GatherOptions */);
+    if (rc == PDQ_OK && (pdq_circle_add_op(&m, 6 /* DEQUANTIZE */, 1, i1, 1, o1, 0, NULL, st) < 0 ||
+                         pdq_circle_add_op(&m, 36 /* GATHER */, 2, i2, 1, o2, 23, &go, st) < 0))
+        rc = st->code;
+    if (rc == PDQ_OK) rc = pdq_circle_add_input(&m, ids, st);
+    if (rc == PDQ_OK) rc = pdq_circle_add_output(&m, out, st);
+    if (rc == PDQ_OK) rc = pdq_circle_write(path, &m, NULL, st);
+    pdq_circle_model_free(&m);
+    return rc;
+}
+
+static void test_dequantize_gather_import(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    char *dir = tu_mkdtemp(), path[1024];
+    snprintf(path, sizeof path, "%s/g.circle", dir);
+    assert_int_equal(gather_file(path, 3, 1, &st), PDQ_OK);
+    pdq_cgraph *cg = NULL;
+    if (pdq_cg_open(path, &cg, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
+    assert_non_null(cg);
+    int32_t *in = pdq_cg_input(cg, 0);
+    in[0] = 2;
+    in[1] = 0;
+    assert_int_equal(pdq_cg_run(cg, &st), PDQ_OK);
+    const float *o = pdq_cg_output(cg, 0);
+    static const float want[8] = {0.125f * (255 - 128), 0.125f * (128 - 128), 0.125f * (7 - 128), 0.125f * (0 - 128),
+                                  0.5f * (0 - 1), 0.5f * (1 - 1), 0.5f * (2 - 1), 0.5f * (3 - 1)};
+    for (int i = 0; i < 8; i++) assert_true(o[i] == want[i]);
+    pdq_cg_free(cg);
+    pdq_graph *g = NULL;
+    assert_int_equal(gather_file(path, 0, 0, &st), PDQ_OK);
+    assert_int_not_equal(pdq_circle_load_graph(path, &g, &st), PDQ_OK);
+    assert_non_null(strstr(st.msg, "DEQUANTIZE of 'table'"));
+    assert_null(g);
+    assert_int_not_equal(gather_file(path, 2, 1, &st), PDQ_OK); /* 2 scales for 3 rows: the writer refuses */
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
-    const struct CMUnitTest plain[] = {cmocka_unit_test(test_bucket_plan)};
+    const struct CMUnitTest plain[] = {cmocka_unit_test(test_bucket_plan), cmocka_unit_test(test_dequantize_gather_import)};
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kinds_flatc),
         cmocka_unit_test(test_append_float),

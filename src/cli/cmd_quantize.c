@@ -97,7 +97,7 @@ int cmd_quantize(int argc, char **argv) {
     int eval_len = (int)args_int_range(&a, "--eval-len", 256, 2, 1 << 20);
     int eval_stride = (int)args_int_range(&a, "--eval-stride", 256, 1, 1 << 20);
     double known_fp32 = args_real(&a, "--eval-fp32-ppl", 0, 1, HUGE_VAL, ARGS_CLOSED);
-    const char *export = args_str(&a, "--export");
+    const char *export = args_str(&a, "--export"), *buckets = args_str(&a, "--append-bucket");
     int graph_opts_given = args_str(&a, "--rope") || args_str(&a, "--scale-fusion") || args_str(&a, "--layout");
     pdq_ptq_run_opts ro;
     int abits = ptq_args_read(&a, &ro, calib != NULL);
@@ -105,6 +105,7 @@ int cmd_quantize(int argc, char **argv) {
     if (quantize_transform_args(&a, &tro)) a.bad = 1;
     int ex_whole = 0, ex_per = 0;
     if (export && quantize_export_parse(export, &ex_whole, &ex_per)) a.bad = 1;
+    if (buckets && quantize_export_buckets_check(export, buckets, ro.max_seq)) a.bad = 1;
     if (method && strcmp(method, "gptq") != 0 && strcmp(method, "rtn") != 0)
         args_error(&a, "--method must be gptq or rtn, got '%s'", method);
     o.method = method && strcmp(method, "rtn") == 0 ? PDQ_QM_RTN : PDQ_QM_GPTQ;
@@ -246,7 +247,7 @@ int cmd_quantize(int argc, char **argv) {
         goto fail;
     if (abits != PDQ_ADT_FLOAT) tm.t[QS_ACT] = pdq_now() - t0;
     t0 = pdq_now();
-    if (export && quantize_export(dir, out, ex_whole, ex_per, &ro, eval_ids, (long)n_eval, threads)) goto done;
+    if (export && quantize_export(dir, out, ex_whole, ex_per, buckets, &ro, eval_ids, (long)n_eval, threads)) goto done;
     if (export) quantize_split_export_time(out, pdq_now() - t0, &tm);
     tm.total = pdq_now() - t_start;
     fflush(stdout);

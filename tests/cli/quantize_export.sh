@@ -13,12 +13,13 @@ head -c 5000 data/web-bible/test.txt >"$tmp/eval.txt"
 q="$tmp/q"
 if "$PDQ" quantize --model $M --calib data/web-bible/train.txt --method rtn --wbits 4 --quiet --threads 2 \
     --max-seq 32 --act-nsamples 1 --verify-steps 4 --eval "$tmp/eval.txt" --eval-len 32 --eval-stride 32 \
-    --export circle-full,circle-per-layer --out "$q" >"$tmp/log" 2>&1; then
+    --export circle-full,circle-per-layer --append-bucket 4 --out "$q" >"$tmp/log" 2>&1; then
     ok run
 else
     bad run; cat "$tmp/log"
 fi
-for f in model_prefill.q model_decode.q token_embedding.q lm_head.q decoder_layer_prefill_3.q decoder_layer_decode_0.q; do
+for f in model_prefill.q model_decode.q token_embedding.q lm_head.q decoder_layer_prefill_3.q decoder_layer_decode_0.q \
+    decoder_layer_append_prefill_q4_1.q model_append_prefill_q4.q; do
     check "file $f" "[ -s '$q/circle/$f.circle' ]"
 done
 check manifest "jq -e '.quantized == true and .max_seq == 32 and .rope.convention == \"pre_negated_sin\" and .inexact_weight_channels == 0' '$q/circle/manifest.json' >/dev/null"
@@ -42,7 +43,8 @@ for t in 1 2; do
     check ppl-circle-int-$t "jq -e --argjson p '${ppl:-0}' '.activations.integer.ppl_static_int == \$p' '$q/report.json' >/dev/null"
 done
 for pl in "" --per-layer; do
-    if "$PDQ" verify --circle "$q/circle" --model "$q" --prompt "In the beginning, God created" --steps 20 $pl --threads 2 >"$tmp/v" 2>&1 &&
+    if "$PDQ" verify --circle "$q/circle" --model "$q" --prompt "In the beginning, God created" --steps 12 $pl --threads 2 \
+        --append "And God said, Let there be light" >"$tmp/v" 2>&1 && grep -q "^append 9 tokens at length 19: buckets 4 4 1$" "$tmp/v" &&
         grep -q "max |circle - in-memory| 0.000e+00 (tol 0.0e+00), tokens identical" "$tmp/v"; then
         ok "verify-exact${pl}"
     else
@@ -70,6 +72,8 @@ w="$tmp/w"
 if "$PDQ" quantize --model $M --method rtn --wbits 4 --abits none --quiet --threads 2 --max-seq 32 --verify-steps 2 \
     --eval "$tmp/eval.txt" --eval-len 32 --eval-stride 32 --export circle-full --out "$w" >"$tmp/log" 2>&1; then ok run-abits-none; else bad run-abits-none; cat "$tmp/log"; fi
 check abits-none-hybrid "[ -s '$w/circle/model_prefill.w4.circle' ] && jq -e '.export.quality.equal_in_memory == true and .export.quality.logits_vs_in_memory.differing_logits == 0' '$w/report.json' >/dev/null"
+err bucket-no-export "'$PDQ' quantize --model $M --method rtn --append-bucket 4 --out '$tmp/x'" "--append-bucket needs --export"
+err bucket-too-big "'$PDQ' quantize --model $M --method rtn --max-seq 32 --export circle-full --append-bucket 32 --out '$tmp/x'" "max_seq-1 = 31"
 out=$("$PDQ" quantize --model $M --method rtn --export circle-half --out "$tmp/x" 2>&1)
 check bad-export "[ \$? -ne 0 ] || true; grep -q 'circle-full and/or circle-per-layer' <<<\"\$out\""
 out=$("$PDQ" ppl --circle "$tmp/none" --text "$tmp/eval.txt" 2>&1)
