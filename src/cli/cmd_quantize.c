@@ -13,6 +13,7 @@
 #include "quant_args.h"
 #include "quantize_export.h"
 #include "quantize_summary.h"
+#include "kld_cli.h"
 #include "pdq/progress.h"
 #include <unistd.h>
 
@@ -36,6 +37,8 @@ static const char *k_usage =
     "  --quiet              no per-module table\n"
     "  --json               the closing summary as one JSON document on stdout (the rest goes to stderr)\n"
     "  --eval-tokens N      evaluate on the first N tokens of --eval only (a quick look)\n"
+    "  --kld                KL divergence of the quantized weights against the FP32 model on --eval (as\n"
+    "                       pdq ppl --kld; FP32 logits cached per evaluation file), in report.json and the summary\n"
     PTQ_ARGS_USAGE
     QUANTIZE_EXPORT_USAGE;
 
@@ -46,6 +49,10 @@ static int parse_bits(const char *s, int def) {
     char *end;
     long v = strtol(s, &end, 10);
     return (end == s || *end || v < 2 || v > 8) ? -1 : (int)v;
+}
+
+static pdq_code quantize_model_window(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st) {
+    return pdq_model_forward((const pdq_model *)ctx, NULL, 1, T, ids, NULL, NULL, logits, 0, st);
 }
 
 static int eval_ppl(const pdq_model *m, const int32_t *ids, long n, int len, int stride, const char *label,
@@ -78,6 +85,7 @@ int cmd_quantize(int argc, char **argv) {
     o.lm_head_gptq = args_flag(&a, "--lm-head-gptq");
     int threads = (int)args_int(&a, "--threads", 0), quiet = args_flag(&a, "--quiet"), json = args_flag(&a, "--json");
     long eval_tokens = args_int(&a, "--eval-tokens", 0);
+    int want_kld = args_flag(&a, "--kld");
     int eval_len = (int)args_int(&a, "--eval-len", 256), eval_stride = (int)args_int(&a, "--eval-stride", 256);
     double known_fp32 = args_double(&a, "--eval-fp32-ppl", 0);
     const char *export = args_str(&a, "--export");
@@ -188,6 +196,19 @@ int cmd_quantize(int argc, char **argv) {
     t0 = pdq_now();
     if (ev.has && eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl quant", &ev.quant_ppl, &ev.tokens))
         goto done;
+    pdq_kld_result kr;
+    int have_kld = 0;
+    if (ev.has && want_kld) {
+        kld_opts ko = {dir, NULL, 0, 0, threads};
+        int reused;
+        char cache[4600];
+        pdq_ppl_result pr;
+        if (cli_kld("quantize", &ko, eval_ids, (long)n_eval, eval_len, eval_stride, quantize_model_window, m, m->cfg.vocab_size,
+                    &kr, &pr, &reused, cache, (int)sizeof cache))
+            goto done;
+        have_kld = 1;
+        fprintf(stderr, "pdq quantize: kld: FP32 logits %s %s\n", reused ? "reused from" : "cached in", cache);
+    }
     if (ev.has) tm.t[QS_QUANT_EVAL] = pdq_now() - t0;
     char path[4096];
     snprintf(path, sizeof path, "%s/report.json", out);
@@ -204,7 +225,7 @@ int cmd_quantize(int argc, char **argv) {
     tm.total = pdq_now() - t_start;
     fflush(stdout);
     if (saved_stdout >= 0) { dup2(saved_stdout, 1); close(saved_stdout); saved_stdout = -1; }
-    if (quantize_summary(dir, out, &tm, json)) goto done;
+    if (quantize_summary(dir, out, &tm, have_kld ? &kr : NULL, json)) goto done;
     if (pdq_report_html(out, NULL, &st)) goto fail;
     if (!json) printf("wrote %s\n", out);
     status = 0;
