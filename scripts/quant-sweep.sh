@@ -37,3 +37,10 @@ for emb in none 8; do
         done
     done
 done
+# The sweep as one page: its rows as report.json's "sweep" (one line per method, grouping and
+# embedding setting) -> WORKDIR/report.html with perplexity against weight bits.
+jq -s --argjson fp32 "$fp32" '{method: "sweep", eval: {fp32_ppl: $fp32}, sweep: [.[] | select(.eval) |
+    {method: "\(.method) \(if .group > 0 then "g\(.group)" else "per-channel" end) \(if .embed_bits == "none" then "float" else "uint8" end)",
+     wbits, ppl: .eval.quant_ppl}]}' "$WORK"/*/report.json >"$WORK/report.json.new"
+mv "$WORK/report.json.new" "$WORK/report.json"
+"$PDQ" report "$WORK" >&2

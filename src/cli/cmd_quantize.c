@@ -17,6 +17,7 @@
 #include "quantize_export.h"
 #include "quantize_transform.h"
 #include "quantize_summary.h"
+#include "kld_cli.h"
 #include "pdq/progress.h"
 #include <unistd.h>
 #include "quantize_preflight.h"
@@ -42,6 +43,8 @@ static const char *k_usage =
     "  --quiet              no per-module table\n"
     "  --json               the closing summary as one JSON document on stdout (the rest goes to stderr)\n"
     "  --eval-tokens N      evaluate on the first N tokens of --eval only (a quick look)\n"
+    "  --kld                KL divergence of the quantized weights against the FP32 model on --eval (as\n"
+    "                       pdq ppl --kld; FP32 logits cached per evaluation file), in report.json and the summary\n"
     QUANTIZE_TRANSFORM_USAGE
     PTQ_ARGS_USAGE
     QUANTIZE_EXPORT_USAGE;
@@ -59,6 +62,10 @@ static int parse_bits(pdq_args *a, const char *flag, int def) {
         return def;
     }
     return (int)v;
+}
+
+static pdq_code quantize_model_window(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st) {
+    return pdq_model_forward((const pdq_model *)ctx, NULL, 1, T, ids, NULL, NULL, logits, 0, st);
 }
 
 static int eval_ppl(const pdq_model *m, const int32_t *ids, long n, int len, int stride, const char *label,
@@ -98,6 +105,8 @@ int cmd_quantize(int argc, char **argv) {
     int eval_stride = (int)args_int_range(&a, "--eval-stride", 256, 1, 1 << 20);
     double known_fp32 = args_real(&a, "--eval-fp32-ppl", 0, 1, HUGE_VAL, ARGS_CLOSED);
     const char *export = args_str(&a, "--export"), *buckets = args_str(&a, "--append-bucket");
+    int want_kld = args_flag(&a, "--kld");
+    if (want_kld && !evalf) args_error(&a, "--kld needs --eval FILE (the text it compares the two models on)");
     int graph_opts_given = args_str(&a, "--rope") || args_str(&a, "--scale-fusion") || args_str(&a, "--layout");
     pdq_ptq_run_opts ro;
     int abits = ptq_args_read(&a, &ro, calib != NULL);
@@ -236,6 +245,19 @@ int cmd_quantize(int argc, char **argv) {
     t0 = pdq_now();
     if (ev.has && eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl quant", &ev.quant_ppl, &ev.tokens))
         goto done;
+    pdq_kld_result kr;
+    int have_kld = 0;
+    if (ev.has && want_kld) {
+        kld_opts ko = {dir, NULL, 0, 0, threads};
+        int reused;
+        char cache[4600];
+        pdq_ppl_result pr;
+        if (cli_kld("quantize", &ko, eval_ids, (long)n_eval, eval_len, eval_stride, quantize_model_window, m, m->cfg.vocab_size,
+                    &kr, &pr, &reused, cache, (int)sizeof cache))
+            goto done;
+        have_kld = 1;
+        fprintf(stderr, "pdq quantize: kld: FP32 logits %s %s\n", reused ? "reused from" : "cached in", cache);
+    }
     if (ev.has) tm.t[QS_QUANT_EVAL] = pdq_now() - t0;
     char path[4096];
     snprintf(path, sizeof path, "%s/report.json", out);
@@ -252,7 +274,7 @@ int cmd_quantize(int argc, char **argv) {
     tm.total = pdq_now() - t_start;
     fflush(stdout);
     if (saved_stdout >= 0) { dup2(saved_stdout, 1); close(saved_stdout); saved_stdout = -1; }
-    if (quantize_summary(dir, out, &tm, json)) goto done;
+    if (quantize_summary(dir, out, &tm, have_kld ? &kr : NULL, json)) goto done;
     if (pdq_report_html(out, NULL, &st)) goto fail;
     if (!json) printf("wrote %s\n", out);
     status = 0;

@@ -75,7 +75,8 @@ void quantize_split_export_time(const char *outdir, double seconds, quantize_tim
 
 static double mib(double b) { return b / 1048576.0; }
 
-int quantize_summary(const char *model_dir, const char *outdir, const quantize_times *t, int json) {
+int quantize_summary(const char *model_dir, const char *outdir, const quantize_times *t, const pdq_kld_result *kld,
+                     int json) {
     char path[4200], p2[4300];
     snprintf(path, sizeof path, "%s/report.json", outdir);
     cJSON *r = read_json(path);
@@ -131,6 +132,18 @@ int quantize_summary(const char *model_dir, const char *outdir, const quantize_t
         cJSON_AddNumberToObject(pp, "static_full", s_full);
         cJSON_AddNumberToObject(pp, "static_change", s_full - s_f);
     }
+    if (kld) {
+        cJSON *k = cJSON_AddObjectToObject(s, "kld");
+        cJSON_AddNumberToObject(k, "tokens", (double)kld->tokens);
+        cJSON_AddNumberToObject(k, "mean", kld->kld_mean);
+        cJSON_AddNumberToObject(k, "se", kld->kld_se);
+        cJSON_AddNumberToObject(k, "p99", kld->kld_p99);
+        cJSON_AddNumberToObject(k, "max", kld->kld_max);
+        cJSON_AddNumberToObject(k, "top1", kld->top1);
+        cJSON_AddNumberToObject(k, "dp_rms", kld->dp_rms);
+        cJSON_AddNumberToObject(k, "top_k", kld->k);
+        cJSON_AddNumberToObject(k, "vocab", kld->vocab);
+    }
     if (top1 >= 0) cJSON_AddNumberToObject(s, "top1_agreement", top1);
     if (etop1 >= 0) cJSON_AddNumberToObject(s, "export_top1_agreement", etop1);
     cJSON *out = cJSON_AddObjectToObject(s, "outputs");
@@ -176,6 +189,10 @@ int quantize_summary(const char *model_dir, const char *outdir, const quantize_t
     if (s_f > 0 && s_full > 0)
         printf("             static graph: FP32 %.4f, weights only %.4f, weights + activations %.4f (%+.4f)\n", s_f, s_w, s_full,
                s_full - s_f);
+    if (kld)
+        printf("KLD          mean %.6f +/- %.6f, 99%% %.6f, max %.6f; same top-1 %.2f%% over %ld tokens (weights vs FP32%s)\n",
+               kld->kld_mean, kld->kld_se, kld->kld_p99, kld->kld_max, 100 * kld->top1, kld->tokens,
+               kld->k < kld->vocab ? ", top-k lower bound" : "");
     if (top1 >= 0) printf("top-1        %.2f%% of %.0f steps vs FP32 (fake-quant)", 100 * top1, nsteps);
     if (etop1 >= 0) printf(", %.2f%% through the exported pair", 100 * etop1);
     if (top1 >= 0 || etop1 >= 0) printf("\n");

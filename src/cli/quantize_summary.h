@@ -1,8 +1,10 @@
 /* The closing summary of pdq quantize: sizes and bits per weight, time per phase, perplexity and
  * its change, top-1 and output paths; printed, stored as report.json's "summary", or (--json)
- * printed as one JSON document. */
+ * printed as one JSON document. kld (may be NULL): quantized weights vs FP32 on --eval. */
 #ifndef PDQ_CLI_QUANTIZE_SUMMARY_H
 #define PDQ_CLI_QUANTIZE_SUMMARY_H
+
+#include "pdq/eval.h"
 
 enum {
     QS_FP32_EVAL = 0, /* FP32 perplexity on --eval */
@@ -30,6 +32,7 @@ void quantize_split_export_time(const char *outdir, double seconds, quantize_tim
 
 /* Reads OUTDIR/report.json, adds "summary" to it, prints the summary (text, or one JSON document
  * when json). Returns 0 on success. */
-int quantize_summary(const char *model_dir, const char *outdir, const quantize_times *t, int json);
+int quantize_summary(const char *model_dir, const char *outdir, const quantize_times *t, const pdq_kld_result *kld,
+                     int json);
 
 #endif

@@ -156,6 +156,13 @@ pdq_code pdq_kld_base_load(const char *path, uint64_t key, pdq_kld_base *out, pd
     else if (hdr[1] < 1 || hdr[1] > (1 << 24) || hdr[2] < 1 || hdr[2] > hdr[1] || hdr[3] < 0 || hdr[3] > ((int64_t)1 << 34) / hdr[2])
         rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: bad header (vocab %lld, k %lld, tokens %lld)", path, (long long)hdr[1],
                       (long long)hdr[2], (long long)hdr[3]);
+    if (rc == PDQ_OK) { /* the header must describe exactly this file before anything is allocated */
+        long here = ftell(f);
+        long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+        uint64_t want = 8 + sizeof hdr + (uint64_t)hdr[3] * ((uint64_t)hdr[2] * 8 + 4);
+        if (here < 0 || end < 0 || fseek(f, here, SEEK_SET) != 0 || (uint64_t)end != want)
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %ld bytes, the header says %llu", path, end, (unsigned long long)want);
+    }
     if (rc == PDQ_OK) rc = base_alloc(out, (int)hdr[1], (int)hdr[2], (long)hdr[3], st);
     if (rc == PDQ_OK) {
         out->n = (long)hdr[3];
@@ -166,6 +173,11 @@ pdq_code pdq_kld_base_load(const char *path, uint64_t key, pdq_kld_base *out, pd
         for (size_t i = 0; rc == PDQ_OK && i < nk; i++)
             if (out->top_id[i] < 0 || out->top_id[i] >= out->vocab)
                 rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: token id %d outside the vocabulary", path, out->top_id[i]);
+            else if (!(out->top_lp[i] <= 0.0f) || !isfinite(out->top_lp[i])) /* log-probabilities */
+                rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: log-probability %g is not <= 0", path, (double)out->top_lp[i]);
+        for (long i = 0; rc == PDQ_OK && i < out->n; i++)
+            if (!(out->target_lp[i] <= 0.0f) || !isfinite(out->target_lp[i]))
+                rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: log-probability %g is not <= 0", path, (double)out->target_lp[i]);
         if (rc != PDQ_OK) pdq_kld_base_free(out);
     }
     fclose(f);

@@ -66,8 +66,8 @@ static void summary(FILE *f, const cJSON *r) {
         fprintf(f, ", %s observer, %g calibration windows, max_seq %g</td></tr>\n", str(act, "observer") ? str(act, "observer") : "?",
                 num(act, "calibration_windows", 0), num(act, "max_seq", 0));
     }
-    if (ev) {
-        row(f, "perplexity FP32 (reference model)", "%.4f", num(ev, "fp32_ppl", NAN));
+    if (ev) row(f, "perplexity FP32 (reference model)", "%.4f", num(ev, "fp32_ppl", NAN));
+    if (ev && cJSON_IsNumber(get(ev, "quant_ppl"))) {
         row(f, "perplexity weight-quantized", "%.4f", num(ev, "quant_ppl", NAN));
         row(f, "change", "%+.4f", num(ev, "quant_ppl", NAN) - num(ev, "fp32_ppl", NAN));
     }

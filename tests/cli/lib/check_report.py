@@ -134,7 +134,7 @@ def main():
     want = []
     ev = report.get("eval")
     if ev:
-        want += [ev["fp32_ppl"], ev["quant_ppl"]]
+        want += [ev[k] for k in ("fp32_ppl", "quant_ppl") if k in ev]
     pp = report.get("activations", {}).get("ppl_static")
     if pp:
         want += [pp[k] for k in ("fp32", "weight_only", "full") if k in pp]
