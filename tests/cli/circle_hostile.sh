@@ -41,5 +41,5 @@ python3 -c "
 import json, sys
 p = sys.argv[1] + '/e/manifest.json'
 j = json.load(open(p)); j['model']['num_hidden_layers'] = 2147483647; json.dump(j, open(p, 'w'))" "$tmp"
-err manifest-layers "'$PDQ' generate --circle $tmp/e --ids '1 2 3' --max-new 1" "num_hidden_layers 2147483647 (max 65536)"
+err manifest-layers "'$PDQ' generate --circle $tmp/e --ids '1 2 3' --max-new 1" "model.num_hidden_layers = 2147483647: must be an integer in [1, 1024]"
 exit $fail
