@@ -81,26 +81,13 @@ static int code_of_name(const char *s) {
     return 1000;
 }
 
-/* Parses path with flatc; NULL when flatc or the schema is missing (test skipped). */
+/* Parses path with flatc; NULL when the schema is missing (test skipped). */
 static cJSON *flatc_json(const char *path, const char *tmp) {
-    const char *sh = tu_shared_dir();
-    if (!sh) return NULL;
-    char cmd[2048], *out = NULL;
-    snprintf(cmd, sizeof cmd, "flatc --json --strict-json --raw-binary -o %s %s/circle/circle_schema.flatc2.fbs -- %s 2>&1",
-             tmp, sh, path);
-    int rc = tu_run(cmd, &out);
-    if (rc != 0) fprintf(stderr, "flatc failed on %s: %s\n", path, out ? out : "");
-    assert_int_equal(rc, 0);
-    free(out);
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    char jpath[1024];
-    snprintf(jpath, sizeof jpath, "%s/%.*s.json", tmp, (int)(strlen(base) - strlen(".circle")), base);
-    char *txt = tu_read_file(jpath, NULL);
+    if (!tu_shared_dir()) return NULL;
+    char *txt = tu_flatc_json_text(path, tmp);
     assert_non_null(txt);
     cJSON *j = cJSON_Parse(txt);
     free(txt);
-    unlink(jpath);
     assert_non_null(j);
     return j;
 }

@@ -132,22 +132,10 @@ static int kinds_teardown(void **state) {
 static const cJSON *item(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
 
 static cJSON *flatc(const char *path, const char *tmp) {
-    const char *sh = tu_shared_dir();
-    char cmd[2048], *out = NULL;
-    snprintf(cmd, sizeof cmd, "flatc --json --strict-json --raw-binary -o %s %s/circle/circle_schema.flatc2.fbs -- %s 2>&1",
-             tmp, sh, path);
-    int rc = tu_run(cmd, &out);
-    if (rc != 0) fprintf(stderr, "flatc failed on %s: %s\n", path, out ? out : "");
-    free(out);
-    assert_int_equal(rc, 0);
-    const char *base = strrchr(path, '/') + 1;
-    char jp[1024];
-    snprintf(jp, sizeof jp, "%s/%.*s.json", tmp, (int)(strlen(base) - strlen(".circle")), base);
-    char *txt = tu_read_file(jp, NULL);
+    char *txt = tu_flatc_json_text(path, tmp);
     assert_non_null(txt);
     cJSON *j = cJSON_Parse(txt);
     free(txt);
-    remove(jp);
     assert_non_null(j);
     return j;
 }

@@ -49,6 +49,26 @@ const char *tu_shared_dir(void) {
     return NULL;
 }
 
+char *tu_flatc_json_text(const char *path, const char *tmpdir) {
+    const char *sh = tu_shared_dir();
+    if (!sh) return NULL;
+    char cmd[2048], *out = NULL;
+    snprintf(cmd, sizeof cmd, "flatc --json --strict-json --raw-binary -o %s %s/circle/circle_schema.flatc2.fbs -- %s 2>&1",
+             tmpdir, sh, path);
+    int rc = tu_run(cmd, &out);
+    if (rc != 0) fprintf(stderr, "flatc failed on %s: %s\n", path, out ? out : "");
+    free(out);
+    if (rc != 0) return NULL;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t bl = strlen(base), ext = bl >= 7 && !strcmp(base + bl - 7, ".circle") ? 7 : 0;
+    char jpath[2048];
+    snprintf(jpath, sizeof jpath, "%s/%.*s.json", tmpdir, (int)(bl - ext), base);
+    char *txt = tu_read_file(jpath, NULL);
+    remove(jpath);
+    return txt;
+}
+
 int tu_run(const char *cmd, char **out) {
     FILE *p = popen(cmd, "r");
     if (!p) return -1;

@@ -22,6 +22,9 @@ void tu_rmtree(const char *path);
 int tu_write_file(const char *path, const void *data, size_t len);
 /* ../shared if present (for schema-dependent tests), else NULL. */
 const char *tu_shared_dir(void);
+/* flatc --json --strict-json of a .circle file against ../shared/circle's schema: the JSON text
+ * (malloc'd), or NULL with flatc's message on stderr (no schema, flatc failed). */
+char *tu_flatc_json_text(const char *path, const char *tmpdir);
 /* Runs a shell command, returns its exit status; output captured into *out if non-NULL. */
 int tu_run(const char *cmd, char **out);
 /* Path of the pdq binary (env PDQ_BIN, else build/pdq). */

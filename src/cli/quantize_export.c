@@ -228,6 +228,12 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     fflush(stdout);
     double t0 = now_s();
     pdq_code rc = pdq_export_model(m, cdir, &o, &st);
+    if (rc == PDQ_ERR_UNSUPPORTED && o.hybrid) { /* e.g. group-wise codes: Circle weights are per channel */
+        printf("export: no hybrid form (%s); float .circle files with the dequantized weights instead\n", st.msg);
+        o.hybrid = 0;
+        o.quant_dir = NULL;
+        rc = pdq_export_model(m, cdir, &o, &st);
+    }
     double secs = now_s() - t0;
     pdq_model_free(m);
     if (rc != PDQ_OK) { fprintf(stderr, "pdq quantize: export: %s\n", st.msg); return 1; }
@@ -277,7 +283,9 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     cJSON *ex = cJSON_CreateObject();
     cJSON_AddStringToObject(ex, "dir", "circle");
     cJSON_AddBoolToObject(ex, "quantized", quant);
-    cJSON_AddStringToObject(ex, "form", quant ? "int16 activations (.q)" : "hybrid: float activations, packed weights");
+    cJSON_AddStringToObject(ex, "form", quant ? "int16 activations (.q)"
+                                        : o.hybrid ? "hybrid: float activations, packed weights"
+                                                   : "float: dequantized weights (no per-channel form)");
     cJSON_AddNumberToObject(ex, "max_seq", o.max_seq);
     cJSON *lay = cJSON_AddArrayToObject(ex, "layouts");
     if (whole) cJSON_AddItemToArray(lay, cJSON_CreateString("circle-full"));
