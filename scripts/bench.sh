@@ -2,7 +2,8 @@
 # make bench: speed figures of one run, as one JSON document on stdout (progress on stderr).
 # Sections: machine bandwidth (STREAM triad), reference model on the bundled model and on a
 # TinyLlama-1.1B-shaped random bf16 checkpoint generated on the fly, plus the sections that
-# other benches add (static runtime, GPTQ, Circle export) when their binaries exist.
+# other benches add (static runtime, GPTQ, Circle export) when their binaries exist, and the
+# packed weight-only path against llama.cpp (scripts/bench-packed.sh; llama.cpp only when built).
 # Each section is printed as soon as it is measured; the document also goes to OUT (default
 # BUILD/bench.json), written under OUT.part and renamed only when complete, so an interrupted run
 # leaves the previous OUT as it was. The 40-minute whole-model GPTQ of the 1.1B shape runs only
@@ -47,6 +48,10 @@ big2=$("$build/bench_model" "$big" 2 64 8 "$bw2")
 emit ",
     \"tinyllama_1_1b_shape\": {\"synth_write_s\": $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}"), \"threads_1\": $big1, \"threads_2\": $big2}
   }"
+
+log "section packed (pdq bench on RTN w4/w8 of the TinyLlama shape; llama.cpp alongside when present)"
+emit ",
+  \"packed\": $(bash "$(dirname "$0")/bench-packed.sh" "$build" "$big" "$bw1" "$bw2")"
 
 for b in "$build"/bench_section_*; do
   [ -x "$b" ] || continue

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The packed weight-only path against llama.cpp on the TinyLlama-1.1B shape, in one run:
+# RTN w4 / w8 OUTDIRs (per-channel, uint8 embedding and lm_head) of the checkpoint CK, timed by
+# `pdq bench` next to the f32 reference, then llama.cpp's f32 / q4_0 / q8_0 of the same weights
+# by scripts/bench-peer.sh (skipped when llama.cpp is absent), and the ratios pdq / llama.cpp per
+# test and thread count, with decode's packed bytes per second against the STREAM triad.
+# Prints one JSON object. Usage: bench-packed.sh BUILD CK TRIAD_1T TRIAD_2T
+set -euo pipefail
+build=$1; ck=$2; bw1=$3; bw2=$4
+reps=${REPS:-3}
+tmp=$(mktemp -d /tmp/pdq-bench-packed-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+log() { echo "bench-packed: $*" >&2; }
+for b in 4 8; do
+  log "RTN w$b of the TinyLlama shape"
+  "$build/pdq" quantize --model "$ck" --method rtn --wbits $b --abits none --quiet --out "$tmp/w$b" >/dev/null 2>&1
+done
+log "pdq bench (f32 reference, packed w4, packed w8): -p 128 -n 32 -t 1,2 -r $reps"
+pdq_rows=$("$build/pdq" bench --model "$ck" --model "$tmp/w4" --model "$tmp/w8" -p 128 -n 32 -t 1,2 -r "$reps" --json)
+peer=$(REPS=$reps bash "$(dirname "$0")/bench-peer.sh" "$build")
+python3 - "$pdq_rows" "$peer" "$bw1" "$bw2" "$ck" "$tmp" <<'PY'
+import json, sys
+rows, peer = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+triad = {1: float(sys.argv[3]), 2: float(sys.argv[4])}
+ck, tmp = sys.argv[5], sys.argv[6]
+def kind(r):
+    p = r["model"].rstrip("/")
+    return "f32" if p == ck.rstrip("/") else ("w4" if p.endswith("/w4") else "w8")
+out = {"pdq": [], "llama_cpp": peer.get("llama_cpp", {}).get("rows", []), "ratios": []}
+if "skipped" in peer: out["llama_cpp_skipped"] = peer["skipped"]
+peer_type = {"f32": "F32", "w4": "Q4_0", "w8": "Q8_0"}
+for r in rows:
+    k = kind(r)
+    row = {"weights": k, "test": r["test"], "threads": r["n_threads"], "tok_s": r["avg_ts"], "tok_s_sd": r["stddev_ts"],
+           "tok_s_per_cpu_s": r.get("avg_ts_cpu"), "weight_bytes": r["weight_bytes"], "peak_rss_mib": r["peak_rss_mib"]}
+    if r["n_gen"] > 0:
+        row["decode_gbps"] = r["avg_gbps"]
+        row["of_triad"] = round(r["avg_gbps"] / triad[r["n_threads"]], 3) if r["n_threads"] in triad else None
+    out["pdq"].append(row)
+    for p in out["llama_cpp"]:
+        same = (p["n_gen"] > 0) == (r["n_gen"] > 0) and p["threads"] == r["n_threads"] and p["model"].endswith(peer_type[k])
+        if same:
+            out["ratios"].append({"weights": k, "vs": p["model"], "test": r["test"], "threads": r["n_threads"],
+                                  "pdq_over_llama_cpp": round(r["avg_ts"] / p["tok_s"], 3)})
+print(json.dumps(out))
+PY
