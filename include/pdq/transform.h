@@ -88,7 +88,7 @@ int pdq_transform_any(const pdq_transform_opts *o);
 pdq_code pdq_transform_parse(const char *list, pdq_transform_opts *o, pdq_status *st);
 /* "fold+r1+r2" style name ("none"). */
 void pdq_transform_name(const pdq_transform_opts *o, char *buf, size_t n);
-/* Applies the set in the order fold, R1, R2, CLE, SmoothQuant (calib: ns windows of T ids, needed
+/* Applies the set in the order fold, CLE, R1, R2, SmoothQuant (calib: ns windows of T ids, needed
  * by SmoothQuant only). Fills o's output fields. */
 pdq_code pdq_transform_model(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
                              pdq_status *st);

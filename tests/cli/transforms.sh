@@ -43,4 +43,12 @@ if "$PDQ" quantize --model "$tmp/s96" --method rtn --transform r1 --abits none -
 else
     bad random-r1; cat "$tmp/l96"
 fi
+# GPTQ variants are recorded in both files
+if "$PDQ" quantize --model $M --calib data/tinystories-260k/train.txt --method gptq --nsamples 2 --seq-len 32 \
+    --gptq-orig-inputs --mse-gptq --mse-gptq-steps 2 --abits none --quiet --threads 1 --out "$tmp/g" >"$tmp/lg" 2>&1; then
+    check gptq-variants "jq -e '.orig_inputs and .mse_gptq and .mse_gptq_steps == 2 and (.transforms == null)' '$tmp/g/report.json' >/dev/null && jq -e '.orig_inputs and .mse_gptq' '$tmp/g/pdq_quant.json' >/dev/null"
+else
+    bad gptq-variants; cat "$tmp/lg"
+fi
+err mse-gptq-group "'$PDQ' quantize --model $M --calib data/tinystories-260k/train.txt --nsamples 2 --seq-len 32 --mse-gptq --group 32 --partial-groups --abits none --out '$tmp/x'" "per output row"
 exit $fail
