@@ -2,6 +2,8 @@
  * then quality through the exported files themselves, next to the in-memory numbers of the
  * activation step (they must be the same numbers: the files compute exactly the fake-quant). */
 #include <dirent.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +95,10 @@ static int write_json(const char *path, const cJSON *j) {
     if (!ok) fprintf(stderr, "pdq quantize: cannot write %s\n", path);
     return ok ? 0 : -1;
 }
+
+/* a == b for a number read back from report.json: cJSON prints 15 significant digits whenever they
+ * read back within DBL_EPSILON, so the last bit of a stored double is not kept. */
+static int same_num(double a, double b) { return a == b || fabs(a - b) <= 4 * DBL_EPSILON * fabs(b); }
 
 /* Number at a path of object keys, or NAN-free flag *have = 0. */
 static double jget(const cJSON *j, const char *a, const char *b, const char *c, int *have) {
@@ -204,7 +210,7 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     int same = 1;
     if (have_ppl && h_ppl) {
         cJSON_AddNumberToObject(q, "in_memory_ppl", mem_ppl);
-        same &= ppl == mem_ppl;
+        same &= same_num(ppl, mem_ppl);
     }
     if (h_top) {
         int h_mean, h_max;
@@ -212,7 +218,7 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
         double mem_max = jget(root, "activations", "verify", "max_abs_diff", &h_max);
         cJSON_AddNumberToObject(q, "in_memory_top1_agreement", mem_top);
         /* identical logits at every step give identical statistics, not only the same top-1 */
-        same &= v.top1 == mem_top && h_mean && v.mean_abs == mem_mean && h_max && v.max_abs == mem_max;
+        same &= same_num(v.top1, mem_top) && h_mean && same_num(v.mean_abs, mem_mean) && h_max && same_num(v.max_abs, mem_max);
     }
     if ((have_ppl && h_ppl) || h_top) cJSON_AddBoolToObject(q, "equal_in_memory", same);
     cJSON_DeleteItemFromObjectCaseSensitive(root, "export");
@@ -225,10 +231,10 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     printf("export: %.2f s, %.1f MB in %s\n", secs, total / 1e6, cdir);
     if (have_ppl)
         printf("exported pair: ppl %.4f (in memory %s), top-1 vs fp32 %.4f (in memory %s)\n", ppl,
-               h_ppl ? (ppl == mem_ppl ? "identical" : "DIFFERENT") : "n/a", top1,
-               h_top ? (top1 == mem_top ? "identical" : "DIFFERENT") : "n/a");
+               h_ppl ? (same_num(ppl, mem_ppl) ? "identical" : "DIFFERENT") : "n/a", top1,
+               h_top ? (same_num(top1, mem_top) ? "identical" : "DIFFERENT") : "n/a");
     else
         printf("exported pair: top-1 vs fp32 %.4f (in memory %s)\n", top1,
-               h_top ? (top1 == mem_top ? "identical" : "DIFFERENT") : "n/a");
+               h_top ? (same_num(top1, mem_top) ? "identical" : "DIFFERENT") : "n/a");
     return 0;
 }
