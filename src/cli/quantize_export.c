@@ -2,6 +2,7 @@
  * then quality through the exported files themselves, next to the in-memory numbers of the
  * activation step (they must be the same numbers: the files compute exactly the fake-quant). */
 #include <dirent.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,10 @@ static int write_json(const char *path, const cJSON *j) {
     if (!ok) fprintf(stderr, "pdq quantize: %s\n", st.msg);
     return ok ? 0 : -1;
 }
+
+/* a == b for a number read back from report.json: cJSON prints 15 significant digits whenever they
+ * read back within DBL_EPSILON, so the last bit of a stored double is not kept. */
+static int same_num(double a, double b) { return a == b || fabs(a - b) <= 4 * DBL_EPSILON * fabs(b); }
 
 /* Number at a path of object keys, or NAN-free flag *have = 0. */
 static double jget(const cJSON *j, const char *a, const char *b, const char *c, int *have) {
@@ -351,6 +356,6 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
                pc.first_file, pc.first_mem, pc.max_abs, pc.have_grid ? " (see max_code_steps)" : "", pc.max_dnll);
     else
         printf("exported pair: top-1 vs fp32 %.4f (in memory %s)\n", top1,
-               h_top ? (top1 == mem_top ? "identical" : "DIFFERENT") : "n/a");
+               h_top ? (same_num(top1, mem_top) ? "identical" : "DIFFERENT") : "n/a");
     return 0;
 }

@@ -35,7 +35,7 @@ void svg_hbars(FILE *f, const char *cls, const svg_bar_row *rows, int n, int k, 
     for (int i = 0; i < n; i++)
         for (int j = 0; j < k; j++) {
             double v = rows[i].v[j];
-            if (logscale) {
+            if (logscale == 1) {
                 if (!(v > 0)) continue;
                 v = log10(v);
             }

@@ -142,6 +142,11 @@ def main():
         chart = svgs.get("ppl", [None])[0]
         vals = [float(r.get("data-value")) for r in chart.iter(SVG_NS + "rect") if "bar" in r.get("class", "")] if chart is not None else []
         check("ppl-bars", all(any(close(w, v) for v in vals) for w in want), (want, vals))
+        bars = sorted((float(r.get("data-value")), float(r.get("width"))) for r in chart.iter(SVG_NS + "rect")
+                      if "bar" in r.get("class", "")) if chart is not None else []
+        # lengths follow the values, and differing values are told apart (the axis is zoomed)
+        check("ppl-bars-ordered", all(bars[i][1] <= bars[i + 1][1] + 1e-9 for i in range(len(bars) - 1)) and
+              (len({v for v, _ in bars}) < 2 or bars[0][1] < bars[-1][1]), bars)
 
     sweep = report.get("sweep")
     if sweep:
