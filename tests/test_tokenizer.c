@@ -213,6 +213,9 @@ static void test_bad_input(void **s) {
                       NULL, PDQ_ERR_UNSUPPORTED, "regex");
     expect_load_error("{" MINI_MODEL ", \"decoder\": {\"type\": \"CTC\"}}", NULL, PDQ_ERR_UNSUPPORTED, "CTC");
     expect_load_error("{" MINI_MODEL "}", "{\"bos_token\": ", PDQ_ERR_FORMAT, "JSON");
+    /* invalid UTF-8 in a normalizer piece would reach PCRE2's unchecked matcher (found by fuzz_tokenizer) */
+    expect_load_error("{" MINI_MODEL ", \"normalizer\": {\"type\": \"Prepend\", \"prepend\": \"_\xa6\xae\xff\"}}", NULL,
+                      PDQ_ERR_FORMAT, "not valid UTF-8 (byte");
 }
 
 /* A minimal tokenizer.json without tokenizer_config.json loads and merges as declared. */

@@ -476,6 +476,15 @@ static cJSON *parse_file(const char *path, int required, pdq_status *st, pdq_cod
         }
         return NULL;
     }
+    /* JSON text is UTF-8 (RFC 8259). Every string of the file (vocab, merges, normalizer and
+     * pre-tokenizer pieces) ends up in text handed to PCRE2 without a UTF check, so invalid bytes
+     * are refused here, once, for the whole file. */
+    size_t valid = tk_utf8_valid_prefix(text, len);
+    if (valid != len) {
+        *rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: not valid UTF-8 (byte %zu); JSON text must be UTF-8", path, valid);
+        free(text);
+        return NULL;
+    }
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     if (!j || !cJSON_IsObject(j)) {
