@@ -15,8 +15,13 @@ for b in 4 8; do
   log "RTN w$b of the TinyLlama shape"
   "$build/pdq" quantize --model "$ck" --method rtn --wbits $b --abits none --quiet --out "$tmp/w$b" >/dev/null 2>&1
 done
-log "pdq bench (f32 reference, packed w4, packed w8): -p 128 -n 32 -t 1,2 -r $reps"
-pdq_rows=$("$build/pdq" bench --model "$ck" --model "$tmp/w4" --model "$tmp/w8" -p 128 -n 32 -t 1,2 -r "$reps" --json)
+log "pdq bench (f32 reference, packed w4, packed w8): -p 128 -n 32 -t 1,2 -r $reps, one process each (peak RSS per model)"
+pdq_rows=$(for d in "$ck" "$tmp/w4" "$tmp/w8"; do "$build/pdq" bench --model "$d" -p 128 -n 32 -t 1,2 -r "$reps" --json; done |
+  python3 -c 'import json, sys; dec = json.JSONDecoder(); s = sys.stdin.read(); rows = []; i = 0
+while i < len(s):
+    if s[i].isspace(): i += 1; continue
+    v, i = dec.raw_decode(s, i); rows += v
+print(json.dumps(rows))')
 peer=$(REPS=$reps bash "$(dirname "$0")/bench-peer.sh" "$build")
 python3 - "$pdq_rows" "$peer" "$bw1" "$bw2" "$ck" "$tmp" <<'PY'
 import json, sys
