@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "qx_internal.h"
+#include "static/arena_plan.h"
 
 const char *pdq_exec_mode_name(pdq_exec_mode m) {
     switch (m) {
@@ -24,40 +25,6 @@ int pdq_exec_mode_parse(const char *s) {
 void pdq_exec_opts_default(pdq_exec_opts *o) {
     memset(o, 0, sizeof *o);
     o->mode = PDQ_EXEC_FAKE;
-}
-
-#define ALIGN 64
-
-typedef struct { size_t off, size; } block;
-
-static size_t place(block *live, int *n_live, size_t size, size_t *high) {
-    size_t at = 0;
-    int i = 0;
-    for (; i < *n_live; i++) {
-        if (live[i].off >= at + size) break;
-        size_t end = live[i].off + live[i].size;
-        if (end > at) at = end;
-    }
-    memmove(&live[i + 1], &live[i], sizeof(block) * (size_t)(*n_live - i));
-    live[i].off = at;
-    live[i].size = size;
-    (*n_live)++;
-    if (at + size > *high) *high = at + size;
-    return at;
-}
-
-static void release(block *live, int *n_live, size_t off) {
-    for (int i = 0; i < *n_live; i++)
-        if (live[i].off == off) {
-            memmove(&live[i], &live[i + 1], sizeof(block) * (size_t)(*n_live - i - 1));
-            (*n_live)--;
-            return;
-        }
-}
-
-static size_t tbytes(const pdq_tensor *t) {
-    size_t b = pdq_tensor_count(t) * pdq_tdtype_size(t->dtype);
-    return (b + ALIGN - 1) / ALIGN * ALIGN;
 }
 
 /* Descriptor of a non-constant tensor: codes with per-tensor qparams, or plain values. */
@@ -106,49 +73,10 @@ void pdq_qexec_free(pdq_qexec *x) {
 
 static pdq_code plan(pdq_qexec *x, pdq_status *st) {
     const pdq_graph *g = x->g;
-    int n = g->n_tensors;
-    int *last = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    block *live = malloc(sizeof(block) * (size_t)(n + 1));
-    if (!last || !live) { free(last); free(live); return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: executor plan", g->name); }
-    for (int t = 0; t < n; t++) last[t] = -1;
-    for (int o = 0; o < g->n_ops; o++)
-        for (int i = 0; i < g->ops[o].n_in; i++) last[g->ops[o].in[i]] = o;
-    int n_live = 0;
-    size_t high = 0;
-    for (int t = 0; t < n; t++) {
-        pdq_tkind k = g->tensors[t].kind;
-        if (k == PDQ_TK_INPUT || k == PDQ_TK_OUTPUT) x->offset[t] = place(live, &n_live, tbytes(&g->tensors[t]), &high);
-    }
-    for (int o = 0; o < g->n_ops; o++) {
-        const pdq_op *op = &g->ops[o];
-        /* a RESHAPE whose input dies here takes over the input's block: no copy */
-        if (op->type == PDQ_OP_RESHAPE && g->tensors[op->in[0]].kind == PDQ_TK_INTER &&
-            g->tensors[op->out[0]].kind == PDQ_TK_INTER && last[op->in[0]] == o) {
-            x->offset[op->out[0]] = x->offset[op->in[0]];
-            last[op->in[0]] = -2;
-            if (last[op->out[0]] == -1) release(live, &n_live, x->offset[op->out[0]]);
-            continue;
-        }
-        for (int j = 0; j < op->n_out; j++) {
-            int t = op->out[j];
-            if (g->tensors[t].kind == PDQ_TK_INTER) x->offset[t] = place(live, &n_live, tbytes(&g->tensors[t]), &high);
-        }
-        for (int i = 0; i < op->n_in; i++) {
-            int t = op->in[i];
-            if (g->tensors[t].kind == PDQ_TK_INTER && last[t] == o) {
-                release(live, &n_live, x->offset[t]);
-                last[t] = -2;
-            }
-        }
-        for (int j = 0; j < op->n_out; j++) {
-            int t = op->out[j];
-            if (g->tensors[t].kind == PDQ_TK_INTER && last[t] == -1) release(live, &n_live, x->offset[t]);
-        }
-    }
-    free(last);
-    free(live);
-    x->arena_bytes = high ? high : ALIGN;
-    x->arena = aligned_alloc(ALIGN, x->arena_bytes);
+    /* RESHAPEs alias their input's block: the executor moves no bytes for them */
+    pdq_code rc = pdq_arena_plan(g, 1, x->offset, &x->arena_bytes, st);
+    if (rc != PDQ_OK) return rc;
+    x->arena = aligned_alloc(PDQ_ARENA_ALIGN, x->arena_bytes);
     if (!x->arena) return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: arena of %zu bytes", g->name, x->arena_bytes);
     memset(x->arena, 0, x->arena_bytes);
     return PDQ_OK;

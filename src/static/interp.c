@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena_plan.h"
 #include "ops.h"
 
 struct pdq_interp {
@@ -17,40 +18,6 @@ struct pdq_interp {
     void *hook_ctx;
 };
 
-#define ALIGN 64
-
-typedef struct { size_t off, size; } block;
-
-/* First-fit placement among live blocks kept sorted by offset. */
-static size_t place(block *live, int *n_live, size_t size, size_t *high) {
-    size_t at = 0;
-    int i = 0;
-    for (; i < *n_live; i++) {
-        if (live[i].off >= at + size) break;
-        size_t end = live[i].off + live[i].size;
-        if (end > at) at = end;
-    }
-    memmove(&live[i + 1], &live[i], sizeof(block) * (size_t)(*n_live - i));
-    live[i].off = at;
-    live[i].size = size;
-    (*n_live)++;
-    if (at + size > *high) *high = at + size;
-    return at;
-}
-
-static void release(block *live, int *n_live, size_t off) {
-    for (int i = 0; i < *n_live; i++)
-        if (live[i].off == off) {
-            memmove(&live[i], &live[i + 1], sizeof(block) * (size_t)(*n_live - i - 1));
-            (*n_live)--;
-            return;
-        }
-}
-
-static size_t tensor_bytes(const pdq_tensor *t) {
-    size_t b = pdq_tensor_count(t) * pdq_tdtype_size(t->dtype);
-    return (b + ALIGN - 1) / ALIGN * ALIGN;
-}
 
 static int is_float_op(pdq_op_type t) {
     return !(t == PDQ_OP_RESHAPE || t == PDQ_OP_TRANSPOSE || t == PDQ_OP_CONCATENATION ||
@@ -73,60 +40,28 @@ pdq_code pdq_interp_create(const pdq_graph *g, pdq_interp **out, pdq_status *st)
     }
     int n = g->n_tensors;
     pdq_interp *ip = calloc(1, sizeof *ip);
-    int *last = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    block *live = malloc(sizeof(block) * (size_t)(n + 1));
     if (ip) {
         ip->offset = calloc((size_t)n + 1, sizeof(size_t));
         ip->bound = calloc((size_t)n + 1, sizeof(void *));
         ip->ptrs = calloc((size_t)n + 1, sizeof(void *));
     }
-    if (!ip || !last || !live || !ip->offset || !ip->bound || !ip->ptrs) {
-        free(last);
-        free(live);
+    if (!ip || !ip->offset || !ip->bound || !ip->ptrs) {
         pdq_interp_free(ip);
         return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: out of memory for the interpreter", g->name);
     }
     ip->g = g;
-    for (int t = 0; t < n; t++) last[t] = -1;
-    for (int o = 0; o < g->n_ops; o++)
-        for (int i = 0; i < g->ops[o].n_in; i++) last[g->ops[o].in[i]] = o;
-    int n_live = 0;
-    size_t high = 0;
-    /* Inputs and outputs stay alive for the whole run (callers read/write them around it). */
-    for (int t = 0; t < n; t++) {
-        pdq_tkind k = g->tensors[t].kind;
-        if (k == PDQ_TK_INPUT || k == PDQ_TK_OUTPUT)
-            ip->offset[t] = place(live, &n_live, tensor_bytes(&g->tensors[t]), &high);
+    size_t high;
+    if ((rc = pdq_arena_plan(g, 0, ip->offset, &high, st)) != PDQ_OK) {
+        pdq_interp_free(ip);
+        return rc;
     }
-    for (int o = 0; o < g->n_ops; o++) {
-        const pdq_op *op = &g->ops[o];
-        for (int j = 0; j < op->n_out; j++) {
-            int t = op->out[j];
-            if (g->tensors[t].kind == PDQ_TK_INTER)
-                ip->offset[t] = place(live, &n_live, tensor_bytes(&g->tensors[t]), &high);
-        }
-        /* Free intermediates whose last reader is this op, and dead outputs of this op. */
-        for (int i = 0; i < op->n_in; i++) {
-            int t = op->in[i];
-            if (g->tensors[t].kind == PDQ_TK_INTER && last[t] == o) {
-                release(live, &n_live, ip->offset[t]);
-                last[t] = -2; /* freed once even if read twice by this op */
-            }
-        }
-        for (int j = 0; j < op->n_out; j++) {
-            int t = op->out[j];
-            if (g->tensors[t].kind == PDQ_TK_INTER && last[t] == -1) release(live, &n_live, ip->offset[t]);
-        }
-    }
-    free(last);
-    free(live);
     /* first fit never places past the sum of the sizes, each <= 16 GiB, so high cannot wrap */
     if (high > PDQ_G_MAX_ARENA_BYTES) {
         pdq_interp_free(ip);
         return pdq_fail(st, PDQ_ERR_LIMIT, "graph %s: the interpreter needs an arena of %zu bytes (limit %llu)", g->name,
                         high, (unsigned long long)PDQ_G_MAX_ARENA_BYTES);
     }
-    ip->arena_bytes = high ? high : ALIGN;
+    ip->arena_bytes = high;
     *out = ip;
     return PDQ_OK;
 }
@@ -157,7 +92,7 @@ pdq_code pdq_interp_bind(pdq_interp *ip, int tid, void *mem, pdq_status *st) {
 
 static char *arena(pdq_interp *ip) {
     if (ip->shared_arena) return ip->shared_arena;
-    if (!ip->own_arena) ip->own_arena = aligned_alloc(ALIGN, ip->arena_bytes);
+    if (!ip->own_arena) ip->own_arena = aligned_alloc(PDQ_ARENA_ALIGN, ip->arena_bytes);
     return ip->own_arena;
 }
 
