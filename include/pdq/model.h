@@ -46,6 +46,8 @@ typedef struct pdq_model {
     struct pdq_qmatrix *lm_head_q; /* packed model: the quantized lm_head (lm_head NULL); == embed_q when tied */
     struct pdq_packed *packed;     /* packed model: owns the mapped checkpoint and the matrices */
     struct pdq_pool *pool;         /* packed model: workers for the packed kernels (pdq_set_threads) */
+    int kernel_path;               /* packed model: 0 the fastest the CPU has, 1 scalar, 2 AVX2 (no
+                                      AVX-512); every path computes the same bits */
 } pdq_model;
 
 /* Loads an HF checkpoint directory (config.json + safetensors, sharded or not; f32/bf16/f16
