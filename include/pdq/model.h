@@ -59,7 +59,8 @@ pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st);
  * forward calls the packed kernels (src/kernels/qmatmul.h); no f32 copy of a quantized linear,
  * embedding or lm_head is made. Such a model has NULL float pointers where weights are packed,
  * so code that needs f32 weights (static graphs, PTQ, export, GPTQ) loads with pdq_model_load.
- * Any other directory loads as pdq_model_load. */
+ * Any other directory loads as pdq_model_load. The model owns a worker pool for its kernels
+ * (sized by pdq_set_threads), so one packed model runs one forward at a time. */
 pdq_code pdq_model_load_packed(const char *dir, pdq_model **out, pdq_status *st);
 /* Weight bytes one decode token reads: packed codes, scales, zeros of every packed matrix plus
  * the f32 bytes of the float linears and lm_head (embedding rows and norms not counted). */
