@@ -207,11 +207,22 @@ static void test_plain_and_bad(void **state) {
     char *shape = strstr(txt, "\"shape\"");
     assert_non_null(shape);
     char *num = strpbrk(shape, "0123456789");
+    char saved = *num;
     *num = *num == '9' ? '1' : '9'; /* the first tensor's row count no longer matches the config */
     assert_int_equal(tu_write_file(path, txt, len), 0);
     assert_int_not_equal(pdq_model_load_packed(dir, &m, &st), PDQ_OK);
     assert_null(m);
     assert_non_null(strstr(st.msg, "shape"));
+    *num = saved;
+    char *tens = strstr(txt, "\"tensors\"");
+    assert_non_null(tens);
+    char *bits = strstr(tens, "\"bits\":\t"); /* cJSON's layout: the first tensor's bits */
+    assert_non_null(bits);
+    bits[strlen("\"bits\":\t")] = '9';
+    assert_int_equal(tu_write_file(path, txt, len), 0);
+    assert_int_not_equal(pdq_model_load_packed(dir, &m, &st), PDQ_OK);
+    assert_null(m);
+    assert_non_null(strstr(st.msg, "bad bits 9"));
     free(txt);
     tu_rmtree(dir);
     free(dir);
