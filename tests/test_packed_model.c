@@ -1,7 +1,8 @@
 /* The packed weight-only model against today's dequantized path: RTN and GPTQ (act-order with
  * groups, so the column permutation is exercised) checkpoints of the bundled model and of
  * stories260K are quantized here, loaded both ways, and must give the same perplexity within
- * 1e-4 relative and close logits; the packed model holds no f32 copy of a quantized weight. */
+ * 1e-4 relative and close logits; the packed model holds no f32 copy of a quantized weight, and
+ * its logits are the same bits on the AVX-512, AVX2 and scalar kernels and at 1, 2 or 3 threads. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,40 @@ static void check_packed_layout(const pdq_model *m, int expect_perm) {
     if (expect_perm) assert_true(perms > 0);
 }
 
+/* Logits of a 24-token prefill and 2 cached decode steps of the packed model. */
+static void packed_logits(pdq_model *pk, const int32_t *ids, float *out) {
+    pdq_status st = {0};
+    pdq_kvcache kv = {0};
+    int V = pk->cfg.vocab_size, T = 24;
+    assert_int_equal(pdq_kvcache_init(&kv, &pk->cfg, 1, T + 2, &st), PDQ_OK);
+    assert_int_equal(pdq_model_forward(pk, &kv, 1, T, ids, NULL, NULL, out, 0, &st), PDQ_OK);
+    for (int s = 0; s < 2; s++)
+        assert_int_equal(pdq_model_forward(pk, &kv, 1, 1, ids + T + s, NULL, NULL, out + (size_t)(T + s) * V, 1, &st),
+                         PDQ_OK);
+    pdq_kvcache_free(&kv);
+}
+
+/* The whole packed model gives the same bits on every kernel path and thread count. */
+static void same_bits_every_path(pdq_model *pk, const int32_t *ids) {
+    size_t n = (size_t)pk->cfg.vocab_size * 26;
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    pdq_set_threads(pk, 2);
+    pk->kernel_path = 0;
+    packed_logits(pk, ids, a);
+    static const int paths[][2] = {{1, 2}, {2, 2}, {0, 1}, {0, 3}, {1, 3}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        pk->kernel_path = paths[i][0];
+        pdq_set_threads(pk, paths[i][1]);
+        packed_logits(pk, ids, b);
+        if (memcmp(a, b, sizeof(float) * n) != 0)
+            fail_msg("kernel path %d with %d threads changes the logits", paths[i][0], paths[i][1]);
+    }
+    pk->kernel_path = 0;
+    pdq_set_threads(pk, 2);
+    free(a);
+    free(b);
+}
+
 static void compare(const qcase *c, int expect_perm) {
     char *dir = quantize(c);
     pdq_status st = {0};
@@ -83,6 +118,7 @@ static void compare(const qcase *c, int expect_perm) {
     assert_int_equal(pdq_calib_tokenize(c->model, c->text, &ids, &n, &bos, &st), PDQ_OK);
     if (n > c->n_eval) n = c->n_eval;
     if (bos >= 0) ids[0] = bos;
+    same_bits_every_path(pk, ids);
     pdq_ppl_result a, b;
     assert_int_equal(pdq_ppl_model(deq, ids, n, 128, 128, NULL, &a, &st), PDQ_OK);
     assert_int_equal(pdq_ppl_model(pk, ids, n, 128, 128, NULL, &b, &st), PDQ_OK);
@@ -171,11 +207,22 @@ static void test_plain_and_bad(void **state) {
     char *shape = strstr(txt, "\"shape\"");
     assert_non_null(shape);
     char *num = strpbrk(shape, "0123456789");
+    char saved = *num;
     *num = *num == '9' ? '1' : '9'; /* the first tensor's row count no longer matches the config */
     assert_int_equal(tu_write_file(path, txt, len), 0);
     assert_int_not_equal(pdq_model_load_packed(dir, &m, &st), PDQ_OK);
     assert_null(m);
     assert_non_null(strstr(st.msg, "shape"));
+    *num = saved;
+    char *tens = strstr(txt, "\"tensors\"");
+    assert_non_null(tens);
+    char *bits = strstr(tens, "\"bits\":\t"); /* cJSON's layout: the first tensor's bits */
+    assert_non_null(bits);
+    bits[strlen("\"bits\":\t")] = '9';
+    assert_int_equal(tu_write_file(path, txt, len), 0);
+    assert_int_not_equal(pdq_model_load_packed(dir, &m, &st), PDQ_OK);
+    assert_null(m);
+    assert_non_null(strstr(st.msg, "bad bits 9"));
     free(txt);
     tu_rmtree(dir);
     free(dir);

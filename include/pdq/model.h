@@ -50,6 +50,8 @@ typedef struct pdq_model {
     struct pdq_qmatrix *lm_head_q; /* packed model: the quantized lm_head (lm_head NULL); == embed_q when tied */
     struct pdq_packed *packed;     /* packed model: owns the mapped checkpoint and the matrices */
     struct pdq_pool *pool;         /* packed model: workers for the packed kernels (pdq_set_threads) */
+    int kernel_path;               /* packed model: 0 the fastest the CPU has, 1 scalar, 2 AVX2 (no
+                                      AVX-512); every path computes the same bits */
 } pdq_model;
 
 /* Loads an HF checkpoint directory (config.json + safetensors, sharded or not; f32/bf16/f16
@@ -61,7 +63,8 @@ pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st);
  * forward calls the packed kernels (src/kernels/qmatmul.h); no f32 copy of a quantized linear,
  * embedding or lm_head is made. Such a model has NULL float pointers where weights are packed,
  * so code that needs f32 weights (static graphs, PTQ, export, GPTQ) loads with pdq_model_load.
- * Any other directory loads as pdq_model_load. */
+ * Any other directory loads as pdq_model_load. The model owns a worker pool for its kernels
+ * (sized by pdq_set_threads), so one packed model runs one forward at a time. */
 pdq_code pdq_model_load_packed(const char *dir, pdq_model **out, pdq_status *st);
 /* Weight bytes one decode token reads: packed codes, scales, zeros of every packed matrix plus
  * the f32 bytes of the float linears and lm_head (embedding rows and norms not counted). */

@@ -20,7 +20,7 @@
 
 static const char *k_usage =
     "usage: pdq bench --model DIR [--model DIR ...] [-p LIST] [-n LIST] [-t LIST] [-r N]\n"
-    "                 [--decode-prompt N] [--json | -o md|json]\n"
+    "                 [--decode-prompt N] [--kernel auto|avx2|scalar] [--json | -o md|json]\n"
     "  --model DIR      a HF checkpoint (f32 reference path) or a quantized OUTDIR (packed weight-only\n"
     "                   path); repeatable, or a comma-separated list\n"
     "  -p, --n-prompt   prefill lengths, comma-separated (default 128; 0 skips prefill)\n"
@@ -28,6 +28,7 @@ static const char *k_usage =
     "  -t, --threads    thread counts (default: all cores)\n"
     "  -r, --repetitions  timed runs per test (default 5), after one warm-up run\n"
     "  --decode-prompt N  prompt tokens before a decode test (default 16)\n"
+    "  --kernel K       packed kernels: auto (the fastest this CPU has), avx2 or scalar\n"
     "  --json, -o json  JSON rows (the format is documented in README.md, \"Packed weights\")\n";
 
 #define MAX_LIST 16
@@ -153,13 +154,19 @@ int cmd_bench(int argc, char **argv) {
     const char *ts = args_str(&a, "-t"), *ts2 = args_str(&a, "--threads");
     long reps = args_int(&a, "-r", args_int(&a, "--repetitions", 5));
     long dprompt = args_int(&a, "--decode-prompt", 16);
-    const char *fmt = args_str(&a, "-o");
+    const char *fmt = args_str(&a, "-o"), *kern = args_str(&a, "--kernel");
     int json = args_flag(&a, "--json") || (fmt && strcmp(fmt, "json") == 0);
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     if (fmt && strcmp(fmt, "json") != 0 && strcmp(fmt, "md") != 0) {
         fprintf(stderr, "pdq bench: -o takes md or json\n");
         return 2;
     }
+    int kpath = 0;
+    if (kern && strcmp(kern, "auto") != 0 && strcmp(kern, "scalar") != 0 && strcmp(kern, "avx2") != 0) {
+        fprintf(stderr, "pdq bench: --kernel takes auto, avx2 or scalar\n");
+        return 2;
+    }
+    if (kern) kpath = strcmp(kern, "scalar") == 0 ? 1 : strcmp(kern, "avx2") == 0 ? 2 : 0;
     int P[MAX_LIST] = {128}, N[MAX_LIST] = {32}, Tn[MAX_LIST] = {pdq_default_threads()};
     int np = 1, nn = 1, nt = 1;
     if ((ps2 ? ps2 : ps) && (np = parse_list(ps2 ? ps2 : ps, P, MAX_LIST, 0, "-p")) < 0) return 2;
@@ -183,7 +190,7 @@ int cmd_bench(int argc, char **argv) {
     double *samples = calloc((size_t)(cap_rows + 1) * (size_t)reps, sizeof *samples);
     double *cpu_samples = calloc((size_t)(cap_rows + 1) * (size_t)reps, sizeof *cpu_samples);
     int nrows = 0, status = 0;
-    pdq_qctx probe = {0};
+    pdq_qctx probe = {.force_scalar = kpath == 1, .no_avx512 = kpath == 2};
     const char *kernel = pdq_qmatmul_path(&probe);
     for (int mi = 0; rows && samples && cpu_samples && mi < nmod && !status; mi++) {
         pdq_status st = {0};
@@ -195,6 +202,7 @@ int cmd_bench(int argc, char **argv) {
             break;
         }
         double load_s = now() - t0;
+        m->kernel_path = kpath;
         int packed = m->packed != NULL;
         size_t wbytes = pdq_model_decode_weight_bytes(m);
         int len = maxp > (int)dprompt + maxn ? maxp : (int)dprompt + maxn;

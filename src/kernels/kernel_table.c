@@ -16,8 +16,6 @@ static const qk_type_traits k_traits[PDQ_QT_COUNT] = {
 #endif
 };
 
-const qk_type_traits *qk_traits(pdq_qtype t) { return &k_traits[t]; }
-
 /* 0 scalar, 1 AVX2/FMA, 2 AVX-512 (all three compute the same bits). */
 static int simd_level(const pdq_qctx *ctx, const pdq_qmatrix *w) {
     if ((ctx && ctx->force_scalar) || !k_traits[w->type].gemv_avx2 || !pdq_cpu_has_avx2_fma()) return 0;

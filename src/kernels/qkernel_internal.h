@@ -19,7 +19,6 @@ typedef struct {
     qk_gemv_fn gemv_avx512;  /* two rows per register; NULL where unavailable */
 } qk_type_traits;
 
-const qk_type_traits *qk_traits(pdq_qtype t);
 
 void qk_gemv_u4_scalar(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);
 void qk_gemv_u8_scalar(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y);

@@ -22,7 +22,7 @@ static void linear(float *y, const float *x, const float *w, int n, int out, int
 static pdq_code layer_linear(const pdq_model *m, const pdq_layer *L, pdq_linear_id id, float *y, const float *x,
                              int n, int out, int in, pdq_status *st) {
     if (L->pw[id]) {
-        pdq_qctx ctx = {.pool = m->pool};
+        pdq_qctx ctx = {.pool = m->pool, .force_scalar = m->kernel_path == 1, .no_avx512 = m->kernel_path == 2};
         return pdq_qmatmul(&ctx, L->pw[id], x, n, y, st);
     }
     linear(y, x, L->w[id], n, out, in);
@@ -81,7 +81,7 @@ static pdq_code head(const pdq_model *m, int n, const float *x, float *logits, p
     pdq_rmsnorm(h, x, m->norm, n, D, m->cfg.rms_norm_eps);
     pdq_code rc = PDQ_OK;
     if (m->lm_head_q) {
-        pdq_qctx ctx = {.pool = m->pool};
+        pdq_qctx ctx = {.pool = m->pool, .force_scalar = m->kernel_path == 1, .no_avx512 = m->kernel_path == 2};
         rc = pdq_qmatmul(&ctx, m->lm_head_q, h, n, logits, st);
     } else {
         linear(logits, h, m->lm_head, n, m->cfg.vocab_size, D);
