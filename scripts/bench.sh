@@ -49,9 +49,11 @@ emit ",
     \"tinyllama_1_1b_shape\": {\"synth_write_s\": $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}"), \"threads_1\": $big1, \"threads_2\": $big2}
   }"
 
-log "section packed (pdq bench on RTN w4/w8 of the TinyLlama shape; llama.cpp alongside when present)"
-emit ",
+if [ -x "$build/pdq" ]; then
+  log "section packed (pdq bench on RTN w4/w8 of the TinyLlama shape; llama.cpp alongside when present)"
+  emit ",
   \"packed\": $(bash "$(dirname "$0")/bench-packed.sh" "$build" "$big" "$bw1" "$bw2")"
+fi
 
 for b in "$build"/bench_section_*; do
   [ -x "$b" ] || continue
