@@ -212,8 +212,10 @@ typedef struct {
 } pdq_step_runner;
 pdq_code pdq_verify_steps(const pdq_model *ref, const pdq_step_runner *run, const int32_t *const *prompts,
                           const int *lens, int n_prompts, int steps, pdq_ptq_verify_result *out, pdq_status *st);
-/* The fixed verify prompts of the activation step (report.json "verify"). */
+/* The fixed verify prompts of the activation step (report.json "verify"), used when the run
+ * is given none of its own. */
 int pdq_ptq_verify_prompts(const char *const **prompts);
+#define PDQ_PTQ_MAX_PROMPTS 16
 
 /* The activation step of `pdq quantize`: m holds the quantized weights (FP32 reference loaded
  * from src_dir), calibration windows come from calib ids; writes OUTDIR/ptq.json, evaluates
@@ -228,6 +230,8 @@ typedef struct {
     int verify_steps;     /* 32 */
     int compare_calib;    /* also calibrate/evaluate the other variant (prefill-only vs +decode) */
     uint64_t seed;
+    const char *const *prompts; /* verify prompts (caller-owned; NULL: pdq_ptq_verify_prompts) */
+    int n_prompts;              /* at most PDQ_PTQ_MAX_PROMPTS are used */
 } pdq_ptq_run_opts;
 
 void pdq_ptq_run_opts_default(pdq_ptq_run_opts *o);

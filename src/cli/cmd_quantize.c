@@ -21,6 +21,7 @@
 #include "pdq/progress.h"
 #include <unistd.h>
 #include "quantize_preflight.h"
+#include "quantize_prompts.h"
 
 #define MAX_OVERRIDES 64
 
@@ -150,6 +151,7 @@ int cmd_quantize(int argc, char **argv) {
     long n_text = 0;
     pdq_quant_eval ev = {0};
     pdq_qmodel q = {0};
+    quantize_prompts prompts = {0};
     /* Quantization needs one layer in memory at a time (lazy model); the FP32 perplexity needs the
      * whole float model, loaded for it and freed before quantizing. */
     pdq_model *m = NULL;
@@ -165,7 +167,11 @@ int cmd_quantize(int argc, char **argv) {
                           eval_len, eval_stride, known_fp32, threads};
     /* Everything that can fail without computing fails here, before the FP32 evaluation and GPTQ. */
     if ((status = quantize_preflight(&plan, m)) != 0) goto done;
+    if ((abits != PDQ_ADT_FLOAT || export) && quantize_prompts_load(evalf ? evalf : calib, &prompts, &ro)) goto done;
     if ((abits != PDQ_ADT_FLOAT || export) && (status = quantize_check_verify(dir, &ro)) != 0) goto done;
+    if (prompts.file)
+        fprintf(stderr, "pdq quantize: verify prompts: the first %d line%s of %s (%d words each)\n", prompts.n,
+                prompts.n > 1 ? "s" : "", prompts.file, QUANTIZE_PROMPT_WORDS);
     status = 1;
     int bos = -1;
     t0 = pdq_now();
@@ -287,6 +293,7 @@ fail:
 done:
     if (saved_stdout >= 0) { fflush(stdout); dup2(saved_stdout, 1); close(saved_stdout); }
     pdq_qmodel_free(&q);
+    quantize_prompts_free(&prompts);
     free(eval_ids);
     free(text);
     free(windows);

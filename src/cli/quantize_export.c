@@ -176,11 +176,11 @@ static pdq_code pair_window(void *ctx, const int32_t *ids, int T, float *logits,
 static int same_json(double a, double b) { return fabs(a - b) <= 1e-14 * fmax(fabs(a), fabs(b)); }
 
 /* Verify over the exported files on the activation step's prompts. */
-static int verify_export(const char *src_dir, const char *cdir, int whole, int steps, int threads,
+static int verify_export(const char *src_dir, const char *cdir, int whole, const pdq_ptq_run_opts *ro, int threads,
                          pdq_ptq_verify_result *v) {
     pdq_status st = {0};
-    const char *const *texts;
-    int np = pdq_ptq_verify_prompts(&texts), status = 1;
+    const char *const *texts = ro->prompts;
+    int np = ro->prompts ? ro->n_prompts : pdq_ptq_verify_prompts(&texts), status = 1, steps = ro->verify_steps;
     int32_t *ids[16] = {0};
     int lens[16] = {0};
     if (np > 16) np = 16;
@@ -277,7 +277,7 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
         }
     }
     pdq_ptq_verify_result v;
-    if (verify_export(src_dir, cdir, whole, ro->verify_steps, threads, &v)) return 1;
+    if (verify_export(src_dir, cdir, whole, ro, threads, &v)) return 1;
 
     snprintf(path, sizeof path, "%s/report.json", outdir);
     cJSON *root = read_json(path);

@@ -126,8 +126,8 @@ int quantize_preflight(quantize_plan *p, const pdq_model *m) {
 }
 
 int quantize_check_verify(const char *src, const pdq_ptq_run_opts *ro) {
-    const char *const *texts;
-    int np = pdq_ptq_verify_prompts(&texts), longest = 0;
+    const char *const *texts = ro->prompts;
+    int np = ro->prompts ? ro->n_prompts : pdq_ptq_verify_prompts(&texts), longest = 0;
     pdq_tokenizer *tok = NULL;
     pdq_status st = {0};
     if (pdq_tokenizer_load(src, &tok, &st) != PDQ_OK) {

@@ -25,6 +25,15 @@ int pdq_ptq_verify_prompts(const char *const **prompts) {
     return N_PROMPTS;
 }
 
+/* The run's prompts: the caller's (the first lines of its evaluation text) or the fixed ones. */
+static int run_prompts(const pdq_ptq_run_opts *o, const char *const **prompts) {
+    if (o->prompts && o->n_prompts > 0) {
+        *prompts = o->prompts;
+        return o->n_prompts < PDQ_PTQ_MAX_PROMPTS ? o->n_prompts : PDQ_PTQ_MAX_PROMPTS;
+    }
+    return pdq_ptq_verify_prompts(prompts);
+}
+
 void pdq_ptq_run_opts_default(pdq_ptq_run_opts *o) {
     memset(o, 0, sizeof *o);
     pdq_ptq_opts_default(&o->po);
@@ -125,8 +134,10 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
     FILE *out = file ? file : stdout;
     pdq_model *ref = NULL;
     pdq_tokenizer *tok = NULL;
-    int32_t *w = NULL, *pids[N_PROMPTS] = {0};
-    int plen[N_PROMPTS] = {0};
+    int32_t *w = NULL, *pids[PDQ_PTQ_MAX_PROMPTS] = {0};
+    int plen[PDQ_PTQ_MAX_PROMPTS] = {0};
+    const char *const *prompts;
+    int np = run_prompts(o, &prompts);
     variant var[2];
     memset(var, 0, sizeof var);
     int nvar = o->compare_calib ? 2 : 1;
@@ -139,9 +150,9 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
     pdq_code rc = pdq_model_load(src_dir, &ref, st);
     if (rc == PDQ_OK) pdq_set_threads(ref, m->n_threads);
     if (rc == PDQ_OK) rc = pdq_tokenizer_load(src_dir, &tok, st);
-    for (int i = 0; i < N_PROMPTS && rc == PDQ_OK; i++) {
+    for (int i = 0; i < np && rc == PDQ_OK; i++) {
         size_t n;
-        rc = pdq_tokenizer_encode(tok, k_prompts[i], strlen(k_prompts[i]), 1, &pids[i], &n, st);
+        rc = pdq_tokenizer_encode(tok, prompts[i], strlen(prompts[i]), 1, &pids[i], &n, st);
         plen[i] = (int)n;
     }
     if (rc == PDQ_OK) rc = pdq_calib_windows(calib, n_calib, o->nsamples, o->max_seq, bos, o->seed, &w, st);
@@ -149,7 +160,7 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
     if (rc == PDQ_OK && eval) rc = pdq_ptq_ppl_static(ref, o->max_seq, &o->so, NULL, eval, n_eval, "ppl fp32 static", &ppl_fp, st);
     if (rc == PDQ_OK && eval) rc = pdq_ptq_ppl_static(m, o->max_seq, &o->so, NULL, eval, n_eval, "ppl weight-only static", &ppl_w, st);
     if (rc == PDQ_OK)
-        rc = pdq_ptq_verify(ref, m, o->max_seq, &o->so, NULL, (const int32_t *const *)pids, plen, N_PROMPTS,
+        rc = pdq_ptq_verify(ref, m, o->max_seq, &o->so, NULL, (const int32_t *const *)pids, plen, np,
                             o->verify_steps, &vw, st);
     if (rc == PDQ_OK) pdq_ptq_quantize_norms(m);
     for (int k = 0; k < nvar && rc == PDQ_OK; k++) {
@@ -159,7 +170,7 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
             rc = pdq_ptq_ppl_static(m, o->max_seq, &o->so, var[k].p, eval, n_eval, lab, &var[k].ppl, st);
         }
         if (rc == PDQ_OK)
-            rc = pdq_ptq_verify(ref, m, o->max_seq, &o->so, var[k].p, (const int32_t *const *)pids, plen, N_PROMPTS,
+            rc = pdq_ptq_verify(ref, m, o->max_seq, &o->so, var[k].p, (const int32_t *const *)pids, plen, np,
                                 o->verify_steps, &var[k].v, st);
     }
     if (rc == PDQ_OK) {
@@ -179,7 +190,7 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
     char int_skip[512] = "";
     if (rc == PDQ_OK)
         rc = pdq_compare_int_fake(ref, m, outdir, var[0].p, o->max_seq, &o->so, m->n_threads, eval, n_eval,
-                                  (const int32_t *const *)pids, plen, N_PROMPTS, o->verify_steps, &icmp, &vi, st);
+                                  (const int32_t *const *)pids, plen, np, o->verify_steps, &icmp, &vi, st);
     if (rc == PDQ_ERR_UNSUPPORTED) { /* e.g. group-wise weights: no integer graphs, the rest stands */
         snprintf(int_skip, sizeof int_skip, "%s", st->msg);
         rc = PDQ_OK;
@@ -203,7 +214,7 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
         if (!int_skip[0])
             fprintf(out, "%-34s %10.4f %10.4g %10.4g %10.4g %7.1f%%\n", "full, integer execution", eval ? icmp.ppl_int : 0.0,
                     vi.mean_abs, vi.max_abs, vi.peir, 100 * vi.top1);
-        fprintf(out, "(verify: %d prompts x (prefill + %d decode steps) against the FP32 reference)\n", N_PROMPTS,
+        fprintf(out, "(verify: %d prompts x (prefill + %d decode steps) against the FP32 reference)\n", np,
                 o->verify_steps);
         if (int_skip[0]) fprintf(out, "integer execution not measured: %s\n", int_skip);
         else
@@ -257,12 +268,12 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
         }
         cJSON *cont = cJSON_AddArrayToObject(act, "continuations");
         fprintf(out, "\ngreedy continuations (%d tokens): FP32 reference | quantized static\n", o->verify_steps + 1);
-        for (int i = 0; i < N_PROMPTS; i++) {
+        for (int i = 0; i < np; i++) {
             char *a = decode_text(tok, var[0].v.tok_ref[i], o->verify_steps + 1);
             char *b = decode_text(tok, var[0].v.tok_quant[i], o->verify_steps + 1);
-            fprintf(out, "  %s\n    fp32: %s\n    quant: %s\n", k_prompts[i], a, b);
+            fprintf(out, "  %s\n    fp32: %s\n    quant: %s\n", prompts[i], a, b);
             cJSON *c = cJSON_CreateObject();
-            cJSON_AddStringToObject(c, "prompt", k_prompts[i]);
+            cJSON_AddStringToObject(c, "prompt", prompts[i]);
             cJSON_AddStringToObject(c, "fp32", a);
             cJSON_AddStringToObject(c, "quantized", b);
             cJSON_AddItemToArray(cont, c);
@@ -277,7 +288,7 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
     }
     pdq_ptq_verify_free(&vw);
     pdq_ptq_verify_free(&vi);
-    for (int i = 0; i < N_PROMPTS; i++) free(pids[i]);
+    for (int i = 0; i < np; i++) free(pids[i]);
     free(w);
     pdq_tokenizer_free(tok);
     pdq_model_free(ref);

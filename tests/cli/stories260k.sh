@@ -24,4 +24,15 @@ check tokenize-json "grep -q '\"ids\": \[1, ' <<<\"\$ids\""
 ppl=$("$PDQ" ppl --model $M --text data/tinystories-260k/test.txt --max-len 256 --stride 256 --json --threads 1)
 # Text sampled from the model itself at temperature 1: its perplexity is low but not trivial.
 check ppl-range "python3 -c 'import json,sys; p=json.loads(sys.argv[1])[\"ppl\"]; sys.exit(0 if 1.5 < p < 20 else 1)' '$ppl'"
+
+# quantize verifies on prompts from the model's own domain: the first 4 non-empty lines of
+# --eval, 8 words each (an independent awk cut of the same file), not the fixed Bible verses.
+head -c 4000 data/tinystories-260k/test.txt >"$tmp/eval.txt"
+"$PDQ" quantize --model $M --method rtn --wbits 8 --abits int16 --calib "$tmp/eval.txt" --eval "$tmp/eval.txt" \
+    --max-seq 64 --nsamples 2 --verify-steps 4 --threads 1 --quiet --out "$tmp/q" >/dev/null 2>"$tmp/q.err"
+awk 'NF { n = NF < 8 ? NF : 8; s = $1; for (i = 2; i <= n; i++) s = s " " $i; print s; if (++k == 4) exit }' \
+    "$tmp/eval.txt" >"$tmp/want-prompts"
+jq -r '.. | objects | select(has("continuations")) | .continuations[].prompt' "$tmp/q/report.json" >"$tmp/got-prompts" 2>/dev/null
+check verify-prompts-domain "[ -s '$tmp/want-prompts' ] && cmp -s '$tmp/want-prompts' '$tmp/got-prompts' &&
+    grep -q 'verify prompts: the first 4 lines of' '$tmp/q.err'"
 exit $fail
