@@ -169,9 +169,6 @@ int cmd_quantize(int argc, char **argv) {
     if ((status = quantize_preflight(&plan, m)) != 0) goto done;
     if ((abits != PDQ_ADT_FLOAT || export) && quantize_prompts_load(evalf ? evalf : calib, &prompts, &ro)) goto done;
     if ((abits != PDQ_ADT_FLOAT || export) && (status = quantize_check_verify(dir, &ro)) != 0) goto done;
-    if (prompts.file)
-        fprintf(stderr, "pdq quantize: verify prompts: the first %d line%s of %s (%d words each)\n", prompts.n,
-                prompts.n > 1 ? "s" : "", prompts.file, QUANTIZE_PROMPT_WORDS);
     status = 1;
     int bos = -1;
     t0 = pdq_now();
@@ -212,6 +209,9 @@ int cmd_quantize(int argc, char **argv) {
         if (eval_tokens > 0 && (size_t)eval_tokens < n_eval) n_eval = (size_t)eval_tokens;
     }
     quantize_print_config(&plan, m, stderr);
+    if (prompts.file)
+        fprintf(stderr, "  verify       the first %d line%s of %s (%d words each) as prompts\n", prompts.n,
+                prompts.n > 1 ? "s" : "", prompts.file, QUANTIZE_PROMPT_WORDS);
     if (evalf) {
         ev.has = 1;
         ev.file = evalf;

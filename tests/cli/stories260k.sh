@@ -34,5 +34,5 @@ awk 'NF { n = NF < 8 ? NF : 8; s = $1; for (i = 2; i <= n; i++) s = s " " $i; pr
     "$tmp/eval.txt" >"$tmp/want-prompts"
 jq -r '.. | objects | select(has("continuations")) | .continuations[].prompt' "$tmp/q/report.json" >"$tmp/got-prompts" 2>/dev/null
 check verify-prompts-domain "[ -s '$tmp/want-prompts' ] && cmp -s '$tmp/want-prompts' '$tmp/got-prompts' &&
-    grep -q 'verify prompts: the first 4 lines of' '$tmp/q.err'"
+    grep -q 'verify  *the first 4 lines of .* as prompts' '$tmp/q.err'"
 exit $fail
