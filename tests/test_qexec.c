@@ -152,6 +152,9 @@ static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, i
 static void test_fc(void **state) {
     (void)state;
     fc_case(PDQ_TI16, PDQ_TU4, 3, 37, 19, 0, 0, 1);     /* decode-like, odd lengths */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 2048 + 37, 21, 0, 0, 7); /* decode on packed nibbles (VNNI): 64-column chunks + tail */
+    fc_case(PDQ_TI16, PDQ_TU4, 3, 128, 8, 0, 1, 8);     /* packed, no tail, exact sums out */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 40000, 4, 1, 1, 9);   /* packed past the int32 lane flush (32768 columns) */
     fc_case(PDQ_TI16, PDQ_TU4, 42, 256, 35, 0, 0, 2);   /* prefill-like, tails of 2 rows and 3 channels */
     fc_case(PDQ_TI16, PDQ_TU8, 5, 300, 17, 0, 1, 3);    /* uint8 weights, float output: the exact sums */
     fc_case(PDQ_TU8, PDQ_TU8, 4, 70, 9, 0, 0, 4);       /* uint8 activations with a zero point */

@@ -302,6 +302,8 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     size_t nw = (size_t)p->fout * p->fin;
     for (size_t i = 0; i < nw; i++)
         if (wd[i] > hi) return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s: code %d > %d", w->name, wd[i], hi);
+    if (w->dtype == PDQ_TU4 && x->simd == 2 && p->rows < 4 && p->fout >= 4 && pdq_qx_u4p_pack(p))
+        return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: packed copy of %s", w->name);
     return PDQ_OK;
 }
 
@@ -331,7 +333,12 @@ static void fc_task(void *vc, int task, int thread) {
         for (int m = 0; m < p->rows;) {
             int64_t acc[16];
             int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
-            if (nm == 4 && nr == 4) {
+            if (nm == 1 && nr == 4 && p->w4) { /* decode: packed nibbles, then the tail columns */
+                pdq_qx_dot4_u4p_vnni(p, p->xp + (size_t)m * p->k64, r, acc);
+                for (int j = 0; j < 4 && p->k64 < in; j++)
+                    acc[j] += pdq_qx_dot_u8_scalar(c->xs + (size_t)m * in + p->k64, p->w + (size_t)(r + j) * in + p->k64,
+                                                   in - p->k64);
+            } else if (nm == 4 && nr == 4) {
                 pdq_qx_tile4x4_u8_vnni(c->xs + (size_t)m * in, (size_t)in, p->w + (size_t)r * in, (size_t)in, in, acc);
             } else if (nm == 4) {
                 (simd == 2 ? pdq_qx_tile4x2_u8_vnni : pdq_qx_tile4x2_u8_avx2)(c->xs + (size_t)m * in, (size_t)in,
@@ -407,5 +414,7 @@ void pdq_qx_fc_run(pdq_qexec *x, int oi) {
             for (int k = 0; k < p->fin; k++) s += xm[k];
             p->sumx[m] = s;
         }
+    if (p->w4)
+        for (int m = 0; m < p->rows; m++) pdq_qx_u4p_planes(p, c.xs + (size_t)m * p->fin, p->xp + (size_t)m * p->k64);
     pdq_qx_par(x, tasks, fc_task, &c);
 }

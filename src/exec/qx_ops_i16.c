@@ -16,6 +16,8 @@ void pdq_qx_prep_free(qx_prep *p) {
     free(p->zw);
     free(p->sw);
     free(p->xs);
+    free(p->w4);
+    free(p->xp);
     free(p->sumx);
     free(p->table);
     free(p->exp_tab);
