@@ -87,6 +87,7 @@ typedef struct pdq_graph {
     int n_ops, cap_ops;
     int *inputs, n_inputs, cap_inputs;     /* ordered graph inputs (tensor ids) */
     int *outputs, n_outputs, cap_outputs;  /* ordered graph outputs */
+    int *name_index, cap_index;            /* open-addressing table of tensor ids by name (-1: empty) */
 } pdq_graph;
 
 const char *pdq_op_name(pdq_op_type t);          /* "FULLY_CONNECTED", ... */
