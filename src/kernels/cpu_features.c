@@ -19,3 +19,21 @@ int pdq_cpu_has_avx512(void) {
     return 0;
 #endif
 }
+
+int pdq_cpu_has_avx512_vnni(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return pdq_cpu_has_avx512() && __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
+
+int pdq_cpu_has_avx_vnni(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return pdq_cpu_has_avx2_fma() && __builtin_cpu_supports("avxvnni");
+#else
+    return 0;
+#endif
+}
