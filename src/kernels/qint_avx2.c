@@ -1,6 +1,47 @@
+/* AVX2 kernels of the integer path, with and without AVX-VNNI (qint_avx2_body.h, compiled once
+ * per variant); the same structure as the AVX-512 kernels (qint_avx512.c) at half the width.
+ * Compiled per function for the target, called only after run-time detection. */
+#include <string.h>
+
 #include "kernels/qint_internal.h"
-/* TEMP stubs */
-void qi_gemv_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y) { qi_gemv_scalar(w, p, xt, r0, r1, y); }
-void qi_gemv_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y) { qi_gemv_scalar(w, p, xt, r0, r1, y); }
-void qi_tile_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni, const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y, size_t ystride) {(void)w;(void)p;(void)xr;(void)ni;(void)panels;(void)pscales;(void)np;(void)nrows;(void)y;(void)ystride;}
-void qi_tile_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni, const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y, size_t ystride) {(void)w;(void)p;(void)xr;(void)ni;(void)panels;(void)pscales;(void)np;(void)nrows;(void)y;(void)ystride;}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+typedef struct {
+    const uint8_t *row[4], *zero[4];
+    const float *scale[4];
+} rows4;
+
+static void rows4_init(const pdq_qmatrix *w, int r, int nr, rows4 *p) {
+    for (int k = 0; k < 4; k++) {
+        int rk = r + (k < nr ? k : nr - 1);
+        p->row[k] = w->codes + (size_t)rk * w->row_bytes;
+        p->zero[k] = w->zeros + (size_t)rk * w->ngroups;
+        p->scale[k] = w->scales + (size_t)rk * w->ngroups;
+    }
+}
+
+/* Four rows' epilogue state, one row per lane (see qint_avx512.c). */
+typedef struct {
+    __m128 y, t;
+    __m128i z;
+    int g;
+} epi4;
+
+#define QI_VNNI 0
+#define QI_TARGET __attribute__((target("avx2,fma")))
+#define QI_NAME(x) x##_avx2
+#include "kernels/qint_avx2_body.h"
+#undef QI_VNNI
+#undef QI_TARGET
+#undef QI_NAME
+
+#define QI_VNNI 1
+#define QI_TARGET __attribute__((target("avx2,fma,avxvnni")))
+#define QI_NAME(x) x##_avx2_vnni
+#include "kernels/qint_avx2_body.h"
+#undef QI_VNNI
+#undef QI_TARGET
+#undef QI_NAME
+#endif

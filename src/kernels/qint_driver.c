@@ -7,15 +7,11 @@
 #include "kernels/qint_internal.h"
 #include "kernels/qkernel_internal.h"
 
-#ifndef QI_MAX_LEVEL
-#define QI_MAX_LEVEL 1
-#endif
 int qi_level(const pdq_qctx *ctx) {
-    if ((ctx && ctx->force_scalar) || !pdq_cpu_has_avx2_fma() || QI_MAX_LEVEL == 0) return QI_SCALAR;
+    if ((ctx && ctx->force_scalar) || !pdq_cpu_has_avx2_fma()) return QI_SCALAR;
 #if defined(__x86_64__) || defined(__i386__)
     int vnni = !(ctx && ctx->no_vnni);
     if (vnni && !(ctx && ctx->no_avx512) && pdq_cpu_has_avx512_vnni()) return QI_AVX512_VNNI;
-    if (QI_MAX_LEVEL < 3) return QI_SCALAR;
     if (vnni && pdq_cpu_has_avx_vnni()) return QI_AVX2_VNNI;
     return QI_AVX2;
 #else
@@ -23,9 +19,6 @@ int qi_level(const pdq_qctx *ctx) {
 #endif
 }
 
-#ifndef QI_MAX_LEVEL
-#define QI_MAX_LEVEL 0 /* TEMP while the SIMD kernels are written */
-#endif
 #define GEMV_CHUNK 32                 /* output rows per task (a multiple of the GEMVs' 4) */
 #define GEMM_CHUNK (QI_PANEL * QI_TILE_P) /* weight rows per GEMM task: the panels of one tile */
 
