@@ -56,7 +56,7 @@ QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const u
     const int8_t *planes = qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
-    size_t rb = w->row_bytes, pf = 8 * rb;
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
     for (int r = r0; r < r1; r += 4) {
         int nr = r1 - r < 4 ? r1 - r : 4;
         rows4 p;
@@ -68,7 +68,7 @@ QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const u
             __m256i va[4], vb[4];
             if (off + 64 <= rb) {
                 for (int k = 0; k < 4; k++) {
-                    _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T1);
                     QI_NAME(step_row)(p.row[k] + off, x4, &va[k], &vb[k]);
                 }
             } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */

@@ -65,7 +65,7 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
     const int8_t *planes = qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
-    size_t rb = w->row_bytes, pf = 8 * rb; /* prefetch two row blocks ahead */
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
     for (int r = r0; r < r1; r += 4) {
         int nr = r1 - r < 4 ? r1 - r : 4;
         rows4 p;
@@ -79,7 +79,7 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
             __m512i v[4];
             if (off + 64 <= rb) {
                 for (int k = 0; k < 4; k++) {
-                    _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T1);
                     v[k] = step_row(_mm512_loadu_si512(p.row[k] + off), xhe, xho, xle, xlo);
                 }
             } else { /* the row's last bytes: past them lie the next row or the buffer's end */

@@ -48,6 +48,11 @@ static inline const float *qi_xs(const qi_plan *p, const uint8_t *xt) { return (
 static inline const int32_t *qi_sx(const qi_plan *p, const uint8_t *xt) { return (const int32_t *)(xt + p->off_sx); }
 static inline int qi_last_in_group(const qi_plan *p, int b) { return (b + 1) % p->bpg == 0 || b + 1 == p->nblocks; }
 
+/* How far ahead the GEMVs prefetch codes (into L2): whole rows, about 20 KiB. Rows are short (1 KiB
+ * for 2048 columns) and four are read at once, too short for the hardware streamer on its own;
+ * measured on TinyLlama shapes from DRAM, 20 KiB to L2 beat 8 rows to L1 by 10-30 %. */
+static inline size_t qi_prefetch_bytes(size_t rb) { return (20480 + rb - 1) / rb * rb; }
+
 /* Rows [r0, r1) of y for one prepared row (GEMV). */
 typedef void (*qi_gemv_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 
