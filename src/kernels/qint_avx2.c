@@ -37,6 +37,14 @@ typedef struct {
 #undef QI_TARGET
 #undef QI_NAME
 
+/* acc + the 16-bit dot products of a and b, as _mm256_dpwssd_avx_epi32 (VEX-coded, AVX-VNNI):
+ * tied asm operand for the reason given at dpwssd in qint_avx512.c (GCC copies the intrinsic's
+ * accumulators twice per iteration). */
+__attribute__((target("avx2,fma,avxvnni"))) static inline __m256i dpwssd_vex(__m256i acc, __m256i a, __m256i b) {
+    __asm__("{vex} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+    return acc;
+}
+
 #define QI_VNNI 1
 #define QI_TARGET __attribute__((target("avx2,fma,avxvnni")))
 #define QI_NAME(x) x##_avx2_vnni

@@ -134,8 +134,8 @@ QI_TARGET void QI_NAME(qi_tile)(const pdq_qmatrix *w, const qi_plan *pl, const u
 #if QI_VNNI
 #define QI_X(i)                                        \
     xb = _mm256_set1_epi32(x##i[j]);                   \
-    a##i = _mm256_dpwssd_avx_epi32(a##i, wl, xb);      \
-    b##i = _mm256_dpwssd_avx_epi32(b##i, wh, xb);
+    a##i = dpwssd_vex(a##i, wl, xb);                   \
+    b##i = dpwssd_vex(b##i, wh, xb);                  
 #else
 #define QI_X(i)                                                    \
     xb = _mm256_set1_epi32(x##i[j]);                               \
