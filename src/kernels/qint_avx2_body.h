@@ -135,7 +135,7 @@ QI_TARGET void QI_NAME(qi_tile)(const pdq_qmatrix *w, const qi_plan *pl, const u
 #define QI_X(i)                                        \
     xb = _mm256_set1_epi32(x##i[j]);                   \
     a##i = dpwssd_vex(a##i, wl, xb);                   \
-    b##i = dpwssd_vex(b##i, wh, xb);                  
+    b##i = dpwssd_vex(b##i, wh, xb);
 #else
 #define QI_X(i)                                                    \
     xb = _mm256_set1_epi32(x##i[j]);                               \

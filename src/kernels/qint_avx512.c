@@ -7,6 +7,9 @@
  * int16 pairs, so vpdpwssd against one broadcast pair of xq accumulates 16 rows at once and a
  * block needs no horizontal sum at all. Compiled per function for the target, called only after
  * run-time detection. */
+#include <float.h>
+#include <math.h>
+
 #include "kernels/qint_internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -220,5 +223,56 @@ QI_AVX512 void qi_panel_decode_avx512(const pdq_qmatrix *w, const qi_plan *pl, i
             _mm512_store_si512(panel + (size_t)(4 * q + jj) * QI_PANEL, _mm512_sub_epi16(word, z));
         }
     }
+}
+/* qi_prepare_x, vectorized: the same max, the same float division and half-to-even rounding
+ * (IEEE operations, so the same xq), the same clamping and sums. */
+QI_AVX512 void qi_prepare_x_avx512(const pdq_qmatrix *w, const qi_plan *pl, const float *x, uint8_t *out, int planes) {
+    int16_t *xq = (int16_t *)out;
+    float *xs = (float *)(out + pl->off_xs);
+    int32_t *sx = (int32_t *)(out + pl->off_sx);
+    const __m512 big = _mm512_set1_ps(FLT_MAX), qmax = _mm512_set1_ps(32767.0f), qmin = _mm512_set1_ps(-32767.0f);
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    for (int b = 0; b < pl->nblocks; b++) {
+        int c0 = b * pl->B, c1 = c0 + pl->B < w->cols ? c0 + pl->B : w->cols, nv = (c1 - c0 + 15) / 16;
+        __m512 v[8];
+        __m512 m = _mm512_setzero_ps();
+        __mmask16 bad = 0;
+        for (int k = 0; k < nv; k++) {
+            int c = c0 + 16 * k, left = c1 - c;
+            __mmask16 lm = (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1);
+            v[k] = w->perm ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, _mm512_maskz_loadu_epi32(lm, w->perm + c), x, 4)
+                           : _mm512_maskz_loadu_ps(lm, x + c);
+            __m512 a = _mm512_andnot_ps(sign, v[k]);
+            bad |= _mm512_cmp_ps_mask(a, big, _CMP_NLE_UQ); /* Inf or NaN */
+            m = _mm512_max_ps(m, a);
+        }
+        float mx = _mm512_reduce_max_ps(m);
+        float sc = bad ? NAN : mx / 32767.0f;
+        __m512i sum = _mm512_setzero_si512();
+        for (int k = 0; k < nv; k++) {
+            __m512i q = _mm512_setzero_si512();
+            if (!bad && sc > 0.0f) {
+                __m512 r = _mm512_roundscale_ps(_mm512_div_ps(v[k], _mm512_set1_ps(sc)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                q = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(r, qmin), qmax));
+            }
+            sum = _mm512_add_epi32(sum, q);
+            _mm256_storeu_si256((__m256i *)(xq + c0 + 16 * k), _mm512_cvtepi32_epi16(q));
+        }
+        xs[b] = sc;
+        sx[b] = _mm512_reduce_add_epi32(sum);
+    }
+    for (int c = pl->nblocks * pl->B; c < pl->ncolp; c++) xq[c] = 0;
+    if (!planes) return;
+    int8_t *dst = (int8_t *)(out + pl->off_planes);
+    for (int s = 0; s < pl->nsteps; s++, dst += 256)
+        for (int k = 0; k < 4; k++) { /* 16 column pairs: one int32 per pair, even column low */
+            __m512i pr = _mm512_loadu_si512(xq + s * QI_STEP + 32 * k);
+            __m512i ev = _mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16), od = _mm512_srai_epi32(pr, 16);
+            __m512i m8 = _mm512_set1_epi32(0xFF);
+            _mm_storeu_si128((__m128i *)(dst + 16 * k), _mm512_cvtepi32_epi8(_mm512_srai_epi32(ev, 8)));
+            _mm_storeu_si128((__m128i *)(dst + 64 + 16 * k), _mm512_cvtepi32_epi8(_mm512_srai_epi32(od, 8)));
+            _mm_storeu_si128((__m128i *)(dst + 128 + 16 * k), _mm512_cvtepi32_epi8(_mm512_and_si512(ev, m8)));
+            _mm_storeu_si128((__m128i *)(dst + 192 + 16 * k), _mm512_cvtepi32_epi8(_mm512_and_si512(od, m8)));
+        }
 }
 #endif

@@ -84,8 +84,15 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     int gemm = n > 1 && c.level != QI_SCALAR;
     uint8_t *xt = alloc64((size_t)n * p->stride);
     if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %zu bytes", n, p->stride);
-    for (int i = 0; i < n; i++)
-        qi_prepare_x(w, p, x + (size_t)i * w->cols, xt + (size_t)i * p->stride, !gemm && c.level != QI_SCALAR);
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (size_t)i * w->cols;
+        uint8_t *o = xt + (size_t)i * p->stride;
+        int planes = !gemm && c.level != QI_SCALAR;
+#if defined(__x86_64__) || defined(__i386__)
+        if (c.level == QI_AVX512_VNNI) { qi_prepare_x_avx512(w, p, xi, o, planes); continue; }
+#endif
+        qi_prepare_x(w, p, xi, o, planes);
+    }
     c.xt = xt;
     pdq_code rc = PDQ_OK;
     if (!gemm) {

@@ -78,6 +78,7 @@ void qi_gemv_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt
  * ystride + k] for the first nrows rows. */
 #define QI_TILE_X 4
 #define QI_TILE_P 4
+void qi_prepare_x_avx512(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
 void qi_panel_decode_avx512(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
                             int32_t *zt);
 typedef void (*qi_tile_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,
