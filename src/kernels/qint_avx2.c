@@ -41,7 +41,7 @@ typedef struct {
  * tied asm operand for the reason given at dpwssd in qint_avx512.c (GCC copies the intrinsic's
  * accumulators twice per iteration). */
 __attribute__((target("avx2,fma,avxvnni"))) static inline __m256i dpwssd_vex(__m256i acc, __m256i a, __m256i b) {
-    __asm__("{vex} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+    __asm__("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
     return acc;
 }
 
