@@ -26,7 +26,7 @@ static void rows4_init(const pdq_qmatrix *w, int r, int nr, rows4 *p) {
 typedef struct {
     __m128 y, t;
     __m128i z;
-    int g;
+    int g, left;  /* current group, its blocks still to come */
 } epi4;
 
 #define QI_VNNI 0

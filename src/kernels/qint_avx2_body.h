@@ -38,14 +38,15 @@ QI_TARGET static inline __m256i QI_NAME(reduce4)(const __m256i *v) {
 
 QI_TARGET static inline void QI_NAME(epi4_block)(epi4 *e, const rows4 *p, const qi_plan *pl, const float *xs,
                                                  const int32_t *sx, int b, __m128i s) {
-    int g = b / pl->bpg;
-    if (g != e->g) {
+    if (e->left == 0) { /* counted, not divided: see qint_avx512.c */
+        int g = ++e->g;
         e->z = _mm_setr_epi32(p->zero[0][g], p->zero[1][g], p->zero[2][g], p->zero[3][g]);
-        e->g = g;
+        e->left = pl->nblocks - b < pl->bpg ? pl->nblocks - b : pl->bpg;
     }
     s = _mm_sub_epi32(s, _mm_mullo_epi32(e->z, _mm_set1_epi32(sx[b])));
     e->t = _mm_fmadd_ps(_mm_set1_ps(xs[b]), _mm_cvtepi32_ps(s), e->t);
-    if (qi_last_in_group(pl, b)) {
+    if (--e->left == 0) {
+        int g = e->g;
         __m128 sc = _mm_setr_ps(p->scale[0][g], p->scale[1][g], p->scale[2][g], p->scale[3][g]);
         e->y = _mm_fmadd_ps(sc, e->t, e->y);
         e->t = _mm_setzero_ps();
@@ -61,7 +62,8 @@ QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const u
         int nr = r1 - r < 4 ? r1 - r : 4;
         rows4 p;
         rows4_init(w, r, nr, &p);
-        epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1};
+        epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
+        for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / rb));
         for (int s = 0; s < pl->nsteps; s++) {
             size_t off = (size_t)s * 64;
             const int8_t *x4 = planes + (size_t)s * 256;

@@ -9,6 +9,7 @@
  * run-time detection. */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "kernels/qint_internal.h"
 
@@ -40,27 +41,58 @@ static void rows4_init(const pdq_qmatrix *w, int r, int nr, rows4 *p) {
 }
 
 /* The epilogue of one block for four rows (lanes): S = sum - zero * sum(xq), t += xs * S, and at
- * the group's end y += scale * t. */
+ * the group's end y += scale * t. Blocks come in order; the group and the blocks left in it are
+ * counted, not divided out (two integer divisions per block cost more than the block's dot
+ * products). */
 typedef struct {
     __m128 y, t;
     __m128i z;
-    int g;
+    int g, left;  /* current group, its blocks still to come */
 } epi4;
 
 QI_AVX512 static inline void epi4_block(epi4 *e, const rows4 *p, const qi_plan *pl, const float *xs,
                                         const int32_t *sx, int b, __m128i s) {
-    int g = b / pl->bpg;
-    if (g != e->g) {
+    if (e->left == 0) {
+        int g = ++e->g;
         e->z = _mm_setr_epi32(p->zero[0][g], p->zero[1][g], p->zero[2][g], p->zero[3][g]);
-        e->g = g;
+        e->left = pl->nblocks - b < pl->bpg ? pl->nblocks - b : pl->bpg;
     }
     s = _mm_sub_epi32(s, _mm_mullo_epi32(e->z, _mm_set1_epi32(sx[b])));
     e->t = _mm_fmadd_ps(_mm_set1_ps(xs[b]), _mm_cvtepi32_ps(s), e->t);
-    if (qi_last_in_group(pl, b)) {
+    if (--e->left == 0) {
+        int g = e->g;
         __m128 sc = _mm_setr_ps(p->scale[0][g], p->scale[1][g], p->scale[2][g], p->scale[3][g]);
         e->y = _mm_fmadd_ps(sc, e->t, e->y);
         e->t = _mm_setzero_ps();
     }
+}
+
+/* Groups of 32 (one block each), four whole groups g0..g0+3 of four rows at once, in lane 4j + k
+ * (group g0 + j, row k) as q has them: the same S, t = fmaf(xs, S, 0) and then, group by group,
+ * y = fmaf(scale, t, y) as epi4_block, with the per-block loads done once per step. */
+QI_AVX512 static inline void epi16_groups32(epi4 *e, const rows4 *p, const float *xs, const int32_t *sx, int g0,
+                                            __m512i q) {
+    const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    /* dword k: row k's zeros of g0..g0+3, loaded in place (a stack copy read back as one vector
+     * waited on four narrow stores: a quarter of the GEMV's time) */
+    __m128i z01 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[0] + g0), _mm_loadu_si32(p->zero[1] + g0));
+    __m128i z23 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[2] + g0), _mm_loadu_si32(p->zero[3] + g0));
+    __m128i zb = _mm_unpacklo_epi64(z01, z23);
+    __m512i z = _mm512_permutexvar_epi32(transpose, _mm512_cvtepu8_epi32(zb));
+    __m512i sxv = _mm512_permutexvar_epi32(lane_j, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(sx + g0))));
+    __m512 xsv = _mm512_permutexvar_ps(lane_j, _mm512_castps128_ps512(_mm_loadu_ps(xs + g0)));
+    __m512 sc = _mm512_castps128_ps512(_mm_loadu_ps(p->scale[0] + g0));
+    sc = _mm512_insertf32x4(sc, _mm_loadu_ps(p->scale[1] + g0), 1);
+    sc = _mm512_insertf32x4(sc, _mm_loadu_ps(p->scale[2] + g0), 2);
+    sc = _mm512_insertf32x4(sc, _mm_loadu_ps(p->scale[3] + g0), 3);
+    sc = _mm512_permutexvar_ps(transpose, sc);
+    __m512i sv = _mm512_sub_epi32(q, _mm512_mullo_epi32(z, sxv));
+    __m512 t = _mm512_fmadd_ps(xsv, _mm512_cvtepi32_ps(sv), _mm512_setzero_ps());
+    e->y = _mm_fmadd_ps(_mm512_castps512_ps128(sc), _mm512_castps512_ps128(t), e->y);
+    e->y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 1), _mm512_extractf32x4_ps(t, 1), e->y);
+    e->y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 2), _mm512_extractf32x4_ps(t, 2), e->y);
+    e->y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 3), _mm512_extractf32x4_ps(t, 3), e->y);
 }
 
 /* One row's step: 16 int32 lanes, lane i the exact sum of code * xq over columns 8i..8i+7. */
@@ -81,25 +113,33 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
         int nr = r1 - r < 4 ? r1 - r : 4;
         rows4 p;
         rows4_init(w, r, nr, &p);
-        epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1};
+        epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
+        for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / rb));
         for (int s = 0; s < pl->nsteps; s++) {
             size_t off = (size_t)s * 64;
             const int8_t *x4 = planes + (size_t)s * 256;
             __m512i xhe = _mm512_loadu_si512(x4), xho = _mm512_loadu_si512(x4 + 64);
             __m512i xle = _mm512_loadu_si512(x4 + 128), xlo = _mm512_loadu_si512(x4 + 192);
-            __m512i v[4];
+            __m512i v0, v1, v2, v3; /* named: an array of them went through the stack */
             if (off + 64 <= rb) {
-                for (int k = 0; k < 4; k++) {
-                    _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T1);
-                    v[k] = step_row(_mm512_loadu_si512(p.row[k] + off), xhe, xho, xle, xlo);
-                }
+                _mm_prefetch((const char *)(p.row[0] + off + pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[1] + off + pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[2] + off + pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[3] + off + pf), _MM_HINT_T1);
+                v0 = step_row(_mm512_loadu_si512(p.row[0] + off), xhe, xho, xle, xlo);
+                v1 = step_row(_mm512_loadu_si512(p.row[1] + off), xhe, xho, xle, xlo);
+                v2 = step_row(_mm512_loadu_si512(p.row[2] + off), xhe, xho, xle, xlo);
+                v3 = step_row(_mm512_loadu_si512(p.row[3] + off), xhe, xho, xle, xlo);
             } else { /* the row's last bytes: past them lie the next row or the buffer's end */
                 __mmask64 m = _cvtu64_mask64(~0ull >> (64 - (rb - off)));
-                for (int k = 0; k < 4; k++) v[k] = step_row(_mm512_maskz_loadu_epi8(m, p.row[k] + off), xhe, xho, xle, xlo);
+                v0 = step_row(_mm512_maskz_loadu_epi8(m, p.row[0] + off), xhe, xho, xle, xlo);
+                v1 = step_row(_mm512_maskz_loadu_epi8(m, p.row[1] + off), xhe, xho, xle, xlo);
+                v2 = step_row(_mm512_maskz_loadu_epi8(m, p.row[2] + off), xhe, xho, xle, xlo);
+                v3 = step_row(_mm512_maskz_loadu_epi8(m, p.row[3] + off), xhe, xho, xle, xlo);
             }
             /* lane 4j + k of q: the sum over columns 32j..32j+31 of the step for row k */
-            __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
-            __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+            __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+            __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
             __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
             if (pl->B == 128) {
                 __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
@@ -111,6 +151,9 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
                 int b0 = 2 * s;
                 epi4_block(&e, &p, pl, xs, sx, b0, _mm512_castsi512_si128(h));
                 if (b0 + 1 < pl->nblocks) epi4_block(&e, &p, pl, xs, sx, b0 + 1, _mm512_extracti32x4_epi32(h, 1));
+            } else if (4 * s + 4 <= pl->nblocks) {
+                epi16_groups32(&e, &p, xs, sx, 4 * s, q);
+                e.g = 4 * s + 3; /* one block per group */
             } else {
                 int b0 = 4 * s;
                 epi4_block(&e, &p, pl, xs, sx, b0, _mm512_castsi512_si128(q));
