@@ -1,5 +1,7 @@
 /* Packed-kernel micro benchmark: GEMV bandwidth and GEMM throughput on TinyLlama-1.1B linear
- * shapes. build/bench_qmatmul [threads] [n_gemm]; prints one line per case (best of 5). */
+ * shapes. build/bench_qmatmul [threads] [n_gemm] [kernel] [group]; kernel: auto, scalar, avx2,
+ * avx2-int (no VNNI) or f32 (uint4 on the float kernels); group 0: per-channel. Prints one line
+ * per case (best of 5). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,21 +20,26 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 1, ngemm = argc > 2 ? atoi(argv[2]) : 128;
-    int scalar = argc > 3 ? atoi(argv[3]) : 0;
+    const char *kern = argc > 3 ? argv[3] : "auto";
+    int group = argc > 4 ? atoi(argv[4]) : 0;
     pdq_status st = {0};
     pdq_pool *pool = pdq_pool_create(threads, &st);
-    pdq_qctx ctx = {.pool = pool, .force_scalar = scalar};
+    pdq_qctx ctx = {.pool = pool, .force_scalar = strcmp(kern, "scalar") == 0,
+                    .no_avx512 = strcmp(kern, "avx2") == 0 || strcmp(kern, "avx2-int") == 0,
+                    .no_vnni = strcmp(kern, "avx2-int") == 0, .no_int = strcmp(kern, "f32") == 0};
+    printf("kernel %s, group %d, %d threads\n", pdq_qmatmul_path(&ctx), group, threads);
     static const int shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}};
     for (int t = 0; t < 2; t++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             int rows = shapes[s][0], cols = shapes[s][1];
             size_t rb = t == 0 ? (size_t)(cols + 1) / 2 : (size_t)cols;
-            uint8_t *codes = malloc((size_t)rows * rb), *zeros = malloc((size_t)rows);
-            float *scales = malloc(sizeof(float) * (size_t)rows);
+            int gr = group > 0 && group < cols ? group : cols, ng = (cols + gr - 1) / gr;
+            uint8_t *codes = malloc((size_t)rows * rb), *zeros = malloc((size_t)rows * ng);
+            float *scales = malloc(sizeof(float) * (size_t)rows * ng);
             for (size_t i = 0; i < (size_t)rows * rb; i++) codes[i] = (uint8_t)(i * 2654435761u >> 13);
-            for (int i = 0; i < rows; i++) { zeros[i] = t == 0 ? 8 : 128; scales[i] = 0.01f; }
+            for (int i = 0; i < rows * ng; i++) { zeros[i] = t == 0 ? 8 : 128; scales[i] = 0.01f; }
             pdq_qmatrix w;
-            if (pdq_qmatrix_init(&w, t == 0 ? PDQ_QT_U4 : PDQ_QT_U8, rows, cols, 0, codes, scales, zeros, NULL, "b", &st)) return 1;
+            if (pdq_qmatrix_init(&w, t == 0 ? PDQ_QT_U4 : PDQ_QT_U8, rows, cols, group, codes, scales, zeros, NULL, "b", &st)) return 1;
             float *x = malloc(sizeof(float) * (size_t)cols * ngemm), *y = malloc(sizeof(float) * (size_t)rows * ngemm);
             for (size_t i = 0; i < (size_t)cols * ngemm; i++) x[i] = (float)((i % 97) - 48) / 48.0f;
             double best1 = 1e9, bestn = 1e9;
@@ -49,7 +56,7 @@ int main(int argc, char **argv) {
                 if (t1 - t0 < bestn) bestn = t1 - t0;
             }
             double bestb = 1e9;
-            if (t == 0) {
+            if (t == 0 && getenv("BENCH_BLAS")) {
                 float *wf = malloc(sizeof(float) * (size_t)rows * cols);
                 for (size_t i = 0; i < (size_t)rows * cols; i++) wf[i] = (float)(i % 13) * 0.01f;
                 openblas_set_num_threads(threads);

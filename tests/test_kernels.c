@@ -85,7 +85,7 @@ static void reference(const kcase *k, const kmat *m, const float *x, int n, doub
 
 /* isa 0: the best path, 1: scalar, 2: AVX2 (no AVX-512) */
 static void run(const kmat *m, pdq_pool *pool, int isa, const float *x, int n, float *y) {
-    pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2};
+    pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2, .no_int = 1};
     pdq_status st = {0};
     assert_int_equal(pdq_qmatmul(&ctx, &m->w, x, n, y, &st), PDQ_OK);
 }

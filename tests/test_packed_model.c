@@ -87,7 +87,7 @@ static void same_bits_every_path(pdq_model *pk, const int32_t *ids) {
     pdq_set_threads(pk, 2);
     pk->kernel_path = 0;
     packed_logits(pk, ids, a);
-    static const int paths[][2] = {{1, 2}, {2, 2}, {0, 1}, {0, 3}, {1, 3}};
+    static const int paths[][2] = {{1, 2}, {2, 2}, {3, 2}, {0, 1}, {0, 3}, {1, 3}, {3, 1}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         pk->kernel_path = paths[i][0];
         pdq_set_threads(pk, paths[i][1]);

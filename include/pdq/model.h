@@ -51,7 +51,9 @@ typedef struct pdq_model {
     struct pdq_packed *packed;     /* packed model: owns the mapped checkpoint and the matrices */
     struct pdq_pool *pool;         /* packed model: workers for the packed kernels (pdq_set_threads) */
     int kernel_path;               /* packed model: 0 the fastest the CPU has, 1 scalar, 2 AVX2 (no
-                                      AVX-512); every path computes the same bits */
+                                      AVX-512), 3 AVX2 without VNNI; these compute the same bits.
+                                      4: the f32 kernels for uint4 too (A/B against the integer
+                                      path; differs from it in the last bits) */
 } pdq_model;
 
 /* Loads an HF checkpoint directory (config.json + safetensors, sharded or not; f32/bf16/f16

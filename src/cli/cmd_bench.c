@@ -20,7 +20,7 @@
 
 static const char *k_usage =
     "usage: pdq bench --model DIR [--model DIR ...] [-p LIST] [-n LIST] [-t LIST] [-r N]\n"
-    "                 [--decode-prompt N] [--kernel auto|avx2|scalar] [--json | -o md|json]\n"
+    "                 [--decode-prompt N] [--kernel auto|avx2|avx2-int|scalar|f32] [--json | -o md|json]\n"
     "  --model DIR      a HF checkpoint (f32 reference path) or a quantized OUTDIR (packed weight-only\n"
     "                   path); repeatable, or a comma-separated list\n"
     "  -p, --n-prompt   prefill lengths, comma-separated (default 128; 0 skips prefill)\n"
@@ -28,7 +28,9 @@ static const char *k_usage =
     "  -t, --threads    thread counts (default: all cores)\n"
     "  -r, --repetitions  timed runs per test (default 5), after one warm-up run\n"
     "  --decode-prompt N  prompt tokens before a decode test (default 16)\n"
-    "  --kernel K       packed kernels: auto (the fastest this CPU has), avx2 or scalar\n"
+    "  --kernel K       packed kernels: auto (the fastest this CPU has), avx2 (no AVX-512), avx2-int\n"
+    "                   (AVX2 without VNNI) or scalar, all the same bits; f32: uint4 weights on the\n"
+    "                   float kernels instead of the integer path (A/B; last bits differ)\n"
     "  --json, -o json  JSON rows (the format is documented in README.md, \"Packed weights\")\n";
 
 #define MAX_LIST 16
@@ -162,11 +164,16 @@ int cmd_bench(int argc, char **argv) {
         return 2;
     }
     int kpath = 0;
-    if (kern && strcmp(kern, "auto") != 0 && strcmp(kern, "scalar") != 0 && strcmp(kern, "avx2") != 0) {
-        fprintf(stderr, "pdq bench: --kernel takes auto, avx2 or scalar\n");
-        return 2;
+    static const char *const kernels[] = {"auto", "scalar", "avx2", "avx2-int", "f32"}; /* kernel_path 0..4 */
+    if (kern) {
+        kpath = -1;
+        for (int i = 0; i < 5; i++)
+            if (strcmp(kern, kernels[i]) == 0) kpath = i;
+        if (kpath < 0) {
+            fprintf(stderr, "pdq bench: --kernel takes auto, scalar, avx2, avx2-int or f32\n");
+            return 2;
+        }
     }
-    if (kern) kpath = strcmp(kern, "scalar") == 0 ? 1 : strcmp(kern, "avx2") == 0 ? 2 : 0;
     int P[MAX_LIST] = {128}, N[MAX_LIST] = {32}, Tn[MAX_LIST] = {pdq_default_threads()};
     int np = 1, nn = 1, nt = 1;
     if ((ps2 ? ps2 : ps) && (np = parse_list(ps2 ? ps2 : ps, P, MAX_LIST, 0, "-p")) < 0) return 2;
@@ -190,7 +197,8 @@ int cmd_bench(int argc, char **argv) {
     double *samples = calloc((size_t)(cap_rows + 1) * (size_t)reps, sizeof *samples);
     double *cpu_samples = calloc((size_t)(cap_rows + 1) * (size_t)reps, sizeof *cpu_samples);
     int nrows = 0, status = 0;
-    pdq_qctx probe = {.force_scalar = kpath == 1, .no_avx512 = kpath == 2};
+    pdq_qctx probe = {.force_scalar = kpath == 1, .no_avx512 = kpath == 2 || kpath == 3, .no_vnni = kpath == 3,
+                     .no_int = kpath == 4};
     const char *kernel = pdq_qmatmul_path(&probe);
     for (int mi = 0; rows && samples && cpu_samples && mi < nmod && !status; mi++) {
         pdq_status st = {0};

@@ -1,6 +1,10 @@
 /* Run-time CPU detection for the SIMD kernels. */
 #include "kernels/qmatmul.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 int pdq_cpu_has_avx2_fma(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
@@ -15,6 +19,27 @@ int pdq_cpu_has_avx512(void) {
     __builtin_cpu_init();
     return pdq_cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#else
+    return 0;
+#endif
+}
+
+int pdq_cpu_has_avx512_vnni(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return pdq_cpu_has_avx512() && __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
+
+int pdq_cpu_has_avx_vnni(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    /* CPUID leaf 7 subleaf 1, EAX bit 4 (clang 14's __builtin_cpu_supports lacks "avxvnni"); the
+     * AVX2 check above already covers the OS saving YMM state */
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!pdq_cpu_has_avx2_fma() || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
+    return (a >> 4) & 1;
 #else
     return 0;
 #endif

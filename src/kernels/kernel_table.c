@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/qint_internal.h"
 #include "kernels/qkernel_internal.h"
 
 static const qk_type_traits k_traits[PDQ_QT_COUNT] = {
@@ -26,6 +27,8 @@ static int simd_level(const pdq_qctx *ctx, const pdq_qmatrix *w) {
 const char *pdq_qmatmul_path(const pdq_qctx *ctx) {
     pdq_qmatrix probe = {.type = PDQ_QT_U4};
     static const char *const names[] = {"scalar", "avx2", "avx512"};
+    static const char *const int_names[] = {"scalar-int", "avx2-int", "avx2-vnni", "avx512-vnni"};
+    if (!(ctx && ctx->no_int)) return int_names[qi_level(ctx)];
     return names[simd_level(ctx, &probe)];
 }
 
@@ -98,6 +101,8 @@ static void *alloc32(size_t bytes) {
 
 pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, int n, float *y, pdq_status *st) {
     if (n <= 0) return PDQ_OK;
+    qi_plan plan;
+    if (!(ctx && ctx->no_int) && qi_plan_make(w, &plan)) return qi_matmul(ctx, w, &plan, x, n, y, st);
     pdq_pool *pool = ctx ? ctx->pool : NULL;
     int simd = simd_level(ctx, w);
     run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_stride(w), .simd = simd};

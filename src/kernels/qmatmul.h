@@ -17,7 +17,23 @@
  * per row of x, which saves a per-weight subtraction); the result is, with t[l] = acc[l] +
  * acc[l+8], ((t0+t1)+(t2+t3))+((t4+t5)+(t6+t7)) - zt. Every output element is computed by one
  * task in this order, so results do not depend on the thread count, the row blocking, or whether
- * the row came through GEMV (n = 1) or GEMM (n > 1). */
+ * the row came through GEMV (n = 1) or GEMM (n > 1).
+ *
+ * The integer path (uint4 weights whose grid fits the block rule below; everything else takes
+ * the f32 path above). Each prepared row of x (after the column permutation) is split into
+ * blocks of B columns: B = 128, or B = group for groups of 32 and 64; a larger group must be a
+ * multiple of 128, and per-channel rows (group == cols) end in a partial block. Other groups take
+ * the f32 path. Per block: m = max|x|, xs = m / 32767 (float division), xq = x / xs rounded half
+ * to even and clamped to [-32767, 32767]; m == 0 (or an xs that underflows to 0) gives xs = 0 and
+ * xq = 0; a non-finite x in the block makes xs NaN, so every output it feeds is NaN. Per output
+ * row r and block b the integer S = sum (code - zero) * xq is exact in int32 (|S| <= 15 * 32767 *
+ * 128 < 2^26). The float epilogue has one order for every path: per group, t = 0, then for each
+ * of its blocks in order t = fmaf(xs_b, (float)S_rb, t); then y_r = fmaf(scale_rg, t, y_r) over
+ * the groups in order, y_r starting at 0. SIMD kernels reduce their lanes to S in integers before
+ * converting, so the scalar, AVX2 (with or without VNNI) and AVX-512 VNNI kernels, the GEMV and
+ * the GEMM, and any thread count give the same bits. The error against the exact product is that
+ * of rounding x to 16 bits per block: |y - y_exact| <= sum over blocks of xs_b / 2 * sum |w|
+ * (plus float rounding of the epilogue). */
 #ifndef PDQ_KERNELS_QMATMUL_H
 #define PDQ_KERNELS_QMATMUL_H
 
@@ -60,13 +76,22 @@ typedef struct {
     pdq_pool *pool;
     int force_scalar;         /* 1: the scalar path even where SIMD is available */
     int no_avx512;            /* 1: AVX2 even where AVX-512 is available */
+    int no_vnni;              /* 1: the integer path without VNNI dot products (AVX2 vpmaddubsw) */
+    int no_int;               /* 1: the f32 path even where the integer path applies (A/B only:
+                                 the two paths differ in the last bits) */
 } pdq_qctx;
 
 /* 1 when this CPU has AVX2 and FMA (what the SIMD kernels need). */
 int pdq_cpu_has_avx2_fma(void);
 /* 1 when it also has AVX-512 F/DQ/VL/BW (the two-rows-per-register kernels). */
 int pdq_cpu_has_avx512(void);
-/* "avx512", "avx2" or "scalar": the path pdq_qmatmul takes with this context. */
+/* 1 when it has AVX512_VNNI (the AVX-512 integer kernels need it with the above). */
+int pdq_cpu_has_avx512_vnni(void);
+/* 1 when it has AVX-VNNI (VEX-coded 256-bit dot products, the AVX2 integer kernels use them). */
+int pdq_cpu_has_avx_vnni(void);
+/* The path pdq_qmatmul takes with this context for a per-channel uint4 matrix: "avx512-vnni",
+ * "avx2-vnni", "avx2-int", "scalar-int" (integer path) or, with no_int, "avx512", "avx2",
+ * "scalar" (f32 path). */
 const char *pdq_qmatmul_path(const pdq_qctx *ctx);
 
 /* y[n, rows] = x[n, cols] · Wᵀ (x, y row-major, not aliased). n == 1 is the GEMV (decode),

@@ -17,12 +17,20 @@ static void linear(float *y, const float *x, const float *w, int n, int out, int
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
 }
 
+/* The kernel switches of model.h's kernel_path. */
+static pdq_qctx kernel_ctx(const pdq_model *m) {
+    int k = m->kernel_path;
+    pdq_qctx ctx = {.pool = m->pool, .force_scalar = k == 1, .no_avx512 = k == 2 || k == 3, .no_vnni = k == 3,
+                    .no_int = k == 4};
+    return ctx;
+}
+
 /* A linear of a layer: the packed kernel when the layer's weight is packed (weight-only model),
  * else the float path above, unchanged. */
 static pdq_code layer_linear(const pdq_model *m, const pdq_layer *L, pdq_linear_id id, float *y, const float *x,
                              int n, int out, int in, pdq_status *st) {
     if (L->pw[id]) {
-        pdq_qctx ctx = {.pool = m->pool, .force_scalar = m->kernel_path == 1, .no_avx512 = m->kernel_path == 2};
+        pdq_qctx ctx = kernel_ctx(m);
         return pdq_qmatmul(&ctx, L->pw[id], x, n, y, st);
     }
     linear(y, x, L->w[id], n, out, in);
@@ -81,7 +89,7 @@ static pdq_code head(const pdq_model *m, int n, const float *x, float *logits, p
     pdq_rmsnorm(h, x, m->norm, n, D, m->cfg.rms_norm_eps);
     pdq_code rc = PDQ_OK;
     if (m->lm_head_q) {
-        pdq_qctx ctx = {.pool = m->pool, .force_scalar = m->kernel_path == 1, .no_avx512 = m->kernel_path == 2};
+        pdq_qctx ctx = kernel_ctx(m);
         rc = pdq_qmatmul(&ctx, m->lm_head_q, h, n, logits, st);
     } else {
         linear(logits, h, m->lm_head, n, m->cfg.vocab_size, D);

@@ -1,0 +1,179 @@
+/* The AVX2 integer kernels, written once and compiled twice by qint_avx2.c: with QI_VNNI 1 the
+ * byte and word dot products are AVX-VNNI (vpdpbusd / vpdpwssd, VEX), with 0 they are vpmaddubsw
+ * + vpmaddwd (no saturation here: |code * xh| pairs <= 3840 and |xl * code| pairs <= 7650, so the
+ * int16 sums of two stay below 15300) and vpmaddwd + vpaddd. Both give the exact integers of
+ * the rule, so both equal the scalar and AVX-512 kernels bit for bit. Not a header of its own:
+ * included with QI_VNNI, QI_TARGET and QI_NAME(x) defined. */
+
+/* One row's step as two registers: lane i of lo / hi the exact sum of code * xq over columns
+ * 8i..8i+7 / 64+8i..64+8i+7 of the step. */
+QI_TARGET static inline void QI_NAME(step_row)(const uint8_t *c, const int8_t *x4, __m256i *va, __m256i *vb) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int half = 0; half < 2; half++) {
+        __m256i cb = _mm256_loadu_si256((const __m256i *)(c + 32 * half));
+        __m256i lo = _mm256_and_si256(cb, m4), hi = _mm256_and_si256(_mm256_srli_epi16(cb, 4), m4);
+        __m256i xhe = _mm256_loadu_si256((const __m256i *)(x4 + 32 * half));
+        __m256i xho = _mm256_loadu_si256((const __m256i *)(x4 + 64 + 32 * half));
+        __m256i xle = _mm256_loadu_si256((const __m256i *)(x4 + 128 + 32 * half));
+        __m256i xlo = _mm256_loadu_si256((const __m256i *)(x4 + 192 + 32 * half));
+#if QI_VNNI
+        __m256i h = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, xhe), hi, xho);
+        __m256i l = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), xle, lo), xlo, hi);
+        __m256i v = _mm256_add_epi32(_mm256_slli_epi32(h, 8), l);
+#else
+        __m256i h = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xhe), _mm256_maddubs_epi16(hi, xho));
+        __m256i l = _mm256_add_epi16(_mm256_maddubs_epi16(xle, lo), _mm256_maddubs_epi16(xlo, hi));
+        __m256i v = _mm256_add_epi32(_mm256_madd_epi16(h, _mm256_set1_epi16(256)), _mm256_madd_epi16(l, _mm256_set1_epi16(1)));
+#endif
+        *(half ? vb : va) = v;
+    }
+}
+
+/* Lane 4j + k (j < 2) of the result: row k's sum over the 4 lanes of quad j of v[k]. */
+QI_TARGET static inline __m256i QI_NAME(reduce4)(const __m256i *v) {
+    __m256i a = _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
+    __m256i b = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2], v[3]), _mm256_unpackhi_epi32(v[2], v[3]));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+}
+
+QI_TARGET static inline void QI_NAME(epi4_block)(epi4 *e, const rows4 *p, const qi_plan *pl, const float *xs,
+                                                 const int32_t *sx, int b, __m128i s) {
+    if (e->left == 0) { /* counted, not divided: see qint_avx512.c */
+        int g = ++e->g;
+        e->z = _mm_setr_epi32(p->zero[0][g], p->zero[1][g], p->zero[2][g], p->zero[3][g]);
+        e->left = pl->nblocks - b < pl->bpg ? pl->nblocks - b : pl->bpg;
+    }
+    s = _mm_sub_epi32(s, _mm_mullo_epi32(e->z, _mm_set1_epi32(sx[b])));
+    e->t = _mm_fmadd_ps(_mm_set1_ps(xs[b]), _mm_cvtepi32_ps(s), e->t);
+    if (--e->left == 0) {
+        int g = e->g;
+        __m128 sc = _mm_setr_ps(p->scale[0][g], p->scale[1][g], p->scale[2][g], p->scale[3][g]);
+        e->y = _mm_fmadd_ps(sc, e->t, e->y);
+        e->t = _mm_setzero_ps();
+    }
+}
+
+QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+    const int8_t *planes = qi_planes(pl, xt);
+    const float *xs = qi_xs(pl, xt);
+    const int32_t *sx = qi_sx(pl, xt);
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
+    for (int r = r0; r < r1; r += 4) {
+        int nr = r1 - r < 4 ? r1 - r : 4;
+        rows4 p;
+        rows4_init(w, r, nr, &p);
+        epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
+        for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / rb));
+        for (int s = 0; s < pl->nsteps; s++) {
+            size_t off = (size_t)s * 64;
+            const int8_t *x4 = planes + (size_t)s * 256;
+            __m256i va[4], vb[4];
+            if (off + 64 <= rb) {
+                for (int k = 0; k < 4; k++) {
+                    _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T1);
+                    QI_NAME(step_row)(p.row[k] + off, x4, &va[k], &vb[k]);
+                }
+            } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
+                for (int k = 0; k < 4; k++) {
+                    uint8_t tail[64] = {0};
+                    memcpy(tail, p.row[k] + off, rb - off);
+                    QI_NAME(step_row)(tail, x4, &va[k], &vb[k]);
+                }
+            }
+            __m256i qa = QI_NAME(reduce4)(va), qb = QI_NAME(reduce4)(vb); /* quads 0, 1 | 2, 3 */
+            __m128i q0 = _mm256_castsi256_si128(qa), q1 = _mm256_extracti128_si256(qa, 1);
+            __m128i q2 = _mm256_castsi256_si128(qb), q3 = _mm256_extracti128_si256(qb, 1);
+            if (pl->B == 128) {
+                QI_NAME(epi4_block)(&e, &p, pl, xs, sx, s, _mm_add_epi32(_mm_add_epi32(q0, q1), _mm_add_epi32(q2, q3)));
+            } else if (pl->B == 64) {
+                int b0 = 2 * s;
+                QI_NAME(epi4_block)(&e, &p, pl, xs, sx, b0, _mm_add_epi32(q0, q1));
+                if (b0 + 1 < pl->nblocks) QI_NAME(epi4_block)(&e, &p, pl, xs, sx, b0 + 1, _mm_add_epi32(q2, q3));
+            } else {
+                int b0 = 4 * s;
+                QI_NAME(epi4_block)(&e, &p, pl, xs, sx, b0, q0);
+                if (b0 + 1 < pl->nblocks) QI_NAME(epi4_block)(&e, &p, pl, xs, sx, b0 + 1, q1);
+                if (b0 + 2 < pl->nblocks) QI_NAME(epi4_block)(&e, &p, pl, xs, sx, b0 + 2, q2);
+                if (b0 + 3 < pl->nblocks) QI_NAME(epi4_block)(&e, &p, pl, xs, sx, b0 + 3, q3);
+            }
+        }
+        float out[4];
+        _mm_storeu_ps(out, e.y);
+        for (int k = 0; k < nr; k++) y[r + k] = out[k];
+    }
+}
+
+/* Up to 4 rows of x against up to QI_TILE_P panels, one panel at a time: 8 accumulators (4 x
+ * rows times the two 8-row halves of the panel). */
+QI_TARGET void QI_NAME(qi_tile)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *const *xr, int ni,
+                                const int32_t *const *panels, const float *const *pscales, int np, int nrows,
+                                float *y, size_t ystride) {
+    (void)w;
+    const int32_t *x0, *x1, *x2, *x3;
+    const float *xs[4];
+    {
+        const uint8_t *x[4];
+        for (int i = 0; i < 4; i++) {
+            x[i] = xr[i < ni ? i : ni - 1];
+            xs[i] = qi_xs(pl, x[i]);
+        }
+        x0 = (const int32_t *)qi_xq(pl, x[0]);
+        x1 = (const int32_t *)qi_xq(pl, x[1]);
+        x2 = (const int32_t *)qi_xq(pl, x[2]);
+        x3 = (const int32_t *)qi_xq(pl, x[3]);
+    }
+    int half = pl->B / 2;
+    for (int k = 0; k < np; k++) {
+        const int32_t *pk = panels[k];
+        const float *sc = pscales[k];
+        __m256 t[4][2], yv[4][2];
+        for (int i = 0; i < 4; i++) t[i][0] = t[i][1] = yv[i][0] = yv[i][1] = _mm256_setzero_ps();
+        for (int b = 0; b < pl->nblocks; b++) {
+            __m256i a0 = _mm256_setzero_si256(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+            for (int j = b * half; j < (b + 1) * half; j++) {
+                __m256i wl = _mm256_load_si256((const __m256i *)(pk + (size_t)j * QI_PANEL));
+                __m256i wh = _mm256_load_si256((const __m256i *)(pk + (size_t)j * QI_PANEL + 8)), xb;
+#if QI_VNNI
+#define QI_X(i)                                        \
+    xb = _mm256_set1_epi32(x##i[j]);                   \
+    a##i = dpwssd_vex(a##i, wl, xb);                   \
+    b##i = dpwssd_vex(b##i, wh, xb);
+#else
+#define QI_X(i)                                                    \
+    xb = _mm256_set1_epi32(x##i[j]);                               \
+    a##i = _mm256_add_epi32(a##i, _mm256_madd_epi16(wl, xb));      \
+    b##i = _mm256_add_epi32(b##i, _mm256_madd_epi16(wh, xb));
+#endif
+                QI_X(0) QI_X(1) QI_X(2) QI_X(3)
+#undef QI_X
+            }
+#define QI_T(i)                                                                  \
+    do {                                                                         \
+        __m256 xsb = _mm256_set1_ps(xs[i][b]);                                   \
+        t[i][0] = _mm256_fmadd_ps(xsb, _mm256_cvtepi32_ps(a##i), t[i][0]);       \
+        t[i][1] = _mm256_fmadd_ps(xsb, _mm256_cvtepi32_ps(b##i), t[i][1]);       \
+    } while (0)
+            QI_T(0);
+            QI_T(1);
+            QI_T(2);
+            QI_T(3);
+#undef QI_T
+            if (qi_last_in_group(pl, b)) {
+                int g = b / pl->bpg;
+                __m256 cl = _mm256_load_ps(sc + (size_t)g * QI_PANEL), ch = _mm256_load_ps(sc + (size_t)g * QI_PANEL + 8);
+                for (int i = 0; i < 4; i++) {
+                    yv[i][0] = _mm256_fmadd_ps(cl, t[i][0], yv[i][0]);
+                    yv[i][1] = _mm256_fmadd_ps(ch, t[i][1], yv[i][1]);
+                    t[i][0] = t[i][1] = _mm256_setzero_ps();
+                }
+            }
+        }
+        int left = nrows - k * QI_PANEL, nk = left < QI_PANEL ? left : QI_PANEL;
+        for (int i = 0; i < ni; i++) {
+            float out[16];
+            _mm256_storeu_ps(out, yv[i][0]);
+            _mm256_storeu_ps(out + 8, yv[i][1]);
+            memcpy(y + (size_t)i * ystride + (size_t)k * QI_PANEL, out, sizeof(float) * (size_t)nk);
+        }
+    }
+}

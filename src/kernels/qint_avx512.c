@@ -1,0 +1,321 @@
+/* AVX-512 VNNI kernels of the integer path (the rule in qmatmul.h). GEMV: one 64-byte load is
+ * 128 uint4 columns of a row; with xq = 256 xh + xl, code * xq = 256 (code * xh) + code * xl,
+ * which is four vpdpbusd per row and step (codes as the unsigned operand against xh, xl as the
+ * unsigned operand against codes, valid signed bytes 0..15). Four rows run at once; their lanes
+ * are reduced to exact block sums in integers, then the epilogue runs on four rows in the lanes
+ * of one register, each lane in the scalar order. GEMM: panels of 16 rows hold (code - zero) as
+ * int16 pairs, so vpdpwssd against one broadcast pair of xq accumulates 16 rows at once and a
+ * block needs no horizontal sum at all. Compiled per function for the target, called only after
+ * run-time detection. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels/qint_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define QI_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx512vnni,avx2,fma")))
+
+/* acc + the 16-bit dot products of a and b, as _mm512_dpwssd_epi32. GCC 12 does not keep the
+ * intrinsic's accumulator in place across a loop: with 16 accumulators it copies every one twice
+ * per iteration (measured: a third of the GEMM's time); the tied asm operand keeps it in place. */
+QI_AVX512 static inline __m512i dpwssd(__m512i acc, __m512i a, __m512i b) {
+    __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+    return acc;
+}
+
+typedef struct {
+    const uint8_t *row[4], *zero[4];
+    const float *scale[4];
+} rows4;
+
+static void rows4_init(const pdq_qmatrix *w, int r, int nr, rows4 *p) {
+    for (int k = 0; k < 4; k++) {
+        int rk = r + (k < nr ? k : nr - 1);
+        p->row[k] = w->codes + (size_t)rk * w->row_bytes;
+        p->zero[k] = w->zeros + (size_t)rk * w->ngroups;
+        p->scale[k] = w->scales + (size_t)rk * w->ngroups;
+    }
+}
+
+/* The epilogue of one block for four rows (lanes): S = sum - zero * sum(xq), t += xs * S, and at
+ * the group's end y += scale * t. Blocks come in order; the group and the blocks left in it are
+ * counted, not divided out (two integer divisions per block cost more than the block's dot
+ * products). */
+typedef struct {
+    __m128 y, t;
+    __m128i z;
+    int g, left;  /* current group, its blocks still to come */
+} epi4;
+
+QI_AVX512 static inline void epi4_block(epi4 *e, const rows4 *p, const qi_plan *pl, const float *xs,
+                                        const int32_t *sx, int b, __m128i s) {
+    if (e->left == 0) {
+        int g = ++e->g;
+        e->z = _mm_setr_epi32(p->zero[0][g], p->zero[1][g], p->zero[2][g], p->zero[3][g]);
+        e->left = pl->nblocks - b < pl->bpg ? pl->nblocks - b : pl->bpg;
+    }
+    s = _mm_sub_epi32(s, _mm_mullo_epi32(e->z, _mm_set1_epi32(sx[b])));
+    e->t = _mm_fmadd_ps(_mm_set1_ps(xs[b]), _mm_cvtepi32_ps(s), e->t);
+    if (--e->left == 0) {
+        int g = e->g;
+        __m128 sc = _mm_setr_ps(p->scale[0][g], p->scale[1][g], p->scale[2][g], p->scale[3][g]);
+        e->y = _mm_fmadd_ps(sc, e->t, e->y);
+        e->t = _mm_setzero_ps();
+    }
+}
+
+/* Groups of 32 (one block each), four whole groups g0..g0+3 of four rows at once, in lane 4j + k
+ * (group g0 + j, row k) as q has them: the same S, t = fmaf(xs, S, 0) and then, group by group,
+ * y = fmaf(scale, t, y) as epi4_block, with the per-block loads done once per step. */
+QI_AVX512 static inline void epi16_groups32(epi4 *e, const rows4 *p, const float *xs, const int32_t *sx, int g0,
+                                            __m512i q) {
+    const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    /* dword k: row k's zeros of g0..g0+3, loaded in place (a stack copy read back as one vector
+     * waited on four narrow stores: a quarter of the GEMV's time) */
+    __m128i z01 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[0] + g0), _mm_loadu_si32(p->zero[1] + g0));
+    __m128i z23 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[2] + g0), _mm_loadu_si32(p->zero[3] + g0));
+    __m128i zb = _mm_unpacklo_epi64(z01, z23);
+    __m512i z = _mm512_permutexvar_epi32(transpose, _mm512_cvtepu8_epi32(zb));
+    __m512i sxv = _mm512_permutexvar_epi32(lane_j, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(sx + g0))));
+    __m512 xsv = _mm512_permutexvar_ps(lane_j, _mm512_castps128_ps512(_mm_loadu_ps(xs + g0)));
+    __m512 sc = _mm512_castps128_ps512(_mm_loadu_ps(p->scale[0] + g0));
+    sc = _mm512_insertf32x4(sc, _mm_loadu_ps(p->scale[1] + g0), 1);
+    sc = _mm512_insertf32x4(sc, _mm_loadu_ps(p->scale[2] + g0), 2);
+    sc = _mm512_insertf32x4(sc, _mm_loadu_ps(p->scale[3] + g0), 3);
+    sc = _mm512_permutexvar_ps(transpose, sc);
+    __m512i sv = _mm512_sub_epi32(q, _mm512_mullo_epi32(z, sxv));
+    __m512 t = _mm512_fmadd_ps(xsv, _mm512_cvtepi32_ps(sv), _mm512_setzero_ps());
+    e->y = _mm_fmadd_ps(_mm512_castps512_ps128(sc), _mm512_castps512_ps128(t), e->y);
+    e->y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 1), _mm512_extractf32x4_ps(t, 1), e->y);
+    e->y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 2), _mm512_extractf32x4_ps(t, 2), e->y);
+    e->y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 3), _mm512_extractf32x4_ps(t, 3), e->y);
+}
+
+/* One row's step: 16 int32 lanes, lane i the exact sum of code * xq over columns 8i..8i+7. */
+QI_AVX512 static inline __m512i step_row(__m512i c, __m512i xhe, __m512i xho, __m512i xle, __m512i xlo) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i lo = _mm512_and_si512(c, m4), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m4);
+    __m512i h = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xhe), hi, xho);
+    __m512i l = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xle, lo), xlo, hi);
+    return _mm512_add_epi32(_mm512_slli_epi32(h, 8), l);
+}
+
+QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+    const int8_t *planes = qi_planes(pl, xt);
+    const float *xs = qi_xs(pl, xt);
+    const int32_t *sx = qi_sx(pl, xt);
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
+    for (int r = r0; r < r1; r += 4) {
+        int nr = r1 - r < 4 ? r1 - r : 4;
+        rows4 p;
+        rows4_init(w, r, nr, &p);
+        epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
+        for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / rb));
+        for (int s = 0; s < pl->nsteps; s++) {
+            size_t off = (size_t)s * 64;
+            const int8_t *x4 = planes + (size_t)s * 256;
+            __m512i xhe = _mm512_loadu_si512(x4), xho = _mm512_loadu_si512(x4 + 64);
+            __m512i xle = _mm512_loadu_si512(x4 + 128), xlo = _mm512_loadu_si512(x4 + 192);
+            __m512i v0, v1, v2, v3; /* named: an array of them went through the stack */
+            if (off + 64 <= rb) {
+                _mm_prefetch((const char *)(p.row[0] + off + pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[1] + off + pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[2] + off + pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[3] + off + pf), _MM_HINT_T1);
+                v0 = step_row(_mm512_loadu_si512(p.row[0] + off), xhe, xho, xle, xlo);
+                v1 = step_row(_mm512_loadu_si512(p.row[1] + off), xhe, xho, xle, xlo);
+                v2 = step_row(_mm512_loadu_si512(p.row[2] + off), xhe, xho, xle, xlo);
+                v3 = step_row(_mm512_loadu_si512(p.row[3] + off), xhe, xho, xle, xlo);
+            } else { /* the row's last bytes: past them lie the next row or the buffer's end */
+                __mmask64 m = _cvtu64_mask64(~0ull >> (64 - (rb - off)));
+                v0 = step_row(_mm512_maskz_loadu_epi8(m, p.row[0] + off), xhe, xho, xle, xlo);
+                v1 = step_row(_mm512_maskz_loadu_epi8(m, p.row[1] + off), xhe, xho, xle, xlo);
+                v2 = step_row(_mm512_maskz_loadu_epi8(m, p.row[2] + off), xhe, xho, xle, xlo);
+                v3 = step_row(_mm512_maskz_loadu_epi8(m, p.row[3] + off), xhe, xho, xle, xlo);
+            }
+            /* lane 4j + k of q: the sum over columns 32j..32j+31 of the step for row k */
+            __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+            __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+            __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+            if (pl->B == 128) {
+                __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
+                epi4_block(&e, &p, pl, xs, sx, s,
+                           _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+            } else if (pl->B == 64) {
+                __m512i h = _mm512_add_epi32(_mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(2, 0, 2, 0)),
+                                             _mm512_shuffle_i32x4(q, q, _MM_SHUFFLE(3, 1, 3, 1)));
+                int b0 = 2 * s;
+                epi4_block(&e, &p, pl, xs, sx, b0, _mm512_castsi512_si128(h));
+                if (b0 + 1 < pl->nblocks) epi4_block(&e, &p, pl, xs, sx, b0 + 1, _mm512_extracti32x4_epi32(h, 1));
+            } else if (4 * s + 4 <= pl->nblocks) {
+                epi16_groups32(&e, &p, xs, sx, 4 * s, q);
+                e.g = 4 * s + 3; /* one block per group */
+            } else {
+                int b0 = 4 * s;
+                epi4_block(&e, &p, pl, xs, sx, b0, _mm512_castsi512_si128(q));
+                if (b0 + 1 < pl->nblocks) epi4_block(&e, &p, pl, xs, sx, b0 + 1, _mm512_extracti32x4_epi32(q, 1));
+                if (b0 + 2 < pl->nblocks) epi4_block(&e, &p, pl, xs, sx, b0 + 2, _mm512_extracti32x4_epi32(q, 2));
+                if (b0 + 3 < pl->nblocks) epi4_block(&e, &p, pl, xs, sx, b0 + 3, _mm512_extracti32x4_epi32(q, 3));
+            }
+        }
+        float out[4];
+        _mm_storeu_ps(out, e.y);
+        for (int k = 0; k < nr; k++) y[r + k] = out[k];
+    }
+}
+
+/* Up to QI_TILE_X (4) rows of x against up to QI_TILE_P (4) panels: 16 accumulators of 16 rows,
+ * named so that they stay in registers; per block t += xs * S and per group y += scale * t go
+ * through memory (once per block, against 16 * B / 2 dot products). Missing x rows and panels
+ * repeat the last one and are not stored. */
+QI_AVX512 void qi_tile_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *const *xr, int ni,
+                              const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
+                              size_t ystride) {
+    (void)w;
+    const int32_t *x0, *x1, *x2, *x3;
+    const float *xs[4];
+    {
+        const uint8_t *x[4];
+        for (int i = 0; i < 4; i++) {
+            x[i] = xr[i < ni ? i : ni - 1];
+            xs[i] = qi_xs(pl, x[i]);
+        }
+        x0 = (const int32_t *)qi_xq(pl, x[0]);
+        x1 = (const int32_t *)qi_xq(pl, x[1]);
+        x2 = (const int32_t *)qi_xq(pl, x[2]);
+        x3 = (const int32_t *)qi_xq(pl, x[3]);
+    }
+    const int32_t *p0 = panels[0], *p1 = panels[np > 1 ? 1 : 0], *p2 = panels[np > 2 ? 2 : np - 1],
+                  *p3 = panels[np > 3 ? 3 : np - 1];
+    const float *sc[4];
+    for (int k = 0; k < 4; k++) sc[k] = pscales[k < np ? k : np - 1];
+    __m512 t[4][4], yv[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 4; k++) t[i][k] = yv[i][k] = _mm512_setzero_ps();
+    int half = pl->B / 2;
+    for (int b = 0; b < pl->nblocks; b++) {
+        __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00,
+                a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+        for (int j = b * half; j < (b + 1) * half; j++) {
+            size_t o = (size_t)j * QI_PANEL;
+            __m512i w0 = _mm512_load_si512(p0 + o), w1 = _mm512_load_si512(p1 + o);
+            __m512i w2 = _mm512_load_si512(p2 + o), w3 = _mm512_load_si512(p3 + o), xb;
+#define QI_X(i)                                          \
+    xb = _mm512_set1_epi32(x##i[j]);                     \
+    a##i##0 = dpwssd(a##i##0, w0, xb);                   \
+    a##i##1 = dpwssd(a##i##1, w1, xb);                   \
+    a##i##2 = dpwssd(a##i##2, w2, xb);                   \
+    a##i##3 = dpwssd(a##i##3, w3, xb);
+            QI_X(0) QI_X(1) QI_X(2) QI_X(3)
+#undef QI_X
+        }
+#define QI_T(i)                                                                           \
+    do {                                                                                  \
+        __m512 xsb = _mm512_set1_ps(xs[i][b]);                                            \
+        t[i][0] = _mm512_fmadd_ps(xsb, _mm512_cvtepi32_ps(a##i##0), t[i][0]);             \
+        t[i][1] = _mm512_fmadd_ps(xsb, _mm512_cvtepi32_ps(a##i##1), t[i][1]);             \
+        t[i][2] = _mm512_fmadd_ps(xsb, _mm512_cvtepi32_ps(a##i##2), t[i][2]);             \
+        t[i][3] = _mm512_fmadd_ps(xsb, _mm512_cvtepi32_ps(a##i##3), t[i][3]);             \
+    } while (0)
+        QI_T(0);
+        QI_T(1);
+        QI_T(2);
+        QI_T(3);
+#undef QI_T
+        if (qi_last_in_group(pl, b)) {
+            int g = b / pl->bpg;
+            for (int k = 0; k < 4; k++) {
+                __m512 c = _mm512_load_ps(sc[k] + (size_t)g * QI_PANEL);
+                for (int i = 0; i < 4; i++) {
+                    yv[i][k] = _mm512_fmadd_ps(c, t[i][k], yv[i][k]);
+                    t[i][k] = _mm512_setzero_ps();
+                }
+            }
+        }
+    }
+    for (int k = 0; k < np; k++) {
+        int left = nrows - k * QI_PANEL;
+        __mmask16 m = (__mmask16)(left >= QI_PANEL ? 0xFFFF : (1u << left) - 1);
+        for (int i = 0; i < ni; i++) _mm512_mask_storeu_ps(y + (size_t)i * ystride + (size_t)k * QI_PANEL, m, yv[i][k]);
+    }
+}
+
+/* qi_panel_decode's panel, with one gather of 4 code bytes from each of the 16 rows per 4 column
+ * pairs; the last bytes of each row (where 4 bytes would reach past it) and missing rows take
+ * the portable decoder's values. */
+QI_AVX512 void qi_panel_decode_avx512(const pdq_qmatrix *w, const qi_plan *pl, int r, int nr, int32_t *panel,
+                                      float *pscale, int32_t *zt) {
+    int full = w->cols / 2 / 4, rb = (int)w->row_bytes; /* whole 4-byte words of two valid columns each */
+    qi_panel_decode_tail(w, pl, r, nr, panel, pscale, zt, 4 * full);
+    __mmask16 rows = (__mmask16)(nr >= QI_PANEL ? 0xFFFF : (1u << nr) - 1);
+    __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                     _mm512_set1_epi32(rb));
+    const uint8_t *base = w->codes + (size_t)r * w->row_bytes;
+    const __m512i m0 = _mm512_set1_epi32(0x0F), m1 = _mm512_set1_epi32(0xF0000);
+    int cpg = w->group; /* columns per zero-point group */
+    for (int q = 0; q < full; q++) {
+        __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows, idx, base + 4 * q, 1);
+        __m512i z = _mm512_load_si512(zt + (size_t)(8 * q / cpg) * QI_PANEL);
+        for (int jj = 0; jj < 4; jj++) {
+            __m512i u = _mm512_srli_epi32(v, 8 * jj);
+            __m512i word = _mm512_or_si512(_mm512_and_si512(u, m0), _mm512_and_si512(_mm512_slli_epi32(u, 12), m1));
+            _mm512_store_si512(panel + (size_t)(4 * q + jj) * QI_PANEL, _mm512_sub_epi16(word, z));
+        }
+    }
+}
+/* qi_prepare_x, vectorized: the same max, the same float division and half-to-even rounding
+ * (IEEE operations, so the same xq), the same clamping and sums. */
+QI_AVX512 void qi_prepare_x_avx512(const pdq_qmatrix *w, const qi_plan *pl, const float *x, uint8_t *out, int planes) {
+    int16_t *xq = (int16_t *)out;
+    float *xs = (float *)(out + pl->off_xs);
+    int32_t *sx = (int32_t *)(out + pl->off_sx);
+    const __m512 big = _mm512_set1_ps(FLT_MAX), qmax = _mm512_set1_ps(32767.0f), qmin = _mm512_set1_ps(-32767.0f);
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    for (int b = 0; b < pl->nblocks; b++) {
+        int c0 = b * pl->B, c1 = c0 + pl->B < w->cols ? c0 + pl->B : w->cols, nv = (c1 - c0 + 15) / 16;
+        __m512 v[8];
+        __m512 m = _mm512_setzero_ps();
+        __mmask16 bad = 0;
+        for (int k = 0; k < nv; k++) {
+            int c = c0 + 16 * k, left = c1 - c;
+            __mmask16 lm = (__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1);
+            v[k] = w->perm ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lm, _mm512_maskz_loadu_epi32(lm, w->perm + c), x, 4)
+                           : _mm512_maskz_loadu_ps(lm, x + c);
+            __m512 a = _mm512_andnot_ps(sign, v[k]);
+            bad |= _mm512_cmp_ps_mask(a, big, _CMP_NLE_UQ); /* Inf or NaN */
+            m = _mm512_max_ps(m, a);
+        }
+        float mx = _mm512_reduce_max_ps(m);
+        float sc = bad ? NAN : mx / 32767.0f;
+        __m512i sum = _mm512_setzero_si512();
+        for (int k = 0; k < nv; k++) {
+            __m512i q = _mm512_setzero_si512();
+            if (!bad && sc > 0.0f) {
+                __m512 r = _mm512_roundscale_ps(_mm512_div_ps(v[k], _mm512_set1_ps(sc)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                q = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(r, qmin), qmax));
+            }
+            sum = _mm512_add_epi32(sum, q);
+            _mm256_storeu_si256((__m256i *)(xq + c0 + 16 * k), _mm512_cvtepi32_epi16(q));
+        }
+        xs[b] = sc;
+        sx[b] = _mm512_reduce_add_epi32(sum);
+    }
+    for (int c = pl->nblocks * pl->B; c < pl->ncolp; c++) xq[c] = 0;
+    if (!planes) return;
+    int8_t *dst = (int8_t *)(out + pl->off_planes);
+    for (int s = 0; s < pl->nsteps; s++, dst += 256)
+        for (int k = 0; k < 4; k++) { /* 16 column pairs: one int32 per pair, even column low */
+            __m512i pr = _mm512_loadu_si512(xq + s * QI_STEP + 32 * k);
+            __m512i ev = _mm512_srai_epi32(_mm512_slli_epi32(pr, 16), 16), od = _mm512_srai_epi32(pr, 16);
+            __m512i m8 = _mm512_set1_epi32(0xFF);
+            _mm_storeu_si128((__m128i *)(dst + 16 * k), _mm512_cvtepi32_epi8(_mm512_srai_epi32(ev, 8)));
+            _mm_storeu_si128((__m128i *)(dst + 64 + 16 * k), _mm512_cvtepi32_epi8(_mm512_srai_epi32(od, 8)));
+            _mm_storeu_si128((__m128i *)(dst + 128 + 16 * k), _mm512_cvtepi32_epi8(_mm512_and_si512(ev, m8)));
+            _mm_storeu_si128((__m128i *)(dst + 192 + 16 * k), _mm512_cvtepi32_epi8(_mm512_and_si512(od, m8)));
+        }
+}
+#endif

@@ -1,0 +1,107 @@
+/* What the integer-path kernels share (the rule is in qmatmul.h): the block plan of a matrix,
+ * the prepared-activation layout and the per-block epilogue. Internal to src/kernels/. */
+#ifndef PDQ_KERNELS_QINT_INTERNAL_H
+#define PDQ_KERNELS_QINT_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/qmatmul.h"
+
+#define QI_STEP 128       /* columns per SIMD step: 64 bytes of uint4 codes */
+#define QI_PANEL 16       /* weight rows per GEMM panel (one 512-bit register of int32 lanes) */
+
+typedef struct {
+    int B;                /* columns per activation block: 32, 64 or 128 */
+    int nblocks;          /* ceil(cols / B) */
+    int nsteps;           /* ceil(cols / QI_STEP) */
+    int ncolp;            /* nsteps * QI_STEP: columns of a prepared row, zeros past cols */
+    int bpg;              /* blocks per group (per-channel: nblocks) */
+    /* byte offsets inside one prepared row, and its size (a multiple of 64) */
+    size_t off_planes, off_xs, off_sx, stride;
+} qi_plan;
+
+enum { QI_SCALAR = 0, QI_AVX2 = 1, QI_AVX2_VNNI = 2, QI_AVX512_VNNI = 3 };
+/* The integer kernels this context and CPU allow. */
+int qi_level(const pdq_qctx *ctx);
+/* y[n, rows] = x · Wᵀ on the integer path (W has a plan). */
+pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
+                   pdq_status *st);
+
+/* 1 and the plan when W takes the integer path (uint4, a group the block rule allows). */
+int qi_plan_make(const pdq_qmatrix *w, qi_plan *p);
+
+/* A prepared row, at byte offset 0 of its `stride` bytes:
+ *   int16 xq[ncolp]                  the rounded x in column order (zeros past cols)
+ *   planes, per step s, 4 x 64 bytes: xh of columns 128s + 2j (j < 64), xh of 128s + 2j + 1,
+ *                                     xl of 128s + 2j, xl of 128s + 2j + 1, where
+ *                                     xq = 256 * xh + xl, xh signed, xl unsigned (the layout
+ *                                     of a byte dot product against 64 bytes of packed codes)
+ *   float xs[nblocks]                the block scales
+ *   int32 sx[nblocks]                the block sums of xq (the zero points' share)
+ * Planes are written only when `planes` is set (the SIMD GEMVs read them). */
+void qi_prepare_x(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
+
+static inline const int16_t *qi_xq(const qi_plan *p, const uint8_t *xt) { (void)p; return (const int16_t *)xt; }
+static inline const int8_t *qi_planes(const qi_plan *p, const uint8_t *xt) { return (const int8_t *)(xt + p->off_planes); }
+static inline const float *qi_xs(const qi_plan *p, const uint8_t *xt) { return (const float *)(xt + p->off_xs); }
+static inline const int32_t *qi_sx(const qi_plan *p, const uint8_t *xt) { return (const int32_t *)(xt + p->off_sx); }
+static inline int qi_last_in_group(const qi_plan *p, int b) { return (b + 1) % p->bpg == 0 || b + 1 == p->nblocks; }
+
+/* How far ahead the GEMVs prefetch codes (into L2): whole rows, about 20 KiB. Rows are short (1 KiB
+ * for 2048 columns) and four are read at once, too short for the hardware streamer on its own;
+ * measured on TinyLlama shapes from DRAM, 20 KiB to L2 beat 8 rows to L1 by 10-30 %. */
+static inline size_t qi_prefetch_bytes(size_t rb) { return (20480 + rb - 1) / rb * rb; }
+/* The scales and zero points of row r + ahead (clamped to the last row), the same distance ahead as
+ * the codes: grouped rows carry 5 bytes per group in two more streams (a quarter of the GEMV's
+ * time went to waiting on them with groups of 32 before). */
+static inline void qi_prefetch_grid(const pdq_qmatrix *w, int r, int ahead) {
+    int rr = r + ahead < w->rows ? r + ahead : w->rows - 1;
+    const char *s = (const char *)(w->scales + (size_t)rr * w->ngroups), *z = (const char *)(w->zeros + (size_t)rr * w->ngroups);
+    for (int o = 0; o < w->ngroups * 4; o += 64) __builtin_prefetch(s + o, 0, 2);
+    for (int o = 0; o < w->ngroups; o += 64) __builtin_prefetch(z + o, 0, 2);
+}
+
+/* Rows [r0, r1) of y for one prepared row (GEMV). */
+typedef void (*qi_gemv_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+
+/* The reference of the rule; the GEMM on the scalar path is this GEMV row by row. */
+void qi_gemv_scalar(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+
+/* A GEMM panel: QI_PANEL weight rows r..r+nr-1 (missing rows zero), int32 words per column pair j
+ * and row l at panel[j * QI_PANEL + l] = (code(r+l, 2j) - zero) | (code(r+l, 2j+1) - zero) << 16
+ * (int16 halves, the layout of a 16-bit dot product against the pair xq[2j], xq[2j+1]), then the
+ * scales transposed, float [ngroups][QI_PANEL], and the zero points the same way as int16 pairs
+ * zt[g][l] = zero * 0x10001. qi_panel_words(p) int32 words for the codes. */
+static inline size_t qi_panel_words(const qi_plan *p) { return (size_t)p->ncolp / 2 * QI_PANEL; }
+void qi_panel_decode(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale, int32_t *zt);
+/* The same from column pair j0 on (the scales and zero table in full). */
+void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
+                          int32_t *zt, int j0);
+
+#if defined(__x86_64__) || defined(__i386__)
+void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+void qi_gemv_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+void qi_gemv_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+/* ni prepared rows xr[] (ni <= QI_TILE_X) against np panels (np <= QI_TILE_P) of rows r..: y[i *
+ * ystride + k] for the first nrows rows. */
+#define QI_TILE_X 4
+#define QI_TILE_P 4
+void qi_prepare_x_avx512(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
+void qi_panel_decode_avx512(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
+                            int32_t *zt);
+typedef void (*qi_tile_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,
+                           const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
+                           size_t ystride);
+void qi_tile_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,
+                    const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
+                    size_t ystride);
+void qi_tile_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,
+                  const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
+                  size_t ystride);
+void qi_tile_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,
+                       const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
+                       size_t ystride);
+#endif
+
+#endif

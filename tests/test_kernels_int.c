@@ -1,0 +1,318 @@
+/* The integer path of the packed kernels (uint4 weights, x rounded to int16 per block; the rule
+ * of src/kernels/qmatmul.h) against a reference written here from the rule alone: round x per
+ * block, exact int64 block sums, the float epilogue in its fixed order. Every path (scalar,
+ * AVX2 with and without VNNI, AVX-512 VNNI), 1/2/3 threads and GEMM vs GEMV rows must equal it bit
+ * for bit, over per-channel rows and groups 32/64/128/256, zero points 0/mid/max/random, odd
+ * shapes and a column permutation; the result is also within the 16-bit rounding bound of the
+ * double-precision dequantized product, and a NaN or Inf in x gives NaN. */
+#include "testutil.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/qmatmul.h"
+#include "pdq/quant.h"
+
+typedef struct {
+    int rows, cols, group; /* group 0: per-channel */
+    int zmode;             /* 0: zero 0, 1: mid, 2: max, 3: random */
+    int perm;
+} icase;
+
+typedef struct {
+    pdq_qmatrix w;
+    uint8_t *codes, *packed, *zeros;
+    float *scales;
+    int32_t *perm;
+    int group, ng;
+} imat;
+
+static void imat_make(const icase *k, uint64_t *rng, imat *m) {
+    memset(m, 0, sizeof *m);
+    m->group = k->group ? k->group : k->cols;
+    m->ng = (k->cols + m->group - 1) / m->group;
+    size_t n = (size_t)k->rows * k->cols, rb = (size_t)(k->cols + 1) / 2;
+    m->codes = malloc(n);
+    for (size_t i = 0; i < n; i++) m->codes[i] = (uint8_t)(tu_rand(rng) % 16);
+    m->packed = calloc((size_t)k->rows * rb, 1);
+    for (int r = 0; r < k->rows; r++) pdq_pack4(m->codes + (size_t)r * k->cols, (size_t)k->cols, m->packed + (size_t)r * rb);
+    m->scales = malloc(sizeof(float) * (size_t)k->rows * m->ng);
+    m->zeros = malloc((size_t)k->rows * m->ng);
+    for (int i = 0; i < k->rows * m->ng; i++) {
+        m->scales[i] = (float)(0.001 + 0.05 * tu_randu(rng));
+        m->zeros[i] = (uint8_t)(k->zmode == 0 ? 0 : k->zmode == 1 ? 8 : k->zmode == 2 ? 15 : (int)(tu_rand(rng) % 16));
+    }
+    if (k->perm) {
+        m->perm = malloc(sizeof(int32_t) * (size_t)k->cols);
+        for (int c = 0; c < k->cols; c++) m->perm[c] = c;
+        for (int c = k->cols - 1; c > 0; c--) {
+            int j = (int)(tu_rand(rng) % (uint64_t)(c + 1));
+            int32_t t = m->perm[c]; m->perm[c] = m->perm[j]; m->perm[j] = t;
+        }
+    }
+    pdq_status st = {0};
+    assert_int_equal(pdq_qmatrix_init(&m->w, PDQ_QT_U4, k->rows, k->cols, k->group, m->packed, m->scales, m->zeros,
+                                      m->perm, "test", &st), PDQ_OK);
+}
+
+static void imat_free(imat *m) {
+    free(m->codes); free(m->packed); free(m->zeros); free(m->scales); free(m->perm);
+}
+
+/* The block of the rule: 128 columns, or the group when it is 32 or 64. */
+static int block_of(const icase *k) {
+    int g = k->group ? k->group : k->cols;
+    return g < k->cols && (g == 32 || g == 64) ? g : 128;
+}
+
+/* Half-to-even rounding of a float quotient, written with floor (not rintf). */
+static double round_half_even(double v) {
+    double f = floor(v), d = v - f;
+    if (d > 0.5) return f + 1;
+    if (d < 0.5) return f;
+    return fmod(f, 2.0) == 0.0 ? f : f + 1;
+}
+
+/* The rule for one row of x: xq[cols] in stored column order, xs[nblocks]. */
+static void ref_round(const icase *k, const imat *m, const float *x, int32_t *xq, float *xs) {
+    int B = block_of(k), nb = (k->cols + B - 1) / B;
+    for (int b = 0; b < nb; b++) {
+        int c0 = b * B, c1 = c0 + B < k->cols ? c0 + B : k->cols;
+        float mx = 0;
+        int bad = 0;
+        for (int c = c0; c < c1; c++) {
+            float v = x[m->perm ? m->perm[c] : c];
+            if (isnan(v) || isinf(v)) bad = 1;
+            else if (fabsf(v) > mx) mx = fabsf(v);
+        }
+        float s = bad ? NAN : mx / 32767.0f;
+        xs[b] = s;
+        for (int c = c0; c < c1; c++) {
+            double q = 0;
+            if (!bad && s > 0) {
+                float quot = x[m->perm ? m->perm[c] : c] / s;
+                q = round_half_even((double)quot);
+                if (q > 32767) q = 32767;
+                if (q < -32767) q = -32767;
+            }
+            xq[c] = (int32_t)q;
+        }
+    }
+}
+
+/* y[r] by the rule, from the unpacked codes. */
+static void ref_row(const icase *k, const imat *m, const float *x, float *y) {
+    int B = block_of(k), nb = (k->cols + B - 1) / B;
+    int32_t *xq = malloc(sizeof(int32_t) * (size_t)k->cols);
+    float *xs = malloc(sizeof(float) * (size_t)nb);
+    ref_round(k, m, x, xq, xs);
+    for (int r = 0; r < k->rows; r++) {
+        float y_r = 0, t = 0;
+        for (int b = 0; b < nb; b++) {
+            int c0 = b * B, c1 = c0 + B < k->cols ? c0 + B : k->cols, g = c0 / m->group;
+            int64_t S = 0;
+            for (int c = c0; c < c1; c++)
+                S += ((int64_t)m->codes[(size_t)r * k->cols + c] - m->zeros[(size_t)r * m->ng + g]) * xq[c];
+            assert_true(S > INT32_MIN && S < INT32_MAX);
+            t = fmaf(xs[b], (float)S, t);
+            int last = c1 == k->cols || (c1 % m->group) == 0;
+            if (last) {
+                y_r = fmaf(m->scales[(size_t)r * m->ng + g], t, y_r);
+                t = 0;
+            }
+        }
+        y[r] = y_r;
+    }
+    free(xq);
+    free(xs);
+}
+
+/* 0 best, 1 scalar, 2 AVX2 (VNNI where the CPU has it), 3 AVX2 without VNNI, 4 no VNNI at all */
+#define N_ISA 5
+static void run(const imat *m, pdq_pool *pool, int isa, const float *x, int n, float *y) {
+    pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2 || isa == 3, .no_vnni = isa >= 3};
+    pdq_status st = {0};
+    assert_int_equal(pdq_qmatmul(&ctx, &m->w, x, n, y, &st), PDQ_OK);
+}
+
+/* |y - exact| <= sum over blocks of xs_b / 2 * sum |w| (the rounding of x) plus float rounding. */
+static void check_close(const icase *k, const imat *m, const float *x, const float *y) {
+    int B = block_of(k), nb = (k->cols + B - 1) / B;
+    int32_t *xq = malloc(sizeof(int32_t) * (size_t)k->cols);
+    float *xs = malloc(sizeof(float) * (size_t)nb);
+    ref_round(k, m, x, xq, xs);
+    for (int r = 0; r < k->rows; r++) {
+        double exact = 0, bound = 0, mag = 0;
+        for (int c = 0; c < k->cols; c++) {
+            size_t g = (size_t)r * m->ng + (size_t)(c / m->group);
+            double wv = (double)m->scales[g] * ((double)m->codes[(size_t)r * k->cols + c] - m->zeros[g]);
+            double xv = x[m->perm ? m->perm[c] : c];
+            exact += xv * wv;
+            bound += 0.5 * (double)xs[c / B] * fabs(wv);
+            mag += fabs(xv * wv);
+        }
+        double tol = bound * (1 + 1e-6) + 1e-6 * mag + 1e-30;
+        if (fabs(y[r] - exact) > tol)
+            fail_msg("[%d x %d] group %d: y[%d] = %.9g, exact %.9g, bound %.3g", k->rows, k->cols, k->group, r,
+                     (double)y[r], exact, tol);
+    }
+    free(xq);
+    free(xs);
+}
+
+static void check_case(const icase *k, pdq_pool *pools[3], uint64_t *rng) {
+    imat m;
+    imat_make(k, rng, &m);
+    static const int ns[] = {1, 2, 5, 13};
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        int n = ns[t];
+        size_t ny = (size_t)n * k->rows;
+        float *x = malloc(sizeof(float) * (size_t)n * k->cols);
+        for (size_t i = 0; i < (size_t)n * k->cols; i++) x[i] = (float)tu_randn(rng);
+        if (n == 5) /* a row of zeros and a row with one zero block */
+            for (int c = 0; c < k->cols; c++) {
+                x[(size_t)1 * k->cols + c] = 0;
+                if (c < 64) x[(size_t)2 * k->cols + (m.perm ? m.perm[c] : c)] = 0;
+            }
+        float *yr = malloc(sizeof(float) * ny), *y = malloc(sizeof(float) * ny), *y1 = malloc(sizeof(float) * (size_t)k->rows);
+        for (int i = 0; i < n; i++) {
+            ref_row(k, &m, x + (size_t)i * k->cols, yr + (size_t)i * k->rows);
+            check_close(k, &m, x + (size_t)i * k->cols, yr + (size_t)i * k->rows);
+        }
+        for (int p = 0; p < 3; p++)
+            for (int isa = 0; isa < N_ISA; isa++) {
+                memset(y, 0xA5, sizeof(float) * ny);
+                run(&m, pools[p], isa, x, n, y);
+                for (size_t i = 0; i < ny; i++)
+                    if (memcmp(&y[i], &yr[i], sizeof(float)) != 0)
+                        fail_msg("[%d x %d] group %d zmode %d perm %d n %d isa %d threads %d: y[%zu] = %.9g, rule %.9g",
+                                 k->rows, k->cols, k->group, k->zmode, k->perm, n, isa, p + 1, i, (double)y[i],
+                                 (double)yr[i]);
+            }
+        /* each GEMM row is the GEMV of that row */
+        for (int i = 0; i < n; i++) {
+            run(&m, pools[1], 0, x + (size_t)i * k->cols, 1, y1);
+            assert_memory_equal(yr + (size_t)i * k->rows, y1, sizeof(float) * (size_t)k->rows);
+        }
+        free(x); free(yr); free(y); free(y1);
+    }
+    imat_free(&m);
+}
+
+static void make_pools(pdq_pool *pools[3]) {
+    pdq_status st = {0};
+    for (int i = 0; i < 3; i++) {
+        pools[i] = pdq_pool_create(i + 1, &st);
+        assert_non_null(pools[i]);
+    }
+}
+
+static void free_pools(pdq_pool *pools[3]) {
+    for (int i = 0; i < 3; i++) pdq_pool_free(pools[i]);
+}
+
+static void test_shapes_and_groups(void **state) {
+    (void)state;
+    pdq_pool *pools[3];
+    make_pools(pools);
+    uint64_t rng = 4242;
+    static const int dims[][2] = {{37, 172}, {20, 688}, {9, 5632}, {6, 8}, {3, 1}, {33, 300}, {17, 256}, {1, 129}};
+    static const int groups[] = {0, 32, 64, 128, 256};
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+            if (groups[g] >= dims[d][1]) continue;
+            for (int z = 0; z < 4; z++) {
+                if (dims[d][1] == 5632 && z != 3) continue; /* the long rows: random zero points only */
+                icase k = {dims[d][0], dims[d][1], groups[g], z, 0};
+                check_case(&k, pools, &rng);
+            }
+        }
+    free_pools(pools);
+}
+
+static void test_permutation(void **state) {
+    (void)state;
+    pdq_pool *pools[3];
+    make_pools(pools);
+    uint64_t rng = 99;
+    icase a = {37, 256, 32, 3, 1}, b = {20, 172, 0, 3, 1}, c = {18, 688, 128, 3, 1};
+    check_case(&a, pools, &rng);
+    check_case(&b, pools, &rng);
+    check_case(&c, pools, &rng);
+    free_pools(pools);
+}
+
+/* x values that stress the rounding: exact halves of xs, the block maximum, huge and tiny
+ * magnitudes. */
+static void test_rounding_edges(void **state) {
+    (void)state;
+    pdq_pool *pools[3];
+    make_pools(pools);
+    uint64_t rng = 5;
+    icase k = {7, 256, 0, 3, 0};
+    imat m;
+    imat_make(&k, &rng, &m);
+    static const float scales[] = {1.0f, 3e37f, 1e-30f, 1e-41f};
+    for (size_t s = 0; s < sizeof scales / sizeof scales[0]; s++) {
+        float x[256], yr[7], y[7];
+        for (int c = 0; c < 256; c++) x[c] = scales[s] * (float)((c % 7) - 3) * (c % 2 ? 0.5f : 1.0f) / 3.0f;
+        x[5] = scales[s];
+        ref_row(&k, &m, x, yr);
+        for (int p = 0; p < 3; p++)
+            for (int isa = 0; isa < N_ISA; isa++) {
+                run(&m, pools[p], isa, x, 1, y);
+                assert_memory_equal(yr, y, sizeof y);
+            }
+    }
+    imat_free(&m);
+    free_pools(pools);
+}
+
+static void test_nonfinite(void **state) {
+    (void)state;
+    pdq_pool *pools[3];
+    make_pools(pools);
+    uint64_t rng = 7;
+    static const int groups[] = {0, 32, 128};
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        icase k = {13, 300, groups[g], 3, 0};
+        imat m;
+        imat_make(&k, &rng, &m);
+        int n = 6;
+        float *x = malloc(sizeof(float) * (size_t)n * k.cols), *y = malloc(sizeof(float) * (size_t)n * k.rows);
+        for (int i = 0; i < n * k.cols; i++) x[i] = (float)tu_randn(&rng);
+        x[0 * k.cols + 250] = NAN;
+        x[2 * k.cols + 3] = INFINITY;
+        x[5 * k.cols + 299] = -INFINITY;
+        for (int isa = 0; isa < N_ISA; isa++)
+            for (int gemv = 0; gemv < 2; gemv++) {
+                if (gemv)
+                    for (int i = 0; i < n; i++) run(&m, pools[1], isa, x + (size_t)i * k.cols, 1, y + (size_t)i * k.rows);
+                else run(&m, pools[1], isa, x, n, y);
+                for (int i = 0; i < n; i++)
+                    for (int r = 0; r < k.rows; r++) {
+                        int bad = i == 0 || i == 2 || i == 5;
+                        float v = y[(size_t)i * k.rows + r];
+                        if (bad ? !isnan(v) : !isfinite(v))
+                            fail_msg("group %d isa %d gemv %d: y[%d, %d] = %g", groups[g], isa, gemv, i, r, (double)v);
+                    }
+            }
+        free(x);
+        free(y);
+        imat_free(&m);
+    }
+    free_pools(pools);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shapes_and_groups),
+        cmocka_unit_test(test_permutation),
+        cmocka_unit_test(test_rounding_edges),
+        cmocka_unit_test(test_nonfinite),
+    };
+    printf("integer kernel path on this CPU: %s\n", pdq_qmatmul_path(NULL));
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
