@@ -1,13 +1,18 @@
-/* Offline transforms: the orthogonal pieces against dense brute force, and function preservation
- * (FP32 logits within 1e-4 of the untransformed model) of every transform alone and combined on
- * the bundled model, stories260K (tied) and a synthetic GQA + tied checkpoint with non-unit
- * norms; the saved transformed checkpoint loads back to the same logits. */
+/* Offline transforms: the orthogonal pieces against dense brute force, the Hadamard kernels bit
+ * for bit against a plain stage-by-stage transform (scalar and AVX2, serial and on a pool),
+ * function preservation (FP32 logits within 1e-4 of the untransformed model) of every transform
+ * alone and combined on the bundled model, stories260K (tied) and a synthetic GQA + tied
+ * checkpoint with non-unit norms; the saved transformed checkpoint loads back to the same
+ * logits, and the streamed one (lazy model, a pool, AVX2) has the same bytes as the in-memory
+ * one (serial, scalar). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/qmatmul.h"
 #include "pdq/model.h"
 #include "pdq/synth.h"
+#include "pdq/threadpool.h"
 #include "pdq/transform.h"
 #include "testutil.h"
 
@@ -85,6 +90,72 @@ static void test_orthogonal(void **state) {
     assert_memory_equal(a.q, b.q, 16 * 16 * sizeof(float));
     assert_memory_not_equal(a.q, c.q, 16 * 16 * sizeof(float));
     pdq_orth_free(&a); pdq_orth_free(&b); pdq_orth_free(&c);
+}
+
+/* Plain Walsh-Hadamard transform, stage by stage, of n values at stride sd: the reference every
+ * kernel must match exactly. */
+static void plain_fwht(float *v, int n, size_t sd) {
+    for (int h = 1; h < n; h *= 2)
+        for (int i = 0; i < n; i += 2 * h)
+            for (int j = i; j < i + h; j++) {
+                float a = v[j * sd], b = v[(j + h) * sd];
+                v[j * sd] = a + b;
+                v[(j + h) * sd] = a - b;
+            }
+}
+
+/* right: row * signs, H, * 1/sqrt(n); left_t: row i * (signs_i / sqrt(n)), H down the columns. */
+static void check_hadamard_bits(int n, pdq_pool *pool) {
+    pdq_status st = {0};
+    int rows = 37, cols = 45; /* neither a multiple of a task's block nor of 8 */
+    size_t ldx = (size_t)n + 3, ldw = (size_t)cols + 3;
+    float *ref = malloc(sizeof(float) * rows * ldx), *wref = malloc(sizeof(float) * n * ldw);
+    float *x[2], *w[2];
+    uint64_t r = 5 + (uint64_t)n;
+    for (size_t i = 0; i < rows * ldx; i++) ref[i] = (float)tu_randn(&r);
+    for (size_t i = 0; i < n * ldw; i++) wref[i] = (float)tu_randn(&r);
+    for (int k = 0; k < 2; k++) {
+        x[k] = malloc(sizeof(float) * rows * ldx);
+        w[k] = malloc(sizeof(float) * n * ldw);
+        memcpy(x[k], ref, sizeof(float) * rows * ldx);
+        memcpy(w[k], wref, sizeof(float) * n * ldw);
+    }
+    pdq_orth q;
+    assert_int_equal(pdq_orth_make(&q, n, PDQ_ROT_HADAMARD, 3, &st), PDQ_OK);
+    float norm = 1.0f / sqrtf((float)n);
+    for (int a = 0; a < rows; a++) {
+        float *v = ref + a * ldx;
+        for (int i = 0; i < n; i++) v[i] *= q.signs[i];
+        plain_fwht(v, n, 1);
+        for (int i = 0; i < n; i++) v[i] *= norm;
+    }
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < cols; c++) wref[i * ldw + c] *= q.signs[i] * norm;
+    for (int c = 0; c < cols; c++) plain_fwht(wref + c, n, ldw);
+    for (int k = 0; k < 2; k++) { /* 0: serial scalar, 1: pool + SIMD where the CPU has it */
+        q.pool = k ? pool : NULL;
+        q.force_scalar = !k;
+        assert_int_equal(pdq_orth_right(&q, x[k], rows, ldx, &st), PDQ_OK);
+        assert_int_equal(pdq_orth_left_t(&q, w[k], cols, ldw, &st), PDQ_OK);
+        if (memcmp(x[k], ref, sizeof(float) * rows * ldx)) fail_msg("n %d: right (%s) differs from the plain transform", n, k ? "pool" : "scalar");
+        if (memcmp(w[k], wref, sizeof(float) * n * ldw)) fail_msg("n %d: left_t (%s) differs from the plain transform", n, k ? "pool" : "scalar");
+        free(x[k]);
+        free(w[k]);
+    }
+    free(ref);
+    free(wref);
+    pdq_orth_free(&q);
+}
+
+static void test_hadamard_bits(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    pdq_pool *pool = pdq_pool_create(3, &st);
+    assert_non_null(pool);
+    print_message("Hadamard kernels: %s\n", pdq_cpu_has_avx2_fma() ? "AVX2 and scalar" : "scalar only (no AVX2 here)");
+    static const int sizes[] = {2, 4, 8, 16, 32, 64, 128, 512, 2048};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_hadamard_bits(sizes[i], pool);
+    pdq_pool_free(pool);
 }
 
 #define T_IDS 24
@@ -207,6 +278,90 @@ static void test_save_roundtrip(void **state) {
     free(dir);
 }
 
+static char *slurp_file(const char *dir, const char *name, size_t *len) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    char *b = tu_read_file(p, len);
+    if (!b) fail_msg("%s: cannot read", p);
+    return b;
+}
+
+/* Streamed (lazy model, a pool of 3, AVX2 where present, blas_threads for OpenBLAS) and in
+ * memory (eager, serial, scalar, OpenBLAS on one thread): the same checkpoint bytes, so neither
+ * the thread count, the kernel path nor streaming changes a result. SmoothQuant's ranges come
+ * from the float forward, whose OpenBLAS sums depend on OpenBLAS's thread count (as GPTQ's and
+ * fake-quant's do), so sets with smooth compare at one OpenBLAS thread. */
+static void stream_same_on(const char *src, const char *set, int blas_threads) {
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    int32_t calib[64];
+    char *a = tu_mkdtemp(), *b = tu_mkdtemp();
+    assert_int_equal(pdq_model_load(src, &m, &st), PDQ_OK);
+    pdq_set_threads(m, 1);
+    make_ids(m->cfg.vocab_size, calib, 64, 9);
+    pdq_transform_opts o;
+    pdq_transform_opts_default(&o);
+    o.seed = 2;
+    assert_int_equal(pdq_transform_parse(set, &o, &st), PDQ_OK);
+    o.force_scalar = 1;
+    if (pdq_transform_model(m, &o, calib, 2, 32, &st) || pdq_transform_save(m, src, a, &st))
+        fail_msg("%s on %s in memory: %s", set, src, st.msg);
+    int untied = o.untied;
+    pdq_model_free(m);
+    assert_int_equal(pdq_model_load_lazy(src, &m, &st), PDQ_OK);
+    assert_non_null(m->lazy_src);
+    pdq_set_threads(m, blas_threads);
+    pdq_transform_opts_default(&o);
+    o.seed = 2;
+    assert_int_equal(pdq_transform_parse(set, &o, &st), PDQ_OK);
+    o.pool = pdq_pool_create(3, &st);
+    assert_non_null(o.pool);
+    if (pdq_transform_write(m, &o, calib, 2, 32, src, b, &st)) fail_msg("%s on %s streamed: %s", set, src, st.msg);
+    assert_int_equal(o.untied, untied);
+    pdq_pool_free(o.pool);
+    pdq_model_free(m);
+    static const char *const files[] = {"model.safetensors", "config.json"};
+    for (int i = 0; i < 2; i++) {
+        size_t na, nb;
+        char *fa = slurp_file(a, files[i], &na), *fb = slurp_file(b, files[i], &nb);
+        if (na != nb || memcmp(fa, fb, na)) fail_msg("%s on %s: streamed %s differs from the in-memory one", set, src, files[i]);
+        free(fa);
+        free(fb);
+    }
+    print_message("%-36s %-18s streamed == in memory (OpenBLAS threads %d)%s\n", src, set, blas_threads,
+                  untied ? ", lm_head untied" : "");
+    tu_rmtree(a);
+    tu_rmtree(b);
+    free(a);
+    free(b);
+}
+
+static void test_stream_same_bytes(void **state) {
+    (void)state;
+    stream_same_on(PDQ_TEST_MODEL, "r1,r2,cle", 2);
+    stream_same_on(PDQ_TEST_MODEL, "r1,r2,cle,smooth", 1);
+    stream_same_on("models/stories260K", "r1,r2,cle", 2);       /* tied: lm_head untied on the way */
+    stream_same_on("models/stories260K", "r1,r2,cle,smooth", 1);
+    stream_same_on("models/stories260K", "fold", 2);             /* tied: the final norm kept */
+    char *dir = tu_mkdtemp();
+    pdq_synth_opts so;
+    pdq_synth_opts_default(&so);
+    so.out_dir = dir;
+    so.hidden = 96; /* R1 random orthogonal (GEMM), GQA 8/2 */
+    so.heads = 8;
+    so.kv_heads = 2;
+    so.head_dim = 16;
+    so.tied = 1;
+    so.layers = 2;
+    so.seed = 4;
+    pdq_status st = {0};
+    assert_int_equal(pdq_synth_write(&so, &st), PDQ_OK);
+    stream_same_on(dir, "r1,r2,cle", 2);
+    stream_same_on(dir, "r1,r2,cle,smooth", 1);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 static void test_errors(void **state) {
     (void)state;
     pdq_status st = {0};
@@ -232,10 +387,12 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_orthogonal),
+        cmocka_unit_test(test_hadamard_bits),
         cmocka_unit_test(test_preserve_bundled),
         cmocka_unit_test(test_preserve_stories),
         cmocka_unit_test(test_preserve_synthetic),
         cmocka_unit_test(test_save_roundtrip),
+        cmocka_unit_test(test_stream_same_bytes),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,11 +20,18 @@
  * Gaussian), whichever the kind and size allow. --- */
 typedef enum { PDQ_ROT_AUTO = 0, PDQ_ROT_HADAMARD = 1, PDQ_ROT_RANDOM = 2 } pdq_rot_kind;
 
+struct pdq_pool;
+
 typedef struct {
     int n;
     int hadamard;   /* 1: signs + FWHT; 0: dense q */
     float *signs;   /* [n] (hadamard) */
+    float *scaled;  /* [n] signs / sqrt(n) (hadamard) */
     float *q;       /* [n*n] row-major (dense) */
+    /* how it is applied (set by the caller after pdq_orth_make; the results do not depend on
+     * either): NULL runs on the caller; force_scalar 1 skips the AVX2 kernels */
+    struct pdq_pool *pool;
+    int force_scalar;
 } pdq_orth;
 
 /* In-place unnormalized Walsh-Hadamard transform of x[0..n) (n a power of two): x <- x H_n. */
@@ -38,35 +45,10 @@ pdq_code pdq_orth_right(const pdq_orth *q, float *x, int rows, size_t ld, pdq_st
 /* w [n, cols] (leading dimension ld >= cols): w <- Q^T w. */
 pdq_code pdq_orth_left_t(const pdq_orth *q, float *w, int cols, size_t ld, pdq_status *st);
 
-/* --- the transforms, on an eagerly loaded model (pdq_model_load), in place --- */
-
-/* Each RMSNorm weight into the linears that read it (q/k/v, gate/up, lm_head); the norms become 1.
- * The final norm of a tied model is folded only when untie is set (lm_head then becomes its own
- * tensor and cfg.tie_word_embeddings 0); otherwise it is left as it is. */
-pdq_code pdq_fold_norms(pdq_model *m, int untie, pdq_status *st);
-/* R1 on the residual stream: embedding, q/k/v/gate/up inputs, o/down outputs, lm_head. Needs
- * folded norms (every norm weight 1; the final one too). */
+/* R1 on the residual stream of an eagerly loaded model: embedding, q/k/v/gate/up inputs, o/down
+ * outputs, lm_head. Needs folded norms (every norm weight 1; the final one too). The quantize
+ * path applies it through pdq_transform_model / pdq_transform_write. */
 pdq_code pdq_rotate_r1(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_status *st);
-/* R2: one head_dim orthogonal matrix per layer between v_proj's outputs (each kv head) and
- * o_proj's inputs (each query head). */
-pdq_code pdq_rotate_r2(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_status *st);
-/* CLE on up->down and v->o (GQA: one scale per kv channel, o_proj's max over the heads that read
- * it): s = sqrt(max|W1 row| / max|W2 col|), W1 row / s, W2 col * s. */
-pdq_code pdq_cle(pdq_model *m, pdq_status *st);
-
-/* Per-channel max |x| of every linear group's input over calibration windows, [layer]: qkv [D],
- * o [H*hd], gate/up [D], down [I]. */
-typedef struct {
-    int n_layers;
-    float **qkv, **o, **gate, **down;
-} pdq_act_stats;
-
-pdq_code pdq_act_stats_collect(const pdq_model *m, const int32_t *calib, int ns, int T, pdq_act_stats *a,
-                               pdq_status *st);
-void pdq_act_stats_free(pdq_act_stats *a);
-/* SmoothQuant with migration strength alpha: s_j = max|X_j|^alpha / max|W_j|^(1-alpha) on
- * attn_norm->q/k/v, ffn_norm->gate/up, v->o (GQA-aware) and up->down. */
-pdq_code pdq_smooth(pdq_model *m, const pdq_act_stats *a, float alpha, pdq_status *st);
 
 /* --- the set a quantize run applies --- */
 typedef struct pdq_transform_opts {
@@ -75,6 +57,10 @@ typedef struct pdq_transform_opts {
     pdq_rot_kind kind;      /* R1/R2 matrices (AUTO) */
     uint64_t seed;          /* rotation seed */
     int smooth_nsamples;    /* calibration windows for SmoothQuant's ranges (0: all given) */
+    /* how it runs (the results do not depend on either): the rotations' row blocks and column
+     * strips on pool (NULL: the caller), force_scalar 1 skips the AVX2 kernels */
+    struct pdq_pool *pool;
+    int force_scalar;
     /* filled by pdq_transform_model */
     int untied;             /* R1 on a tied model with a non-unit final norm: lm_head split off */
     int final_norm_kept;    /* fold without R1 on a tied model: the final norm keeps its weight */
@@ -88,8 +74,10 @@ int pdq_transform_any(const pdq_transform_opts *o);
 pdq_code pdq_transform_parse(const char *list, pdq_transform_opts *o, pdq_status *st);
 /* "fold+r1+r2" style name ("none"). */
 void pdq_transform_name(const pdq_transform_opts *o, char *buf, size_t n);
-/* Applies the set in the order fold, CLE, R1, R2, SmoothQuant (calib: ns windows of T ids, needed
- * by SmoothQuant only). Fills o's output fields. */
+/* Applies the set to an eagerly loaded model in place, in the order fold, CLE, R1, R2, SmoothQuant
+ * (calib: ns windows of T ids, needed by SmoothQuant only). Fills o's output fields. The
+ * transforms (but the tables' R1) are per layer, so they run one layer after the other:
+ * SmoothQuant's ranges are taken layer by layer from every window's activations. */
 pdq_code pdq_transform_model(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
                              pdq_status *st);
 /* The options and outputs as a cJSON object (for pdq_quant.json and report.json). */
@@ -99,5 +87,12 @@ struct cJSON *pdq_transform_json(const pdq_transform_opts *o);
 /* Writes m as an f32 HF checkpoint: OUT/config.json (src_dir's, with tie_word_embeddings as m has
  * it and torch_dtype float32), tokenizer files copied, OUT/model.safetensors. */
 pdq_code pdq_transform_save(const pdq_model *m, const char *src_dir, const char *out_dir, pdq_status *st);
+/* Transforms m and writes it as pdq_transform_save would, streaming: on a lazily loaded model
+ * (pdq_model_load_lazy of src_dir) each layer is read, transformed, written and released, so
+ * memory is one layer and the embedding tables (plus SmoothQuant's calibration activations,
+ * ns * T * hidden floats) instead of the whole f32 model. The file's bytes are the same as
+ * pdq_transform_model then pdq_transform_save. */
+pdq_code pdq_transform_write(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
+                             const char *src_dir, const char *out_dir, pdq_status *st);
 
 #endif

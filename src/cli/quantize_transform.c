@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pdq/threadpool.h"
+
 int quantize_transform_args(pdq_args *a, pdq_transform_opts *o) {
     pdq_transform_opts_default(o);
     pdq_status st = {0};
@@ -41,10 +43,17 @@ int quantize_transform_run(const char *src_dir, const char *outdir, pdq_transfor
         return -1;
     }
     snprintf(dst, dst_len, "%s/transformed", outdir);
-    int bad = pdq_model_load(src_dir, &m, &st) != PDQ_OK;
+    /* streamed: one layer in memory at a time, the rotations on the process's threads */
+    pdq_pool *pool = NULL;
+    int bad = pdq_model_load_lazy(src_dir, &m, &st) != PDQ_OK;
     if (!bad) {
         pdq_set_threads(m, threads);
-        bad = pdq_transform_model(m, o, calib, ns, T, &st) || pdq_transform_save(m, src_dir, dst, &st);
+        bad = !(pool = pdq_pool_create(threads, &st));
+    }
+    if (!bad) {
+        o->pool = pool;
+        bad = pdq_transform_write(m, o, calib, ns, T, src_dir, dst, &st) != PDQ_OK;
+        o->pool = NULL;
     }
     if (bad) fprintf(stderr, "pdq quantize: %s\n", st.msg);
     else {
@@ -52,6 +61,7 @@ int quantize_transform_run(const char *src_dir, const char *outdir, pdq_transfor
         pdq_transform_name(o, name, sizeof name);
         printf("transform %s: %.2f s%s -> %s\n", name, o->seconds, o->untied ? " (lm_head untied: R1 needs the final norm folded)" : "", dst);
     }
+    pdq_pool_free(pool);
     pdq_model_free(m);
     return bad ? -1 : 0;
 }

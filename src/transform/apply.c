@@ -9,10 +9,12 @@
  * transforms left it. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "layer_ops.h"
 #include "pdq/progress.h"
-#include "pdq/transform.h"
+#include "run.h"
 
 void pdq_transform_opts_default(pdq_transform_opts *o) {
     memset(o, 0, sizeof *o);
@@ -50,30 +52,130 @@ void pdq_transform_name(const pdq_transform_opts *o, char *buf, size_t n) {
     if (!len) snprintf(buf, n, "none");
 }
 
-pdq_code pdq_transform_model(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
-                             pdq_status *st) {
-    double t0 = pdq_now();
-    o->untied = 0;
-    o->r1_hadamard = o->r1 && o->kind != PDQ_ROT_RANDOM && pdq_is_pow2(m->cfg.hidden_size);
-    o->r2_hadamard = o->r2 && o->kind != PDQ_ROT_RANDOM && pdq_is_pow2(m->cfg.head_dim);
-    int tied = m->cfg.tie_word_embeddings;
-    pdq_code rc = PDQ_OK;
-    if (o->fold || o->r1) rc = pdq_fold_norms(m, o->r1, st);
-    if (!rc) o->untied = tied && !m->cfg.tie_word_embeddings;
-    o->final_norm_kept = 0;
-    for (int i = 0; !rc && (o->fold || o->r1) && i < m->cfg.hidden_size; i++) o->final_norm_kept |= m->norm[i] != 1.0f;
-    if (!rc && o->cle) rc = pdq_cle(m, st);
-    if (!rc && o->r1) rc = pdq_rotate_r1(m, o->kind, o->seed, st);
-    if (!rc && o->r2) rc = pdq_rotate_r2(m, o->kind, o->seed, st);
-    if (!rc && o->smooth) {
-        if (o->smooth_nsamples > 0 && o->smooth_nsamples < ns) ns = o->smooth_nsamples;
-        pdq_act_stats a;
-        rc = pdq_act_stats_collect(m, calib, ns, T, &a, st);
-        if (!rc) rc = pdq_smooth(m, &a, o->smooth_alpha, st);
-        if (!rc) pdq_act_stats_free(&a);
+static int all_one(const float *g, int n) {
+    for (int i = 0; i < n; i++)
+        if (g[i] != 1.0f) return 0;
+    return 1;
+}
+
+void pdq_transform_plan(const pdq_model *m, pdq_transform_opts *o) {
+    const pdq_config *c = &m->cfg;
+    int fold_final = (o->fold || o->r1) && !all_one(m->norm, c->hidden_size);
+    /* one tensor is both the embedding and lm_head: folding the final norm into it would change
+     * the embedding, so only an untied copy can take it; R1 needs it folded, fold alone keeps it */
+    o->untied = fold_final && c->tie_word_embeddings && o->r1;
+    o->final_norm_kept = fold_final && c->tie_word_embeddings && !o->r1;
+    o->r1_hadamard = o->r1 && o->kind != PDQ_ROT_RANDOM && pdq_is_pow2(c->hidden_size);
+    o->r2_hadamard = o->r2 && o->kind != PDQ_ROT_RANDOM && pdq_is_pow2(c->head_dim);
+}
+
+static pdq_code put(const pdq_tensor_sink *k, const char *name, const float *data, size_t n, pdq_status *st) {
+    return k ? k->put(k->ctx, name, data, n, st) : PDQ_OK;
+}
+
+static void scale_cols(float *w, int rows, int cols, const float *g) {
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) w[(size_t)r * cols + c] *= g[c];
+}
+
+/* The embedding, lm_head and the final norm: the norm into lm_head (untying a tied one when R1
+ * needs it), R1 on both tables; put in checkpoint order; x [ns, T, D] = the calibration windows'
+ * embeddings when SmoothQuant needs them. */
+static pdq_code tables(pdq_model *m, pdq_transform_opts *o, const pdq_orth *q, const int32_t *calib, int ns, int T,
+                       float *x, const pdq_tensor_sink *k, pdq_status *st) {
+    pdq_config *c = &m->cfg;
+    int D = c->hidden_size, V = c->vocab_size;
+    size_t VD = (size_t)V * D;
+    pdq_code rc = pdq_model_embed_acquire(m, st);
+    if (!rc && !c->tie_word_embeddings) rc = pdq_model_lm_head_acquire(m, st);
+    if (!rc && o->untied) {
+        float *h = malloc(VD * sizeof(float));
+        if (!h) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory untying lm_head (%d x %d)", V, D);
+        else {
+            memcpy(h, m->embed, VD * sizeof(float));
+            m->lm_head = h;
+            c->tie_word_embeddings = 0;
+        }
     }
+    if (!rc && (o->fold || o->r1) && !o->final_norm_kept && !all_one(m->norm, D)) {
+        scale_cols(m->lm_head, V, D, m->norm);
+        for (int i = 0; i < D; i++) m->norm[i] = 1.0f;
+    }
+    if (!rc && o->r1) rc = pdq_orth_right(q, m->embed, V, (size_t)D, st);
+    if (!rc && o->r1 && m->lm_head != m->embed) rc = pdq_orth_right(q, m->lm_head, V, (size_t)D, st);
+    if (!rc) rc = put(k, "model.embed_tokens.weight", m->embed, VD, st);
+    if (!rc && !c->tie_word_embeddings) rc = put(k, "lm_head.weight", m->lm_head, VD, st);
+    if (!rc) rc = put(k, "model.norm.weight", m->norm, (size_t)D, st);
+    if (!rc && x) rc = pdq_model_embed(m, ns * T, calib, x, st);
+    if (m->lazy_src) {
+        /* a lazy model's lm_head is its own buffer once untied (acquire made it, or we did) */
+        if (m->lm_head != m->embed) pdq_model_lm_head_release(m);
+        pdq_model_embed_release(m);
+    }
+    return rc;
+}
+
+static pdq_code one_layer(pdq_model *m, int l, pdq_transform_opts *o, const pdq_orth *q, float *x, int ns, int T,
+                          pdq_layer_ranges *r, const pdq_tensor_sink *k, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    pdq_layer *L = &m->layers[l];
+    pdq_code rc = pdq_model_layer_acquire(m, l, st);
+    if (rc) return rc;
+    if (o->fold || o->r1) pdq_fold_layer(L, c);
+    if (o->cle) rc = pdq_cle_layer(L, c, st);
+    if (!rc && o->r1) rc = pdq_r1_layer(L, c, q, st);
+    if (!rc && o->r2) rc = pdq_r2_layer(L, c, l, o->kind, o->seed, o->pool, o->force_scalar, st);
+    /* SmoothQuant's ranges are those of the model as the other transforms left it */
+    if (!rc && o->smooth) rc = pdq_layer_ranges_collect(m, l, L, x, ns, T, r, st);
+    if (!rc && o->smooth) rc = pdq_smooth_layer(L, c, r, o->smooth_alpha, st);
+    char name[160];
+    size_t D = (size_t)c->hidden_size;
+    snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", l);
+    if (!rc) rc = put(k, name, L->attn_norm, D, st);
+    snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
+    if (!rc) rc = put(k, name, L->ffn_norm, D, st);
+    for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
+        int out, in;
+        pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
+        snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
+                 pdq_linear_name((pdq_linear_id)i));
+        rc = put(k, name, L->w[i], (size_t)out * in, st);
+    }
+    pdq_model_layer_release(m, l);
+    return rc;
+}
+
+pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
+                           const pdq_tensor_sink *k, pdq_status *st) {
+    double t0 = pdq_now();
+    const pdq_config *c = &m->cfg;
+    if (o->smooth && (!calib || ns <= 0 || T <= 0)) return pdq_fail(st, PDQ_ERR_ARG, "SmoothQuant needs calibration windows");
+    if (o->smooth && o->smooth_nsamples > 0 && o->smooth_nsamples < ns) ns = o->smooth_nsamples;
+    pdq_transform_plan(m, o);
+    pdq_orth q = {0};
+    pdq_layer_ranges r = {0};
+    float *x = NULL;
+    pdq_code rc = o->r1 ? pdq_orth_make(&q, c->hidden_size, o->kind, o->seed, st) : PDQ_OK;
+    q.pool = o->pool;
+    q.force_scalar = o->force_scalar;
+    if (!rc && o->smooth) { /* every window's activations, carried from layer to layer */
+        x = malloc((size_t)ns * T * c->hidden_size * sizeof(float));
+        rc = x ? pdq_layer_ranges_alloc(&r, c, st)
+               : pdq_fail(st, PDQ_ERR_NOMEM, "SmoothQuant: out of memory for %d windows of %d tokens", ns, T);
+    }
+    if (!rc) rc = tables(m, o, &q, calib, ns, T, x, k, st);
+    for (int l = 0; !rc && l < c->n_layers; l++) rc = one_layer(m, l, o, &q, x, ns, T, &r, k, st);
+    free(x);
+    pdq_layer_ranges_free(&r);
+    pdq_orth_free(&q);
     o->seconds = pdq_now() - t0;
     return rc ? pdq_wrap(st, "transform") : PDQ_OK;
+}
+
+pdq_code pdq_transform_model(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
+                             pdq_status *st) {
+    if (m->lazy_src) return pdq_fail(st, PDQ_ERR_ARG, "transforming a model in memory needs an eagerly loaded one");
+    return pdq_transform_run(m, o, calib, ns, T, NULL, st);
 }
 
 struct cJSON *pdq_transform_json(const pdq_transform_opts *o) {

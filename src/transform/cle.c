@@ -4,17 +4,16 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "layer_ops.h"
 #include "scale_pairs.h"
 
-pdq_code pdq_cle(pdq_model *m, pdq_status *st) {
-    const pdq_config *c = &m->cfg;
+pdq_code pdq_cle_layer(pdq_layer *L, const pdq_config *c, pdq_status *st) {
     int D = c->hidden_size, I = c->intermediate_size, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
     int n = I > H * hd ? I : H * hd;
     float *r2 = malloc((size_t)n * sizeof(float)), *tmp = malloc((size_t)n * sizeof(float));
     float *s = malloc((size_t)n * sizeof(float));
     pdq_code rc = r2 && tmp && s ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "CLE: out of memory");
-    for (int l = 0; !rc && l < c->n_layers; l++) {
-        pdq_layer *L = &m->layers[l];
+    if (!rc) {
         pdq_absmax_cols(L->w[PDQ_LIN_DOWN], D, I, r2);
         for (int j = 0; j < I; j++)
             s[j] = pdq_safe_scale(sqrt((double)pdq_absmax_row(L->w[PDQ_LIN_UP] + (size_t)j * D, D) / r2[j]));

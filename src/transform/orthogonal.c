@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hadamard.h"
+#include "kernels/qmatmul.h"
+#include "pdq/threadpool.h"
 #include "pdq/transform.h"
 
 int pdq_is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
@@ -33,6 +36,7 @@ static double uniform01(uint64_t *s) { return ((double)(splitmix(s) >> 11) + 0.5
 
 void pdq_orth_free(pdq_orth *q) {
     free(q->signs);
+    free(q->scaled);
     free(q->q);
     memset(q, 0, sizeof *q);
 }
@@ -72,8 +76,16 @@ pdq_code pdq_orth_make(pdq_orth *q, int n, pdq_rot_kind kind, uint64_t seed, pdq
     if (kind != PDQ_ROT_RANDOM && pdq_is_pow2(n)) {
         q->hadamard = 1;
         q->signs = malloc((size_t)n * sizeof(float));
-        if (!q->signs) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
-        for (int i = 0; i < n; i++) q->signs[i] = (splitmix(&s) >> 63) ? -1.0f : 1.0f;
+        q->scaled = malloc((size_t)n * sizeof(float));
+        if (!q->signs || !q->scaled) {
+            pdq_orth_free(q);
+            return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+        }
+        float norm = 1.0f / sqrtf((float)n);
+        for (int i = 0; i < n; i++) {
+            q->signs[i] = (splitmix(&s) >> 63) ? -1.0f : 1.0f;
+            q->scaled[i] = q->signs[i] * norm;
+        }
         rc = PDQ_OK;
     } else {
         rc = make_random(q, n, &s, st);
@@ -82,32 +94,57 @@ pdq_code pdq_orth_make(pdq_orth *q, int n, pdq_rot_kind kind, uint64_t seed, pdq
     return rc;
 }
 
-/* Butterflies of whole rows of w [n, cols] (ld): w <- H_n w. Contiguous inner loop, vectorizes. */
-static void fwht_rows(float *w, int n, int cols, size_t ld) {
-    for (int h = 1; h < n; h *= 2)
-        for (int i = 0; i < n; i += 2 * h)
-            for (int j = i; j < i + h; j++) {
-                float *a = w + (size_t)j * ld, *b = w + (size_t)(j + h) * ld;
-                for (int c = 0; c < cols; c++) {
-                    float x = a[c], y = b[c];
-                    a[c] = x + y;
-                    b[c] = x - y;
-                }
-            }
+/* --- applying a Hadamard matrix: row blocks / column strips as pool tasks. Each task computes
+ * its rows or columns the same way whichever thread runs it, so results do not depend on the
+ * thread count; the AVX2 and scalar kernels agree bit for bit (hadamard.h). --- */
+
+#define ROWS_PER_TASK 32
+#define STRIP 32        /* columns per left_t task */
+#define STRIP_LD 40     /* scratch row stride: not a power of two, so the strided high stages do
+                           not all fall into one cache set */
+
+typedef struct {
+    const pdq_orth *q;
+    float *x;
+    int rows, cols;
+    size_t ld;
+    float norm;
+    float *scratch;     /* [threads][n * STRIP_LD] (left_t) */
+    int simd;
+} had_job;
+
+static void right_task(void *ctx, int task, int thread) {
+    (void)thread;
+    had_job *j = ctx;
+    int r0 = task * ROWS_PER_TASK, nr = j->rows - r0 < ROWS_PER_TASK ? j->rows - r0 : ROWS_PER_TASK;
+    float *x = j->x + (size_t)r0 * j->ld;
+    if (j->simd) pdq_had_rows_avx2(x, nr, j->ld, j->q->n, j->q->signs, j->norm);
+    else pdq_had_rows_scalar(x, nr, j->ld, j->q->n, j->q->signs, j->norm);
 }
+
+/* One strip of columns: gathered into contiguous scratch (zero padded to a multiple of 8), the
+ * transform down its columns, scattered back. */
+static void left_task(void *ctx, int task, int thread) {
+    had_job *j = ctx;
+    int n = j->q->n, c0 = task * STRIP, nc = j->cols - c0 < STRIP ? j->cols - c0 : STRIP, w = (nc + 7) & ~7;
+    float *s = j->scratch + (size_t)thread * n * STRIP_LD;
+    for (int i = 0; i < n; i++) {
+        float *d = s + (size_t)i * STRIP_LD;
+        memcpy(d, j->x + (size_t)i * j->ld + c0, (size_t)nc * sizeof(float));
+        for (int c = nc; c < w; c++) d[c] = 0.0f;
+    }
+    if (j->simd) pdq_had_cols_avx2(s, n, w, STRIP_LD, j->q->scaled);
+    else pdq_had_cols_scalar(s, n, w, STRIP_LD, j->q->scaled);
+    for (int i = 0; i < n; i++) memcpy(j->x + (size_t)i * j->ld + c0, s + (size_t)i * STRIP_LD, (size_t)nc * sizeof(float));
+}
+
+static int use_simd(const pdq_orth *q) { return !q->force_scalar && pdq_cpu_has_avx2_fma(); }
 
 pdq_code pdq_orth_right(const pdq_orth *q, float *x, int rows, size_t ld, pdq_status *st) {
     int n = q->n;
     if (q->hadamard) {
-        /* one vector at a time: the wide FWHT stages are contiguous and vectorize; measured
-         * faster than transposed blocks (bench_transform) */
-        float norm = 1.0f / sqrtf((float)n);
-        for (int r = 0; r < rows; r++) {
-            float *v = x + (size_t)r * ld;
-            for (int i = 0; i < n; i++) v[i] *= q->signs[i];
-            pdq_fwht(v, n);
-            for (int i = 0; i < n; i++) v[i] *= norm;
-        }
+        had_job j = {q, x, rows, n, ld, 1.0f / sqrtf((float)n), NULL, use_simd(q)};
+        pdq_pool_run(q->pool, (rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK, right_task, &j);
         return PDQ_OK;
     }
     /* dense: in chunks of rows so the scratch stays small */
@@ -127,15 +164,13 @@ pdq_code pdq_orth_right(const pdq_orth *q, float *x, int rows, size_t ld, pdq_st
 pdq_code pdq_orth_left_t(const pdq_orth *q, float *w, int cols, size_t ld, pdq_status *st) {
     int n = q->n;
     if (q->hadamard) {
-        /* Q^T w = H diag(s) w / sqrt(n): sign the rows, then butterflies of whole rows
-         * (contiguous, so the transform along the column dimension vectorizes) */
-        float norm = 1.0f / sqrtf((float)n);
-        for (int i = 0; i < n; i++) {
-            float *row = w + (size_t)i * ld, f = q->signs[i] * norm;
-            for (int c = 0; c < cols; c++) row[c] *= f;
-        }
-        for (int c0 = 0; c0 < cols; c0 += 64) /* column strips that stay in cache over the log n passes */
-            fwht_rows(w + c0, n, cols - c0 < 64 ? cols - c0 : 64, ld);
+        /* Q^T w = H diag(s) w / sqrt(n): each row times s_i / sqrt(n), then the transform down
+         * the columns */
+        int threads = pdq_pool_threads(q->pool);
+        had_job j = {q, w, n, cols, ld, 0.0f, malloc(sizeof(float) * (size_t)threads * n * STRIP_LD), use_simd(q)};
+        if (!j.scratch) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for the rotation's scratch");
+        pdq_pool_run(q->pool, (cols + STRIP - 1) / STRIP, left_task, &j);
+        free(j.scratch);
         return PDQ_OK;
     }
     const int chunk = 256;

@@ -6,12 +6,23 @@
  * block); attention mixes value rows linearly, so each query head's output is rotated the same
  * way and o_proj's columns of that head take Q2 (W_o[:, head] -> W_o[:, head] Q2). K and RoPE are
  * untouched. */
-#include "pdq/transform.h"
+#include "layer_ops.h"
 
 static int unit(const float *g, int n) {
     for (int i = 0; i < n; i++)
         if (g[i] != 1.0f) return 0;
     return 1;
+}
+
+pdq_code pdq_r1_layer(pdq_layer *L, const pdq_config *c, const pdq_orth *q, pdq_status *st) {
+    pdq_code rc = PDQ_OK;
+    for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
+        int out, in;
+        pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
+        if (i == PDQ_LIN_O || i == PDQ_LIN_DOWN) rc = pdq_orth_left_t(q, L->w[i], in, (size_t)in, st);
+        else rc = pdq_orth_right(q, L->w[i], out, (size_t)in, st);
+    }
+    return rc;
 }
 
 pdq_code pdq_rotate_r1(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_status *st) {
@@ -28,34 +39,24 @@ pdq_code pdq_rotate_r1(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_statu
     if (rc) return rc;
     rc = pdq_orth_right(&q, m->embed, V, (size_t)D, st);
     if (!rc && m->lm_head != m->embed) rc = pdq_orth_right(&q, m->lm_head, V, (size_t)D, st);
-    for (int l = 0; !rc && l < c->n_layers; l++) {
-        pdq_layer *L = &m->layers[l];
-        for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
-            int out, in;
-            pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
-            if (i == PDQ_LIN_O || i == PDQ_LIN_DOWN) rc = pdq_orth_left_t(&q, L->w[i], in, (size_t)in, st);
-            else rc = pdq_orth_right(&q, L->w[i], out, (size_t)in, st);
-        }
-    }
+    for (int l = 0; !rc && l < c->n_layers; l++) rc = pdq_r1_layer(&m->layers[l], c, &q, st);
     pdq_orth_free(&q);
     return rc;
 }
 
-pdq_code pdq_rotate_r2(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_status *st) {
-    const pdq_config *c = &m->cfg;
+pdq_code pdq_r2_layer(pdq_layer *L, const pdq_config *c, int l, pdq_rot_kind kind, uint64_t seed,
+                      struct pdq_pool *pool, int force_scalar, pdq_status *st) {
     int D = c->hidden_size, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
-    if (m->lazy_src) return pdq_fail(st, PDQ_ERR_ARG, "R2 needs an eagerly loaded model");
-    pdq_code rc = PDQ_OK;
-    for (int l = 0; !rc && l < c->n_layers; l++) {
-        pdq_layer *L = &m->layers[l];
-        pdq_orth q;
-        /* a different matrix per layer (SpinQuant learns one per layer) */
-        if ((rc = pdq_orth_make(&q, hd, kind, seed + 0x100000001ull * (uint64_t)(l + 1), st))) break;
-        for (int g = 0; !rc && g < KV; g++)
-            rc = pdq_orth_left_t(&q, L->w[PDQ_LIN_V] + (size_t)g * hd * D, D, (size_t)D, st);
-        for (int h = 0; !rc && h < H; h++)
-            rc = pdq_orth_right(&q, L->w[PDQ_LIN_O] + (size_t)h * hd, D, (size_t)H * hd, st);
-        pdq_orth_free(&q);
-    }
+    pdq_orth q;
+    /* a different matrix per layer (SpinQuant learns one per layer) */
+    pdq_code rc = pdq_orth_make(&q, hd, kind, seed + 0x100000001ull * (uint64_t)(l + 1), st);
+    if (rc) return rc;
+    q.pool = pool;
+    q.force_scalar = force_scalar;
+    for (int g = 0; !rc && g < KV; g++)
+        rc = pdq_orth_left_t(&q, L->w[PDQ_LIN_V] + (size_t)g * hd * D, D, (size_t)D, st);
+    /* o_proj [D, H*hd] is [D*H, hd]: every head's column block of every row, one right product */
+    if (!rc) rc = pdq_orth_right(&q, L->w[PDQ_LIN_O], D * H, (size_t)hd, st);
+    pdq_orth_free(&q);
     return rc;
 }

@@ -33,6 +33,13 @@ else
     bad verify-circle; tail -3 "$tmp/v"
 fi
 
+# the transformed checkpoint does not depend on the thread count (rotations on the pool, AVX2)
+for t in 1 2; do
+    "$PDQ" quantize --model $M --method rtn --wbits 4 --abits none --quiet --threads $t --transform r1,r2,cle \
+        --out "$tmp/t$t" >"$tmp/lt$t" 2>&1 || { bad threads-$t; cat "$tmp/lt$t"; }
+done
+check threads-same "cmp -s '$tmp/t1/transformed/model.safetensors' '$tmp/t2/transformed/model.safetensors'"
+
 err bad-name "'$PDQ' quantize --model $M --method rtn --transform r1,spin --out '$tmp/x'" "unknown transform 'spin'"
 err smooth-calib "'$PDQ' quantize --model $M --method rtn --transform smooth --out '$tmp/x'" "needs --calib"
 err bad-alpha "'$PDQ' quantize --model $M --method rtn --transform smooth --smooth-alpha 2 --out '$tmp/x'" "--smooth-alpha"

@@ -1,0 +1,32 @@
+/* One decoder layer's part of each transform, in place. The whole-model run (apply.c) calls them
+ * layer by layer, so a lazily loaded model is transformed with one layer in memory. */
+#ifndef PDQ_TRANSFORM_LAYER_OPS_H
+#define PDQ_TRANSFORM_LAYER_OPS_H
+
+#include "pdq/transform.h"
+
+/* attn_norm into q/k/v's columns, ffn_norm into gate/up's; both norms become 1. */
+void pdq_fold_layer(pdq_layer *L, const pdq_config *c);
+/* CLE on up->down and v->o (see cle.c). */
+pdq_code pdq_cle_layer(pdq_layer *L, const pdq_config *c, pdq_status *st);
+/* R1 with q [D]: readers W -> W Q, writers (o, down) W -> Q^T W. */
+pdq_code pdq_r1_layer(pdq_layer *L, const pdq_config *c, const pdq_orth *q, pdq_status *st);
+/* R2 of layer l (its own head_dim matrix from seed and l), applied on pool. */
+pdq_code pdq_r2_layer(pdq_layer *L, const pdq_config *c, int l, pdq_rot_kind kind, uint64_t seed,
+                      struct pdq_pool *pool, int force_scalar, pdq_status *st);
+
+/* One layer's activation ranges (max |x| per input channel): qkv [D], o [H*hd], gate [D], down [I]. */
+typedef struct {
+    float *qkv, *o, *gate, *down;
+} pdq_layer_ranges;
+
+pdq_code pdq_layer_ranges_alloc(pdq_layer_ranges *r, const pdq_config *c, pdq_status *st);
+void pdq_layer_ranges_free(pdq_layer_ranges *r);
+/* Zeroes r, then runs the ns windows x [ns, T, D] through layer l (weights L) in place, taking
+ * the ranges of every linear's input: x becomes the next layer's input. */
+pdq_code pdq_layer_ranges_collect(const pdq_model *m, int l, const pdq_layer *L, float *x, int ns, int T,
+                                  pdq_layer_ranges *r, pdq_status *st);
+/* SmoothQuant on one layer from its ranges. */
+pdq_code pdq_smooth_layer(pdq_layer *L, const pdq_config *c, const pdq_layer_ranges *r, float alpha, pdq_status *st);
+
+#endif
