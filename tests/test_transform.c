@@ -288,9 +288,10 @@ static char *slurp_file(const char *dir, const char *name, size_t *len) {
 
 /* Streamed (lazy model, a pool of 3, AVX2 where present, blas_threads for OpenBLAS) and in
  * memory (eager, serial, scalar, OpenBLAS on one thread): the same checkpoint bytes, so neither
- * the thread count, the kernel path nor streaming changes a result. SmoothQuant's ranges come
- * from the float forward, whose OpenBLAS sums depend on OpenBLAS's thread count (as GPTQ's and
- * fake-quant's do), so sets with smooth compare at one OpenBLAS thread. */
+ * the thread count, the kernel path nor streaming changes a result. A dense (non-Hadamard)
+ * rotation is an OpenBLAS sgemm and SmoothQuant's ranges come from the float forward: both are
+ * OpenBLAS sums, which can depend on OpenBLAS's thread count (as GPTQ's and fake-quant's do), so
+ * those cases compare at one OpenBLAS thread. */
 static void stream_same_on(const char *src, const char *set, int blas_threads) {
     pdq_status st = {0};
     pdq_model *m = NULL;
@@ -356,7 +357,10 @@ static void test_stream_same_bytes(void **state) {
     so.seed = 4;
     pdq_status st = {0};
     assert_int_equal(pdq_synth_write(&so, &st), PDQ_OK);
-    stream_same_on(dir, "r1,r2,cle", 2);
+    /* hidden 96 has no Hadamard: R1 is a dense rotation through OpenBLAS sgemm, whose sums
+     * depend on OpenBLAS's thread count on some CPUs (AMD Zen 3 with OpenBLAS 0.3.21), so it
+     * compares at one OpenBLAS thread; the pool of 3 and streaming still differ */
+    stream_same_on(dir, "r1,r2,cle", 1);
     stream_same_on(dir, "r1,r2,cle,smooth", 1);
     tu_rmtree(dir);
     free(dir);
