@@ -4,23 +4,10 @@
 #include <string.h>
 
 #include "kernels/qint_internal.h"
+#include "kernels/rows4.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-
-typedef struct {
-    const uint8_t *row[4], *zero[4];
-    const float *scale[4];
-} rows4;
-
-static void rows4_init(const pdq_qmatrix *w, int r, int nr, rows4 *p) {
-    for (int k = 0; k < 4; k++) {
-        int rk = r + (k < nr ? k : nr - 1);
-        p->row[k] = w->codes + (size_t)rk * w->row_bytes;
-        p->zero[k] = w->zeros + (size_t)rk * w->ngroups;
-        p->scale[k] = w->scales + (size_t)rk * w->ngroups;
-    }
-}
 
 /* Four rows' epilogue state, one row per lane (see qint_avx512.c). */
 typedef struct {

@@ -36,7 +36,7 @@ QI_TARGET static inline __m256i QI_NAME(reduce4)(const __m256i *v) {
     return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
 }
 
-QI_TARGET static inline void QI_NAME(epi4_block)(epi4 *e, const rows4 *p, const qi_plan *pl, const float *xs,
+QI_TARGET static inline void QI_NAME(epi4_block)(epi4 *e, const qk_rows4 *p, const qi_plan *pl, const float *xs,
                                                  const int32_t *sx, int b, __m128i s) {
     if (e->left == 0) { /* counted, not divided: see qint_avx512.c */
         int g = ++e->g;
@@ -60,8 +60,8 @@ QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const u
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
     for (int r = r0; r < r1; r += 4) {
         int nr = r1 - r < 4 ? r1 - r : 4;
-        rows4 p;
-        rows4_init(w, r, nr, &p);
+        qk_rows4 p;
+        qk_rows4_init(w, r, nr, &p);
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
         for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / rb));
         for (int s = 0; s < pl->nsteps; s++) {

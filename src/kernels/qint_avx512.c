@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/qint_internal.h"
+#include "kernels/rows4.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -26,20 +27,6 @@ QI_AVX512 static inline __m512i dpwssd(__m512i acc, __m512i a, __m512i b) {
     return acc;
 }
 
-typedef struct {
-    const uint8_t *row[4], *zero[4];
-    const float *scale[4];
-} rows4;
-
-static void rows4_init(const pdq_qmatrix *w, int r, int nr, rows4 *p) {
-    for (int k = 0; k < 4; k++) {
-        int rk = r + (k < nr ? k : nr - 1);
-        p->row[k] = w->codes + (size_t)rk * w->row_bytes;
-        p->zero[k] = w->zeros + (size_t)rk * w->ngroups;
-        p->scale[k] = w->scales + (size_t)rk * w->ngroups;
-    }
-}
-
 /* The epilogue of one block for four rows (lanes): S = sum - zero * sum(xq), t += xs * S, and at
  * the group's end y += scale * t. Blocks come in order; the group and the blocks left in it are
  * counted, not divided out (two integer divisions per block cost more than the block's dot
@@ -50,7 +37,7 @@ typedef struct {
     int g, left;  /* current group, its blocks still to come */
 } epi4;
 
-QI_AVX512 static inline void epi4_block(epi4 *e, const rows4 *p, const qi_plan *pl, const float *xs,
+QI_AVX512 static inline void epi4_block(epi4 *e, const qk_rows4 *p, const qi_plan *pl, const float *xs,
                                         const int32_t *sx, int b, __m128i s) {
     if (e->left == 0) {
         int g = ++e->g;
@@ -70,7 +57,7 @@ QI_AVX512 static inline void epi4_block(epi4 *e, const rows4 *p, const qi_plan *
 /* Groups of 32 (one block each), four whole groups g0..g0+3 of four rows at once, in lane 4j + k
  * (group g0 + j, row k) as q has them: the same S, t = fmaf(xs, S, 0) and then, group by group,
  * y = fmaf(scale, t, y) as epi4_block, with the per-block loads done once per step. */
-QI_AVX512 static inline void epi16_groups32(epi4 *e, const rows4 *p, const float *xs, const int32_t *sx, int g0,
+QI_AVX512 static inline void epi16_groups32(epi4 *e, const qk_rows4 *p, const float *xs, const int32_t *sx, int g0,
                                             __m512i q) {
     const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
@@ -111,8 +98,8 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
     for (int r = r0; r < r1; r += 4) {
         int nr = r1 - r < 4 ? r1 - r : 4;
-        rows4 p;
-        rows4_init(w, r, nr, &p);
+        qk_rows4 p;
+        qk_rows4_init(w, r, nr, &p);
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
         for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / rb));
         for (int s = 0; s < pl->nsteps; s++) {

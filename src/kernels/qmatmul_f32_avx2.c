@@ -3,6 +3,7 @@
  * 16 lanes of a row are two 8-float registers (lanes 0-7 from bytes 0-7 of a block, 8-15 from
  * bytes 8-15). The GEMV runs four output rows at once (eight FMA chains, x loaded once). */
 #include "kernels/qkernel_internal.h"
+#include "kernels/rows4.h"
 
 #ifdef PDQ_QK_HAVE_AVX2
 #include <immintrin.h>
@@ -16,20 +17,6 @@ QK_AVX2 static inline float hsum16(__m256 a, __m256 b) {
     return qk_hsum16(t);
 }
 
-/* Up to four rows r..r+nr-1; missing rows repeat the last one (computed, not stored). */
-typedef struct {
-    const uint8_t *row[4];
-    const float *scale[4];
-} rows4;
-
-static void rows4_init(const pdq_qmatrix *w, int r, int nr, rows4 *p) {
-    for (int k = 0; k < 4; k++) {
-        int rk = r + (k < nr ? k : nr - 1);
-        p->row[k] = w->codes + (size_t)rk * w->row_bytes;
-        p->scale[k] = w->scales + (size_t)rk * w->ngroups;
-    }
-}
-
 QK_AVX2 static inline __m256 cvt8(const int32_t *v) { return _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)v)); }
 QK_AVX2 static inline __m256i bytes8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
 
@@ -39,8 +26,8 @@ QK_AVX2 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
     const __m256i m15 = _mm256_set1_epi32(0xF);
     for (int r = r0; r < r1; r += 4) {
         int nr = r1 - r < 4 ? r1 - r : 4;
-        rows4 p;
-        rows4_init(w, r, nr, &p);
+        qk_rows4 p;
+        qk_rows4_init(w, r, nr, &p);
         __m256 acc[4][2];
         for (int k = 0; k < 4; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
         for (int g = 0; g < ng; g++) {
@@ -109,8 +96,8 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
     size_t pf = QK_PREFETCH_ROWS * w->row_bytes;
     for (int r = r0; r < r1; r += 4) {
         int nr = r1 - r < 4 ? r1 - r : 4;
-        rows4 p;
-        rows4_init(w, r, nr, &p);
+        qk_rows4 p;
+        qk_rows4_init(w, r, nr, &p);
         __m256 acc[4][2];
         for (int k = 0; k < 4; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
         for (int g = 0; g < ng; g++) {

@@ -3,6 +3,7 @@
  * equal the AVX2 and scalar paths bit for bit, with half the AVX2 instructions per weight.
  * Compiled per function for the target, called only after run-time detection. */
 #include "kernels/qkernel_internal.h"
+#include "kernels/rows4.h"
 
 #ifdef PDQ_QK_HAVE_AVX2
 #include <immintrin.h>
@@ -23,27 +24,14 @@ QK_AVX512 static inline __m512 cvt16(const int32_t *v) {
     return _mm512_cvtepi32_ps(_mm512_loadu_si512((const void *)v));
 }
 
-typedef struct {
-    const uint8_t *row[4];
-    const float *scale[4];
-} rows4x;
-
-static void rows4x_init(const pdq_qmatrix *w, int r, int nr, rows4x *p) {
-    for (int k = 0; k < 4; k++) {
-        int rk = r + (k < nr ? k : nr - 1);
-        p->row[k] = w->codes + (size_t)rk * w->row_bytes;
-        p->scale[k] = w->scales + (size_t)rk * w->ngroups;
-    }
-}
-
 QK_AVX512 void qk_gemv_u4_avx512(const pdq_qmatrix *w, const float *xt, int r0, int r1, float *y) {
     int gs = qk_group_stride(w), ng = w->ngroups;
     size_t pf = QK_PREFETCH_ROWS * w->row_bytes;
     const __m512i m15 = _mm512_set1_epi32(0xF);
     for (int r = r0; r < r1; r += 4) {
         int nr = r1 - r < 4 ? r1 - r : 4;
-        rows4x p;
-        rows4x_init(w, r, nr, &p);
+        qk_rows4 p;
+        qk_rows4_init(w, r, nr, &p);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int g = 0; g < ng; g++) {
             int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
@@ -98,8 +86,8 @@ QK_AVX512 void qk_gemv_u8_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
     size_t pf = QK_PREFETCH_ROWS * w->row_bytes;
     for (int r = r0; r < r1; r += 4) {
         int nr = r1 - r < 4 ? r1 - r : 4;
-        rows4x p;
-        rows4x_init(w, r, nr, &p);
+        qk_rows4 p;
+        qk_rows4_init(w, r, nr, &p);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int g = 0; g < ng; g++) {
             int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
