@@ -42,6 +42,10 @@ void pdq_st_close(pdq_safetensors *s);
 int pdq_st_count(const pdq_safetensors *s);
 const pdq_st_tensor *pdq_st_at(const pdq_safetensors *s, int i);
 const pdq_st_tensor *pdq_st_find(const pdq_safetensors *s, const char *name);
+/* Tensor NAME SUFFIX with dtype dt and shape [a] (ndim 1) or [a, b] (ndim 2). On error, NULL is
+ * returned and st names file, the tensor and what was expected. */
+const pdq_st_tensor *pdq_st_expect(const pdq_safetensors *s, const char *name, const char *suffix, pdq_dtype dt,
+                                   int ndim, int64_t a, int64_t b, const char *file, pdq_status *st);
 const char *pdq_st_file_of(const pdq_safetensors *s, const pdq_st_tensor *t);
 /* The __metadata__ object of the first file as JSON text, or NULL. */
 const char *pdq_st_metadata(const pdq_safetensors *s);

@@ -309,3 +309,18 @@ pdq_code pdq_st_read_f32(const pdq_safetensors *s, const char *name, int ndim, c
     }
     return PDQ_OK;
 }
+
+const pdq_st_tensor *pdq_st_expect(const pdq_safetensors *s, const char *name, const char *suffix, pdq_dtype dt,
+                                   int ndim, int64_t a, int64_t b, const char *file, pdq_status *st) {
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s%s", name, suffix);
+    const pdq_st_tensor *t = pdq_st_find(s, nm);
+    if (!t) { pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing", file, nm); return NULL; }
+    if (t->dtype != dt || t->ndim != ndim || t->shape[0] != a || (ndim > 1 && t->shape[1] != b)) {
+        pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s should be %s [%lld%s%lld], got %s with %d dims", file, nm,
+                 pdq_dtype_name(dt), (long long)a, ndim > 1 ? ", " : "", ndim > 1 ? (long long)b : 0LL,
+                 pdq_dtype_name(t->dtype), t->ndim);
+        return NULL;
+    }
+    return t;
+}

@@ -12,6 +12,8 @@
 
 #include "kernels/qmatmul.h"
 #include "model/packed_internal.h"
+#include "quant/quant_json_check.h"
+#include "pdq/file.h"
 #include "pdq/model.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
@@ -29,36 +31,6 @@ void pdq_packed_free(struct pdq_packed *p) {
     free(p->mats);
     pdq_st_close(p->src);
     free(p);
-}
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-            if (fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
-            else { buf[n] = '\0'; *len = (size_t)n; }
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
-static const pdq_st_tensor *want(const pdq_safetensors *s, const char *name, const char *suffix, pdq_dtype dt,
-                                 int ndim, int64_t a, int64_t b, const char *file, pdq_status *st) {
-    char nm[256];
-    snprintf(nm, sizeof nm, "%s%s", name, suffix);
-    const pdq_st_tensor *t = pdq_st_find(s, nm);
-    if (!t) { pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing", file, nm); return NULL; }
-    if (t->dtype != dt || t->ndim != ndim || t->shape[0] != a || (ndim > 1 && t->shape[1] != b)) {
-        pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s should be %s [%lld%s%lld], got %s with %d dims", file, nm,
-                 pdq_dtype_name(dt), (long long)a, ndim > 1 ? ", " : "", ndim > 1 ? (long long)b : 0LL,
-                 pdq_dtype_name(t->dtype), t->ndim);
-        return NULL;
-    }
-    return t;
 }
 
 /* Column order that makes every group contiguous: columns sorted by g_idx (stable). NULL perm
@@ -106,11 +78,11 @@ static pdq_code load_matrix(const pdq_safetensors *s, const cJSON *e, const char
         return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s: bad bits %d / group %d", file, name, bits, group);
     int ng = group ? (cols + group - 1) / group : 1, maxq = (1 << bits) - 1, packed = bits <= 4;
     int64_t qc = packed ? (cols + 1) / 2 : cols;
-    const pdq_st_tensor *tq = want(s, name, ".qweight", PDQ_DT_U8, 2, rows, qc, file, st);
-    const pdq_st_tensor *ts = tq ? want(s, name, ".scales", PDQ_DT_F32, 2, rows, ng, file, st) : NULL;
-    const pdq_st_tensor *tz = ts ? want(s, name, ".zeros", PDQ_DT_U8, 2, rows, ng, file, st) : NULL;
+    const pdq_st_tensor *tq = pdq_st_expect(s, name, ".qweight", PDQ_DT_U8, 2, rows, qc, file, st);
+    const pdq_st_tensor *ts = tq ? pdq_st_expect(s, name, ".scales", PDQ_DT_F32, 2, rows, ng, file, st) : NULL;
+    const pdq_st_tensor *tz = ts ? pdq_st_expect(s, name, ".zeros", PDQ_DT_U8, 2, rows, ng, file, st) : NULL;
     if (!tz) return st ? st->code : PDQ_ERR_FORMAT;
-    const pdq_st_tensor *tg = ng > 1 ? want(s, name, ".g_idx", PDQ_DT_I32, 1, cols, 0, file, st) : NULL;
+    const pdq_st_tensor *tg = ng > 1 ? pdq_st_expect(s, name, ".g_idx", PDQ_DT_I32, 1, cols, 0, file, st) : NULL;
     if (ng > 1 && !tg) return st ? st->code : PDQ_ERR_FORMAT;
     const uint8_t *z = tz->data, *codes = tq->data;
     for (size_t i = 0; i < (size_t)rows * ng; i++)
@@ -232,10 +204,15 @@ pdq_code pdq_model_load_packed(const char *dir, pdq_model **out, pdq_status *st)
     char path[4096];
     snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
     size_t len = 0;
-    char *txt = slurp(path, &len);
-    if (!txt) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read", path);
+    char *txt = NULL;
+    if ((rc = pdq_file_read(path, PDQ_FILE_MAX_JSON, &txt, &len, st))) return rc;
     cJSON *j = cJSON_ParseWithLength(txt, len);
     free(txt);
+    if (!j) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not valid JSON", path);
+    if ((rc = pdq_quant_doc_check(j, path, st))) { /* every field in range before use, as the eager loader */
+        cJSON_Delete(j);
+        return rc;
+    }
     const cJSON *fmt = cJSON_GetObjectItem(j, "format"), *tens = cJSON_GetObjectItem(j, "tensors");
     if (!cJSON_IsObject(j) || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pdq-quant") != 0 || !cJSON_IsObject(tens)) {
         cJSON_Delete(j);

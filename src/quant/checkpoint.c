@@ -361,21 +361,6 @@ int pdq_quant_is_checkpoint(const char *dir) {
     return stat(path, &sb) == 0;
 }
 
-static const pdq_st_tensor *want(const pdq_safetensors *s, const char *name, const char *suffix, pdq_dtype dt,
-                                 int ndim, int64_t a, int64_t b, const char *file, pdq_status *st) {
-    char nm[256];
-    snprintf(nm, sizeof nm, "%s%s", name, suffix);
-    const pdq_st_tensor *t = pdq_st_find(s, nm);
-    if (!t) { pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing", file, nm); return NULL; }
-    if (t->dtype != dt || t->ndim != ndim || t->shape[0] != a || (ndim > 1 && t->shape[1] != b)) {
-        pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s should be %s [%lld%s%lld], got %s with %d dims", file, nm,
-                 pdq_dtype_name(dt), (long long)a, ndim > 1 ? ", " : "", ndim > 1 ? (long long)b : 0LL,
-                 pdq_dtype_name(t->dtype), t->ndim);
-        return NULL;
-    }
-    return t;
-}
-
 /* Dequantizes one module described by e into dst [rows, cols]. */
 static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mtensor *mt, const char *file,
                             pdq_status *st) {
@@ -393,13 +378,13 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
     int ng = group ? (cols + group - 1) / group : 1, maxq = (1 << bits) - 1;
     int packed = bits <= 4;
     int64_t qc = packed ? (cols + 1) / 2 : cols;
-    const pdq_st_tensor *tq = want(s, mt->name, ".qweight", PDQ_DT_U8, 2, rows, qc, file, st);
-    const pdq_st_tensor *ts = tq ? want(s, mt->name, ".scales", PDQ_DT_F32, 2, rows, ng, file, st) : NULL;
-    const pdq_st_tensor *tz = ts ? want(s, mt->name, ".zeros", PDQ_DT_U8, 2, rows, ng, file, st) : NULL;
+    const pdq_st_tensor *tq = pdq_st_expect(s, mt->name, ".qweight", PDQ_DT_U8, 2, rows, qc, file, st);
+    const pdq_st_tensor *ts = tq ? pdq_st_expect(s, mt->name, ".scales", PDQ_DT_F32, 2, rows, ng, file, st) : NULL;
+    const pdq_st_tensor *tz = ts ? pdq_st_expect(s, mt->name, ".zeros", PDQ_DT_U8, 2, rows, ng, file, st) : NULL;
     if (!tz) return st ? st->code : PDQ_ERR_FORMAT;
     int32_t *gi = NULL;
     if (ng > 1) {
-        const pdq_st_tensor *tg = want(s, mt->name, ".g_idx", PDQ_DT_I32, 1, cols, 0, file, st);
+        const pdq_st_tensor *tg = pdq_st_expect(s, mt->name, ".g_idx", PDQ_DT_I32, 1, cols, 0, file, st);
         if (!tg) return st ? st->code : PDQ_ERR_FORMAT;
         if (!(gi = malloc((size_t)cols * sizeof *gi))) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
         memcpy(gi, tg->data, (size_t)cols * sizeof *gi); /* mmapped data may be unaligned */

@@ -121,6 +121,7 @@ bad_side() { # name file(in $Q) jq-edit needle [command]: one side file edited i
     case $cmd in
         ppl) out=$(timeout 120 "$PDQ" ppl --model "$tmp/q2" --static --text $TXT --max-len 32 --threads 1 2>&1) ;;
         export) out=$(timeout 120 "$PDQ" export --model "$tmp/q2" --max-seq 16 --out "$tmp/q2/c" --quiet 2>&1) ;;
+        packed) out=$(timeout 120 "$PDQ" ppl --model "$tmp/q2" --text $TXT --max-len 32 --threads 1 2>&1) ;; # packed loader
     esac
     local rc=$?
     if [ $rc -eq 0 ]; then bad "$name: exit 0"; return; fi
@@ -152,6 +153,8 @@ bad_side quant-packed pdq_quant.json ".tensors[$K].packed=true" 'packed = true w
 bad_side quant-method pdq_quant.json '.method="awq"' 'method = "awq": must be one of gptq, rtn'
 bad_side quant-seq-len pdq_quant.json '.seq_len=1e30' 'seq_len = 1e+30: must be an integer in [0, 16777216]'
 bad_side quant-export-bits pdq_quant.json ".tensors[$K].bits=99" 'down_proj.bits = 99: must be an integer in [2, 8]' export
+bad_side quant-packed-bits-frac pdq_quant.json ".tensors[$K].bits=4.5" 'down_proj.bits = 4.5: must be an integer in [2, 8]' packed
+bad_side quant-packed-group pdq_quant.json ".tensors[$K].group=2147483647" 'down_proj.group = 2147483647: must be an integer in [0, 16777216]' packed
 
 bad_manifest() { # name jq-edit needle
     rm -rf "$tmp/c2"; cp -r "$C" "$tmp/c2"
