@@ -47,20 +47,6 @@ typedef struct {
     double t_feed, t_gen;
 } chat;
 
-/* Prints the text of reply[0..n) not yet printed (held back while a UTF-8 sequence is open). */
-static void stream(const pdq_tokenizer *tok, const int32_t *ids, int n, size_t *printed) {
-    char *text = NULL;
-    pdq_status st = {0};
-    if (pdq_tokenizer_decode(tok, ids, (size_t)n, 1, &text, &st) != PDQ_OK) return;
-    size_t len = strlen(text);
-    if (len >= 3 && memcmp(text + len - 3, "\xEF\xBF\xBD", 3) == 0) len -= 3;
-    if (len > *printed) {
-        fwrite(text + *printed, 1, len - *printed, stdout);
-        fflush(stdout);
-        *printed = len;
-    }
-    free(text);
-}
 
 static void reset(chat *c) {
     c->len = 0;
@@ -151,7 +137,8 @@ static int turn(chat *c, const char *line, size_t ll, int on_full_reset, int max
     for (int i = 0; i < max_new; i++) {
         int32_t next = (int32_t)pdq_sample(smp, logits, c->e.vocab);
         reply[nr++] = next;
-        stream(c->tok, reply, nr, &printed);
+        pdq_status ds = {0};
+        (void)cli_stream_text(c->tok, reply, (size_t)nr, &printed, &ds); /* an undecodable id prints nothing */
         c->generated++;
         if (chat_engine_is_eos(&c->e, next) || i + 1 == max_new || c->len >= S) { c->pending = next; break; }
         if ((rc = chat_engine_step(&c->e, next, logits, &st)) != PDQ_OK) {

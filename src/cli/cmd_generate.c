@@ -20,28 +20,14 @@ static const char *k_usage =
     "       pdq generate --static --max-seq N ... (static graphs; see pdq generate --static --help)\n"
     "       pdq generate --circle OUTDIR ... (exported Circle files; see pdq generate --circle X --help)\n";
 
-/* Prints the text of ids[0..n) not yet printed. The whole sequence, prompt included, is decoded
- * each time: multi-byte characters split over byte-fallback tokens appear once complete, and
- * the tokenizer's leading-space rule applies only at the true start. */
+/* Prints the text of ids[0..n) not yet printed (cli_stream_text), naming the sizes on a decode
+ * error: e.g. a model whose vocab_size exceeds the tokenizer's must never print nothing and exit 0. */
 static int stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, size_t *printed, int model_vocab) {
-    char *text = NULL;
     pdq_status st = {0};
-    if (pdq_tokenizer_decode(tok, ids, n, 1, &text, &st) != PDQ_OK) {
-        /* e.g. a model whose vocab_size exceeds the tokenizer's: never print nothing and exit 0 */
-        fprintf(stderr, "\npdq generate: %s (the model's vocab_size is %d, the tokenizer has %d tokens)\n", st.msg,
-                model_vocab, pdq_tokenizer_vocab_size(tok));
-        return -1;
-    }
-    size_t len = strlen(text);
-    /* Hold back a trailing U+FFFD: it may be an incomplete UTF-8 sequence. */
-    if (len >= 3 && memcmp(text + len - 3, "\xEF\xBF\xBD", 3) == 0) len -= 3;
-    if (len > *printed) {
-        fwrite(text + *printed, 1, len - *printed, stdout);
-        fflush(stdout);
-        *printed = len;
-    }
-    free(text);
-    return 0;
+    if (cli_stream_text(tok, ids, n, printed, &st) == PDQ_OK) return 0;
+    fprintf(stderr, "\npdq generate: %s (the model's vocab_size is %d, the tokenizer has %d tokens)\n", st.msg,
+            model_vocab, pdq_tokenizer_vocab_size(tok));
+    return -1;
 }
 
 int cmd_generate(int argc, char **argv) {

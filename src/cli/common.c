@@ -176,3 +176,18 @@ int cli_check_in_file(const char *cmd, const char *opt, const char *path) {
     }
     return 0;
 }
+
+pdq_code cli_stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, size_t *printed, pdq_status *st) {
+    char *text = NULL;
+    pdq_code rc = pdq_tokenizer_decode(tok, ids, n, 1, &text, st);
+    if (rc) return rc;
+    size_t len = strlen(text);
+    if (len >= 3 && memcmp(text + len - 3, "\xEF\xBF\xBD", 3) == 0) len -= 3; /* maybe an open sequence */
+    if (len > *printed) {
+        fwrite(text + *printed, 1, len - *printed, stdout);
+        fflush(stdout);
+        *printed = len;
+    }
+    free(text);
+    return PDQ_OK;
+}

@@ -35,4 +35,11 @@ int cli_check_in_file(const char *cmd, const char *opt, const char *path);
  * and its directory exists and is writable. Returns 0, or 1 after printing which. */
 int cli_check_out_file(const char *cmd, const char *opt, const char *path);
 
+/* Prints the text of ids[0..n) that *printed bytes of it have not covered yet, and advances
+ * *printed. The whole sequence is decoded each time, so multi-byte characters split over
+ * byte-fallback tokens appear once complete (a trailing U+FFFD is held back) and the tokenizer's
+ * leading-space rule applies only at the true start. On a decode error, st says why and nothing
+ * is printed. */
+pdq_code cli_stream_text(const pdq_tokenizer *tok, const int32_t *ids, size_t n, size_t *printed, pdq_status *st);
+
 #endif
