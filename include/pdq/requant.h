@@ -27,12 +27,12 @@ static inline double pdq_rq_rint(double v) {
 static inline int64_t pdq_rq_code(double y, double scale, int64_t zero_point, int64_t lo, int64_t hi) {
     double q = pdq_rq_rint(y / scale) + (double)zero_point;
     if (!(q >= (double)lo)) return q != q ? zero_point : lo;
-    if (q > (double)hi) return hi;
+    if (q >= (double)hi) return hi; /* >=: (double)INT64_MAX is 2^63, which no int64 holds */
     return (int64_t)q;
 }
 
 static inline double pdq_rq_value(int64_t q, double scale, int64_t zero_point) {
-    return (double)(q - zero_point) * scale;
+    return ((double)q - (double)zero_point) * scale; /* in double: q - zero_point may not fit int64 */
 }
 
 #endif

@@ -22,24 +22,22 @@ struct pdq_cgraph {
     char *in_codes;      /* [n_inputs] 1: input fed as codes (pdq_cg_input_codes) */
 };
 
-static void qrange(pdq_tdtype dt, double *lo, double *hi) {
+/* The codes a dtype holds. A float tensor's qparams are informational (any zero point is
+ * accepted on import), so its grid is bounded only by int64. */
+static void qrange(pdq_tdtype dt, int64_t *lo, int64_t *hi) {
     switch (dt) {
     case PDQ_TI16: *lo = -32768; *hi = 32767; return;
     case PDQ_TU8: *lo = 0; *hi = 255; return;
     case PDQ_TU4: *lo = 0; *hi = 15; return;
-    case PDQ_TI32: *lo = -2147483648.0; *hi = 2147483647.0; return;
-    default: *lo = -9.2e18; *hi = 9.2e18; return;
+    case PDQ_TI32: *lo = INT32_MIN; *hi = INT32_MAX; return;
+    default: *lo = INT64_MIN; *hi = INT64_MAX; return;
     }
 }
 
-static double code_of(double x, double s, double zp, double lo, double hi) {
-    return (double)pdq_rq_code(x, s, (int64_t)zp, (int64_t)lo, (int64_t)hi);
-}
-
 int64_t pdq_cg_quantize_value(const pdq_tensor *t, float x) {
-    double lo, hi;
+    int64_t lo, hi;
     qrange(t->dtype, &lo, &hi);
-    return (int64_t)code_of((double)x, (double)t->q->scale[0], (double)t->q->zero_point[0], lo, hi);
+    return pdq_rq_code((double)x, (double)t->q->scale[0], t->q->zero_point[0], lo, hi);
 }
 
 float pdq_cg_dequantize_value(const pdq_tensor *t, int64_t q) {
@@ -52,12 +50,12 @@ static pdq_code requant_hook(void *ctx, const pdq_graph *g, int op_index, int ti
     const pdq_tensor *t = &g->tensors[tid];
     (void)op_index;
     if (!t->q) return PDQ_OK;
-    double lo, hi;
+    int64_t lo, hi, zp = t->q->zero_point[0];
     qrange(cg->qdt[tid], &lo, &hi);
-    double s = (double)t->q->scale[0], zp = (double)t->q->zero_point[0];
+    double s = (double)t->q->scale[0];
     size_t n = pdq_tensor_count(t);
     if (!(s > 0)) return pdq_fail(st, PDQ_ERR_FORMAT, "tensor %s: scale %g", t->name, s);
-    for (size_t i = 0; i < n; i++) data[i] = (float)((code_of((double)data[i], s, zp, lo, hi) - zp) * s);
+    for (size_t i = 0; i < n; i++) data[i] = (float)pdq_rq_value(pdq_rq_code((double)data[i], s, zp, lo, hi), s, zp);
     return PDQ_OK;
 }
 
