@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench_ptq.h"
 #include "pdq/circle_export.h"
 #include "pdq/model.h"
 #include "pdq/progress.h"
@@ -73,26 +74,9 @@ static int do_export(pdq_model *m, const char *src, const char *qdir, const char
     char hf[4200];
     snprintf(hf, sizeof hf, "%s/hf", qdir);
     rm_dir(hf);
-    pdq_ptq_opts po;
-    pdq_ptq_opts_default(&po);
     pdq_ptq *p = NULL;
-    pdq_rt *rt = NULL;
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)S * windows);
-    if (!ids) rc = pdq_fail(&st, PDQ_ERR_NOMEM, "ids");
-    for (int i = 0; rc == PDQ_OK && i < S * windows; i++) ids[i] = i % S ? 1 + (int32_t)((i * 7919L) % (m->cfg.vocab_size - 1)) : 1;
     t0 = pdq_now();
-    if (rc == PDQ_OK) {
-        pdq_ptq_quantize_norms(m);
-        rc = pdq_ptq_create(m, S, &o.so, &po, &p, &st);
-    }
-    if (rc == PDQ_OK) rc = pdq_rt_create(m, 1, S, &o.so, &rt, &st);
-    pdq_ptq_calib_opts co = {.decode_steps = 0, .pad = PDQ_PAD_RIGHT};
-    if (rc == PDQ_OK) rc = pdq_ptq_calibrate(p, rt, ids, windows, &co, &st);
-    pdq_rt_free(rt);
-    free(ids);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/ptq.json", qdir);
-    if (rc == PDQ_OK) rc = pdq_ptq_save(p, path, NULL, &st);
+    if (rc == PDQ_OK) rc = bench_calibrate(m, S, &o.so, windows, qdir, &p, &st);
     s->calib_s = pdq_now() - t0;
     s->windows = windows;
     if (rc == PDQ_OK) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_ptq.h"
 #include "pdq/circle_export.h"
 #include "pdq/ptq.h"
 #include "pdq/qexec.h"
@@ -151,26 +152,9 @@ static int make_export(const char *src, const char *qdir, const char *out, int S
     if (rc == PDQ_OK) rc = pdq_quantize_model(m, &qo, NULL, 0, 0, &q, &st);
     if (rc == PDQ_OK) rc = pdq_quant_save(qdir, src, m, &q, &st);
     pdq_qmodel_free(&q);
-    pdq_ptq_opts po;
-    pdq_ptq_opts_default(&po);
     pdq_ptq *p = NULL;
-    pdq_rt *rt = NULL;
     enum { WINDOWS = 2 };
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)S * WINDOWS);
-    if (rc == PDQ_OK && !ids) rc = pdq_fail(&st, PDQ_ERR_NOMEM, "ids");
-    for (int i = 0; rc == PDQ_OK && i < S * WINDOWS; i++) ids[i] = i % S ? 1 + (int32_t)((i * 7919L) % (m->cfg.vocab_size - 1)) : 1;
-    if (rc == PDQ_OK) {
-        pdq_ptq_quantize_norms(m);
-        rc = pdq_ptq_create(m, S, &o.so, &po, &p, &st);
-    }
-    if (rc == PDQ_OK) rc = pdq_rt_create(m, 1, S, &o.so, &rt, &st);
-    pdq_ptq_calib_opts co = {.decode_steps = 0, .pad = PDQ_PAD_RIGHT};
-    if (rc == PDQ_OK) rc = pdq_ptq_calibrate(p, rt, ids, WINDOWS, &co, &st);
-    pdq_rt_free(rt);
-    free(ids);
-    char path[4400];
-    snprintf(path, sizeof path, "%s/ptq.json", qdir);
-    if (rc == PDQ_OK) rc = pdq_ptq_save(p, path, NULL, &st);
+    if (rc == PDQ_OK) rc = bench_calibrate(m, S, &o.so, WINDOWS, qdir, &p, &st);
     if (rc == PDQ_OK) rc = pdq_export_model(m, out, &o, &st);
     if (rc != PDQ_OK) fprintf(stderr, "bench intmode: %s\n", st.msg);
     pdq_ptq_free(p);

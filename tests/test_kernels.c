@@ -141,22 +141,10 @@ static void check_case(const kcase *k, pdq_pool *pools[3], uint64_t *rng) {
     kmat_free(&m);
 }
 
-static void make_pools(pdq_pool *pools[3]) {
-    pdq_status st = {0};
-    for (int i = 0; i < 3; i++) {
-        pools[i] = pdq_pool_create(i + 1, &st);
-        assert_non_null(pools[i]);
-    }
-}
-
-static void free_pools(pdq_pool *pools[3]) {
-    for (int i = 0; i < 3; i++) pdq_pool_free(pools[i]);
-}
-
 static void test_shapes_and_groups(void **state) {
     (void)state;
     pdq_pool *pools[3];
-    make_pools(pools);
+    tu_pools_create(pools);
     uint64_t rng = 12345;
     static const int dims[][2] = {{172, 688}, {688, 172}, {8, 8}, {1, 33}, {33, 1}, {33, 172}, {5, 256}, {1, 1}};
     static const int groups[] = {0, 32, 64, 128, 33, 8};
@@ -169,20 +157,20 @@ static void test_shapes_and_groups(void **state) {
                     check_case(&k, pools, &rng);
                 }
             }
-    free_pools(pools);
+    tu_pools_free(pools);
 }
 
 static void test_permutation(void **state) {
     (void)state;
     pdq_pool *pools[3];
-    make_pools(pools);
+    tu_pools_create(pools);
     uint64_t rng = 777;
     for (int t = 0; t < PDQ_QT_COUNT; t++) {
         kcase a = {(pdq_qtype)t, 37, 256, 32, 3, 1}, b = {(pdq_qtype)t, 20, 172, 0, 3, 1};
         check_case(&a, pools, &rng);
         check_case(&b, pools, &rng);
     }
-    free_pools(pools);
+    tu_pools_free(pools);
 }
 
 static void test_bad_descriptions(void **state) {

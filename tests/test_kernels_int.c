@@ -201,22 +201,10 @@ static void check_case(const icase *k, pdq_pool *pools[3], uint64_t *rng) {
     imat_free(&m);
 }
 
-static void make_pools(pdq_pool *pools[3]) {
-    pdq_status st = {0};
-    for (int i = 0; i < 3; i++) {
-        pools[i] = pdq_pool_create(i + 1, &st);
-        assert_non_null(pools[i]);
-    }
-}
-
-static void free_pools(pdq_pool *pools[3]) {
-    for (int i = 0; i < 3; i++) pdq_pool_free(pools[i]);
-}
-
 static void test_shapes_and_groups(void **state) {
     (void)state;
     pdq_pool *pools[3];
-    make_pools(pools);
+    tu_pools_create(pools);
     uint64_t rng = 4242;
     static const int dims[][2] = {{37, 172}, {20, 688}, {9, 5632}, {6, 8}, {3, 1}, {33, 300}, {17, 256}, {1, 129}};
     static const int groups[] = {0, 32, 64, 128, 256};
@@ -229,19 +217,19 @@ static void test_shapes_and_groups(void **state) {
                 check_case(&k, pools, &rng);
             }
         }
-    free_pools(pools);
+    tu_pools_free(pools);
 }
 
 static void test_permutation(void **state) {
     (void)state;
     pdq_pool *pools[3];
-    make_pools(pools);
+    tu_pools_create(pools);
     uint64_t rng = 99;
     icase a = {37, 256, 32, 3, 1}, b = {20, 172, 0, 3, 1}, c = {18, 688, 128, 3, 1};
     check_case(&a, pools, &rng);
     check_case(&b, pools, &rng);
     check_case(&c, pools, &rng);
-    free_pools(pools);
+    tu_pools_free(pools);
 }
 
 /* x values that stress the rounding: exact halves of xs, the block maximum, huge and tiny
@@ -249,7 +237,7 @@ static void test_permutation(void **state) {
 static void test_rounding_edges(void **state) {
     (void)state;
     pdq_pool *pools[3];
-    make_pools(pools);
+    tu_pools_create(pools);
     uint64_t rng = 5;
     icase k = {7, 256, 0, 3, 0};
     imat m;
@@ -267,13 +255,13 @@ static void test_rounding_edges(void **state) {
             }
     }
     imat_free(&m);
-    free_pools(pools);
+    tu_pools_free(pools);
 }
 
 static void test_nonfinite(void **state) {
     (void)state;
     pdq_pool *pools[3];
-    make_pools(pools);
+    tu_pools_create(pools);
     uint64_t rng = 7;
     static const int groups[] = {0, 32, 128};
     for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
@@ -303,7 +291,7 @@ static void test_nonfinite(void **state) {
         free(y);
         imat_free(&m);
     }
-    free_pools(pools);
+    tu_pools_free(pools);
 }
 
 int main(void) {

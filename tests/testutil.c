@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include "pdq/threadpool.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,4 +105,16 @@ double tu_randn(uint64_t *s) {
     double u1 = tu_randu(s), u2 = tu_randu(s);
     if (u1 < 1e-300) u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void tu_pools_create(struct pdq_pool *pools[3]) {
+    pdq_status st = {0};
+    for (int i = 0; i < 3; i++) {
+        pools[i] = pdq_pool_create(i + 1, &st);
+        assert_non_null(pools[i]);
+    }
+}
+
+void tu_pools_free(struct pdq_pool *pools[3]) {
+    for (int i = 0; i < 3; i++) pdq_pool_free(pools[i]);
 }

@@ -34,4 +34,9 @@ uint64_t tu_rand(uint64_t *state);
 double tu_randu(uint64_t *state); /* [0,1) */
 double tu_randn(uint64_t *state);
 
+struct pdq_pool;
+/* Thread pools of 1, 2 and 3 threads (kernel tests compare every thread count). */
+void tu_pools_create(struct pdq_pool *pools[3]);
+void tu_pools_free(struct pdq_pool *pools[3]);
+
 #endif
