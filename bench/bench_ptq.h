@@ -1,14 +1,32 @@
-/* The activation step of the bench sections that export their own quantized model: int16 grids
- * calibrated on `windows` deterministic windows of S ids (right padding, no decode steps) and
- * saved as QDIR/ptq.json. A header, not a .c file: each .c under bench/ is its own executable. */
+/* The steps shared by the bench sections that export their own quantized model: an RTN w4
+ * checkpoint, then int16 grids calibrated on `windows` deterministic windows of S ids (right
+ * padding, no decode steps) saved as QDIR/ptq.json. A header, not a .c file: each .c under
+ * bench/ is its own executable. */
 #ifndef PDQ_BENCH_PTQ_H
 #define PDQ_BENCH_PTQ_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pdq/ptq.h"
+#include "pdq/quant.h"
 #include "pdq/runtime.h"
+
+/* RTN 4-bit per-channel weights of m (uint8 embedding/lm_head), saved as a quantized checkpoint
+ * in qdir next to the copies from src; on error st says why. */
+static inline pdq_code bench_rtn_w4(pdq_model *m, const char *src, const char *qdir, pdq_status *st) {
+    pdq_quant_opts qo;
+    pdq_quant_opts_default(&qo, 4);
+    qo.method = PDQ_QM_RTN;
+    qo.quiet = 1;
+    pdq_qmodel q;
+    memset(&q, 0, sizeof q);
+    pdq_code rc = pdq_quantize_model(m, &qo, NULL, 0, 0, &q, st);
+    if (rc == PDQ_OK) rc = pdq_quant_save(qdir, src, m, &q, st);
+    pdq_qmodel_free(&q);
+    return rc;
+}
 
 /* On success *out is the calibrated PTQ state (the caller frees it); on error st says why and
  * *out may still need pdq_ptq_free. */

@@ -60,16 +60,8 @@ static int do_export(pdq_model *m, const char *src, const char *qdir, const char
     o.max_seq = S;
     o.quiet = 1;
     o.quant_dir = qdir;
-    pdq_quant_opts qo;
-    pdq_quant_opts_default(&qo, 4);
-    qo.method = PDQ_QM_RTN;
-    qo.quiet = 1;
-    pdq_qmodel q;
-    memset(&q, 0, sizeof q);
     double t0 = pdq_now();
-    pdq_code rc = pdq_quantize_model(m, &qo, NULL, 0, 0, &q, &st);
-    if (rc == PDQ_OK) rc = pdq_quant_save(qdir, src, m, &q, &st);
-    pdq_qmodel_free(&q);
+    pdq_code rc = bench_rtn_w4(m, src, qdir, &st);
     s->rtn_s = pdq_now() - t0;
     char hf[4200];
     snprintf(hf, sizeof hf, "%s/hf", qdir);

@@ -143,15 +143,7 @@ static int make_export(const char *src, const char *qdir, const char *out, int S
     o.max_seq = S;
     o.quiet = 1;
     o.quant_dir = qdir;
-    pdq_quant_opts qo;
-    pdq_quant_opts_default(&qo, 4);
-    qo.method = PDQ_QM_RTN;
-    qo.quiet = 1;
-    pdq_qmodel q;
-    memset(&q, 0, sizeof q);
-    if (rc == PDQ_OK) rc = pdq_quantize_model(m, &qo, NULL, 0, 0, &q, &st);
-    if (rc == PDQ_OK) rc = pdq_quant_save(qdir, src, m, &q, &st);
-    pdq_qmodel_free(&q);
+    if (rc == PDQ_OK) rc = bench_rtn_w4(m, src, qdir, &st);
     pdq_ptq *p = NULL;
     enum { WINDOWS = 2 };
     if (rc == PDQ_OK) rc = bench_calibrate(m, S, &o.so, WINDOWS, qdir, &p, &st);
