@@ -366,6 +366,88 @@ static void test_stream_same_bytes(void **state) {
     free(dir);
 }
 
+static void same_tensor(const float *a, const float *b, size_t n, const char *set, const char *src, const char *what) {
+    if (memcmp(a, b, n * sizeof(float))) fail_msg("%s on %s: the view's %s differs from the in-memory transform", set, src, what);
+}
+
+/* A lazy model seen through the set (pdq_transform_attach: a pool of 3, AVX2 where present)
+ * returns at every acquire the bits of the in-memory transform (eager, serial, scalar), in any
+ * order and when a layer is acquired again. */
+static void view_same_on(const char *src, const char *set, int blas_threads) {
+    pdq_status st = {0};
+    pdq_model *e = NULL, *m = NULL;
+    int32_t calib[64];
+    assert_int_equal(pdq_model_load(src, &e, &st), PDQ_OK);
+    pdq_set_threads(e, 1);
+    make_ids(e->cfg.vocab_size, calib, 64, 9);
+    pdq_transform_opts o, ov;
+    pdq_transform_opts_default(&o);
+    o.seed = 2;
+    assert_int_equal(pdq_transform_parse(set, &o, &st), PDQ_OK);
+    o.force_scalar = 1;
+    if (pdq_transform_model(e, &o, calib, 2, 32, &st)) fail_msg("%s on %s in memory: %s", set, src, st.msg);
+    assert_int_equal(pdq_model_load_lazy(src, &m, &st), PDQ_OK);
+    pdq_set_threads(m, blas_threads);
+    pdq_transform_opts_default(&ov);
+    ov.seed = 2;
+    assert_int_equal(pdq_transform_parse(set, &ov, &st), PDQ_OK);
+    ov.pool = pdq_pool_create(3, &st);
+    assert_non_null(ov.pool);
+    pdq_transform_view *v = NULL;
+    if (pdq_transform_attach(m, &ov, calib, 2, 32, &v, &st)) fail_msg("%s on %s viewed: %s", set, src, st.msg);
+    const pdq_config *c = &e->cfg;
+    size_t D = (size_t)c->hidden_size, VD = (size_t)c->vocab_size * D;
+    assert_int_equal(m->cfg.tie_word_embeddings, c->tie_word_embeddings);
+    assert_int_equal(ov.untied, o.untied);
+    same_tensor(m->norm, e->norm, D, set, src, "final norm");
+    assert_int_equal(pdq_model_embed_acquire(m, &st), PDQ_OK);
+    same_tensor(m->embed, e->embed, VD, set, src, "embedding");
+    pdq_model_embed_release(m);
+    if (!c->tie_word_embeddings) {
+        assert_int_equal(pdq_model_lm_head_acquire(m, &st), PDQ_OK);
+        same_tensor(m->lm_head, e->lm_head, VD, set, src, "lm_head");
+        pdq_model_lm_head_release(m);
+    }
+    for (int k = 0; k <= c->n_layers; k++) {
+        int l = k < c->n_layers ? c->n_layers - 1 - k : c->n_layers - 1; /* last to first, the last again */
+        assert_int_equal(pdq_model_layer_acquire(m, l, &st), PDQ_OK);
+        same_tensor(m->layers[l].attn_norm, e->layers[l].attn_norm, D, set, src, "attn norm");
+        same_tensor(m->layers[l].ffn_norm, e->layers[l].ffn_norm, D, set, src, "ffn norm");
+        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+            int out, in;
+            pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
+            same_tensor(m->layers[l].w[i], e->layers[l].w[i], (size_t)out * in, set, src, pdq_linear_name((pdq_linear_id)i));
+        }
+        pdq_model_layer_release(m, l);
+    }
+    print_message("%-36s %-18s view == in memory (OpenBLAS threads %d)%s\n", src, set, blas_threads,
+                  o.untied ? ", lm_head untied" : "");
+    pdq_model_free(m);
+    pdq_transform_view_free(v);
+    pdq_pool_free(ov.pool);
+    pdq_model_free(e);
+}
+
+static void test_view_same_bits(void **state) {
+    (void)state;
+    view_same_on(PDQ_TEST_MODEL, "r1,r2,cle", 2);
+    view_same_on(PDQ_TEST_MODEL, "r1,r2,cle,smooth", 1);
+    view_same_on("models/stories260K", "r1,r2,cle,smooth", 1); /* tied: lm_head untied, read from the embedding */
+    view_same_on("models/stories260K", "fold", 2);             /* tied: the final norm kept */
+    view_same_on("models/stories260K", "cle,smooth", 1);       /* tied, no fold: stays tied */
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    pdq_transform_view *v = NULL;
+    pdq_transform_opts o;
+    pdq_transform_opts_default(&o);
+    assert_int_equal(pdq_transform_parse("r1", &o, &st), PDQ_OK);
+    assert_int_equal(pdq_model_load("models/stories260K", &m, &st), PDQ_OK);
+    assert_int_equal(pdq_transform_attach(m, &o, NULL, 0, 0, &v, &st), PDQ_ERR_ARG); /* eager: refused */
+    assert_non_null(strstr(st.msg, "lazily"));
+    assert_null(v);
+    pdq_model_free(m);
+}
+
 static void test_errors(void **state) {
     (void)state;
     pdq_status st = {0};
@@ -397,6 +479,7 @@ int main(void) {
         cmocka_unit_test(test_preserve_synthetic),
         cmocka_unit_test(test_save_roundtrip),
         cmocka_unit_test(test_stream_same_bytes),
+        cmocka_unit_test(test_view_same_bits),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,6 +35,8 @@ typedef struct {
                                   packed linear (w[i] is then NULL), else NULL */
 } pdq_layer;
 
+enum { PDQ_ACQ_EMBED = -1, PDQ_ACQ_LM_HEAD = -2 };
+
 typedef struct pdq_model {
     pdq_config cfg;
     float *embed;       /* [V, D] */
@@ -46,6 +48,13 @@ typedef struct pdq_model {
     char *dir;          /* directory it was loaded from */
     struct pdq_safetensors *lazy_src; /* non-NULL: loaded lazily (pdq_model_load_lazy), the open
                                          source the big weights are read from on demand */
+    /* lazy model seen through a rewrite (pdq_transform_attach): called by every acquire once it has
+     * read its tensors from the source and before anyone sees them, what = a layer index or
+     * PDQ_ACQ_EMBED / PDQ_ACQ_LM_HEAD; it rewrites them in place. NULL: none. */
+    pdq_code (*on_acquire)(void *ctx, struct pdq_model *m, int what, pdq_status *st);
+    void *on_acquire_ctx;
+    int lm_head_of_embed;          /* lazy: lm_head is read from the embedding tensor (a tied source
+                                      untied in memory, tie_word_embeddings then 0) */
     struct pdq_qmatrix *embed_q;   /* packed model: the quantized embedding (embed is then NULL) */
     struct pdq_qmatrix *lm_head_q; /* packed model: the quantized lm_head (lm_head NULL); == embed_q when tied */
     struct pdq_packed *packed;     /* packed model: owns the mapped checkpoint and the matrices */

@@ -223,9 +223,9 @@ pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq
 
 /* Writes OUTDIR: pdq_quant.json + model.q.safetensors (+ config/tokenizer copies from src_dir)
  * and OUTDIR/hf/ (config.json + model.safetensors, f32, dequantized, HF names). Streams tensor
- * by tensor: quantized tensors from q's codes, float ones from m (read from the source on demand
- * for a lazy m), so neither file is held in memory. */
-pdq_code pdq_quant_save(const char *outdir, const char *src_dir, const pdq_model *m,
+ * by tensor: quantized tensors from q's codes, float ones from m (acquired one at a time for a
+ * lazy m, through any transform view), so neither file is held in memory. */
+pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m,
                         const pdq_qmodel *q, pdq_status *st);
 /* Loads a quantized checkpoint directory (one with pdq_quant.json): dequantizes into m, which
  * must be allocated for the directory's config. */

@@ -80,6 +80,20 @@ void pdq_transform_name(const pdq_transform_opts *o, char *buf, size_t n);
  * SmoothQuant's ranges are taken layer by layer from every window's activations. */
 pdq_code pdq_transform_model(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
                              pdq_status *st);
+/* A lazily loaded model (pdq_model_load_lazy) seen through the set: from now on every acquire of
+ * m (a layer, the embedding, lm_head) returns the tensors pdq_transform_write would have written,
+ * bit for bit, computed as they are read, so a quantizer reads transformed weights without a
+ * transformed checkpoint on disk. The final norm and the tie are set now (an untied lm_head is
+ * then read from the embedding); a layer's norms are its transformed ones once it has been
+ * acquired. SmoothQuant's ranges are collected here, in one pass of the transformed float model
+ * over the ns calibration windows of T ids (calib is not kept). Fills o's output fields; its
+ * seconds grow with every acquire. *out is freed by pdq_transform_view_free after m, and o must
+ * outlive it. On error, *out is NULL and m is as it was. */
+typedef struct pdq_transform_view pdq_transform_view;
+pdq_code pdq_transform_attach(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
+                              pdq_transform_view **out, pdq_status *st);
+void pdq_transform_view_free(pdq_transform_view *v);
+
 /* The options and outputs as a cJSON object (for pdq_quant.json and report.json). */
 struct cJSON;
 struct cJSON *pdq_transform_json(const pdq_transform_opts *o);

@@ -112,7 +112,8 @@ int cmd_quantize(int argc, char **argv) {
     pdq_ptq_run_opts ro;
     int abits = ptq_args_read(&a, &ro, calib != NULL);
     pdq_transform_opts tro;
-    if (quantize_transform_args(&a, &tro)) a.bad = 1;
+    int save_transformed;
+    if (quantize_transform_args(&a, &tro, &save_transformed)) a.bad = 1;
     int ex_whole = 0, ex_per = 0;
     if (export && quantize_export_parse(export, &ex_whole, &ex_per)) a.bad = 1;
     if (buckets && quantize_export_buckets_check(export, buckets, ro.max_seq)) a.bad = 1;
@@ -155,6 +156,7 @@ int cmd_quantize(int argc, char **argv) {
     /* Quantization needs one layer in memory at a time (lazy model); the FP32 perplexity needs the
      * whole float model, loaded for it and freed before quantizing. */
     pdq_model *m = NULL;
+    quantize_view tview = {0};
     if (pdq_model_load_lazy(dir, &m, &st)) { fprintf(stderr, "pdq quantize: %s\n", st.msg); return 1; }
     pdq_set_threads(m, threads);
     if (evalf && eval_len > m->cfg.max_position_embeddings) {
@@ -227,13 +229,15 @@ int cmd_quantize(int argc, char **argv) {
             if (bad) goto done;
         }
     }
-    if (o.transforms) { /* from here on the run works on the transformed checkpoint */
+    if (o.transforms && save_transformed) { /* from here on the run works on the transformed checkpoint */
         pdq_model_free(m);
         m = NULL;
         if (quantize_transform_run(dir, out, &tro, windows, nsamples, seq_len, threads, tdir, sizeof tdir)) goto done;
         dir = tdir;
         if (pdq_model_load_lazy(dir, &m, &st)) goto fail;
         pdq_set_threads(m, threads);
+    } else if (o.transforms && quantize_transform_attach(m, &tro, windows, nsamples, seq_len, threads, &tview)) {
+        goto done;
     }
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
     tm.t[QS_CALIB] = pdq_now() - t0 - tm.t[QS_FP32_EVAL]; /* split with QS_WEIGHTS by the summary */
@@ -298,5 +302,6 @@ done:
     free(text);
     free(windows);
     pdq_model_free(m);
+    quantize_transform_detach(&tview);
     return status;
 }

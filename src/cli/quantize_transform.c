@@ -7,11 +7,16 @@
 
 #include "pdq/threadpool.h"
 
-int quantize_transform_args(pdq_args *a, pdq_transform_opts *o) {
+int quantize_transform_args(pdq_args *a, pdq_transform_opts *o, int *save) {
     pdq_transform_opts_default(o);
+    *save = args_flag(a, "--save-transformed");
     pdq_status st = {0};
     if (pdq_transform_parse(args_str(a, "--transform"), o, &st)) {
         fprintf(stderr, "pdq quantize: %s\n", st.msg);
+        return -1;
+    }
+    if (*save && !pdq_transform_any(o)) {
+        fprintf(stderr, "pdq quantize: --save-transformed needs --transform LIST\n");
         return -1;
     }
     const char *k = args_str(a, "--rotation");
@@ -64,4 +69,33 @@ int quantize_transform_run(const char *src_dir, const char *outdir, pdq_transfor
     pdq_pool_free(pool);
     pdq_model_free(m);
     return bad ? -1 : 0;
+}
+
+int quantize_transform_attach(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T, int threads,
+                              quantize_view *v) {
+    pdq_status st = {0};
+    memset(v, 0, sizeof *v);
+    int bad = !(v->pool = pdq_pool_create(threads, &st));
+    if (!bad) {
+        o->pool = v->pool;
+        bad = pdq_transform_attach(m, o, calib, ns, T, &v->view, &st) != PDQ_OK;
+    }
+    if (bad) {
+        fprintf(stderr, "pdq quantize: %s\n", st.msg);
+        quantize_transform_detach(v);
+        return -1;
+    }
+    char name[64];
+    pdq_transform_name(o, name, sizeof name);
+    printf("transform %s: applied to each layer as it is read%s", name,
+           o->untied ? " (lm_head untied: R1 needs the final norm folded)" : "");
+    if (o->smooth) printf(", SmoothQuant ranges %.2f s", o->seconds);
+    printf("\n");
+    return 0;
+}
+
+void quantize_transform_detach(quantize_view *v) {
+    pdq_transform_view_free(v->view);
+    pdq_pool_free(v->pool);
+    memset(v, 0, sizeof *v);
 }

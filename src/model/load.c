@@ -291,6 +291,7 @@ pdq_code pdq_model_layer_acquire(pdq_model *m, int l, pdq_status *st) {
     }
     pdq_code rc = ok ? read_linears(m->lazy_src, m, l, st)
                      : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory materializing layer %d", l);
+    if (!rc && m->on_acquire) rc = m->on_acquire(m->on_acquire_ctx, m, l, st);
     char name[160];
     for (int i = 0; i < PDQ_LIN_COUNT; i++) {
         snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
@@ -313,8 +314,11 @@ static pdq_code acquire_table(pdq_model *m, float **dst, int embed, pdq_status *
     if (*dst) return PDQ_OK;
     *dst = malloc((size_t)m->cfg.vocab_size * (size_t)m->cfg.hidden_size * sizeof(float));
     if (!*dst) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory materializing %s", embed ? "the embedding" : "lm_head");
-    pdq_code rc = embed ? read_embed(m->lazy_src, m, st) : read_lm_head(m->lazy_src, m, st);
-    drop_pages(m->lazy_src, embed ? "model.embed_tokens.weight" : "lm_head.weight");
+    const char *name = embed || m->lm_head_of_embed ? "model.embed_tokens.weight" : "lm_head.weight";
+    pdq_code rc = embed || m->lm_head_of_embed ? read2(m->lazy_src, name, m->cfg.vocab_size, m->cfg.hidden_size, *dst, st)
+                                               : read_lm_head(m->lazy_src, m, st);
+    drop_pages(m->lazy_src, name);
+    if (!rc && m->on_acquire) rc = m->on_acquire(m->on_acquire_ctx, m, embed ? PDQ_ACQ_EMBED : PDQ_ACQ_LM_HEAD, st);
     if (rc) {
         free(*dst);
         *dst = NULL;

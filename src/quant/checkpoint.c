@@ -125,7 +125,9 @@ static pdq_code copy_file(const char *src, const char *dst, pdq_status *st) {
 }
 
 /* config.json (with torch_dtype float32) and tokenizer files into dir. */
-static pdq_code copy_side_files(const char *src_dir, const char *dir, pdq_status *st) {
+/* config.json as m has it (f32; tied as m is: a transform view may untie a tied source), the
+ * tokenizer files copied. */
+static pdq_code copy_side_files(const char *src_dir, const char *dir, const pdq_model *m, pdq_status *st) {
     static const char *const files[] = {"tokenizer.json", "tokenizer_config.json", "generation_config.json",
                                         "special_tokens_map.json"};
     char a[4096], b[4096];
@@ -137,6 +139,8 @@ static pdq_code copy_side_files(const char *src_dir, const char *dir, pdq_status
     if (!cJSON_IsObject(j)) { cJSON_Delete(j); return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not a JSON object", a); }
     cJSON_DeleteItemFromObject(j, "torch_dtype");
     cJSON_AddStringToObject(j, "torch_dtype", "float32");
+    cJSON_DeleteItemFromObject(j, "tie_word_embeddings");
+    cJSON_AddBoolToObject(j, "tie_word_embeddings", m->cfg.tie_word_embeddings);
     char *txt = cJSON_Print(j);
     cJSON_Delete(j);
     if (!txt) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
@@ -210,30 +214,49 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
     return j;
 }
 
-/* f32 values of an unquantized tensor: m's array, or for a lazy m read from its source into
- * *tmp (caller frees). */
-static pdq_code float_data(const pdq_model *m, const mtensor *t, const float **data, float **tmp, pdq_status *st) {
-    *tmp = NULL;
-    *data = t->data;
-    if (t->data) return PDQ_OK;
-    if (!m->lazy_src) return pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no weights for it", t->name);
-    size_t n = (size_t)t->rows * (t->cols ? (size_t)t->cols : 1);
-    if (!(*tmp = malloc(n * sizeof(float)))) return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", t->name);
-    char nm[160];
-    snprintf(nm, sizeof nm, "%.127s.weight", t->name);
-    int64_t shape[2] = {t->rows, t->cols};
-    pdq_code rc = pdq_st_read_f32(m->lazy_src, nm, t->cols ? 2 : 1, shape, *tmp, st);
-    if (rc) { free(*tmp); *tmp = NULL; }
-    *data = *tmp;
-    return rc;
+/* The tensor a lazy m holds for an unquantized linear or table, acquired (through any transform
+ * view m has) and released after use: *release 1 (a table), 2 + layer (a layer). */
+static pdq_code lazy_data(pdq_model *m, const mtensor *t, const float **data, int *release, pdq_status *st) {
+    int l, end = 0;
+    pdq_code rc;
+    if (!strcmp(t->name, "model.embed_tokens") || !strcmp(t->name, "lm_head")) {
+        int embed = t->name[0] == 'm';
+        rc = embed ? pdq_model_embed_acquire(m, st) : pdq_model_lm_head_acquire(m, st);
+        *data = embed ? m->embed : m->lm_head;
+        *release = 1;
+        return rc;
+    }
+    if (sscanf(t->name, "model.layers.%d.%n", &l, &end) == 1 && end > 0 && l >= 0 && l < m->cfg.n_layers) {
+        int held = m->layers[l].w[0] != NULL;
+        if ((rc = pdq_model_layer_acquire(m, l, st))) return rc;
+        *release = held ? 0 : 2 + l;
+        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+            char nm[128];
+            snprintf(nm, sizeof nm, "model.layers.%d.%s.%s", l, pdq_linear_parent((pdq_linear_id)i),
+                     pdq_linear_name((pdq_linear_id)i));
+            if (!strcmp(nm, t->name)) {
+                *data = m->layers[l].w[i];
+                return PDQ_OK;
+            }
+        }
+    }
+    return pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no weights for it", t->name);
 }
 
-static pdq_code put_float(pdq_st_writer *w, const pdq_model *m, const mtensor *t, pdq_status *st) {
-    const float *d;
-    float *tmp;
-    pdq_code rc = float_data(m, t, &d, &tmp, st);
+static void lazy_release(pdq_model *m, const mtensor *t, int release) {
+    if (release == 1 && t->name[0] == 'm') pdq_model_embed_release(m);
+    else if (release == 1) pdq_model_lm_head_release(m);
+    else if (release >= 2) pdq_model_layer_release(m, release - 2);
+}
+
+static pdq_code put_float(pdq_st_writer *w, pdq_model *m, const mtensor *t, pdq_status *st) {
+    const float *d = t->data;
+    int release = 0;
+    pdq_code rc = d ? PDQ_OK
+              : m->lazy_src ? lazy_data(m, t, &d, &release, st)
+                            : pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no weights for it", t->name);
     if (!rc) rc = pdq_st_writer_put(w, d, sizeof(float) * (size_t)t->rows * (t->cols ? (size_t)t->cols : 1), st);
-    free(tmp);
+    lazy_release(m, t, release);
     return rc;
 }
 
@@ -282,10 +305,10 @@ static pdq_code put_dequant(pdq_st_writer *w, const pdq_qmodule *mod, pdq_status
 }
 
 /* Opens a writer for l's tensors (names, dtypes, shapes), then put(i) for every model tensor. */
-typedef pdq_code (*put_fn)(pdq_st_writer *w, const pdq_model *m, const mtensor *t, const pdq_qmodule *mod,
+typedef pdq_code (*put_fn)(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodule *mod,
                            pdq_status *st);
 
-static pdq_code stream(const char *path, const tlist *l, const char *meta, const pdq_model *m, const mtensor *mt,
+static pdq_code stream(const char *path, const tlist *l, const char *meta, pdq_model *m, const mtensor *mt,
                        int nt, const pdq_qmodel *q, put_fn put, pdq_status *st) {
     pdq_st_writer *w;
     pdq_code rc = pdq_st_writer_open(path, l->t, l->n, meta, &w, st);
@@ -297,22 +320,22 @@ static pdq_code stream(const char *path, const tlist *l, const char *meta, const
     return pdq_st_writer_close(w, st);
 }
 
-static pdq_code put_q(pdq_st_writer *w, const pdq_model *m, const mtensor *t, const pdq_qmodule *mod, pdq_status *st) {
+static pdq_code put_q(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodule *mod, pdq_status *st) {
     return mod ? put_module(w, mod, st) : put_float(w, m, t, st);
 }
 
-static pdq_code put_hf(pdq_st_writer *w, const pdq_model *m, const mtensor *t, const pdq_qmodule *mod, pdq_status *st) {
+static pdq_code put_hf(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodule *mod, pdq_status *st) {
     return mod ? put_dequant(w, mod, st) : put_float(w, m, t, st);
 }
 
-pdq_code pdq_quant_save(const char *outdir, const char *src_dir, const pdq_model *m, const pdq_qmodel *q,
+pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m, const pdq_qmodel *q,
                         pdq_status *st) {
     char path[4096];
     pdq_code rc = mkdir_ok(outdir, st);
     snprintf(path, sizeof path, "%s/hf", outdir);
     if (!rc) rc = mkdir_ok(path, st);
-    if (!rc) rc = copy_side_files(src_dir, outdir, st);
-    if (!rc) rc = copy_side_files(src_dir, path, st);
+    if (!rc) rc = copy_side_files(src_dir, outdir, m, st);
+    if (!rc) rc = copy_side_files(src_dir, path, m, st);
     if (rc) return rc;
 
     mtensor mt[MAXT];

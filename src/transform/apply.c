@@ -78,6 +78,26 @@ static void scale_cols(float *w, int rows, int cols, const float *g) {
         for (int c = 0; c < cols; c++) w[(size_t)r * cols + c] *= g[c];
 }
 
+int pdq_transform_folds_final(const pdq_transform_opts *o, const float *norm, int D) {
+    return (o->fold || o->r1) && !o->final_norm_kept && !all_one(norm, D);
+}
+
+pdq_code pdq_transform_table(const pdq_transform_opts *o, const pdq_orth *q, float *t, int V, int D,
+                             const float *fold_norm, pdq_status *st) {
+    if (fold_norm) scale_cols(t, V, D, fold_norm);
+    return o->r1 ? pdq_orth_right(q, t, V, (size_t)D, st) : PDQ_OK;
+}
+
+pdq_code pdq_transform_layer_fixed(pdq_layer *L, const pdq_config *c, int l, const pdq_transform_opts *o,
+                                   const pdq_orth *q, pdq_status *st) {
+    pdq_code rc = PDQ_OK;
+    if (o->fold || o->r1) pdq_fold_layer(L, c);
+    if (o->cle) rc = pdq_cle_layer(L, c, st);
+    if (!rc && o->r1) rc = pdq_r1_layer(L, c, q, st);
+    if (!rc && o->r2) rc = pdq_r2_layer(L, c, l, o->kind, o->seed, o->pool, o->force_scalar, st);
+    return rc;
+}
+
 /* The embedding, lm_head and the final norm: the norm into lm_head (untying a tied one when R1
  * needs it), R1 on both tables; put in checkpoint order; x [ns, T, D] = the calibration windows'
  * embeddings when SmoothQuant needs them. */
@@ -97,12 +117,11 @@ static pdq_code tables(pdq_model *m, pdq_transform_opts *o, const pdq_orth *q, c
             c->tie_word_embeddings = 0;
         }
     }
-    if (!rc && (o->fold || o->r1) && !o->final_norm_kept && !all_one(m->norm, D)) {
-        scale_cols(m->lm_head, V, D, m->norm);
-        for (int i = 0; i < D; i++) m->norm[i] = 1.0f;
-    }
-    if (!rc && o->r1) rc = pdq_orth_right(q, m->embed, V, (size_t)D, st);
-    if (!rc && o->r1 && m->lm_head != m->embed) rc = pdq_orth_right(q, m->lm_head, V, (size_t)D, st);
+    /* a tied table is never folded: plan untied it or kept the final norm */
+    int fold = !rc && pdq_transform_folds_final(o, m->norm, D);
+    if (!rc && m->lm_head != m->embed) rc = pdq_transform_table(o, q, m->lm_head, V, D, fold ? m->norm : NULL, st);
+    if (!rc) rc = pdq_transform_table(o, q, m->embed, V, D, NULL, st);
+    for (int i = 0; fold && i < D; i++) m->norm[i] = 1.0f;
     if (!rc) rc = put(k, "model.embed_tokens.weight", m->embed, VD, st);
     if (!rc && !c->tie_word_embeddings) rc = put(k, "lm_head.weight", m->lm_head, VD, st);
     if (!rc) rc = put(k, "model.norm.weight", m->norm, (size_t)D, st);
@@ -116,17 +135,15 @@ static pdq_code tables(pdq_model *m, pdq_transform_opts *o, const pdq_orth *q, c
 }
 
 static pdq_code one_layer(pdq_model *m, int l, pdq_transform_opts *o, const pdq_orth *q, float *x, int ns, int T,
-                          pdq_layer_ranges *r, const pdq_tensor_sink *k, pdq_status *st) {
+                          pdq_layer_ranges *r, pdq_layer_ranges *keep, const pdq_tensor_sink *k, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     pdq_layer *L = &m->layers[l];
     pdq_code rc = pdq_model_layer_acquire(m, l, st);
     if (rc) return rc;
-    if (o->fold || o->r1) pdq_fold_layer(L, c);
-    if (o->cle) rc = pdq_cle_layer(L, c, st);
-    if (!rc && o->r1) rc = pdq_r1_layer(L, c, q, st);
-    if (!rc && o->r2) rc = pdq_r2_layer(L, c, l, o->kind, o->seed, o->pool, o->force_scalar, st);
+    rc = pdq_transform_layer_fixed(L, c, l, o, q, st);
     /* SmoothQuant's ranges are those of the model as the other transforms left it */
     if (!rc && o->smooth) rc = pdq_layer_ranges_collect(m, l, L, x, ns, T, r, st);
+    if (!rc && o->smooth && keep) pdq_layer_ranges_copy(&keep[l], r, c);
     if (!rc && o->smooth) rc = pdq_smooth_layer(L, c, r, o->smooth_alpha, st);
     char name[160];
     size_t D = (size_t)c->hidden_size;
@@ -146,7 +163,7 @@ static pdq_code one_layer(pdq_model *m, int l, pdq_transform_opts *o, const pdq_
 }
 
 pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
-                           const pdq_tensor_sink *k, pdq_status *st) {
+                           const pdq_tensor_sink *k, pdq_layer_ranges *keep, pdq_status *st) {
     double t0 = pdq_now();
     const pdq_config *c = &m->cfg;
     if (o->smooth && (!calib || ns <= 0 || T <= 0)) return pdq_fail(st, PDQ_ERR_ARG, "SmoothQuant needs calibration windows");
@@ -164,7 +181,7 @@ pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *c
                : pdq_fail(st, PDQ_ERR_NOMEM, "SmoothQuant: out of memory for %d windows of %d tokens", ns, T);
     }
     if (!rc) rc = tables(m, o, &q, calib, ns, T, x, k, st);
-    for (int l = 0; !rc && l < c->n_layers; l++) rc = one_layer(m, l, o, &q, x, ns, T, &r, k, st);
+    for (int l = 0; !rc && l < c->n_layers; l++) rc = one_layer(m, l, o, &q, x, ns, T, &r, keep, k, st);
     free(x);
     pdq_layer_ranges_free(&r);
     pdq_orth_free(&q);
@@ -175,7 +192,7 @@ pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *c
 pdq_code pdq_transform_model(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
                              pdq_status *st) {
     if (m->lazy_src) return pdq_fail(st, PDQ_ERR_ARG, "transforming a model in memory needs an eagerly loaded one");
-    return pdq_transform_run(m, o, calib, ns, T, NULL, st);
+    return pdq_transform_run(m, o, calib, ns, T, NULL, NULL, st);
 }
 
 struct cJSON *pdq_transform_json(const pdq_transform_opts *o) {

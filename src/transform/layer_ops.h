@@ -22,6 +22,7 @@ typedef struct {
 
 pdq_code pdq_layer_ranges_alloc(pdq_layer_ranges *r, const pdq_config *c, pdq_status *st);
 void pdq_layer_ranges_free(pdq_layer_ranges *r);
+void pdq_layer_ranges_copy(pdq_layer_ranges *dst, const pdq_layer_ranges *src, const pdq_config *c);
 /* Zeroes r, then runs the ns windows x [ns, T, D] through layer l (weights L) in place, taking
  * the ranges of every linear's input: x becomes the next layer's input. */
 pdq_code pdq_layer_ranges_collect(const pdq_model *m, int l, const pdq_layer *L, float *x, int ns, int T,

@@ -4,6 +4,7 @@
 #ifndef PDQ_TRANSFORM_RUN_H
 #define PDQ_TRANSFORM_RUN_H
 
+#include "layer_ops.h"
 #include "pdq/transform.h"
 
 typedef struct {
@@ -15,8 +16,20 @@ typedef struct {
 /* Fills o's output fields (untied, final_norm_kept, r1/r2_hadamard) from m and the set. */
 void pdq_transform_plan(const pdq_model *m, pdq_transform_opts *o);
 /* Transforms m (eager: in place, kept; lazy: each layer acquired, transformed, put, released),
- * handing every tensor to k (NULL: none). */
+ * handing every tensor to k (NULL: none); keep (NULL: not kept) [n_layers] allocated ranges
+ * receives each layer's SmoothQuant ranges. */
 pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
-                           const pdq_tensor_sink *k, pdq_status *st);
+                           const pdq_tensor_sink *k, pdq_layer_ranges *keep, pdq_status *st);
+
+/* The pieces the run and the lazy view (view.c) share, so both compute the same bits. */
+/* 1: the set folds the final norm (its weight as loaded: norm) into lm_head. */
+int pdq_transform_folds_final(const pdq_transform_opts *o, const float *norm, int D);
+/* One table t [V, D]: fold_norm (NULL: none) into its columns, then R1 when the set has it. */
+pdq_code pdq_transform_table(const pdq_transform_opts *o, const pdq_orth *q, float *t, int V, int D,
+                             const float *fold_norm, pdq_status *st);
+/* Layer l's fold, CLE, R1 and R2 in place (everything but SmoothQuant, whose ranges come from
+ * running the layer so transformed). */
+pdq_code pdq_transform_layer_fixed(pdq_layer *L, const pdq_config *c, int l, const pdq_transform_opts *o,
+                                   const pdq_orth *q, pdq_status *st);
 
 #endif

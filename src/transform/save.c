@@ -169,7 +169,7 @@ pdq_code pdq_transform_write(pdq_model *m, pdq_transform_opts *o, const int32_t 
     stream s = {NULL, &tb, 0};
     rc = open_out(out_dir, &tb, &s.w, st);
     pdq_tensor_sink k = {stream_put, &s};
-    if (!rc) rc = pdq_transform_run(m, o, calib, ns, T, &k, st);
+    if (!rc) rc = pdq_transform_run(m, o, calib, ns, T, &k, NULL, st);
     if (!rc) rc = pdq_st_writer_close(s.w, st);
     else if (s.w) pdq_st_writer_abort(s.w);
     table_free(&tb);

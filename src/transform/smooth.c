@@ -28,6 +28,13 @@ void pdq_layer_ranges_free(pdq_layer_ranges *r) {
     memset(r, 0, sizeof *r);
 }
 
+void pdq_layer_ranges_copy(pdq_layer_ranges *dst, const pdq_layer_ranges *src, const pdq_config *c) {
+    memcpy(dst->qkv, src->qkv, (size_t)c->hidden_size * sizeof(float));
+    memcpy(dst->o, src->o, (size_t)c->n_heads * c->head_dim * sizeof(float));
+    memcpy(dst->gate, src->gate, (size_t)c->hidden_size * sizeof(float));
+    memcpy(dst->down, src->down, (size_t)c->intermediate_size * sizeof(float));
+}
+
 static void absmax_hook(void *ctx, int layer, pdq_linear_id which, const float *x, int rows, int cols) {
     (void)layer;
     pdq_layer_ranges *r = ctx;
