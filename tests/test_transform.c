@@ -286,6 +286,28 @@ static char *slurp_file(const char *dir, const char *name, size_t *len) {
     return b;
 }
 
+/* The set with seed 2, as every comparison below uses it. */
+static void opts_of(const char *set, pdq_transform_opts *o) {
+    pdq_status st = {0};
+    pdq_transform_opts_default(o);
+    o->seed = 2;
+    assert_int_equal(pdq_transform_parse(set, o, &st), PDQ_OK);
+}
+
+/* The reference side: src loaded whole and transformed in memory, serial and scalar, with the
+ * calibration ids it used (64, two windows of 32) in calib. */
+static pdq_model *in_memory(const char *src, const char *set, int32_t *calib, pdq_transform_opts *o) {
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    assert_int_equal(pdq_model_load(src, &m, &st), PDQ_OK);
+    pdq_set_threads(m, 1);
+    make_ids(m->cfg.vocab_size, calib, 64, 9);
+    opts_of(set, o);
+    o->force_scalar = 1;
+    if (pdq_transform_model(m, o, calib, 2, 32, &st)) fail_msg("%s on %s in memory: %s", set, src, st.msg);
+    return m;
+}
+
 /* Streamed (lazy model, a pool of 3, AVX2 where present, blas_threads for OpenBLAS) and in
  * memory (eager, serial, scalar, OpenBLAS on one thread): the same checkpoint bytes, so neither
  * the thread count, the kernel path nor streaming changes a result. A dense (non-Hadamard)
@@ -294,27 +316,17 @@ static char *slurp_file(const char *dir, const char *name, size_t *len) {
  * those cases compare at one OpenBLAS thread. */
 static void stream_same_on(const char *src, const char *set, int blas_threads) {
     pdq_status st = {0};
-    pdq_model *m = NULL;
     int32_t calib[64];
     char *a = tu_mkdtemp(), *b = tu_mkdtemp();
-    assert_int_equal(pdq_model_load(src, &m, &st), PDQ_OK);
-    pdq_set_threads(m, 1);
-    make_ids(m->cfg.vocab_size, calib, 64, 9);
     pdq_transform_opts o;
-    pdq_transform_opts_default(&o);
-    o.seed = 2;
-    assert_int_equal(pdq_transform_parse(set, &o, &st), PDQ_OK);
-    o.force_scalar = 1;
-    if (pdq_transform_model(m, &o, calib, 2, 32, &st) || pdq_transform_save(m, src, a, &st))
-        fail_msg("%s on %s in memory: %s", set, src, st.msg);
+    pdq_model *m = in_memory(src, set, calib, &o);
+    if (pdq_transform_save(m, src, a, &st)) fail_msg("%s on %s saved: %s", set, src, st.msg);
     int untied = o.untied;
     pdq_model_free(m);
     assert_int_equal(pdq_model_load_lazy(src, &m, &st), PDQ_OK);
     assert_non_null(m->lazy_src);
     pdq_set_threads(m, blas_threads);
-    pdq_transform_opts_default(&o);
-    o.seed = 2;
-    assert_int_equal(pdq_transform_parse(set, &o, &st), PDQ_OK);
+    opts_of(set, &o);
     o.pool = pdq_pool_create(3, &st);
     assert_non_null(o.pool);
     if (pdq_transform_write(m, &o, calib, 2, 32, src, b, &st)) fail_msg("%s on %s streamed: %s", set, src, st.msg);
@@ -375,22 +387,13 @@ static void same_tensor(const float *a, const float *b, size_t n, const char *se
  * order and when a layer is acquired again. */
 static void view_same_on(const char *src, const char *set, int blas_threads) {
     pdq_status st = {0};
-    pdq_model *e = NULL, *m = NULL;
+    pdq_model *m = NULL;
     int32_t calib[64];
-    assert_int_equal(pdq_model_load(src, &e, &st), PDQ_OK);
-    pdq_set_threads(e, 1);
-    make_ids(e->cfg.vocab_size, calib, 64, 9);
     pdq_transform_opts o, ov;
-    pdq_transform_opts_default(&o);
-    o.seed = 2;
-    assert_int_equal(pdq_transform_parse(set, &o, &st), PDQ_OK);
-    o.force_scalar = 1;
-    if (pdq_transform_model(e, &o, calib, 2, 32, &st)) fail_msg("%s on %s in memory: %s", set, src, st.msg);
+    pdq_model *e = in_memory(src, set, calib, &o);
     assert_int_equal(pdq_model_load_lazy(src, &m, &st), PDQ_OK);
     pdq_set_threads(m, blas_threads);
-    pdq_transform_opts_default(&ov);
-    ov.seed = 2;
-    assert_int_equal(pdq_transform_parse(set, &ov, &st), PDQ_OK);
+    opts_of(set, &ov);
     ov.pool = pdq_pool_create(3, &st);
     assert_non_null(ov.pool);
     pdq_transform_view *v = NULL;
