@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "circle/circle_defs.h"
+#include "ir/op_table.h"
 #include "circle/circle_internal.h"
 #include "circle/fb_builder.h"
 #include "pdq/circle.h"
@@ -248,6 +249,16 @@ static void test_constants_match_schema(void **state) {
         if (!found || v != f[i].value) {
             print_error("%s %s.%s: schema %s %ld, circle_defs.h %ld\n", f[i].kind, f[i].scope, f[i].name,
                         found ? "says" : "lacks", v, f[i].value);
+            bad++;
+        }
+    }
+    /* the op table exports each IR op as the schema's operator of the same name */
+    for (int t = 0; t < PDQ_OP_COUNT; t++) {
+        const pdq_op_def *d = pdq_op_def_of((pdq_op_type)t);
+        long v = 0;
+        assert_non_null(d);
+        if (!enum_value(s, "enum", "BuiltinOperator", d->name, &v) || v != d->circle_code) {
+            print_error("op table: %s exported as code %d, schema says %ld\n", d->name, d->circle_code, v);
             bad++;
         }
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/op_table.h"
 #include "pdq/graph.h"
 #include "testutil.h"
 
@@ -370,11 +371,32 @@ static void test_arena_and_hook(void **state) {
     pdq_graph_free(g);
 }
 
+/* Every op type has its row: a unique name, a float kernel, a Circle operator that maps back to
+ * it (the names against the schema: test_circle_fb); outside the enum there is none. */
+static void test_op_table(void **state) {
+    (void)state;
+    for (int t = 0; t < PDQ_OP_COUNT; t++) {
+        const pdq_op_def *d = pdq_op_def_of((pdq_op_type)t);
+        assert_non_null(d);
+        assert_non_null(d->f32);
+        assert_string_equal(pdq_op_name((pdq_op_type)t), d->name);
+        assert_int_equal(pdq_op_of_circle(d->circle_code), t);
+        for (int u = 0; u < t; u++) assert_string_not_equal(pdq_op_def_of((pdq_op_type)u)->name, d->name);
+        int move = t == PDQ_OP_RESHAPE || t == PDQ_OP_TRANSPOSE || t == PDQ_OP_CONCATENATION ||
+                   t == PDQ_OP_STRIDED_SLICE || t == PDQ_OP_SLICE || t == PDQ_OP_GATHER;
+        assert_int_equal(pdq_op_is_data_move((pdq_op_type)t), move);
+    }
+    assert_null(pdq_op_def_of(PDQ_OP_COUNT));
+    assert_null(pdq_op_def_of((pdq_op_type)-1));
+    assert_string_equal(pdq_op_name(PDQ_OP_COUNT), "?");
+    assert_int_equal(pdq_op_of_circle(-12345), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fc_and_bmm),     cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_data_movement),  cmocka_unit_test(test_shape_errors),
-        cmocka_unit_test(test_arena_and_hook),
+        cmocka_unit_test(test_arena_and_hook), cmocka_unit_test(test_op_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 
 #include "circle/circle_defs.h"
 #include "circle/export_gather.h"
+#include "ir/op_table.h"
 #include "pdq/circle_export.h"
 
 int8_t pdq_circle_type_of(pdq_tdtype dt);
@@ -48,48 +49,27 @@ static pdq_code add_op(pdq_circle_model *m, const pdq_graph *g, const pdq_op *op
     int n_in = op->n_in;
     for (int i = 0; i < n_in; i++) in[i] = op->in[i];
     out[0] = op->out[0];
-    uint8_t ot = CIRCLE_OPT_NONE;
-    int32_t code;
+    const pdq_op_def *d = pdq_op_def_of(op->type);
+    if (!d) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle export: op type %d", (int)op->type);
+    int32_t code = d->circle_code;
+    uint8_t ot = (uint8_t)d->circle_options;
     pdq_circle_options o;
     memset(&o, 0, sizeof o);
+    /* the options each op writes (the rest keep the schema's defaults) */
     switch (op->type) {
     case PDQ_OP_FULLY_CONNECTED:
-        code = CIRCLE_OP_FULLY_CONNECTED;
-        ot = CIRCLE_OPT_FullyConnectedOptions;
         o.fc.keep_num_dims = op->opt.fc.keep_num_dims != 0;
         if (n_in == 2) in[n_in++] = -1; /* no bias */
         break;
     case PDQ_OP_BATCH_MATMUL:
-        code = CIRCLE_OP_BATCH_MATMUL;
-        ot = CIRCLE_OPT_BatchMatMulOptions;
         o.bmm.adjoint_lhs = op->opt.bmm.adj_x != 0;
         o.bmm.adjoint_rhs = op->opt.bmm.adj_y != 0;
         break;
-    case PDQ_OP_ADD: code = CIRCLE_OP_ADD; ot = CIRCLE_OPT_AddOptions; o = pdq_circle_options_default(ot); break;
-    case PDQ_OP_SUB: code = CIRCLE_OP_SUB; ot = CIRCLE_OPT_SubOptions; o = pdq_circle_options_default(ot); break;
-    case PDQ_OP_MUL: code = CIRCLE_OP_MUL; ot = CIRCLE_OPT_MulOptions; break;
-    case PDQ_OP_DIV: code = CIRCLE_OP_DIV; ot = CIRCLE_OPT_DivOptions; break;
-    case PDQ_OP_MEAN:
-        code = CIRCLE_OP_MEAN;
-        ot = CIRCLE_OPT_ReducerOptions;
-        o.reducer.keep_dims = op->opt.mean.keep_dims != 0;
-        break;
-    case PDQ_OP_RSQRT: code = CIRCLE_OP_RSQRT; break;
-    case PDQ_OP_NEG: code = CIRCLE_OP_NEG; ot = CIRCLE_OPT_NegOptions; break;
-    case PDQ_OP_LOGISTIC: code = CIRCLE_OP_LOGISTIC; break;
-    case PDQ_OP_RMS_NORM:
-        code = CIRCLE_OP_RMS_NORM;
-        ot = CIRCLE_OPT_RmsNormOptions;
-        o.rms_norm.epsilon = op->opt.rms.epsilon;
-        break;
-    case PDQ_OP_SOFTMAX:
-        code = CIRCLE_OP_SOFTMAX;
-        ot = CIRCLE_OPT_SoftmaxOptions;
-        o.softmax.beta = op->opt.softmax.beta;
-        break;
+    case PDQ_OP_ADD: case PDQ_OP_SUB: o = pdq_circle_options_default(ot); break;
+    case PDQ_OP_MEAN: o.reducer.keep_dims = op->opt.mean.keep_dims != 0; break;
+    case PDQ_OP_RMS_NORM: o.rms_norm.epsilon = op->opt.rms.epsilon; break;
+    case PDQ_OP_SOFTMAX: o.softmax.beta = op->opt.softmax.beta; break;
     case PDQ_OP_RESHAPE: {
-        code = CIRCLE_OP_RESHAPE;
-        ot = CIRCLE_OPT_ReshapeOptions;
         const pdq_tensor *s = &g->tensors[op->in[1]];
         int r = s->shape[0];
         if (r > PDQ_CIRCLE_MAX_RANK) return pdq_fail(st, PDQ_ERR_LIMIT, "circle export: reshape rank %d", r);
@@ -97,22 +77,12 @@ static pdq_code add_op(pdq_circle_model *m, const pdq_graph *g, const pdq_op *op
         for (int i = 0; i < r; i++) o.reshape.new_shape[i] = ((const int32_t *)s->data)[i];
         break;
     }
-    case PDQ_OP_TRANSPOSE: code = CIRCLE_OP_TRANSPOSE; ot = CIRCLE_OPT_TransposeOptions; break;
-    case PDQ_OP_CONCATENATION:
-        code = CIRCLE_OP_CONCATENATION;
-        ot = CIRCLE_OPT_ConcatenationOptions;
-        o.concat.axis = op->opt.concat.axis;
-        break;
-    case PDQ_OP_STRIDED_SLICE: code = CIRCLE_OP_STRIDED_SLICE; ot = CIRCLE_OPT_StridedSliceOptions; break;
-    case PDQ_OP_SLICE: code = CIRCLE_OP_SLICE; break;
+    case PDQ_OP_CONCATENATION: o.concat.axis = op->opt.concat.axis; break;
     case PDQ_OP_GATHER:
-        code = CIRCLE_OP_GATHER;
-        ot = CIRCLE_OPT_GatherOptions;
         o.gather.axis = op->opt.gather.axis;
         if (pdq_circle_gather_needs_std(g, op)) return pdq_circle_add_gather_std(m, g, op, &o, st);
         break;
-    default:
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle export: op type %d", (int)op->type);
+    default: break;
     }
     return pdq_circle_add_op(m, code, n_in, in, 1, out, ot, &o, st) < 0 ? (st ? st->code : PDQ_ERR_NOMEM) : PDQ_OK;
 }

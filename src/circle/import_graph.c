@@ -8,6 +8,7 @@
 
 #include "circle/circle_defs.h"
 #include "circle/circle_internal.h"
+#include "ir/op_table.h"
 #include "pdq/circle_export.h"
 
 static int dtype_of(int8_t tt, pdq_tdtype *dt) {
@@ -90,11 +91,6 @@ static pdq_code tensor_shape(const pdq_circle_tensor *ct, int ti, int *shape, pd
     return PDQ_OK;
 }
 
-static int is_data_move(pdq_op_type t) {
-    return t == PDQ_OP_RESHAPE || t == PDQ_OP_TRANSPOSE || t == PDQ_OP_CONCATENATION || t == PDQ_OP_STRIDED_SLICE ||
-           t == PDQ_OP_SLICE || t == PDQ_OP_GATHER;
-}
-
 /* Maps one operator; fills the IR op type/options and the IR input ids. */
 static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int oi, const int *ids, pdq_graph *g,
                        pdq_op *op, int *in, int *n_in, pdq_status *st) {
@@ -114,81 +110,8 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
                             oi, nm ? nm : "?", i, t, m->tensors[t].name ? m->tensors[t].name : "?");
         in[(*n_in)++] = ids[t];
     }
-    uint8_t want = CIRCLE_OPT_NONE;
-    int any_opt = 0; /* options_type may also be NONE for ops that have no fields */
     const pdq_circle_options *o = &co->opt;
-    switch (code) {
-    case CIRCLE_OP_FULLY_CONNECTED:
-        op->type = PDQ_OP_FULLY_CONNECTED;
-        want = CIRCLE_OPT_FullyConnectedOptions;
-        op->opt.fc.keep_num_dims = co->options_type == want ? o->fc.keep_num_dims : 0;
-        if (co->options_type == want && o->fc.fused_activation_function)
-            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (FULLY_CONNECTED): fused activation %d", oi,
-                            o->fc.fused_activation_function);
-        break;
-    case CIRCLE_OP_BATCH_MATMUL:
-        op->type = PDQ_OP_BATCH_MATMUL;
-        want = CIRCLE_OPT_BatchMatMulOptions;
-        if (co->options_type == want) { op->opt.bmm.adj_x = o->bmm.adjoint_lhs; op->opt.bmm.adj_y = o->bmm.adjoint_rhs; }
-        break;
-    case CIRCLE_OP_ADD: op->type = PDQ_OP_ADD; want = CIRCLE_OPT_AddOptions; any_opt = 1; break;
-    case CIRCLE_OP_SUB: op->type = PDQ_OP_SUB; want = CIRCLE_OPT_SubOptions; any_opt = 1; break;
-    case CIRCLE_OP_MUL: op->type = PDQ_OP_MUL; want = CIRCLE_OPT_MulOptions; any_opt = 1; break;
-    case CIRCLE_OP_DIV: op->type = PDQ_OP_DIV; want = CIRCLE_OPT_DivOptions; any_opt = 1; break;
-    case CIRCLE_OP_MEAN:
-        op->type = PDQ_OP_MEAN;
-        want = CIRCLE_OPT_ReducerOptions;
-        op->opt.mean.keep_dims = co->options_type == want ? o->reducer.keep_dims : 0;
-        break;
-    case CIRCLE_OP_RSQRT: op->type = PDQ_OP_RSQRT; break;
-    case CIRCLE_OP_NEG: op->type = PDQ_OP_NEG; want = CIRCLE_OPT_NegOptions; break;
-    case CIRCLE_OP_LOGISTIC: op->type = PDQ_OP_LOGISTIC; break;
-    case CIRCLE_OP_RMS_NORM:
-        op->type = PDQ_OP_RMS_NORM;
-        want = CIRCLE_OPT_RmsNormOptions;
-        op->opt.rms.epsilon = co->options_type == want ? o->rms_norm.epsilon : 1e-6f;
-        if (!(op->opt.rms.epsilon >= 0) || op->opt.rms.epsilon > 1e30f)
-            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (RMS_NORM): epsilon %g (finite and >= 0 needed)",
-                            oi, (double)op->opt.rms.epsilon);
-        break;
-    case CIRCLE_OP_SOFTMAX:
-        op->type = PDQ_OP_SOFTMAX;
-        want = CIRCLE_OPT_SoftmaxOptions;
-        op->opt.softmax.beta = co->options_type == want ? o->softmax.beta : 1.0f;
-        if (!(op->opt.softmax.beta > -1e30f && op->opt.softmax.beta < 1e30f))
-            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (SOFTMAX): beta %g (finite needed)", oi,
-                            (double)op->opt.softmax.beta);
-        break;
-    case CIRCLE_OP_RESHAPE: op->type = PDQ_OP_RESHAPE; want = CIRCLE_OPT_ReshapeOptions; break;
-    case CIRCLE_OP_TRANSPOSE: op->type = PDQ_OP_TRANSPOSE; want = CIRCLE_OPT_TransposeOptions; break;
-    case CIRCLE_OP_CONCATENATION:
-        op->type = PDQ_OP_CONCATENATION;
-        want = CIRCLE_OPT_ConcatenationOptions;
-        if (co->options_type == want) op->opt.concat.axis = o->concat.axis;
-        if (co->options_type == want && o->concat.fused_activation_function)
-            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (CONCATENATION): fused activation", oi);
-        break;
-    case CIRCLE_OP_STRIDED_SLICE:
-        op->type = PDQ_OP_STRIDED_SLICE;
-        want = CIRCLE_OPT_StridedSliceOptions;
-        if (co->options_type == want &&
-            (o->strided_slice.begin_mask || o->strided_slice.end_mask || o->strided_slice.ellipsis_mask ||
-             o->strided_slice.new_axis_mask || o->strided_slice.shrink_axis_mask || o->strided_slice.offset))
-            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (STRIDED_SLICE): non-zero masks", oi);
-        break;
-    case CIRCLE_OP_SLICE: op->type = PDQ_OP_SLICE; break;
-    case CIRCLE_OP_GATHER:
-        op->type = PDQ_OP_GATHER;
-        want = CIRCLE_OPT_GatherOptions;
-        if (co->options_type == want) {
-            op->opt.gather.axis = o->gather.axis;
-            if (o->gather.batch_dims)
-                return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (GATHER): batch_dims %d", oi,
-                                o->gather.batch_dims);
-        }
-        break;
-    case CIRCLE_OP_QUANTIZE:
-    case CIRCLE_OP_DEQUANTIZE: {
+    if (code == CIRCLE_OP_QUANTIZE || code == CIRCLE_OP_DEQUANTIZE) {
         /* identity data move; the output's own grid does the requantization */
         if (*n_in != 1) return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): %d inputs", oi, nm, *n_in);
         const pdq_tensor *x = &g->tensors[in[0]];
@@ -204,14 +127,61 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
         op->type = PDQ_OP_RESHAPE;
         return PDQ_OK;
     }
-    default:
+    int type = pdq_op_of_circle(code);
+    if (type < 0) {
         if (nm) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d: %s (code %d) is not supported", oi, nm, code);
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d: unknown builtin code %d", oi, code);
+    }
+    op->type = (pdq_op_type)type;
+    uint8_t want = (uint8_t)pdq_op_def_of(op->type)->circle_options; /* options_type may also be NONE */
+    int has = co->options_type == want && want != CIRCLE_OPT_NONE;
+    /* the options each op reads (absent ones take the schema's defaults) */
+    switch (op->type) {
+    case PDQ_OP_FULLY_CONNECTED:
+        op->opt.fc.keep_num_dims = has ? o->fc.keep_num_dims : 0;
+        if (has && o->fc.fused_activation_function)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (FULLY_CONNECTED): fused activation %d", oi,
+                            o->fc.fused_activation_function);
+        break;
+    case PDQ_OP_BATCH_MATMUL:
+        if (has) { op->opt.bmm.adj_x = o->bmm.adjoint_lhs; op->opt.bmm.adj_y = o->bmm.adjoint_rhs; }
+        break;
+    case PDQ_OP_MEAN: op->opt.mean.keep_dims = has ? o->reducer.keep_dims : 0; break;
+    case PDQ_OP_RMS_NORM:
+        op->opt.rms.epsilon = has ? o->rms_norm.epsilon : 1e-6f;
+        if (!(op->opt.rms.epsilon >= 0) || op->opt.rms.epsilon > 1e30f)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (RMS_NORM): epsilon %g (finite and >= 0 needed)",
+                            oi, (double)op->opt.rms.epsilon);
+        break;
+    case PDQ_OP_SOFTMAX:
+        op->opt.softmax.beta = has ? o->softmax.beta : 1.0f;
+        if (!(op->opt.softmax.beta > -1e30f && op->opt.softmax.beta < 1e30f))
+            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (SOFTMAX): beta %g (finite needed)", oi,
+                            (double)op->opt.softmax.beta);
+        break;
+    case PDQ_OP_CONCATENATION:
+        if (has) op->opt.concat.axis = o->concat.axis;
+        if (has && o->concat.fused_activation_function)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (CONCATENATION): fused activation", oi);
+        break;
+    case PDQ_OP_STRIDED_SLICE:
+        if (has && (o->strided_slice.begin_mask || o->strided_slice.end_mask || o->strided_slice.ellipsis_mask ||
+                    o->strided_slice.new_axis_mask || o->strided_slice.shrink_axis_mask || o->strided_slice.offset))
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (STRIDED_SLICE): non-zero masks", oi);
+        break;
+    case PDQ_OP_GATHER:
+        if (has) {
+            op->opt.gather.axis = o->gather.axis;
+            if (o->gather.batch_dims)
+                return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (GATHER): batch_dims %d", oi,
+                                o->gather.batch_dims);
+        }
+        break;
+    default: break; /* no options read */
     }
     if (co->options_type != CIRCLE_OPT_NONE && co->options_type != want)
         return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): options type %u, expected %u", oi, nm,
                         co->options_type, want);
-    (void)any_opt;
     if (co->options_type == CIRCLE_OPT_AddOptions && o->add.fused_activation_function)
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (ADD): fused activation", oi);
     if (co->options_type == CIRCLE_OPT_MulOptions && o->mul.fused_activation_function)
@@ -373,7 +343,7 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
         /* without qparams the stored dtype must be what the op computes: reals for arithmetic,
          * the data input's dtype for data movement (QUANTIZE / DEQUANTIZE convert) */
         int32_t code = m->opcodes[co->opcode_index].builtin_code;
-        pdq_tdtype made = is_data_move(op.type) ? t->dtype : PDQ_TF32;
+        pdq_tdtype made = pdq_op_is_data_move(op.type) ? t->dtype : PDQ_TF32;
         if (ct->quant.n_scale <= 0 && dt != made && code != CIRCLE_OP_QUANTIZE && code != CIRCLE_OP_DEQUANTIZE) {
             rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): output '%s' is %s without quantization parameters, the op gives %s",
                           oi, pdq_op_name(op.type), ct->name, pdq_tdtype_name(dt), pdq_tdtype_name(made));

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "qx_internal.h"
-#include "static/arena_plan.h"
+#include "ir/arena_plan.h"
 
 const char *pdq_exec_mode_name(pdq_exec_mode m) {
     switch (m) {

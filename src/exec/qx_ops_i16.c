@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../static/ops.h"
+#include "ir/op_table.h"
+#include "ir/ops.h"
 #include "qx_internal.h"
 
 void pdq_qx_prep_free(qx_prep *p) {
@@ -31,11 +32,6 @@ void pdq_qx_prep_free(qx_prep *p) {
 
 static int same_grid(const qx_t *a, const qx_t *b) {
     return a->dt == b->dt && a->quant == b->quant && a->s == b->s && a->zp == b->zp;
-}
-
-static int is_layout(pdq_op_type t) {
-    return t == PDQ_OP_RESHAPE || t == PDQ_OP_TRANSPOSE || t == PDQ_OP_CONCATENATION || t == PDQ_OP_STRIDED_SLICE ||
-           t == PDQ_OP_SLICE || t == PDQ_OP_GATHER;
 }
 
 static double unary_f(pdq_op_type t, double v) {
@@ -178,7 +174,7 @@ pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     default:
         break;
     }
-    if (!is_layout(op->type))
+    if (!pdq_op_is_data_move(op->type))
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: no kernel for %s", pdq_op_name(op->type));
     if (op->type == PDQ_OP_GATHER && a->kind == PDQ_TK_CONST) {
         if (a->q && a->dtype != PDQ_TF32) return const_rows(a, p, st);

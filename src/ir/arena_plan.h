@@ -1,7 +1,7 @@
 /* The one liveness plan of a graph's working memory, shared by the float interpreter and the
  * integer executor (private). */
-#ifndef PDQ_STATIC_ARENA_PLAN_H
-#define PDQ_STATIC_ARENA_PLAN_H
+#ifndef PDQ_IR_ARENA_PLAN_H
+#define PDQ_IR_ARENA_PLAN_H
 
 #include <stddef.h>
 

@@ -5,14 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const k_op_names[PDQ_OP_COUNT] = {
-    "FULLY_CONNECTED", "BATCH_MATMUL", "ADD", "SUB", "MUL", "DIV", "MEAN", "RSQRT", "NEG",
-    "LOGISTIC", "RMS_NORM", "SOFTMAX", "RESHAPE", "TRANSPOSE", "CONCATENATION", "STRIDED_SLICE",
-    "SLICE", "GATHER",
-};
+#include "ir/op_table.h"
 
 const char *pdq_op_name(pdq_op_type t) {
-    return (t >= 0 && t < PDQ_OP_COUNT) ? k_op_names[t] : "?";
+    const pdq_op_def *d = pdq_op_def_of(t);
+    return d ? d->name : "?";
 }
 
 const char *pdq_tdtype_name(pdq_tdtype t) {
@@ -286,12 +283,7 @@ static pdq_code check_record(const pdq_graph *g, const pdq_tensor *t, pdq_status
  * the int32 axes of MEAN are a shape operand, checked by inference. */
 static pdq_code check_op_dtypes(const pdq_graph *g, int o, pdq_status *st) {
     const pdq_op *op = &g->ops[o];
-    switch (op->type) {
-    case PDQ_OP_RESHAPE: case PDQ_OP_TRANSPOSE: case PDQ_OP_CONCATENATION: case PDQ_OP_STRIDED_SLICE:
-    case PDQ_OP_SLICE: case PDQ_OP_GATHER:
-        return PDQ_OK; /* data movement: any dtype */
-    default: break;
-    }
+    if (pdq_op_is_data_move(op->type)) return PDQ_OK; /* any dtype */
     int n = op->type == PDQ_OP_MEAN ? 1 : op->n_in;
     for (int i = 0; i < n; i++) {
         const pdq_tensor *t = &g->tensors[op->in[i]];

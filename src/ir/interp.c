@@ -5,6 +5,7 @@
 
 #include "arena_plan.h"
 #include "ops.h"
+#include "op_table.h"
 
 struct pdq_interp {
     const pdq_graph *g;
@@ -124,19 +125,8 @@ pdq_code pdq_interp_run(pdq_interp *ip, pdq_status *st) {
         }
     for (int o = 0; o < g->n_ops; o++) {
         const pdq_op *op = &g->ops[o];
-        pdq_code rc;
-        switch (op->type) {
-        case PDQ_OP_FULLY_CONNECTED: case PDQ_OP_BATCH_MATMUL:
-            rc = pdq_k_linalg(g, op, ip->ptrs, st);
-            break;
-        case PDQ_OP_RESHAPE: case PDQ_OP_TRANSPOSE: case PDQ_OP_CONCATENATION:
-        case PDQ_OP_STRIDED_SLICE: case PDQ_OP_SLICE: case PDQ_OP_GATHER:
-            rc = pdq_k_shape(g, op, ip->ptrs, st);
-            break;
-        default:
-            rc = pdq_k_elementwise(g, op, ip->ptrs, st);
-            break;
-        }
+        const pdq_op_def *d = pdq_op_def_of(op->type);
+        pdq_code rc = d ? d->f32(g, op, ip->ptrs, st) : pdq_fail(st, PDQ_ERR_UNSUPPORTED, "op type %d", (int)op->type);
         if (rc != PDQ_OK) return pdq_wrap(st, "graph %s op %d (%s)", g->name, o, pdq_op_name(op->type));
         if (ip->hook)
             for (int j = 0; j < op->n_out; j++) {

@@ -1,6 +1,6 @@
 /* Float32 kernels of the graph interpreter (private). ptrs[tid] is each tensor's data. */
-#ifndef PDQ_STATIC_OPS_H
-#define PDQ_STATIC_OPS_H
+#ifndef PDQ_IR_OPS_H
+#define PDQ_IR_OPS_H
 
 #include "pdq/graph.h"
 
