@@ -379,6 +379,7 @@ static void test_op_table(void **state) {
         const pdq_op_def *d = pdq_op_def_of((pdq_op_type)t);
         assert_non_null(d);
         assert_non_null(d->f32);
+        assert_non_null(d->infer);
         assert_string_equal(pdq_op_name((pdq_op_type)t), d->name);
         assert_int_equal(pdq_op_of_circle(d->circle_code), t);
         for (int u = 0; u < t; u++) assert_string_not_equal(pdq_op_def_of((pdq_op_type)u)->name, d->name);

@@ -9,6 +9,9 @@
 
 #include "pdq/graph.h"
 
+#include "ir/infer_rules.h"
+#include "ir/op_table.h"
+
 #define T(i) (&g->tensors[op->in[i]])
 #define OPN pdq_op_name(op->type)
 
@@ -71,7 +74,7 @@ static void copy_shape(const pdq_tensor *t, int *nd, int *sh) {
 
 static int norm_axis(int axis, int nd) { return axis < 0 ? axis + nd : axis; }
 
-static pdq_code infer_fc(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+pdq_code pdq_infer_fc(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
     pdq_code rc;
     if ((rc = need_inputs(op, 2, 3, st))) return rc;
     const pdq_tensor *x = T(0), *w = T(1);
@@ -98,7 +101,7 @@ static pdq_code infer_fc(const pdq_graph *g, const pdq_op *op, int *nd, int *sh,
     return put_dim(op, sh, 0, rows, st);
 }
 
-static pdq_code infer_bmm(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+pdq_code pdq_infer_bmm(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
     pdq_code rc;
     if ((rc = need_inputs(op, 2, 2, st))) return rc;
     const pdq_tensor *a = T(0), *b = T(1);
@@ -119,7 +122,7 @@ static pdq_code infer_bmm(const pdq_graph *g, const pdq_op *op, int *nd, int *sh
     return PDQ_OK;
 }
 
-static pdq_code infer_mean(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+pdq_code pdq_infer_mean(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
     pdq_code rc;
     if ((rc = need_inputs(op, 2, 2, st))) return rc;
     if ((rc = need_const_i32(g, op, 1, "axes", -1, st))) return rc;
@@ -140,7 +143,7 @@ static pdq_code infer_mean(const pdq_graph *g, const pdq_op *op, int *nd, int *s
     return PDQ_OK;
 }
 
-static pdq_code infer_reshape(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+pdq_code pdq_infer_reshape(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
     pdq_code rc;
     if ((rc = need_inputs(op, 2, 2, st))) return rc;
     if ((rc = need_const_i32(g, op, 1, "new shape", -1, st))) return rc;
@@ -164,7 +167,7 @@ static pdq_code infer_reshape(const pdq_graph *g, const pdq_op *op, int *nd, int
     return PDQ_OK;
 }
 
-static pdq_code infer_transpose(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+pdq_code pdq_infer_transpose(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
     pdq_code rc;
     if ((rc = need_inputs(op, 2, 2, st))) return rc;
     const pdq_tensor *x = T(0);
@@ -182,7 +185,7 @@ static pdq_code infer_transpose(const pdq_graph *g, const pdq_op *op, int *nd, i
     return PDQ_OK;
 }
 
-static pdq_code infer_concat(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+pdq_code pdq_infer_concat(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
     pdq_code rc;
     if ((rc = need_inputs(op, 1, PDQ_G_MAX_OP_INPUTS, st))) return rc;
     const pdq_tensor *x = T(0);
@@ -236,7 +239,7 @@ static pdq_code infer_slice(const pdq_graph *g, const pdq_op *op, int strided, i
     return PDQ_OK;
 }
 
-static pdq_code infer_gather(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+pdq_code pdq_infer_gather(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
     pdq_code rc;
     if ((rc = need_inputs(op, 2, 2, st))) return rc;
     const pdq_tensor *p = T(0), *ix = T(1);
@@ -265,42 +268,42 @@ static pdq_code infer_gather(const pdq_graph *g, const pdq_op *op, int *nd, int 
     return PDQ_OK;
 }
 
-static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+pdq_code pdq_infer_binary(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+    pdq_code rc = need_inputs(op, 2, 2, st);
+    return rc ? rc : broadcast(op, T(0), T(1), nd, sh, st);
+}
+
+pdq_code pdq_infer_unary(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+    pdq_code rc = need_inputs(op, 1, 1, st);
+    if (!rc) copy_shape(T(0), nd, sh);
+    return rc;
+}
+
+pdq_code pdq_infer_softmax(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+    pdq_code rc; /* over the last axis: rank 0 has none */
+    if ((rc = need_inputs(op, 1, 1, st)) || (rc = need_rank(op, T(0), 1, st))) return rc;
+    copy_shape(T(0), nd, sh);
+    return PDQ_OK;
+}
+
+pdq_code pdq_infer_rms_norm(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
     pdq_code rc;
-    switch (op->type) {
-    case PDQ_OP_FULLY_CONNECTED: return infer_fc(g, op, nd, sh, st);
-    case PDQ_OP_BATCH_MATMUL: return infer_bmm(g, op, nd, sh, st);
-    case PDQ_OP_ADD: case PDQ_OP_SUB: case PDQ_OP_MUL: case PDQ_OP_DIV:
-        if ((rc = need_inputs(op, 2, 2, st))) return rc;
-        return broadcast(op, T(0), T(1), nd, sh, st);
-    case PDQ_OP_MEAN: return infer_mean(g, op, nd, sh, st);
-    case PDQ_OP_RSQRT: case PDQ_OP_NEG: case PDQ_OP_LOGISTIC:
-        if ((rc = need_inputs(op, 1, 1, st))) return rc;
-        copy_shape(T(0), nd, sh);
-        return PDQ_OK;
-    case PDQ_OP_SOFTMAX: /* over the last axis: rank 0 has none */
-        if ((rc = need_inputs(op, 1, 1, st)) || (rc = need_rank(op, T(0), 1, st))) return rc;
-        copy_shape(T(0), nd, sh);
-        return PDQ_OK;
-    case PDQ_OP_RMS_NORM: {
-        if ((rc = need_inputs(op, 2, 2, st))) return rc;
-        const pdq_tensor *x = T(0), *w = T(1);
-        if ((rc = need_rank(op, x, 1, st))) return rc;
-        int c = x->shape[x->ndim - 1];
-        if (w->ndim != 1 || (w->shape[0] != c && w->shape[0] != 1))
-            return pdq_fail(st, PDQ_ERR_SHAPE, "RMS_NORM gamma %s must be [%d] or [1]", w->name, c);
-        copy_shape(x, nd, sh);
-        return PDQ_OK;
-    }
-    case PDQ_OP_RESHAPE: return infer_reshape(g, op, nd, sh, st);
-    case PDQ_OP_TRANSPOSE: return infer_transpose(g, op, nd, sh, st);
-    case PDQ_OP_CONCATENATION: return infer_concat(g, op, nd, sh, st);
-    case PDQ_OP_STRIDED_SLICE: return infer_slice(g, op, 1, nd, sh, st);
-    case PDQ_OP_SLICE: return infer_slice(g, op, 0, nd, sh, st);
-    case PDQ_OP_GATHER: return infer_gather(g, op, nd, sh, st);
-    case PDQ_OP_COUNT: break;
-    }
-    return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "unknown op type %d", (int)op->type);
+    if ((rc = need_inputs(op, 2, 2, st))) return rc;
+    const pdq_tensor *x = T(0), *w = T(1);
+    if ((rc = need_rank(op, x, 1, st))) return rc;
+    int c = x->shape[x->ndim - 1];
+    if (w->ndim != 1 || (w->shape[0] != c && w->shape[0] != 1))
+        return pdq_fail(st, PDQ_ERR_SHAPE, "RMS_NORM gamma %s must be [%d] or [1]", w->name, c);
+    copy_shape(x, nd, sh);
+    return PDQ_OK;
+}
+
+pdq_code pdq_infer_strided_slice(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+    return infer_slice(g, op, 1, nd, sh, st);
+}
+
+pdq_code pdq_infer_plain_slice(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
+    return infer_slice(g, op, 0, nd, sh, st);
 }
 
 pdq_code pdq_op_infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
@@ -313,7 +316,9 @@ pdq_code pdq_op_infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pd
             return pdq_fail(st, PDQ_ERR_SHAPE, "%s input %s has rank %d (max %d)", OPN, T(i)->name, T(i)->ndim,
                             PDQ_G_MAX_DIMS);
     }
-    pdq_code rc = infer(g, op, nd, sh, st);
+    const pdq_op_def *d = pdq_op_def_of(op->type);
+    if (!d) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "unknown op type %d", (int)op->type);
+    pdq_code rc = d->infer(g, op, nd, sh, st);
     if (rc != PDQ_OK) return rc;
     /* one bound for every op: the output's element count (each dim is already a positive int) */
     int64_t n = 1;

@@ -15,12 +15,17 @@ typedef enum {
     PDQ_OPK_DATA_MOVE,   /* layout only: any dtype, values copied as stored */
 } pdq_op_kind;
 
+/* The op's shape rule: checks its operands (counts, ranks, constant operands) and gives the
+ * output's shape (graph_infer.c; pdq_op_infer adds the checks every op shares). */
+typedef pdq_code (*pdq_infer_fn)(const pdq_graph *g, const pdq_op *op, int *ndim, int *shape, pdq_status *st);
+
 /* The float interpreter's kernel: the op's outputs from its inputs, ptrs[tid] each tensor's data. */
 typedef pdq_code (*pdq_f32_kernel)(const pdq_graph *g, const pdq_op *op, void *const *ptrs, pdq_status *st);
 
 typedef struct {
     const char *name;   /* the Circle/TFLite name: "FULLY_CONNECTED", ... */
     pdq_op_kind kind;
+    pdq_infer_fn infer;
     pdq_f32_kernel f32;
     int circle_code;    /* Circle BuiltinOperator */
     int circle_options; /* its BuiltinOptions table type (CIRCLE_OPT_NONE: it has none) */
