@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "circle/manifest_check.h"
+#include "contract/rt_contract.h"
 #include "pdq/file.h"
 #include "pdq/circle_export.h"
 #include "pdq/npy.h"
@@ -18,6 +19,7 @@ struct pdq_crt {
     int S, C, L, KV, hd, D, V;
     float fill;
     float *cos_tab, *sin_tab;   /* (S, hd) */
+    int *pos;                   /* (S) prefill row positions (scratch) */
     pdq_cgraph *prefill, *decode;          /* whole */
     pdq_cgraph *embed, *head, **lp, **ld;  /* per layer */
     void **k, **v;              /* [L] (KV, C, hd) in cache dtype */
@@ -85,6 +87,7 @@ void pdq_crt_free(pdq_crt *rt) {
     free(rt->vt);
     free(rt->cos_tab);
     free(rt->sin_tab);
+    free(rt->pos);
     free(rt->hid);
     for (int b = 0; b < rt->nb; b++) {
         pdq_cg_free(rt->wa[b]);
@@ -226,7 +229,8 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
         rt->kt = calloc((size_t)L, sizeof(void *));
         rt->vt = calloc((size_t)L, sizeof(void *));
         rt->hid = malloc(sizeof(float) * (size_t)rt->S * rt->D);
-        if (!rt->k || !rt->v || !rt->kt || !rt->vt || !rt->hid) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
+        rt->pos = malloc(sizeof(int) * (size_t)rt->S);
+        if (!rt->k || !rt->v || !rt->kt || !rt->vt || !rt->hid || !rt->pos) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
     }
     if (!rc && whole) {
         rc = open_file(rt, dir, "model_prefill", tag, &rt->prefill, st);
@@ -275,23 +279,19 @@ int pdq_crt_max_seq(const pdq_crt *rt) { return rt->S; }
 int pdq_crt_vocab(const pdq_crt *rt) { return rt->V; }
 int pdq_crt_len(const pdq_crt *rt) { return rt->len; }
 
-/* Prefill mask / cos / sin for n real tokens at positions 0..n-1 (padding: position 0, sees nothing). */
+/* Prefill mask / cos / sin for n real tokens at positions 0..n-1 (the rest padding). */
 static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *cos, float *sin) {
     int S = rt->S, hd = rt->hd;
     for (int i = 0; i < S; i++) {
-        for (int j = 0; j < S; j++) mask[(size_t)i * S + j] = (i < n && j <= i) ? 0.0f : rt->fill;
-        int p = i < n ? i : 0;
-        memcpy(cos + (size_t)i * hd, rt->cos_tab + (size_t)p * hd, sizeof(float) * (size_t)hd);
-        memcpy(sin + (size_t)i * hd, rt->sin_tab + (size_t)p * hd, sizeof(float) * (size_t)hd);
+        rt->pos[i] = i < n ? i : -1;
+        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, i < n ? i : 0, cos + (size_t)i * hd, sin + (size_t)i * hd);
     }
+    pdq_ctr_prefill_mask(rt->pos, S, rt->fill, mask);
 }
 
 static void decode_inputs(const pdq_crt *rt, float *mask, float *cos, float *sin) {
-    int S = rt->S, hd = rt->hd;
-    for (int j = 0; j < S; j++) mask[j] = j < rt->len ? 0.0f : rt->fill;
-    mask[S - 1] = 0.0f;
-    memcpy(cos, rt->cos_tab + (size_t)rt->len * hd, sizeof(float) * (size_t)hd);
-    memcpy(sin, rt->sin_tab + (size_t)rt->len * hd, sizeof(float) * (size_t)hd);
+    pdq_ctr_append_mask_row(rt->S, 1, rt->len, 0, 1, rt->fill, mask);
+    pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rt->hd, rt->len, cos, sin);
 }
 
 /* Slots [0, n) of layer l from K/V outputs of T positions (prefill: T = S; decode: slot len). */
@@ -299,8 +299,9 @@ static void store_kv(pdq_crt *rt, int l, const float *k, const float *v, int T, 
     size_t hd = (size_t)rt->hd;
     for (int h = 0; h < rt->KV; h++)
         for (int t = 0; t < n; t++) {
-            if (slot0 + t >= rt->C) break;
-            size_t src = ((size_t)h * T + t) * hd, dst = ((size_t)h * rt->C + slot0 + t) * hd;
+            int slot = pdq_ctr_slot(slot0 + t, rt->C);
+            if (slot < 0) break;
+            size_t src = ((size_t)h * T + t) * hd, dst = ((size_t)h * rt->C + slot) * hd;
             cache_store(rt, rt->kt[l], rt->k[l], dst, k + src, hd);
             cache_store(rt, rt->vt[l], rt->v[l], dst, v + src, hd);
         }
@@ -462,14 +463,10 @@ int pdq_crt_plan(const pdq_crt *rt, int n, int *plan, int cap) {
 /* Inputs of an append of Q tokens at length len (the in-memory runtime's rt_append rows): query q
  * sees cache slots 0..len-1 and the new columns P..P+q (P = max_seq - Q). */
 static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *cos, float *sin) {
-    int S = rt->S, P = S - Q, hd = rt->hd;
+    int S = rt->S, hd = rt->hd;
     for (int q = 0; q < Q; q++) {
-        float *row = mask + (size_t)q * S;
-        for (int j = 0; j < S; j++) row[j] = rt->fill;
-        for (int j = 0; j < rt->len; j++) row[j] = 0.0f;
-        for (int i = 0; i <= q; i++) row[P + i] = 0.0f;
-        memcpy(cos + (size_t)q * hd, rt->cos_tab + (size_t)(rt->len + q) * hd, sizeof(float) * (size_t)hd);
-        memcpy(sin + (size_t)q * hd, rt->sin_tab + (size_t)(rt->len + q) * hd, sizeof(float) * (size_t)hd);
+        pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, rt->fill, mask + (size_t)q * S);
+        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, rt->len + q, cos + (size_t)q * hd, sin + (size_t)q * hd);
     }
 }
 

@@ -4,27 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract/rt_contract.h"
 #include "rt_internal.h"
 
 /* Fills ids/mask/cos/sin/slot for one bucket; r[b] real tokens of row b start at tok[b]. */
 static void bucket_inputs(pdq_rt *rt, int Q, const int32_t *ids, int T, const int *start, const int *r) {
-    int L = rt->max_seq, P = L - Q, hd = rt->hd;
+    int L = rt->max_seq, hd = rt->hd;
     for (int b = 0; b < rt->B; b++) {
         for (int q = 0; q < Q; q++) {
             size_t bq = (size_t)b * Q + q;
             int real = q < r[b];
             rt->ids[bq] = real ? ids[(size_t)b * T + start[b] + q] : 0;
             int p = rt->len[b] + q;
-            rt->slot[bq] = (real && p < rt->C) ? p : -1;
-            pdq_rt_rope_row(rt, real ? p : 0, rt->cos + bq * hd, rt->sin + bq * hd);
-            float *row = rt->mask + bq * L;
-            pdq_rt_fill(row, (size_t)L, rt->o.mask_fill);
-            if (real) {
-                for (int j = 0; j < rt->len[b]; j++) row[j] = 0.0f;
-                for (int i = 0; i <= q; i++) row[P + i] = 0.0f;
-            } else {
-                row[P + q] = 0.0f; /* padding query: itself only, keeps its softmax finite */
-            }
+            rt->slot[bq] = pdq_ctr_slot(real ? p : -1, rt->C);
+            pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, real ? p : 0, rt->cos + bq * hd, rt->sin + bq * hd);
+            pdq_ctr_append_mask_row(L, Q, rt->len[b], q, real, rt->o.mask_fill, rt->mask + bq * L);
         }
     }
 }

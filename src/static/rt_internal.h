@@ -58,7 +58,5 @@ pdq_code pdq_rt_head(pdq_rt *rt, int T, const float *x, float *logits, pdq_statu
 pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *st);
 
 /* RoPE rows for a position (table lookup). */
-void pdq_rt_rope_row(const pdq_rt *rt, int pos, float *cos, float *sin);
-void pdq_rt_fill(float *p, size_t n, float v);
 
 #endif

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract/rt_contract.h"
 #include "rt_internal.h"
 
 /* Checks one row's padding layout; returns its real-token count or -1. */
@@ -52,18 +53,10 @@ pdq_code pdq_rt_prefill(pdq_rt *rt, int B, int T, const int32_t *ids, const uint
             rt->ids[bi] = (t >= 0 && t < T) ? ids[(size_t)b * T + t] : 0;
             if (!real) rt->ids[bi] = 0; /* padding embeds token 0; it is masked anyway */
             pos[bi] = real ? i - first : -1;
-            rt->slot[bi] = (real && pos[bi] < rt->C) ? pos[bi] : -1;
-            pdq_rt_rope_row(rt, real ? pos[bi] : 0, rt->cos + bi * hd, rt->sin + bi * hd);
+            rt->slot[bi] = pdq_ctr_slot(pos[bi], rt->C);
+            pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, real ? pos[bi] : 0, rt->cos + bi * hd, rt->sin + bi * hd);
         }
-        /* Mask: a real query sees real keys at positions <= its own; padding sees nothing. */
-        for (int i = 0; i < S; i++) {
-            float *row = rt->mask + ((size_t)b * S + i) * S;
-            int pi = pos[(size_t)b * S + i];
-            for (int j = 0; j < S; j++) {
-                int pj = pos[(size_t)b * S + j];
-                row[j] = (pi >= 0 && pj >= 0 && pj <= pi) ? 0.0f : rt->o.mask_fill;
-            }
-        }
+        pdq_ctr_prefill_mask(pos + (size_t)b * S, S, rt->o.mask_fill, rt->mask + (size_t)b * S * S);
     }
     rt_stack *s;
     float *h = NULL;

@@ -20,15 +20,6 @@ static void stack_free(rt_stack *s) {
     free(s);
 }
 
-void pdq_rt_fill(float *p, size_t n, float v) {
-    for (size_t i = 0; i < n; i++) p[i] = v;
-}
-
-void pdq_rt_rope_row(const pdq_rt *rt, int pos, float *cos, float *sin) {
-    memcpy(cos, rt->cos_tab + (size_t)pos * rt->hd, sizeof(float) * (size_t)rt->hd);
-    memcpy(sin, rt->sin_tab + (size_t)pos * rt->hd, sizeof(float) * (size_t)rt->hd);
-}
-
 void pdq_rt_free(pdq_rt *rt) {
     if (!rt) return;
     for (int i = 0; i < rt->n_stacks; i++) stack_free(rt->stacks[i]);

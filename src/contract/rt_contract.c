@@ -1,0 +1,29 @@
+/* The runtime contract (rt_contract.h). */
+#include "contract/rt_contract.h"
+
+#include <stddef.h>
+#include <string.h>
+
+void pdq_ctr_prefill_mask(const int *pos, int S, float fill, float *mask) {
+    for (int i = 0; i < S; i++) {
+        float *row = mask + (size_t)i * S;
+        int pi = pos[i];
+        for (int j = 0; j < S; j++) row[j] = (pi >= 0 && pos[j] >= 0 && pos[j] <= pi) ? 0.0f : fill;
+    }
+}
+
+void pdq_ctr_append_mask_row(int max_seq, int Q, int len, int q, int real, float fill, float *row) {
+    int P = max_seq - Q;
+    for (int j = 0; j < max_seq; j++) row[j] = fill;
+    if (!real) {
+        row[P + q] = 0.0f;
+        return;
+    }
+    for (int j = 0; j < len; j++) row[j] = 0.0f;
+    for (int i = 0; i <= q; i++) row[P + i] = 0.0f;
+}
+
+void pdq_ctr_rope_row(const float *cos_tab, const float *sin_tab, int hd, int pos, float *cos, float *sin) {
+    memcpy(cos, cos_tab + (size_t)pos * hd, sizeof(float) * (size_t)hd);
+    memcpy(sin, sin_tab + (size_t)pos * hd, sizeof(float) * (size_t)hd);
+}
