@@ -386,6 +386,10 @@ static void test_op_table(void **state) {
         int move = t == PDQ_OP_RESHAPE || t == PDQ_OP_TRANSPOSE || t == PDQ_OP_CONCATENATION ||
                    t == PDQ_OP_STRIDED_SLICE || t == PDQ_OP_SLICE || t == PDQ_OP_GATHER;
         assert_int_equal(pdq_op_is_data_move((pdq_op_type)t), move);
+        /* a data move keeps its codes, so its output is on its input's grid (all of them for a
+         * concatenation); everything else computes new values on a grid of its own */
+        int grid = !move ? PDQ_GRID_OWN : t == PDQ_OP_CONCATENATION ? PDQ_GRID_OF_ALL : PDQ_GRID_OF_DATA;
+        assert_int_equal(d->grid, grid);
     }
     assert_null(pdq_op_def_of(PDQ_OP_COUNT));
     assert_null(pdq_op_def_of((pdq_op_type)-1));

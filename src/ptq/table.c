@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/op_table.h"
 #include "ptq_internal.h"
 
 void pdq_ptq_opts_default(pdq_ptq_opts *o) {
@@ -85,15 +86,12 @@ static void unite(int *par, int a, int b) {
     else par[a] = b;
 }
 
-static int is_layout(const pdq_graph *g, const pdq_op *op) {
-    switch (op->type) {
-    case PDQ_OP_RESHAPE: case PDQ_OP_TRANSPOSE: case PDQ_OP_SLICE: case PDQ_OP_STRIDED_SLICE:
-        return 1;
-    case PDQ_OP_GATHER: /* a gather of activations moves data; of a table (embedding) it does not */
-        return g->tensors[op->in[0]].kind != PDQ_TK_CONST;
-    default:
-        return 0;
-    }
+/* The op table's grid rule, GATHER's exception applied: a gather of activations moves data, of a
+ * table (embedding) it does not. */
+static pdq_grid_rule grid_rule(const pdq_graph *g, const pdq_op *op) {
+    const pdq_op_def *d = pdq_op_def_of(op->type);
+    if (!d || (op->type == PDQ_OP_GATHER && g->tensors[op->in[0]].kind == PDQ_TK_CONST)) return PDQ_GRID_OWN;
+    return d->grid;
 }
 
 static int edge_tensor(const pdq_tensor *t) { return t->kind != PDQ_TK_CONST && t->dtype == PDQ_TF32; }
@@ -113,10 +111,10 @@ static pdq_code add_graph(pdq_ptq *p, const pdq_graph *g, pdq_status *st) {
         const pdq_op *op = &g->ops[o];
         int out = id[op->out[0]];
         if (out < 0) continue;
-        if (is_layout(g, op) && id[op->in[0]] >= 0) unite(p->edge_group, out, id[op->in[0]]);
-        if (op->type == PDQ_OP_CONCATENATION)
-            for (int i = 0; i < op->n_in; i++)
-                if (id[op->in[i]] >= 0) unite(p->edge_group, out, id[op->in[i]]);
+        pdq_grid_rule rule = grid_rule(g, op);
+        int shared = rule == PDQ_GRID_OF_ALL ? op->n_in : rule == PDQ_GRID_OF_DATA ? 1 : 0;
+        for (int i = 0; i < shared; i++)
+            if (id[op->in[i]] >= 0) unite(p->edge_group, out, id[op->in[i]]);
     }
     free(id);
     return PDQ_OK;
