@@ -106,7 +106,9 @@ pdq_code pdq_qexec_create(const pdq_graph *g, const pdq_exec_opts *o, pdq_qexec 
         if (g->tensors[t].kind != PDQ_TK_CONST) rc = describe(g, t, &x->t[t], st);
     if (rc == PDQ_OK) rc = plan(x, st);
     for (int i = 0; i < g->n_ops && rc == PDQ_OK; i++) {
-        rc = g->ops[i].type == PDQ_OP_FULLY_CONNECTED ? pdq_qx_fc_prepare(x, i, st) : pdq_qx_ops_prepare(x, i, st);
+        const qx_kernel *k = pdq_qx_kernel_of(g->ops[i].type);
+        rc = k ? k->prepare(x, i, st)
+               : pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: no kernel for %s", pdq_op_name(g->ops[i].type));
         if (rc != PDQ_OK) rc = pdq_wrap(st, "graph %s op %d (%s)", g->name, i, pdq_op_name(g->ops[i].type));
     }
     if (rc != PDQ_OK) { pdq_qexec_free(x); return rc; }
@@ -157,9 +159,7 @@ pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st) {
             memcpy(x->ptrs[t], src, n * pdq_tdtype_size(q->dt));
     }
     for (int o = 0; o < g->n_ops; o++) {
-        pdq_code rc = PDQ_OK;
-        if (g->ops[o].type == PDQ_OP_FULLY_CONNECTED) pdq_qx_fc_run(x, o);
-        else rc = pdq_qx_ops_run(x, o, st);
+        pdq_code rc = pdq_qx_kernel_of(g->ops[o].type)->run(x, o, st); /* prepared: it has one */
         if (rc != PDQ_OK) return pdq_wrap(st, "graph %s op %d (%s)", g->name, o, pdq_op_name(g->ops[o].type));
     }
     for (int i = 0; i < g->n_outputs; i++) {

@@ -117,8 +117,13 @@ void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n);
 /* out[m * 2 + r] = sum_k x[m][k] * w[r][k] for 4 activation rows (stride ldx) and 2 weight rows. */
 void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
 
-pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int op_index, pdq_status *st);
-pdq_code pdq_qx_ops_run(pdq_qexec *x, int op_index, pdq_status *st);
+/* An op's integer kernel: prepare once per executor (tables, constants, scratch), run per call. */
+typedef struct {
+    pdq_code (*prepare)(pdq_qexec *x, int op_index, pdq_status *st);
+    pdq_code (*run)(pdq_qexec *x, int op_index, pdq_status *st);
+} qx_kernel;
+/* The kernel of op type t, or NULL when integer mode has none (MEAN). */
+const qx_kernel *pdq_qx_kernel_of(pdq_op_type t);
 void pdq_qx_prep_free(qx_prep *p);
 
 #endif

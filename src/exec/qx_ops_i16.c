@@ -96,86 +96,98 @@ static pdq_code const_desc(const pdq_tensor *t, qx_t *q, pdq_status *st) {
     return PDQ_OK;
 }
 
-pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int oi, pdq_status *st) {
-    const pdq_graph *g = x->g;
-    const pdq_op *op = &g->ops[oi];
-    qx_prep *p = &x->prep[oi];
-    const qx_t *yq = &x->t[op->out[0]];
-    const pdq_tensor *a = &g->tensors[op->in[0]];
-    switch (op->type) {
-    case PDQ_OP_BATCH_MATMUL: {
-        for (int i = 0; i < 2; i++)
-            if (g->tensors[op->in[i]].kind == PDQ_TK_CONST)
-                return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant BATCH_MATMUL operand %s",
-                                g->tensors[op->in[i]].name);
-        const pdq_tensor *b = &g->tensors[op->in[1]], *o = &g->tensors[op->out[0]];
-        int K = op->opt.bmm.adj_x ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
-        size_t N = (size_t)o->shape[o->ndim - 1], nt = (size_t)pdq_pool_threads(x->o.pool);
-        p->acc = malloc(sizeof(int64_t) * N * nt);
-        p->dacc = malloc(sizeof(double) * N * nt);
-        if (!p->acc || !p->dacc) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: BATCH_MATMUL rows");
-        if (x->t[op->in[0]].quant && x->t[op->in[1]].quant && K < (1 << 22)) {
-            size_t need = pdq_tensor_count(a) + pdq_tensor_count(b) + pdq_tensor_count(&g->tensors[op->out[0]]);
-            if (need > x->dscratch_n) {
-                double *d = realloc(x->dscratch, sizeof(double) * need);
-                if (!d) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: BATCH_MATMUL scratch");
-                x->dscratch = d;
-                x->dscratch_n = need;
-            }
+/* The per-class prepare steps (tables, constants, scratch), each given the op's index. */
+#define PREP_HEAD                                    \
+    const pdq_graph *g = x->g;                       \
+    const pdq_op *op = &g->ops[oi];                  \
+    qx_prep *p = &x->prep[oi];                       \
+    const qx_t *yq = &x->t[op->out[0]];              \
+    const pdq_tensor *a = &g->tensors[op->in[0]];    \
+    (void)p; (void)yq; (void)a
+
+static pdq_code bmm_prepare(pdq_qexec *x, int oi, pdq_status *st) {
+    PREP_HEAD;
+    for (int i = 0; i < 2; i++)
+        if (g->tensors[op->in[i]].kind == PDQ_TK_CONST)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant BATCH_MATMUL operand %s",
+                            g->tensors[op->in[i]].name);
+    const pdq_tensor *b = &g->tensors[op->in[1]], *o = &g->tensors[op->out[0]];
+    int K = op->opt.bmm.adj_x ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
+    size_t N = (size_t)o->shape[o->ndim - 1], nt = (size_t)pdq_pool_threads(x->o.pool);
+    p->acc = malloc(sizeof(int64_t) * N * nt);
+    p->dacc = malloc(sizeof(double) * N * nt);
+    if (!p->acc || !p->dacc) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: BATCH_MATMUL rows");
+    if (x->t[op->in[0]].quant && x->t[op->in[1]].quant && K < (1 << 22)) {
+        size_t need = pdq_tensor_count(a) + pdq_tensor_count(b) + pdq_tensor_count(&g->tensors[op->out[0]]);
+        if (need > x->dscratch_n) {
+            double *d = realloc(x->dscratch, sizeof(double) * need);
+            if (!d) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: BATCH_MATMUL scratch");
+            x->dscratch = d;
+            x->dscratch_n = need;
         }
-        return PDQ_OK;
     }
-    case PDQ_OP_ADD: case PDQ_OP_SUB: case PDQ_OP_MUL: case PDQ_OP_DIV:
-        for (int i = 0; i < 2; i++) {
-            const pdq_tensor *t = &g->tensors[op->in[i]];
-            if (t->kind == PDQ_TK_CONST) {
-                pdq_code rc = const_desc(t, &x->t[op->in[i]], st);
-                if (rc != PDQ_OK) return rc;
-            }
+    return PDQ_OK;
+}
+
+static pdq_code binary_prepare(pdq_qexec *x, int oi, pdq_status *st) {
+    PREP_HEAD;
+    for (int i = 0; i < 2; i++) {
+        const pdq_tensor *t = &g->tensors[op->in[i]];
+        if (t->kind == PDQ_TK_CONST) {
+            pdq_code rc = const_desc(t, &x->t[op->in[i]], st);
+            if (rc != PDQ_OK) return rc;
         }
-        return PDQ_OK;
-    case PDQ_OP_NEG: case PDQ_OP_RSQRT: case PDQ_OP_LOGISTIC: {
-        const qx_t *xq = &x->t[op->in[0]];
-        if (a->kind == PDQ_TK_CONST) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant input %s", a->name);
-        if (!xq->quant || !yq->quant) return PDQ_OK; /* computed per element */
-        size_t n = (size_t)(xq->hi - xq->lo + 1);
-        p->table = malloc(sizeof(int32_t) * n);
-        if (!p->table) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: table");
-        for (size_t i = 0; i < n; i++) {
-            double v = unary_f(op->type, pdq_rq_value(xq->lo + (int64_t)i, xq->s, xq->zp));
-            p->table[i] = (int32_t)pdq_rq_code(v, yq->s, yq->zp, yq->lo, yq->hi);
-        }
-        return PDQ_OK;
     }
-    case PDQ_OP_RMS_NORM: {
-        const pdq_tensor *w = &g->tensors[op->in[1]];
-        if (a->kind == PDQ_TK_CONST || w->kind != PDQ_TK_CONST)
-            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: RMS_NORM needs a constant gamma (%s)", w->name);
-        p->gamma_n = (int)pdq_tensor_count(w);
-        if (p->gamma_n != 1 && p->gamma_n != a->shape[a->ndim - 1])
-            return pdq_fail(st, PDQ_ERR_SHAPE, "integer mode: RMS_NORM gamma %s has %d values for rows of %d", w->name,
-                            p->gamma_n, a->shape[a->ndim - 1]);
-        p->gamma = malloc(sizeof(double) * (size_t)p->gamma_n);
-        if (!p->gamma) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: gamma");
-        for (int i = 0; i < p->gamma_n; i++) p->gamma[i] = const_value(w, (size_t)i);
-        return PDQ_OK;
+    return PDQ_OK;
+}
+
+static pdq_code unary_prepare(pdq_qexec *x, int oi, pdq_status *st) {
+    PREP_HEAD;
+    const qx_t *xq = &x->t[op->in[0]];
+    if (a->kind == PDQ_TK_CONST) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant input %s", a->name);
+    if (!xq->quant || !yq->quant) return PDQ_OK; /* computed per element */
+    size_t n = (size_t)(xq->hi - xq->lo + 1);
+    p->table = malloc(sizeof(int32_t) * n);
+    if (!p->table) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: table");
+    for (size_t i = 0; i < n; i++) {
+        double v = unary_f(op->type, pdq_rq_value(xq->lo + (int64_t)i, xq->s, xq->zp));
+        p->table[i] = (int32_t)pdq_rq_code(v, yq->s, yq->zp, yq->lo, yq->hi);
     }
-    case PDQ_OP_SOFTMAX: {
-        const qx_t *xq = &x->t[op->in[0]];
-        if (a->kind == PDQ_TK_CONST) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant input %s", a->name);
-        if (!xq->quant) return PDQ_OK;
-        p->exp_n = (size_t)(xq->hi - xq->lo + 1);
-        p->exp_tab = malloc(sizeof(double) * p->exp_n);
-        if (!p->exp_tab) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: softmax table");
-        double beta = (double)op->opt.softmax.beta;
-        for (size_t d = 0; d < p->exp_n; d++) p->exp_tab[d] = exp(-((double)d * xq->s) * beta);
-        return PDQ_OK;
-    }
-    default:
-        break;
-    }
-    if (!pdq_op_is_data_move(op->type))
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: no kernel for %s", pdq_op_name(op->type));
+    return PDQ_OK;
+}
+
+static pdq_code rms_prepare(pdq_qexec *x, int oi, pdq_status *st) {
+    PREP_HEAD;
+    const pdq_tensor *w = &g->tensors[op->in[1]];
+    if (a->kind == PDQ_TK_CONST || w->kind != PDQ_TK_CONST)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: RMS_NORM needs a constant gamma (%s)", w->name);
+    p->gamma_n = (int)pdq_tensor_count(w);
+    if (p->gamma_n != 1 && p->gamma_n != a->shape[a->ndim - 1])
+        return pdq_fail(st, PDQ_ERR_SHAPE, "integer mode: RMS_NORM gamma %s has %d values for rows of %d", w->name,
+                        p->gamma_n, a->shape[a->ndim - 1]);
+    p->gamma = malloc(sizeof(double) * (size_t)p->gamma_n);
+    if (!p->gamma) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: gamma");
+    for (int i = 0; i < p->gamma_n; i++) p->gamma[i] = const_value(w, (size_t)i);
+    return PDQ_OK;
+}
+
+static pdq_code softmax_prepare(pdq_qexec *x, int oi, pdq_status *st) {
+    PREP_HEAD;
+    const qx_t *xq = &x->t[op->in[0]];
+    if (a->kind == PDQ_TK_CONST) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant input %s", a->name);
+    if (!xq->quant) return PDQ_OK;
+    p->exp_n = (size_t)(xq->hi - xq->lo + 1);
+    p->exp_tab = malloc(sizeof(double) * p->exp_n);
+    if (!p->exp_tab) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: softmax table");
+    double beta = (double)op->opt.softmax.beta;
+    for (size_t d = 0; d < p->exp_n; d++) p->exp_tab[d] = exp(-((double)d * xq->s) * beta);
+    return PDQ_OK;
+}
+
+/* Data moves keep their input's grid; a GATHER of a constant table dequantizes its rows; a
+ * same-shape RESHAPE between grids is the importer's QUANTIZE / DEQUANTIZE. */
+static pdq_code move_prepare(pdq_qexec *x, int oi, pdq_status *st) {
+    PREP_HEAD;
     if (op->type == PDQ_OP_GATHER && a->kind == PDQ_TK_CONST) {
         if (a->q && a->dtype != PDQ_TF32) return const_rows(a, p, st);
         if (a->dtype != PDQ_TF32) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: GATHER of %s", a->name);
@@ -183,8 +195,7 @@ pdq_code pdq_qx_ops_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     }
     if (op->type == PDQ_OP_RESHAPE && a->kind != PDQ_TK_CONST && !same_grid(&x->t[op->in[0]], yq) &&
         pdq_tensor_count(a) == pdq_tensor_count(&g->tensors[op->out[0]])) {
-        /* QUANTIZE / DEQUANTIZE (the importer makes them same-shape RESHAPEs): each value goes to
-         * the output's grid by the one requantization rule */
+        /* each value goes to the output's grid by the one requantization rule */
         p->requant_move = 1;
         return PDQ_OK;
     }
@@ -528,26 +539,71 @@ static pdq_code gather_const(pdq_qexec *x, const pdq_op *op, pdq_status *st) {
     return PDQ_OK;
 }
 
-pdq_code pdq_qx_ops_run(pdq_qexec *x, int oi, pdq_status *st) {
+/* The per-class run steps. */
+static pdq_code fc_run(pdq_qexec *x, int oi, pdq_status *st) {
+    (void)st;
+    pdq_qx_fc_run(x, oi);
+    return PDQ_OK;
+}
+
+static pdq_code bmm_step(pdq_qexec *x, int oi, pdq_status *st) {
+    (void)st;
+    bmm_run(x, &x->g->ops[oi]);
+    return PDQ_OK;
+}
+
+static pdq_code binary_step(pdq_qexec *x, int oi, pdq_status *st) {
+    (void)st;
+    binary_run(x, &x->g->ops[oi]);
+    return PDQ_OK;
+}
+
+static pdq_code unary_step(pdq_qexec *x, int oi, pdq_status *st) {
+    (void)st;
+    rows_run(x, &x->g->ops[oi], unary_task, 1);
+    return PDQ_OK;
+}
+
+static pdq_code rms_step(pdq_qexec *x, int oi, pdq_status *st) {
+    (void)st;
+    rows_run(x, &x->g->ops[oi], rms_task, 0);
+    return PDQ_OK;
+}
+
+static pdq_code softmax_step(pdq_qexec *x, int oi, pdq_status *st) {
+    (void)st;
+    rows_run(x, &x->g->ops[oi], softmax_task, 0);
+    return PDQ_OK;
+}
+
+static pdq_code move_step(pdq_qexec *x, int oi, pdq_status *st) {
     const pdq_op *op = &x->g->ops[oi];
-    switch (op->type) {
-    case PDQ_OP_BATCH_MATMUL: bmm_run(x, op); return PDQ_OK;
-    case PDQ_OP_ADD: case PDQ_OP_SUB: case PDQ_OP_MUL: case PDQ_OP_DIV: binary_run(x, op); return PDQ_OK;
-    case PDQ_OP_NEG: case PDQ_OP_RSQRT: case PDQ_OP_LOGISTIC: rows_run(x, op, unary_task, 1); return PDQ_OK;
-    case PDQ_OP_RMS_NORM: rows_run(x, op, rms_task, 0); return PDQ_OK;
-    case PDQ_OP_SOFTMAX: rows_run(x, op, softmax_task, 0); return PDQ_OK;
-    case PDQ_OP_GATHER:
-        if (x->g->tensors[op->in[0]].kind == PDQ_TK_CONST) return gather_const(x, op, st);
-        return pdq_k_shape(x->g, op, x->ptrs, st);
-    case PDQ_OP_RESHAPE:
-        if (x->prep[oi].requant_move) {
-            const qx_t *xq = &x->t[op->in[0]], *yq = &x->t[op->out[0]];
-            size_t n = pdq_tensor_count(&x->g->tensors[op->out[0]]);
-            for (size_t i = 0; i < n; i++) qx_st(yq, x->ptrs[op->out[0]], i, qx_ld(xq, x->ptrs[op->in[0]], i));
-            return PDQ_OK;
-        }
-        return pdq_k_shape(x->g, op, x->ptrs, st);
-    default:
-        return pdq_k_shape(x->g, op, x->ptrs, st);
+    if (op->type == PDQ_OP_GATHER && x->g->tensors[op->in[0]].kind == PDQ_TK_CONST) return gather_const(x, op, st);
+    if (op->type == PDQ_OP_RESHAPE && x->prep[oi].requant_move) {
+        const qx_t *xq = &x->t[op->in[0]], *yq = &x->t[op->out[0]];
+        size_t n = pdq_tensor_count(&x->g->tensors[op->out[0]]);
+        for (size_t i = 0; i < n; i++) qx_st(yq, x->ptrs[op->out[0]], i, qx_ld(xq, x->ptrs[op->in[0]], i));
+        return PDQ_OK;
     }
+    return pdq_k_shape(x->g, op, x->ptrs, st);
+}
+
+/* The integer executor's kernel table, keyed by op type (the IR's own knowledge of each op is in
+ * ir/op_table.c; these kernels sit above it). */
+static const qx_kernel k_qx[PDQ_OP_COUNT] = {
+    [PDQ_OP_FULLY_CONNECTED] = {pdq_qx_fc_prepare, fc_run},
+    [PDQ_OP_BATCH_MATMUL] = {bmm_prepare, bmm_step},
+    [PDQ_OP_ADD] = {binary_prepare, binary_step}, [PDQ_OP_SUB] = {binary_prepare, binary_step},
+    [PDQ_OP_MUL] = {binary_prepare, binary_step}, [PDQ_OP_DIV] = {binary_prepare, binary_step},
+    [PDQ_OP_RSQRT] = {unary_prepare, unary_step}, [PDQ_OP_NEG] = {unary_prepare, unary_step},
+    [PDQ_OP_LOGISTIC] = {unary_prepare, unary_step},
+    [PDQ_OP_RMS_NORM] = {rms_prepare, rms_step},
+    [PDQ_OP_SOFTMAX] = {softmax_prepare, softmax_step},
+    [PDQ_OP_RESHAPE] = {move_prepare, move_step}, [PDQ_OP_TRANSPOSE] = {move_prepare, move_step},
+    [PDQ_OP_CONCATENATION] = {move_prepare, move_step}, [PDQ_OP_STRIDED_SLICE] = {move_prepare, move_step},
+    [PDQ_OP_SLICE] = {move_prepare, move_step}, [PDQ_OP_GATHER] = {move_prepare, move_step},
+};
+
+const qx_kernel *pdq_qx_kernel_of(pdq_op_type t) {
+    return (int)t >= 0 && t < PDQ_OP_COUNT && k_qx[t].prepare ? &k_qx[t] : NULL;
 }
