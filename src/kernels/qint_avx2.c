@@ -30,11 +30,10 @@ typedef struct {
  * level: the GEMV waits on memory, not on multiplies (a VNNI variant would gain nothing). */
 #define QI_U8 __attribute__((target("avx2,fma")))
 
-/* Eight int32 lanes whose sum is the exact sum of code * xq over 32 columns. */
-QI_U8 static inline __m256i u8_dot32(const uint8_t *c, const int16_t *xq) {
+/* Eight int32 lanes whose sum is the exact sum of code * xq over 32 columns (x0, x1: their xq). */
+QI_U8 static inline __m256i u8_dot32(const uint8_t *c, __m256i x0, __m256i x1) {
     __m256i c0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)c));
     __m256i c1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(c + 16)));
-    __m256i x0 = _mm256_loadu_si256((const __m256i *)xq), x1 = _mm256_loadu_si256((const __m256i *)(xq + 16));
     return _mm256_add_epi32(_mm256_madd_epi16(c0, x0), _mm256_madd_epi16(c1, x1));
 }
 
@@ -49,34 +48,41 @@ QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_
         qk_rows4_init(w, r, nr, &p);
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
         for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / rb));
+        int b = -1, qmask = pl->B / 32 - 1; /* B / 32 sub-blocks of 32 columns per block */
+        uint8_t tail[4][QI_STEP];
         for (int s = 0; s < pl->nsteps; s++) {
             size_t off = (size_t)s * QI_STEP;
-            const uint8_t *c[4];
-            uint8_t tail[4][QI_STEP];
+            /* named, not an array: an array of them went through the stack */
+            const uint8_t *c0 = p.row[0] + off, *c1 = p.row[1] + off, *c2 = p.row[2] + off, *c3 = p.row[3] + off;
             if (off + QI_STEP <= rb) {
                 for (int k = 0; k < 4; k++) {
-                    c[k] = p.row[k] + off;
-                    _mm_prefetch((const char *)(c[k] + pf), _MM_HINT_T1);
-                    _mm_prefetch((const char *)(c[k] + pf + 64), _MM_HINT_T1);
+                    _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T1);
+                    _mm_prefetch((const char *)(p.row[k] + off + pf + 64), _MM_HINT_T1);
                 }
             } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
                 for (int k = 0; k < 4; k++) {
                     memset(tail[k], 0, QI_STEP);
                     memcpy(tail[k], p.row[k] + off, rb - off);
-                    c[k] = tail[k];
                 }
+                c0 = tail[0], c1 = tail[1], c2 = tail[2], c3 = tail[3];
             }
-            __m256i a[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+            __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+#pragma GCC unroll 4
             for (int q = 0; q < QI_STEP / 32; q++) {
-                for (int k = 0; k < 4; k++) a[k] = _mm256_add_epi32(a[k], u8_dot32(c[k] + 32 * q, xq + off + 32 * q));
-                int done = 32 * (q + 1), b = (int)((off + (size_t)done) / (size_t)pl->B) - 1;
-                if (done % pl->B) continue; /* the block goes on */
-                if (b < pl->nblocks) {
-                    __m256i t = reduce4_avx2(a); /* lane 4j + k: row k, quad j */
+                const int16_t *xx = xq + off + 32 * q;
+                __m256i x0 = _mm256_loadu_si256((const __m256i *)xx), x1 = _mm256_loadu_si256((const __m256i *)(xx + 16));
+                a0 = _mm256_add_epi32(a0, u8_dot32(c0 + 32 * q, x0, x1));
+                a1 = _mm256_add_epi32(a1, u8_dot32(c1 + 32 * q, x0, x1));
+                a2 = _mm256_add_epi32(a2, u8_dot32(c2 + 32 * q, x0, x1));
+                a3 = _mm256_add_epi32(a3, u8_dot32(c3 + 32 * q, x0, x1));
+                if ((q + 1) & qmask) continue; /* the block goes on */
+                if (++b < pl->nblocks) {       /* blocks counted, not divided out (see qint_avx512.c) */
+                    __m256i v[4] = {a0, a1, a2, a3};
+                    __m256i t = reduce4_avx2(v); /* lane 4j + k: row k, quad j */
                     epi4_block_avx2(&e, &p, pl, xs, sx, b,
                                     _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
                 }
-                for (int k = 0; k < 4; k++) a[k] = _mm256_setzero_si256();
+                a0 = a1 = a2 = a3 = _mm256_setzero_si256();
             }
         }
         float out[4];
