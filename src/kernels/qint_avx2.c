@@ -16,6 +16,18 @@ typedef struct {
     int g, left;  /* current group, its blocks still to come */
 } epi4;
 
+/* *a + the 16-bit dot products of wl and x, *b + those of wh and x (vpmaddwd, vpaddd), in one
+ * asm block with the accumulators tied: with the intrinsics GCC 12 copies each of the tile's 8
+ * accumulators once per iteration and spills one (the problem dpwssd in qint_avx512.c works
+ * around). */
+__attribute__((target("avx2,fma"))) static inline void madd2_acc(__m256i *a, __m256i *b, __m256i wl, __m256i wh,
+                                                                  __m256i x) {
+    __m256i t, u;
+    __asm__("vpmaddwd %4, %5, %2\n\tvpmaddwd %4, %6, %3\n\tvpaddd %2, %0, %0\n\tvpaddd %3, %1, %1"
+            : "+x"(*a), "+x"(*b), "=&x"(t), "=&x"(u)
+            : "x"(x), "x"(wl), "x"(wh));
+}
+
 #define QI_VNNI 0
 #define QI_TARGET __attribute__((target("avx2,fma")))
 #define QI_NAME(x) x##_avx2
