@@ -91,6 +91,7 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
         int planes = !gemm && c.level != QI_SCALAR && w->type == PDQ_QT_U4;
 #if defined(__x86_64__) || defined(__i386__)
         if (c.level == QI_AVX512_VNNI) { qi_prepare_x_avx512(w, p, xi, o, planes); continue; }
+        if (c.level != QI_SCALAR) { qi_prepare_x_avx2(w, p, xi, o, planes); continue; }
 #endif
         qi_prepare_x(w, p, xi, o, planes);
     }

@@ -42,6 +42,8 @@ int qi_plan_make(const pdq_qmatrix *w, qi_plan *p);
  * Planes exist for uint4 only (uint8 rows have none: off_xs == off_planes) and are written only
  * when `planes` is set (the SIMD uint4 GEMVs read them). */
 void qi_prepare_x(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
+/* The planes of a prepared row from its xq (uint4 only). */
+void qi_prepare_planes(const qi_plan *p, uint8_t *out);
 
 static inline const int16_t *qi_xq(const qi_plan *p, const uint8_t *xt) { (void)p; return (const int16_t *)xt; }
 static inline const int8_t *qi_planes(const qi_plan *p, const uint8_t *xt) { return (const int8_t *)(xt + p->off_planes); }
@@ -93,6 +95,7 @@ void qi_panel_decode_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, int r, int 
 #define QI_TILE_X 4
 #define QI_TILE_P 4
 void qi_prepare_x_avx512(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
+void qi_prepare_x_avx2(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
 void qi_panel_decode_avx512(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
                             int32_t *zt);
 typedef void (*qi_tile_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,

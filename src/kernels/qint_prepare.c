@@ -53,7 +53,11 @@ void qi_prepare_x(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_
         sx[b] = sum;
     }
     for (int c = w->cols; c < p->ncolp; c++) xq[c] = 0;
-    if (!planes || w->type != PDQ_QT_U4) return;
+    if (planes && w->type == PDQ_QT_U4) qi_prepare_planes(p, out);
+}
+
+void qi_prepare_planes(const qi_plan *p, uint8_t *out) {
+    const int16_t *xq = (const int16_t *)out;
     int8_t *pl = (int8_t *)(out + p->off_planes);
     for (int s = 0; s < p->nsteps; s++, pl += 256)
         for (int j = 0; j < 64; j++)
