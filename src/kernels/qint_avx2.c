@@ -1,6 +1,7 @@
 /* AVX2 kernels of the integer path, with and without AVX-VNNI (qint_avx2_body.h, compiled once
  * per variant); the same structure as the AVX-512 kernels (qint_avx512.c) at half the width.
- * Compiled per function for the target, called only after run-time detection. */
+ * Then the uint8 GEMV and panel decoder, which reuse the body's epilogue. Compiled per function
+ * for the target, called only after run-time detection. */
 #include <string.h>
 
 #include "kernels/qint_internal.h"
