@@ -1,6 +1,6 @@
 /* Packed-kernel micro benchmark: GEMV bandwidth and GEMM throughput on TinyLlama-1.1B linear
  * shapes. build/bench_qmatmul [threads] [n_gemm] [kernel] [group]; kernel: auto, scalar, avx2,
- * avx2-int (no VNNI) or f32 (uint4 on the float kernels); group 0: per-channel. Prints one line
+ * avx2-int (no VNNI) or f32 (the float kernels, not the integer path); group 0: per-channel. Prints one line
  * per case (best of 5). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,11 @@
-/* The integer path of the packed kernels (uint4 weights, x rounded to int16 per block; the rule
- * of src/kernels/qmatmul.h) against a reference written here from the rule alone: round x per
+/* The integer path of the packed kernels (uint4 and uint8 weights, x rounded to int16 per block;
+ * the rule of src/kernels/qmatmul.h) against a reference written here from the rule alone: round x per
  * block, exact int64 block sums, the float epilogue in its fixed order. Every path (scalar,
  * AVX2 with and without VNNI, AVX-512 VNNI), 1/2/3 threads and GEMM vs GEMV rows must equal it bit
  * for bit, over per-channel rows and groups 32/64/128/256, zero points 0/mid/max/random, odd
  * shapes and a column permutation; the result is also within the 16-bit rounding bound of the
- * double-precision dequantized product, and a NaN or Inf in x gives NaN. */
+ * double-precision dequantized product, and a NaN or Inf in x gives NaN. uint8 also runs the
+ * extreme codes and zero points that drive |S| toward its int32 bound. */
 #include "testutil.h"
 
 #include <float.h>
@@ -19,6 +20,7 @@ typedef struct {
     int rows, cols, group; /* group 0: per-channel */
     int zmode;             /* 0: zero 0, 1: mid, 2: max, 3: random */
     int perm;
+    pdq_qtype type;
 } icase;
 
 typedef struct {
@@ -33,16 +35,21 @@ static void imat_make(const icase *k, uint64_t *rng, imat *m) {
     memset(m, 0, sizeof *m);
     m->group = k->group ? k->group : k->cols;
     m->ng = (k->cols + m->group - 1) / m->group;
-    size_t n = (size_t)k->rows * k->cols, rb = (size_t)(k->cols + 1) / 2;
+    int u4 = k->type == PDQ_QT_U4, levels = u4 ? 16 : 256;
+    size_t n = (size_t)k->rows * k->cols, rb = u4 ? (size_t)(k->cols + 1) / 2 : (size_t)k->cols;
     m->codes = malloc(n);
-    for (size_t i = 0; i < n; i++) m->codes[i] = (uint8_t)(tu_rand(rng) % 16);
+    for (size_t i = 0; i < n; i++) m->codes[i] = (uint8_t)(tu_rand(rng) % (uint64_t)levels);
     m->packed = calloc((size_t)k->rows * rb, 1);
-    for (int r = 0; r < k->rows; r++) pdq_pack4(m->codes + (size_t)r * k->cols, (size_t)k->cols, m->packed + (size_t)r * rb);
+    for (int r = 0; r < k->rows; r++) {
+        if (u4) pdq_pack4(m->codes + (size_t)r * k->cols, (size_t)k->cols, m->packed + (size_t)r * rb);
+        else memcpy(m->packed + (size_t)r * rb, m->codes + (size_t)r * k->cols, (size_t)k->cols);
+    }
     m->scales = malloc(sizeof(float) * (size_t)k->rows * m->ng);
     m->zeros = malloc((size_t)k->rows * m->ng);
     for (int i = 0; i < k->rows * m->ng; i++) {
         m->scales[i] = (float)(0.001 + 0.05 * tu_randu(rng));
-        m->zeros[i] = (uint8_t)(k->zmode == 0 ? 0 : k->zmode == 1 ? 8 : k->zmode == 2 ? 15 : (int)(tu_rand(rng) % 16));
+        m->zeros[i] = (uint8_t)(k->zmode == 0 ? 0 : k->zmode == 1 ? levels / 2 : k->zmode == 2 ? levels - 1
+                                : (int)(tu_rand(rng) % (uint64_t)levels));
     }
     if (k->perm) {
         m->perm = malloc(sizeof(int32_t) * (size_t)k->cols);
@@ -53,7 +60,7 @@ static void imat_make(const icase *k, uint64_t *rng, imat *m) {
         }
     }
     pdq_status st = {0};
-    assert_int_equal(pdq_qmatrix_init(&m->w, PDQ_QT_U4, k->rows, k->cols, k->group, m->packed, m->scales, m->zeros,
+    assert_int_equal(pdq_qmatrix_init(&m->w, k->type, k->rows, k->cols, k->group, m->packed, m->scales, m->zeros,
                                       m->perm, "test", &st), PDQ_OK);
 }
 
@@ -187,9 +194,9 @@ static void check_case(const icase *k, pdq_pool *pools[3], uint64_t *rng) {
                 run(&m, pools[p], isa, x, n, y);
                 for (size_t i = 0; i < ny; i++)
                     if (memcmp(&y[i], &yr[i], sizeof(float)) != 0)
-                        fail_msg("[%d x %d] group %d zmode %d perm %d n %d isa %d threads %d: y[%zu] = %.9g, rule %.9g",
-                                 k->rows, k->cols, k->group, k->zmode, k->perm, n, isa, p + 1, i, (double)y[i],
-                                 (double)yr[i]);
+                        fail_msg("u%d [%d x %d] group %d zmode %d perm %d n %d isa %d threads %d: y[%zu] = %.9g, "
+                                 "rule %.9g", k->type == PDQ_QT_U4 ? 4 : 8, k->rows, k->cols, k->group, k->zmode,
+                                 k->perm, n, isa, p + 1, i, (double)y[i], (double)yr[i]);
             }
         /* each GEMM row is the GEMV of that row */
         for (int i = 0; i < n; i++) {
@@ -201,6 +208,9 @@ static void check_case(const icase *k, pdq_pool *pools[3], uint64_t *rng) {
     imat_free(&m);
 }
 
+static const pdq_qtype types[] = {PDQ_QT_U4, PDQ_QT_U8};
+#define N_TYPES (sizeof types / sizeof types[0])
+
 static void test_shapes_and_groups(void **state) {
     (void)state;
     pdq_pool *pools[3];
@@ -208,15 +218,16 @@ static void test_shapes_and_groups(void **state) {
     uint64_t rng = 4242;
     static const int dims[][2] = {{37, 172}, {20, 688}, {9, 5632}, {6, 8}, {3, 1}, {33, 300}, {17, 256}, {1, 129}};
     static const int groups[] = {0, 32, 64, 128, 256};
-    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
-        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
-            if (groups[g] >= dims[d][1]) continue;
-            for (int z = 0; z < 4; z++) {
-                if (dims[d][1] == 5632 && z != 3) continue; /* the long rows: random zero points only */
-                icase k = {dims[d][0], dims[d][1], groups[g], z, 0};
-                check_case(&k, pools, &rng);
+    for (size_t t = 0; t < N_TYPES; t++)
+        for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+            for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+                if (groups[g] >= dims[d][1]) continue;
+                for (int z = 0; z < 4; z++) {
+                    if (dims[d][1] == 5632 && z != 3) continue; /* the long rows: random zero points only */
+                    icase k = {dims[d][0], dims[d][1], groups[g], z, 0, types[t]};
+                    check_case(&k, pools, &rng);
+                }
             }
-        }
     tu_pools_free(pools);
 }
 
@@ -225,10 +236,12 @@ static void test_permutation(void **state) {
     pdq_pool *pools[3];
     tu_pools_create(pools);
     uint64_t rng = 99;
-    icase a = {37, 256, 32, 3, 1}, b = {20, 172, 0, 3, 1}, c = {18, 688, 128, 3, 1};
-    check_case(&a, pools, &rng);
-    check_case(&b, pools, &rng);
-    check_case(&c, pools, &rng);
+    for (size_t t = 0; t < N_TYPES; t++) {
+        icase a = {37, 256, 32, 3, 1, types[t]}, b = {20, 172, 0, 3, 1, types[t]}, c = {18, 688, 128, 3, 1, types[t]};
+        check_case(&a, pools, &rng);
+        check_case(&b, pools, &rng);
+        check_case(&c, pools, &rng);
+    }
     tu_pools_free(pools);
 }
 
@@ -239,22 +252,65 @@ static void test_rounding_edges(void **state) {
     pdq_pool *pools[3];
     tu_pools_create(pools);
     uint64_t rng = 5;
-    icase k = {7, 256, 0, 3, 0};
-    imat m;
-    imat_make(&k, &rng, &m);
-    static const float scales[] = {1.0f, 3e37f, 1e-30f, 1e-41f};
-    for (size_t s = 0; s < sizeof scales / sizeof scales[0]; s++) {
-        float x[256], yr[7], y[7];
-        for (int c = 0; c < 256; c++) x[c] = scales[s] * (float)((c % 7) - 3) * (c % 2 ? 0.5f : 1.0f) / 3.0f;
-        x[5] = scales[s];
-        ref_row(&k, &m, x, yr);
+    for (size_t t = 0; t < N_TYPES; t++) {
+        icase k = {7, 256, 0, 3, 0, types[t]};
+        imat m;
+        imat_make(&k, &rng, &m);
+        static const float scales[] = {1.0f, 3e37f, 1e-30f, 1e-41f};
+        for (size_t s = 0; s < sizeof scales / sizeof scales[0]; s++) {
+            float x[256], yr[7], y[7];
+            for (int c = 0; c < 256; c++) x[c] = scales[s] * (float)((c % 7) - 3) * (c % 2 ? 0.5f : 1.0f) / 3.0f;
+            x[5] = scales[s];
+            ref_row(&k, &m, x, yr);
+            for (int p = 0; p < 3; p++)
+                for (int isa = 0; isa < N_ISA; isa++) {
+                    run(&m, pools[p], isa, x, 1, y);
+                    assert_memory_equal(yr, y, sizeof y);
+                }
+        }
+        imat_free(&m);
+    }
+    tu_pools_free(pools);
+}
+
+/* uint8 at the int32 bound of the rule: codes 0 or 255 against zero points 255 or 0 and x of
+ * one magnitude (xq = +-32767 everywhere), so |S| = 255 * 32767 * 128 in every full block,
+ * in both signs, per channel and in groups, through the GEMV and the GEMM. */
+static void test_u8_extremes(void **state) {
+    (void)state;
+    pdq_pool *pools[3];
+    tu_pools_create(pools);
+    uint64_t rng = 11;
+    static const int groups[] = {0, 128, 64, 32};
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        icase k = {9, 400, groups[g], 3, 0, PDQ_QT_U8};
+        imat m;
+        imat_make(&k, &rng, &m);
+        for (int r = 0; r < k.rows; r++)
+            for (int c = 0; c < k.cols; c++) {
+                int hi = r % 3 == 0 || (r % 3 == 2 && c % 2);
+                m.codes[(size_t)r * k.cols + c] = m.packed[(size_t)r * k.cols + c] = (uint8_t)(hi ? 255 : 0);
+            }
+        for (int i = 0; i < k.rows * m.ng; i++) m.zeros[i] = (uint8_t)((i / m.ng) % 2 ? 255 : 0);
+        int n = 3;
+        float x[3 * 400], yr[3 * 9], y[3 * 9];
+        for (int c = 0; c < k.cols; c++) {
+            x[c] = 1.5f;
+            x[k.cols + c] = -1.5f;
+            x[2 * k.cols + c] = c % 2 ? 1.5f : -1.5f;
+        }
+        for (int i = 0; i < n; i++) ref_row(&k, &m, x + (size_t)i * k.cols, yr + (size_t)i * k.rows);
         for (int p = 0; p < 3; p++)
             for (int isa = 0; isa < N_ISA; isa++) {
-                run(&m, pools[p], isa, x, 1, y);
+                run(&m, pools[p], isa, x, n, y);
                 assert_memory_equal(yr, y, sizeof y);
+                for (int i = 0; i < n; i++) {
+                    run(&m, pools[p], isa, x + (size_t)i * k.cols, 1, y);
+                    assert_memory_equal(yr + (size_t)i * k.rows, y, sizeof(float) * (size_t)k.rows);
+                }
             }
+        imat_free(&m);
     }
-    imat_free(&m);
     tu_pools_free(pools);
 }
 
@@ -264,33 +320,35 @@ static void test_nonfinite(void **state) {
     tu_pools_create(pools);
     uint64_t rng = 7;
     static const int groups[] = {0, 32, 128};
-    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
-        icase k = {13, 300, groups[g], 3, 0};
-        imat m;
-        imat_make(&k, &rng, &m);
-        int n = 6;
-        float *x = malloc(sizeof(float) * (size_t)n * k.cols), *y = malloc(sizeof(float) * (size_t)n * k.rows);
-        for (int i = 0; i < n * k.cols; i++) x[i] = (float)tu_randn(&rng);
-        x[0 * k.cols + 250] = NAN;
-        x[2 * k.cols + 3] = INFINITY;
-        x[5 * k.cols + 299] = -INFINITY;
-        for (int isa = 0; isa < N_ISA; isa++)
-            for (int gemv = 0; gemv < 2; gemv++) {
-                if (gemv)
-                    for (int i = 0; i < n; i++) run(&m, pools[1], isa, x + (size_t)i * k.cols, 1, y + (size_t)i * k.rows);
-                else run(&m, pools[1], isa, x, n, y);
-                for (int i = 0; i < n; i++)
-                    for (int r = 0; r < k.rows; r++) {
-                        int bad = i == 0 || i == 2 || i == 5;
-                        float v = y[(size_t)i * k.rows + r];
-                        if (bad ? !isnan(v) : !isfinite(v))
-                            fail_msg("group %d isa %d gemv %d: y[%d, %d] = %g", groups[g], isa, gemv, i, r, (double)v);
-                    }
-            }
-        free(x);
-        free(y);
-        imat_free(&m);
-    }
+    for (size_t t = 0; t < N_TYPES; t++)
+        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+            icase k = {13, 300, groups[g], 3, 0, types[t]};
+            imat m;
+            imat_make(&k, &rng, &m);
+            int n = 6;
+            float *x = malloc(sizeof(float) * (size_t)n * k.cols), *y = malloc(sizeof(float) * (size_t)n * k.rows);
+            for (int i = 0; i < n * k.cols; i++) x[i] = (float)tu_randn(&rng);
+            x[0 * k.cols + 250] = NAN;
+            x[2 * k.cols + 3] = INFINITY;
+            x[5 * k.cols + 299] = -INFINITY;
+            for (int isa = 0; isa < N_ISA; isa++)
+                for (int gemv = 0; gemv < 2; gemv++) {
+                    if (gemv)
+                        for (int i = 0; i < n; i++) run(&m, pools[1], isa, x + (size_t)i * k.cols, 1, y + (size_t)i * k.rows);
+                    else run(&m, pools[1], isa, x, n, y);
+                    for (int i = 0; i < n; i++)
+                        for (int r = 0; r < k.rows; r++) {
+                            int bad = i == 0 || i == 2 || i == 5;
+                            float v = y[(size_t)i * k.rows + r];
+                            if (bad ? !isnan(v) : !isfinite(v))
+                                fail_msg("u%d group %d isa %d gemv %d: y[%d, %d] = %g", types[t] == PDQ_QT_U4 ? 4 : 8,
+                                         groups[g], isa, gemv, i, r, (double)v);
+                        }
+                }
+            free(x);
+            free(y);
+            imat_free(&m);
+        }
     tu_pools_free(pools);
 }
 
@@ -299,6 +357,7 @@ int main(void) {
         cmocka_unit_test(test_shapes_and_groups),
         cmocka_unit_test(test_permutation),
         cmocka_unit_test(test_rounding_edges),
+        cmocka_unit_test(test_u8_extremes),
         cmocka_unit_test(test_nonfinite),
     };
     printf("integer kernel path on this CPU: %s\n", pdq_qmatmul_path(NULL));

@@ -29,8 +29,8 @@ static const char *k_usage =
     "  -r, --repetitions  timed runs per test (default 5), after one warm-up run\n"
     "  --decode-prompt N  prompt tokens before a decode test (default 16)\n"
     "  --kernel K       packed kernels: auto (the fastest this CPU has), avx2 (no AVX-512), avx2-int\n"
-    "                   (AVX2 without VNNI) or scalar, all the same bits; f32: uint4 weights on the\n"
-    "                   float kernels instead of the integer path (A/B; last bits differ)\n"
+    "                   (AVX2 without VNNI) or scalar, all the same bits; f32: uint4/uint8 weights on\n"
+    "                   the float kernels instead of the integer path (A/B; last bits differ)\n"
     "  --json, -o json  JSON rows (the format is documented in README.md, \"Packed weights\")\n";
 
 #define MAX_LIST 16

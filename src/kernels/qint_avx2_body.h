@@ -141,8 +141,7 @@ QI_TARGET void QI_NAME(qi_tile)(const pdq_qmatrix *w, const qi_plan *pl, const u
 #else
 #define QI_X(i)                                                    \
     xb = _mm256_set1_epi32(x##i[j]);                               \
-    a##i = _mm256_add_epi32(a##i, _mm256_madd_epi16(wl, xb));      \
-    b##i = _mm256_add_epi32(b##i, _mm256_madd_epi16(wh, xb));
+    madd2_acc(&a##i, &b##i, wl, wh, xb);
 #endif
                 QI_X(0) QI_X(1) QI_X(2) QI_X(3)
 #undef QI_X

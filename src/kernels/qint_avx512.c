@@ -291,8 +291,8 @@ QI_AVX512 void qi_prepare_x_avx512(const pdq_qmatrix *w, const qi_plan *pl, cons
         xs[b] = sc;
         sx[b] = _mm512_reduce_add_epi32(sum);
     }
-    for (int c = pl->nblocks * pl->B; c < pl->ncolp; c++) xq[c] = 0;
-    if (!planes) return;
+    for (int c = w->cols; c < pl->ncolp; c++) xq[c] = 0; /* past the last block's vectors too */
+    if (!planes || w->type != PDQ_QT_U4) return;
     int8_t *dst = (int8_t *)(out + pl->off_planes);
     for (int s = 0; s < pl->nsteps; s++, dst += 256)
         for (int k = 0; k < 4; k++) { /* 16 column pairs: one int32 per pair, even column low */

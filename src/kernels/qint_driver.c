@@ -57,7 +57,8 @@ static void gemm_task(void *arg, int task, int thread) {
         int left = nrows - k * QI_PANEL;
         int nr = left < QI_PANEL ? left : QI_PANEL;
         int32_t *zt = pk + pw + sw / 2;
-        if (c->level == QI_AVX512_VNNI) qi_panel_decode_avx512(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
+        if (w->type == PDQ_QT_U8) qi_panel_decode_u8_avx2(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
+        else if (c->level == QI_AVX512_VNNI) qi_panel_decode_avx512(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
         else qi_panel_decode(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
         panels[k] = pk;
         pscales[k] = (const float *)(pk + pw);
@@ -87,9 +88,10 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * w->cols;
         uint8_t *o = xt + (size_t)i * p->stride;
-        int planes = !gemm && c.level != QI_SCALAR;
+        int planes = !gemm && c.level != QI_SCALAR && w->type == PDQ_QT_U4;
 #if defined(__x86_64__) || defined(__i386__)
         if (c.level == QI_AVX512_VNNI) { qi_prepare_x_avx512(w, p, xi, o, planes); continue; }
+        if (c.level != QI_SCALAR) { qi_prepare_x_avx2(w, p, xi, o, planes); continue; }
 #endif
         qi_prepare_x(w, p, xi, o, planes);
     }
@@ -97,8 +99,9 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     pdq_code rc = PDQ_OK;
     if (!gemm) {
 #if defined(__x86_64__) || defined(__i386__)
-        c.gemv = c.level == QI_AVX512_VNNI ? qi_gemv_avx512 : c.level == QI_AVX2_VNNI ? qi_gemv_avx2_vnni
-                 : c.level == QI_AVX2 ? qi_gemv_avx2 : qi_gemv_scalar;
+        c.gemv = c.level == QI_SCALAR ? qi_gemv_scalar : w->type == PDQ_QT_U8 ? qi_gemv_u8_avx2
+                 : c.level == QI_AVX512_VNNI ? qi_gemv_avx512 : c.level == QI_AVX2_VNNI ? qi_gemv_avx2_vnni
+                 : qi_gemv_avx2;
 #else
         c.gemv = qi_gemv_scalar;
 #endif

@@ -28,7 +28,7 @@ int qi_level(const pdq_qctx *ctx);
 pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
                    pdq_status *st);
 
-/* 1 and the plan when W takes the integer path (uint4, a group the block rule allows). */
+/* 1 and the plan when W takes the integer path (uint4 or uint8, a group the block rule allows). */
 int qi_plan_make(const pdq_qmatrix *w, qi_plan *p);
 
 /* A prepared row, at byte offset 0 of its `stride` bytes:
@@ -39,8 +39,11 @@ int qi_plan_make(const pdq_qmatrix *w, qi_plan *p);
  *                                     of a byte dot product against 64 bytes of packed codes)
  *   float xs[nblocks]                the block scales
  *   int32 sx[nblocks]                the block sums of xq (the zero points' share)
- * Planes are written only when `planes` is set (the SIMD GEMVs read them). */
+ * Planes exist for uint4 only (uint8 rows have none: off_xs == off_planes) and are written only
+ * when `planes` is set (the SIMD uint4 GEMVs read them). */
 void qi_prepare_x(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
+/* The planes of a prepared row from its xq (uint4 only). */
+void qi_prepare_planes(const qi_plan *p, uint8_t *out);
 
 static inline const int16_t *qi_xq(const qi_plan *p, const uint8_t *xt) { (void)p; return (const int16_t *)xt; }
 static inline const int8_t *qi_planes(const qi_plan *p, const uint8_t *xt) { return (const int8_t *)(xt + p->off_planes); }
@@ -83,11 +86,16 @@ void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr,
 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 void qi_gemv_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 void qi_gemv_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+/* uint8 weights: the GEMV and the GEMM's panel decoder (AVX2, used at every SIMD level). */
+void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+void qi_panel_decode_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
+                             int32_t *zt);
 /* ni prepared rows xr[] (ni <= QI_TILE_X) against np panels (np <= QI_TILE_P) of rows r..: y[i *
  * ystride + k] for the first nrows rows. */
 #define QI_TILE_X 4
 #define QI_TILE_P 4
 void qi_prepare_x_avx512(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
+void qi_prepare_x_avx2(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
 void qi_panel_decode_avx512(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
                             int32_t *zt);
 typedef void (*qi_tile_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,

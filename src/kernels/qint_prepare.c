@@ -8,7 +8,7 @@
 
 int qi_plan_make(const pdq_qmatrix *w, qi_plan *p) {
     memset(p, 0, sizeof *p);
-    if (w->type != PDQ_QT_U4) return 0;
+    if (w->type != PDQ_QT_U4 && w->type != PDQ_QT_U8) return 0;
     int per_channel = w->group >= w->cols;
     if (per_channel || w->group % QI_STEP == 0) p->B = QI_STEP;
     else if (w->group == 32 || w->group == 64) p->B = w->group;
@@ -18,7 +18,8 @@ int qi_plan_make(const pdq_qmatrix *w, qi_plan *p) {
     p->ncolp = p->nsteps * QI_STEP;
     p->bpg = per_channel ? p->nblocks : w->group / p->B;
     p->off_planes = (size_t)p->ncolp * 2;
-    p->off_xs = p->off_planes + (size_t)p->nsteps * 4 * 64;
+    /* the byte planes serve the uint4 GEMVs only (uint8 codes widen to int16 against xq) */
+    p->off_xs = p->off_planes + (w->type == PDQ_QT_U4 ? (size_t)p->nsteps * 4 * 64 : 0);
     p->off_sx = p->off_xs + (size_t)p->nblocks * 4;
     p->stride = (p->off_sx + (size_t)p->nblocks * 4 + 63) / 64 * 64;
     return 1;
@@ -52,7 +53,11 @@ void qi_prepare_x(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_
         sx[b] = sum;
     }
     for (int c = w->cols; c < p->ncolp; c++) xq[c] = 0;
-    if (!planes) return;
+    if (planes && w->type == PDQ_QT_U4) qi_prepare_planes(p, out);
+}
+
+void qi_prepare_planes(const qi_plan *p, uint8_t *out) {
+    const int16_t *xq = (const int16_t *)out;
     int8_t *pl = (int8_t *)(out + p->off_planes);
     for (int s = 0; s < p->nsteps; s++, pl += 256)
         for (int j = 0; j < 64; j++)
@@ -78,8 +83,8 @@ void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr,
             int c = 2 * j, v0 = 0, v1 = 0;
             /* groups have an even number of columns (or there is one), so both share a zero */
             int zz = c < w->cols ? z[c / w->group] : 0;
-            if (c < w->cols) v0 = (row[j] & 0xF) - zz;
-            if (c + 1 < w->cols) v1 = (row[j] >> 4) - zz;
+            if (c < w->cols) v0 = qk_code(w, row, c) - zz;
+            if (c + 1 < w->cols) v1 = qk_code(w, row, c + 1) - zz;
             panel[(size_t)j * QI_PANEL + l] = (int32_t)((uint32_t)(uint16_t)v0 | (uint32_t)(uint16_t)v1 << 16);
         }
         for (int g = 0; g < w->ngroups; g++) {

@@ -19,19 +19,21 @@
  * task in this order, so results do not depend on the thread count, the row blocking, or whether
  * the row came through GEMV (n = 1) or GEMM (n > 1).
  *
- * The integer path (uint4 weights whose grid fits the block rule below; everything else takes
- * the f32 path above). Each prepared row of x (after the column permutation) is split into
+ * The integer path (uint4 and uint8 weights whose grid fits the block rule below, one rule for
+ * both; everything else takes the f32 path above). Each prepared row of x (after the column permutation) is split into
  * blocks of B columns: B = 128, or B = group for groups of 32 and 64; a larger group must be a
  * multiple of 128, and per-channel rows (group == cols) end in a partial block. Other groups take
  * the f32 path. Per block: m = max|x|, xs = m / 32767 (float division), xq = x / xs rounded half
  * to even and clamped to [-32767, 32767]; m == 0 (or an xs that underflows to 0) gives xs = 0 and
  * xq = 0; a non-finite x in the block makes xs NaN, so every output it feeds is NaN. Per output
  * row r and block b the integer S = sum (code - zero) * xq is exact in int32 (|S| <= 15 * 32767 *
- * 128 < 2^26). The float epilogue has one order for every path: per group, t = 0, then for each
+ * 128 < 2^26 for uint4, <= 255 * 32767 * 128 < 2^30 for uint8: B = 128 keeps uint8 in int32,
+ * B = 256 would sit 0.4 % below 2^31). The float epilogue has one order for every path: per group, t = 0, then for each
  * of its blocks in order t = fmaf(xs_b, (float)S_rb, t); then y_r = fmaf(scale_rg, t, y_r) over
  * the groups in order, y_r starting at 0. SIMD kernels reduce their lanes to S in integers before
  * converting, so the scalar, AVX2 (with or without VNNI) and AVX-512 VNNI kernels, the GEMV and
- * the GEMM, and any thread count give the same bits. The error against the exact product is that
+ * the GEMM, and any thread count give the same bits. (uint8 GEMVs run one AVX2 kernel at every
+ * SIMD level; its GEMM uses each level's tile on the same int16 panels as uint4.) The error against the exact product is that
  * of rounding x to 16 bits per block: |y - y_exact| <= sum over blocks of xs_b / 2 * sum |w|
  * (plus float rounding of the epilogue). */
 #ifndef PDQ_KERNELS_QMATMUL_H
@@ -89,7 +91,7 @@ int pdq_cpu_has_avx512(void);
 int pdq_cpu_has_avx512_vnni(void);
 /* 1 when it has AVX-VNNI (VEX-coded 256-bit dot products, the AVX2 integer kernels use them). */
 int pdq_cpu_has_avx_vnni(void);
-/* The path pdq_qmatmul takes with this context for a per-channel uint4 matrix: "avx512-vnni",
+/* The path pdq_qmatmul takes with this context for a per-channel uint4 or uint8 matrix: "avx512-vnni",
  * "avx2-vnni", "avx2-int", "scalar-int" (integer path) or, with no_int, "avx512", "avx2",
  * "scalar" (f32 path). */
 const char *pdq_qmatmul_path(const pdq_qctx *ctx);
