@@ -56,11 +56,9 @@ QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_
     const int32_t *sx = qi_sx(pl, xt);
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
     for (int r = r0; r < r1; r += 4) {
-        int nr = r1 - r < 4 ? r1 - r : 4;
         qk_rows4 p;
-        qk_rows4_init(w, r, nr, &p);
+        int nr = qi_rows4_begin(w, r, r1, pf, &p);
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
-        for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / rb));
         int b = -1, qmask = pl->B / 32 - 1; /* B / 32 sub-blocks of 32 columns per block */
         uint8_t tail[4][QI_STEP];
         for (int s = 0; s < pl->nsteps; s++) {

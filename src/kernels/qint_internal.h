@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "kernels/qmatmul.h"
+#include "kernels/rows4.h"
 
 #define QI_STEP 128       /* columns per SIMD step: 64 bytes of uint4 codes */
 #define QI_PANEL 16       /* weight rows per GEMM panel (one 512-bit register of int32 lanes) */
@@ -63,6 +64,15 @@ static inline void qi_prefetch_grid(const pdq_qmatrix *w, int r, int ahead) {
     const char *s = (const char *)(w->scales + (size_t)rr * w->ngroups), *z = (const char *)(w->zeros + (size_t)rr * w->ngroups);
     for (int o = 0; o < w->ngroups * 4; o += 64) __builtin_prefetch(s + o, 0, 2);
     for (int o = 0; o < w->ngroups; o += 64) __builtin_prefetch(z + o, 0, 2);
+}
+
+/* The start of a GEMV's block of four rows at r (fewer at r1): their row pointers in p, their
+ * grids prefetched as far ahead as the codes; returns how many rows it has. */
+static inline int qi_rows4_begin(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
+    int nr = r1 - r < 4 ? r1 - r : 4;
+    qk_rows4_init(w, r, nr, p);
+    for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / w->row_bytes));
+    return nr;
 }
 
 /* Rows [r0, r1) of y for one prepared row (GEMV). */
