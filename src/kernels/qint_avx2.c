@@ -121,12 +121,21 @@ QI_U8 static inline void transpose8(__m256i *v) {
     }
 }
 
-/* qi_panel_decode for uint8: 16 codes of a row widen to int16 minus the zero (16 columns never
- * straddle a group: groups on this path are multiples of 32), which is 8 column pairs as int32
- * words; eight rows of them transpose into the panel's [pair][row] order. Missing rows are zeros;
- * columns past the last whole 16 take the portable decoder. */
-QI_U8 void qi_panel_decode_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, int r, int nr, int32_t *panel,
-                                   float *pscale, int32_t *zt) {
+/* The 16 codes of a row from column 16q as int16: uint8 16 bytes, uint4 8 bytes (low nibble
+ * first: the bytes' low and high nibbles interleave back into column order). */
+QI_U8 static inline __m256i codes16(const pdq_qmatrix *w, const uint8_t *row, int q) {
+    if (w->type == PDQ_QT_U8) return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(row + 16 * q)));
+    __m128i b = _mm_loadl_epi64((const __m128i *)(row + 8 * q)), m = _mm_set1_epi8(0x0F);
+    __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(lo, hi));
+}
+
+/* qi_panel_decode (uint8 and uint4): 16 codes of a row widen to int16 minus the zero (16 columns
+ * never straddle a group: groups on this path are multiples of 32), which is 8 column pairs as
+ * int32 words; eight rows of them transpose into the panel's [pair][row] order. Missing rows are
+ * zeros; columns past the last whole 16 take the portable decoder. */
+QI_U8 void qi_panel_decode_avx2(const pdq_qmatrix *w, const qi_plan *pl, int r, int nr, int32_t *panel,
+                                float *pscale, int32_t *zt) {
     int full = w->cols / 16;
     qi_panel_decode_tail(w, pl, r, nr, panel, pscale, zt, 8 * full);
     for (int h = 0; h < QI_PANEL / 8; h++) {
@@ -144,8 +153,7 @@ QI_U8 void qi_panel_decode_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, int 
             for (int q = q0; q < q1; q++) {
                 __m256i v[8];
                 for (int l = 0; l < 8; l++)
-                    v[l] = 8 * h + l < nr ? _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(row[l] + 16 * q))), zv[l])
-                                          : _mm256_setzero_si256();
+                    v[l] = 8 * h + l < nr ? _mm256_sub_epi16(codes16(w, row[l], q), zv[l]) : _mm256_setzero_si256();
                 transpose8(v);
                 for (int j = 0; j < 8; j++) _mm256_store_si256((__m256i *)(panel + (size_t)(8 * q + j) * QI_PANEL + 8 * h), v[j]);
             }

@@ -57,9 +57,9 @@ static void gemm_task(void *arg, int task, int thread) {
         int left = nrows - k * QI_PANEL;
         int nr = left < QI_PANEL ? left : QI_PANEL;
         int32_t *zt = pk + pw + sw / 2;
-        if (w->type == PDQ_QT_U8) qi_panel_decode_u8_avx2(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
-        else if (c->level == QI_AVX512_VNNI) qi_panel_decode_avx512(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
-        else qi_panel_decode(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
+        if (c->level == QI_AVX512_VNNI && w->type == PDQ_QT_U4)
+            qi_panel_decode_avx512(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
+        else qi_panel_decode_avx2(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
         panels[k] = pk;
         pscales[k] = (const float *)(pk + pw);
     }

@@ -87,8 +87,8 @@ void qi_gemv_scalar(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, i
  * scales transposed, float [ngroups][QI_PANEL], and the zero points the same way as int16 pairs
  * zt[g][l] = zero * 0x10001. qi_panel_words(p) int32 words for the codes. */
 static inline size_t qi_panel_words(const qi_plan *p) { return (size_t)p->ncolp / 2 * QI_PANEL; }
-void qi_panel_decode(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale, int32_t *zt);
-/* The same from column pair j0 on (the scales and zero table in full). */
+/* That panel from column pair j0 on, portably (the scales and zero table in full; the SIMD
+ * decoders fill the pairs before j0). */
 void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
                           int32_t *zt, int j0);
 
@@ -96,10 +96,11 @@ void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr,
 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 void qi_gemv_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 void qi_gemv_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
-/* uint8 weights: the GEMV and the GEMM's panel decoder (AVX2, used at every SIMD level). */
+/* uint8 weights: the GEMV (AVX2, used at every SIMD level). */
 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
-void qi_panel_decode_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
-                             int32_t *zt);
+/* The GEMM's panel decoder for both types (AVX2; uint4 on AVX-512 takes qi_panel_decode_avx512). */
+void qi_panel_decode_avx2(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
+                          int32_t *zt);
 /* ni prepared rows xr[] (ni <= QI_TILE_X) against np panels (np <= QI_TILE_P) of rows r..: y[i *
  * ystride + k] for the first nrows rows. */
 #define QI_TILE_X 4

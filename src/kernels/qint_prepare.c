@@ -94,6 +94,3 @@ void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr,
     }
 }
 
-void qi_panel_decode(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale, int32_t *zt) {
-    qi_panel_decode_tail(w, p, r, nr, panel, pscale, zt, 0);
-}
