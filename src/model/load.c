@@ -314,9 +314,10 @@ static pdq_code acquire_table(pdq_model *m, float **dst, int embed, pdq_status *
     if (*dst) return PDQ_OK;
     *dst = malloc((size_t)m->cfg.vocab_size * (size_t)m->cfg.hidden_size * sizeof(float));
     if (!*dst) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory materializing %s", embed ? "the embedding" : "lm_head");
-    const char *name = embed || m->lm_head_of_embed ? "model.embed_tokens.weight" : "lm_head.weight";
-    pdq_code rc = embed || m->lm_head_of_embed ? read2(m->lazy_src, name, m->cfg.vocab_size, m->cfg.hidden_size, *dst, st)
-                                               : read_lm_head(m->lazy_src, m, st);
+    int of_embed = embed || m->lm_head_of_embed; /* the embedding tensor fills the buffer */
+    const char *name = of_embed ? "model.embed_tokens.weight" : "lm_head.weight";
+    pdq_code rc = of_embed ? read2(m->lazy_src, name, m->cfg.vocab_size, m->cfg.hidden_size, *dst, st)
+                           : read_lm_head(m->lazy_src, m, st);
     drop_pages(m->lazy_src, name);
     if (!rc && m->on_acquire) rc = m->on_acquire(m->on_acquire_ctx, m, embed ? PDQ_ACQ_EMBED : PDQ_ACQ_LM_HEAD, st);
     if (rc) {

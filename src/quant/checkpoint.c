@@ -215,21 +215,21 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
 }
 
 /* The tensor a lazy m holds for an unquantized linear or table, acquired (through any transform
- * view m has) and released after use: *release 1 (a table), 2 + layer (a layer). */
+ * view m has) and released after use: *release 1 the embedding, 2 lm_head, 3 + l layer l. */
 static pdq_code lazy_data(pdq_model *m, const mtensor *t, const float **data, int *release, pdq_status *st) {
     int l, end = 0;
     pdq_code rc;
     if (!strcmp(t->name, "model.embed_tokens") || !strcmp(t->name, "lm_head")) {
-        int embed = t->name[0] == 'm';
+        int embed = !strcmp(t->name, "model.embed_tokens");
         rc = embed ? pdq_model_embed_acquire(m, st) : pdq_model_lm_head_acquire(m, st);
         *data = embed ? m->embed : m->lm_head;
-        *release = 1;
+        *release = embed ? 1 : 2;
         return rc;
     }
     if (sscanf(t->name, "model.layers.%d.%n", &l, &end) == 1 && end > 0 && l >= 0 && l < m->cfg.n_layers) {
         int held = m->layers[l].w[0] != NULL;
         if ((rc = pdq_model_layer_acquire(m, l, st))) return rc;
-        *release = held ? 0 : 2 + l;
+        *release = held ? 0 : 3 + l;
         for (int i = 0; i < PDQ_LIN_COUNT; i++) {
             char nm[128];
             snprintf(nm, sizeof nm, "model.layers.%d.%s.%s", l, pdq_linear_parent((pdq_linear_id)i),
@@ -243,10 +243,10 @@ static pdq_code lazy_data(pdq_model *m, const mtensor *t, const float **data, in
     return pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no weights for it", t->name);
 }
 
-static void lazy_release(pdq_model *m, const mtensor *t, int release) {
-    if (release == 1 && t->name[0] == 'm') pdq_model_embed_release(m);
-    else if (release == 1) pdq_model_lm_head_release(m);
-    else if (release >= 2) pdq_model_layer_release(m, release - 2);
+static void lazy_release(pdq_model *m, int release) {
+    if (release == 1) pdq_model_embed_release(m);
+    else if (release == 2) pdq_model_lm_head_release(m);
+    else if (release >= 3) pdq_model_layer_release(m, release - 3);
 }
 
 static pdq_code put_float(pdq_st_writer *w, pdq_model *m, const mtensor *t, pdq_status *st) {
@@ -256,7 +256,7 @@ static pdq_code put_float(pdq_st_writer *w, pdq_model *m, const mtensor *t, pdq_
               : m->lazy_src ? lazy_data(m, t, &d, &release, st)
                             : pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no weights for it", t->name);
     if (!rc) rc = pdq_st_writer_put(w, d, sizeof(float) * (size_t)t->rows * (t->cols ? (size_t)t->cols : 1), st);
-    lazy_release(m, t, release);
+    lazy_release(m, release);
     return rc;
 }
 
