@@ -32,7 +32,6 @@ const char *pdq_qmatmul_path(const pdq_qctx *ctx) {
     return names[simd_level(ctx, &probe)];
 }
 
-#define GEMV_CHUNK 32   /* output rows per task (a multiple of 4: the SIMD row block) */
 #define GEMM_CHUNK 16   /* weight rows decoded per task (a multiple of the tiles' 2 and 4) */
 
 typedef struct {
@@ -112,7 +111,7 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
     c.xt = xt;
     pdq_code rc = PDQ_OK;
     if (n == 1) {
-        c.chunk = GEMV_CHUNK;
+        c.chunk = qk_gemv_rows_per_task(w->rows, pdq_pool_threads(pool));
         c.gemv = simd == 2 ? k_traits[w->type].gemv_avx512
                  : simd ? k_traits[w->type].gemv_avx2 : k_traits[w->type].gemv_scalar;
         pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);

@@ -67,8 +67,8 @@ QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_
             const uint8_t *c0 = p.row[0] + off, *c1 = p.row[1] + off, *c2 = p.row[2] + off, *c3 = p.row[3] + off;
             if (off + QI_STEP <= rb) {
                 for (int k = 0; k < 4; k++) {
-                    _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T1);
-                    _mm_prefetch((const char *)(p.row[k] + off + pf + 64), _MM_HINT_T1);
+                    _mm_prefetch((const char *)(p.row[k] + off + p.pf), _MM_HINT_T1);
+                    _mm_prefetch((const char *)(p.row[k] + off + p.pf + 64), _MM_HINT_T1);
                 }
             } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
                 for (int k = 0; k < 4; k++) {

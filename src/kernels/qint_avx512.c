@@ -107,10 +107,10 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
             __m512i xle = _mm512_loadu_si512(x4 + 128), xlo = _mm512_loadu_si512(x4 + 192);
             __m512i v0, v1, v2, v3; /* named: an array of them went through the stack */
             if (off + 64 <= rb) {
-                _mm_prefetch((const char *)(p.row[0] + off + pf), _MM_HINT_T1);
-                _mm_prefetch((const char *)(p.row[1] + off + pf), _MM_HINT_T1);
-                _mm_prefetch((const char *)(p.row[2] + off + pf), _MM_HINT_T1);
-                _mm_prefetch((const char *)(p.row[3] + off + pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[0] + off + p.pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[1] + off + p.pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[2] + off + p.pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(p.row[3] + off + p.pf), _MM_HINT_T1);
                 v0 = step_row(_mm512_loadu_si512(p.row[0] + off), xhe, xho, xle, xlo);
                 v1 = step_row(_mm512_loadu_si512(p.row[1] + off), xhe, xho, xle, xlo);
                 v2 = step_row(_mm512_loadu_si512(p.row[2] + off), xhe, xho, xle, xlo);

@@ -19,7 +19,6 @@ int qi_level(const pdq_qctx *ctx) {
 #endif
 }
 
-#define GEMV_CHUNK 32                 /* output rows per task (a multiple of the GEMVs' 4) */
 #define GEMM_CHUNK (QI_PANEL * QI_TILE_P) /* weight rows per GEMM task: the panels of one tile */
 
 typedef struct {
@@ -29,14 +28,14 @@ typedef struct {
     float *y;              /* [n, rows] */
     int32_t *panels;       /* [threads] GEMM scratch: QI_TILE_P panels and their scales */
     size_t scratch_words;  /* int32 words of one thread's scratch */
-    int n, level;
+    int n, level, chunk; /* chunk: output rows per GEMV task */
     qi_gemv_fn gemv;
 } qi_run;
 
 static void gemv_task(void *arg, int task, int thread) {
     (void)thread;
     const qi_run *c = arg;
-    int r0 = task * GEMV_CHUNK, r1 = r0 + GEMV_CHUNK < c->w->rows ? r0 + GEMV_CHUNK : c->w->rows;
+    int r0 = task * c->chunk, r1 = r0 + c->chunk < c->w->rows ? r0 + c->chunk : c->w->rows;
     for (int i = 0; i < c->n; i++) c->gemv(c->w, c->p, c->xt + (size_t)i * c->p->stride, r0, r1, c->y + (size_t)i * c->w->rows);
 }
 
@@ -105,7 +104,8 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
 #else
         c.gemv = qi_gemv_scalar;
 #endif
-        pdq_pool_run(pool, (w->rows + GEMV_CHUNK - 1) / GEMV_CHUNK, gemv_task, &c);
+        c.chunk = qk_gemv_rows_per_task(w->rows, pdq_pool_threads(pool));
+        pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
     } else {
 #if defined(__x86_64__) || defined(__i386__)
         int threads = pdq_pool_threads(pool);

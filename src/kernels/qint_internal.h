@@ -56,22 +56,23 @@ static inline int qi_last_in_group(const qi_plan *p, int b) { return (b + 1) % p
  * for 2048 columns) and four are read at once, too short for the hardware streamer on its own;
  * measured on TinyLlama shapes from DRAM, 20 KiB to L2 beat 8 rows to L1 by 10-30 %. */
 static inline size_t qi_prefetch_bytes(size_t rb) { return (20480 + rb - 1) / rb * rb; }
-/* The scales and zero points of row r + ahead (clamped to the last row), the same distance ahead as
- * the codes: grouped rows carry 5 bytes per group in two more streams (a quarter of the GEMV's
- * time went to waiting on them with groups of 32 before). */
+/* The scales and zero points of row r + ahead, the same distance ahead as the codes: grouped
+ * rows carry 5 bytes per group in two more streams (a quarter of the GEMV's time went to waiting
+ * on them with groups of 32 before). */
 static inline void qi_prefetch_grid(const pdq_qmatrix *w, int r, int ahead) {
-    int rr = r + ahead < w->rows ? r + ahead : w->rows - 1;
+    int rr = r + ahead;
     const char *s = (const char *)(w->scales + (size_t)rr * w->ngroups), *z = (const char *)(w->zeros + (size_t)rr * w->ngroups);
     for (int o = 0; o < w->ngroups * 4; o += 64) __builtin_prefetch(s + o, 0, 2);
     for (int o = 0; o < w->ngroups; o += 64) __builtin_prefetch(z + o, 0, 2);
 }
 
-/* The start of a GEMV's block of four rows at r (fewer at r1): their row pointers in p, their
- * grids prefetched as far ahead as the codes; returns how many rows it has. */
+/* The start of a GEMV's block of four rows at r in a task ending at r1 (qk_rows4_init): their
+ * row pointers in p, their grids prefetched as far ahead as the codes while that stays in the
+ * task; returns how many rows it has. */
 static inline int qi_rows4_begin(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
-    int nr = r1 - r < 4 ? r1 - r : 4;
-    qk_rows4_init(w, r, nr, p);
-    for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / w->row_bytes));
+    int nr = qk_rows4_init(w, r, r1, pf, p);
+    if (p->pf)
+        for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / w->row_bytes));
     return nr;
 }
 

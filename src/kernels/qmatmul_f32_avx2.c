@@ -25,9 +25,8 @@ QK_AVX2 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
     size_t pf = QK_PREFETCH_ROWS * w->row_bytes;
     const __m256i m15 = _mm256_set1_epi32(0xF);
     for (int r = r0; r < r1; r += 4) {
-        int nr = r1 - r < 4 ? r1 - r : 4;
         qk_rows4 p;
-        qk_rows4_init(w, r, nr, &p);
+        int nr = qk_rows4_init(w, r, r1, pf, &p);
         __m256 acc[4][2];
         for (int k = 0; k < 4; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
         for (int g = 0; g < ng; g++) {
@@ -43,7 +42,7 @@ QK_AVX2 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
                     __m256 x2 = _mm256_loadu_ps(xb + 16), x3 = _mm256_loadu_ps(xb + 24);
 #define QK_U4_ROW(k)                                                                         \
     do {                                                                                     \
-        _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T0);                      \
+        _mm_prefetch((const char *)(p.row[k] + off + p.pf), _MM_HINT_T0);                      \
         __m256i va = bytes8(p.row[k] + off), vb = bytes8(p.row[k] + off + 8);                \
         d##k##a = _mm256_fmadd_ps(x0, _mm256_cvtepi32_ps(_mm256_and_si256(va, m15)), d##k##a); \
         d##k##b = _mm256_fmadd_ps(x1, _mm256_cvtepi32_ps(_mm256_and_si256(vb, m15)), d##k##b); \
@@ -95,9 +94,8 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
     int gs = qk_group_stride(w), ng = w->ngroups;
     size_t pf = QK_PREFETCH_ROWS * w->row_bytes;
     for (int r = r0; r < r1; r += 4) {
-        int nr = r1 - r < 4 ? r1 - r : 4;
         qk_rows4 p;
-        qk_rows4_init(w, r, nr, &p);
+        int nr = qk_rows4_init(w, r, r1, pf, &p);
         __m256 acc[4][2];
         for (int k = 0; k < 4; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
         for (int g = 0; g < ng; g++) {
@@ -110,7 +108,7 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
                 __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8);
 #define QK_U8_ROW(k)                                                                          \
     do {                                                                                      \
-        _mm_prefetch((const char *)(p.row[k] + c + pf), _MM_HINT_T0);                         \
+        _mm_prefetch((const char *)(p.row[k] + c + p.pf), _MM_HINT_T0);                         \
         d##k##a = _mm256_fmadd_ps(x0, _mm256_cvtepi32_ps(bytes8(p.row[k] + c)), d##k##a);     \
         d##k##b = _mm256_fmadd_ps(x1, _mm256_cvtepi32_ps(bytes8(p.row[k] + c + 8)), d##k##b); \
     } while (0)

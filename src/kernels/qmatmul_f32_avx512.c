@@ -29,9 +29,8 @@ QK_AVX512 void qk_gemv_u4_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
     size_t pf = QK_PREFETCH_ROWS * w->row_bytes;
     const __m512i m15 = _mm512_set1_epi32(0xF);
     for (int r = r0; r < r1; r += 4) {
-        int nr = r1 - r < 4 ? r1 - r : 4;
         qk_rows4 p;
-        qk_rows4_init(w, r, nr, &p);
+        int nr = qk_rows4_init(w, r, r1, pf, &p);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int g = 0; g < ng; g++) {
             int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
@@ -44,7 +43,7 @@ QK_AVX512 void qk_gemv_u4_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
                     __m512 xl = _mm512_loadu_ps(xg + (c - c0)), xh = _mm512_loadu_ps(xg + (c - c0) + 16);
 #define QK_U4_ROW(k)                                                                   \
     do {                                                                               \
-        _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T0);                \
+        _mm_prefetch((const char *)(p.row[k] + off + p.pf), _MM_HINT_T0);                \
         __m512i v = bytes16(p.row[k] + off);                                           \
         d##k = _mm512_fmadd_ps(xl, _mm512_cvtepi32_ps(_mm512_and_si512(v, m15)), d##k); \
         d##k = _mm512_fmadd_ps(xh, _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4)), d##k);  \
@@ -85,9 +84,8 @@ QK_AVX512 void qk_gemv_u8_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
     int gs = qk_group_stride(w), ng = w->ngroups;
     size_t pf = QK_PREFETCH_ROWS * w->row_bytes;
     for (int r = r0; r < r1; r += 4) {
-        int nr = r1 - r < 4 ? r1 - r : 4;
         qk_rows4 p;
-        qk_rows4_init(w, r, nr, &p);
+        int nr = qk_rows4_init(w, r, r1, pf, &p);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int g = 0; g < ng; g++) {
             int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);
@@ -96,7 +94,7 @@ QK_AVX512 void qk_gemv_u8_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
             int c = c0;
             for (; c + 16 <= c1; c += 16) {
                 __m512 xv = _mm512_loadu_ps(xg + (c - c0));
-                for (int k = 0; k < 4; k++) _mm_prefetch((const char *)(p.row[k] + c + pf), _MM_HINT_T0);
+                for (int k = 0; k < 4; k++) _mm_prefetch((const char *)(p.row[k] + c + p.pf), _MM_HINT_T0);
                 d0 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(p.row[0] + c)), d0);
                 d1 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(p.row[1] + c)), d1);
                 d2 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(p.row[2] + c)), d2);
