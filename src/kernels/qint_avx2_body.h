@@ -5,10 +5,21 @@
  * the rule, so both equal the scalar and AVX-512 kernels bit for bit. Not a header of its own:
  * included with QI_VNNI, QI_TARGET and QI_NAME(x) defined. */
 
-/* One row's step as two registers: lane i of lo / hi the exact sum of code * xq over columns
- * 8i..8i+7 / 64+8i..64+8i+7 of the step. */
+/* The int32 lanes of a step's int16 sums h (of code * xh) and l (of xl * code): h * 256 + l. */
+#if QI_VNNI
+#define QI_WIDEN(h, l) _mm256_add_epi32(_mm256_slli_epi32(h, 8), l)
+#else
+#define QI_WIDEN(h, l) \
+    _mm256_add_epi32(_mm256_madd_epi16(h, _mm256_set1_epi16(256)), _mm256_madd_epi16(l, _mm256_set1_epi16(1)))
+#endif
+
+/* One row's step: lane i of *va / *vb the exact sum of code * xq over columns 8i..8i+7 /
+ * 64+8i..64+8i+7 of the step; with vb NULL (a step is one block) lane i of *va the sum over
+ * both, the halves' sums added before widening (|h| <= 2 * 7680, |l| <= 2 * 15300: still int16),
+ * so one widening instead of two. */
 QI_TARGET static inline void QI_NAME(step_row)(const uint8_t *c, const int8_t *x4, __m256i *va, __m256i *vb) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i h = _mm256_setzero_si256(), l = h;
     for (int half = 0; half < 2; half++) {
         __m256i cb = _mm256_loadu_si256((const __m256i *)(c + 32 * half));
         __m256i lo = _mm256_and_si256(cb, m4), hi = _mm256_and_si256(_mm256_srli_epi16(cb, 4), m4);
@@ -16,18 +27,21 @@ QI_TARGET static inline void QI_NAME(step_row)(const uint8_t *c, const int8_t *x
         __m256i xho = _mm256_loadu_si256((const __m256i *)(x4 + 64 + 32 * half));
         __m256i xle = _mm256_loadu_si256((const __m256i *)(x4 + 128 + 32 * half));
         __m256i xlo = _mm256_loadu_si256((const __m256i *)(x4 + 192 + 32 * half));
+        if (half == 1 && vb) {
+            *va = QI_WIDEN(h, l);
+            h = l = _mm256_setzero_si256();
+        }
 #if QI_VNNI
-        __m256i h = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, xhe), hi, xho);
-        __m256i l = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), xle, lo), xlo, hi);
-        __m256i v = _mm256_add_epi32(_mm256_slli_epi32(h, 8), l);
+        h = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(h, lo, xhe), hi, xho);
+        l = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(l, xle, lo), xlo, hi);
 #else
-        __m256i h = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xhe), _mm256_maddubs_epi16(hi, xho));
-        __m256i l = _mm256_add_epi16(_mm256_maddubs_epi16(xle, lo), _mm256_maddubs_epi16(xlo, hi));
-        __m256i v = _mm256_add_epi32(_mm256_madd_epi16(h, _mm256_set1_epi16(256)), _mm256_madd_epi16(l, _mm256_set1_epi16(1)));
+        h = _mm256_add_epi16(h, _mm256_add_epi16(_mm256_maddubs_epi16(lo, xhe), _mm256_maddubs_epi16(hi, xho)));
+        l = _mm256_add_epi16(l, _mm256_add_epi16(_mm256_maddubs_epi16(xle, lo), _mm256_maddubs_epi16(xlo, hi)));
 #endif
-        *(half ? vb : va) = v;
     }
+    *(vb ? vb : va) = QI_WIDEN(h, l);
 }
+#undef QI_WIDEN
 
 /* Lane 4j + k (j < 2) of the result: row k's sum over the 4 lanes of quad j of v[k]. */
 QI_TARGET static inline __m256i QI_NAME(reduce4)(const __m256i *v) {
@@ -53,7 +67,10 @@ QI_TARGET static inline void QI_NAME(epi4_block)(epi4 *e, const qk_rows4 *p, con
     }
 }
 
-QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+/* Rows [r0, r1) of the GEMV; `one` (a constant where it is inlined): a step is one block. */
+__attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(const pdq_qmatrix *w, const qi_plan *pl,
+                                                                             const uint8_t *xt, int r0, int r1,
+                                                                             float *y, int one) {
     const int8_t *planes = qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
@@ -68,22 +85,25 @@ QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const u
             __m256i va[4], vb[4];
             if (off + 64 <= rb) {
                 for (int k = 0; k < 4; k++) {
-                    _mm_prefetch((const char *)(p.row[k] + off + pf), _MM_HINT_T1);
-                    QI_NAME(step_row)(p.row[k] + off, x4, &va[k], &vb[k]);
+                    _mm_prefetch((const char *)(p.row[k] + off + p.pf), _MM_HINT_T1);
+                    QI_NAME(step_row)(p.row[k] + off, x4, &va[k], one ? NULL : &vb[k]);
                 }
             } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
                 for (int k = 0; k < 4; k++) {
                     uint8_t tail[64] = {0};
                     memcpy(tail, p.row[k] + off, rb - off);
-                    QI_NAME(step_row)(tail, x4, &va[k], &vb[k]);
+                    QI_NAME(step_row)(tail, x4, &va[k], one ? NULL : &vb[k]);
                 }
             }
-            __m256i qa = QI_NAME(reduce4)(va), qb = QI_NAME(reduce4)(vb); /* quads 0, 1 | 2, 3 */
+            __m256i qa = QI_NAME(reduce4)(va); /* quads 0, 1 (of both halves when one) */
             __m128i q0 = _mm256_castsi256_si128(qa), q1 = _mm256_extracti128_si256(qa, 1);
+            if (one) {
+                QI_NAME(epi4_block)(&e, &p, pl, xs, sx, s, _mm_add_epi32(q0, q1));
+                continue;
+            }
+            __m256i qb = QI_NAME(reduce4)(vb); /* quads 2, 3 */
             __m128i q2 = _mm256_castsi256_si128(qb), q3 = _mm256_extracti128_si256(qb, 1);
-            if (pl->B == 128) {
-                QI_NAME(epi4_block)(&e, &p, pl, xs, sx, s, _mm_add_epi32(_mm_add_epi32(q0, q1), _mm_add_epi32(q2, q3)));
-            } else if (pl->B == 64) {
+            if (pl->B == 64) {
                 int b0 = 2 * s;
                 QI_NAME(epi4_block)(&e, &p, pl, xs, sx, b0, _mm_add_epi32(q0, q1));
                 if (b0 + 1 < pl->nblocks) QI_NAME(epi4_block)(&e, &p, pl, xs, sx, b0 + 1, _mm_add_epi32(q2, q3));
@@ -99,6 +119,11 @@ QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const u
         _mm_storeu_ps(out, e.y);
         for (int k = 0; k < nr; k++) y[r + k] = out[k];
     }
+}
+
+QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+    if (pl->B == 128) QI_NAME(gemv_rows)(w, pl, xt, r0, r1, y, 1);
+    else QI_NAME(gemv_rows)(w, pl, xt, r0, r1, y, 0);
 }
 
 /* Up to 4 rows of x against up to QI_TILE_P panels, one panel at a time: 8 accumulators (4 x
