@@ -1,6 +1,8 @@
 /* Run-time CPU detection for the SIMD kernels. */
 #include "kernels/qmatmul.h"
 
+#include <stdatomic.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -36,10 +38,15 @@ int pdq_cpu_has_avx512_vnni(void) {
 int pdq_cpu_has_avx_vnni(void) {
 #if defined(__x86_64__) || defined(__i386__)
     /* CPUID leaf 7 subleaf 1, EAX bit 4 (clang 14's __builtin_cpu_supports lacks "avxvnni"); the
-     * AVX2 check above already covers the OS saving YMM state */
+     * AVX2 check above already covers the OS saving YMM state. Read once: a fact of the machine,
+     * and CPUID traps to the hypervisor in a VM (0.5 % of decode when asked per matmul). */
+    static atomic_int known = -1;
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v >= 0) return v;
     unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!pdq_cpu_has_avx2_fma() || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
-    return (a >> 4) & 1;
+    v = pdq_cpu_has_avx2_fma() && __get_cpuid_count(7, 1, &a, &b, &c, &d) ? (int)((a >> 4) & 1) : 0;
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+    return v;
 #else
     return 0;
 #endif
