@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/rows4.h"
 #include "qx_internal.h"
 
 #define SCALAR_BLOCK 256
@@ -302,7 +303,7 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     size_t nw = (size_t)p->fout * p->fin;
     for (size_t i = 0; i < nw; i++)
         if (wd[i] > hi) return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s: code %d > %d", w->name, wd[i], hi);
-    if (w->dtype == PDQ_TU4 && x->simd == 2 && p->rows < 4 && p->fout >= 4 && pdq_qx_u4p_pack(p))
+    if (w->dtype == PDQ_TU4 && x->simd && p->rows < 4 && p->fout >= 4 && pdq_qx_u4p_pack(p))
         return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: packed copy of %s", w->name);
     return PDQ_OK;
 }
@@ -334,7 +335,9 @@ static void fc_task(void *vc, int task, int thread) {
             int64_t acc[16];
             int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
             if (nm == 1 && nr == 4 && p->w4) { /* decode: packed nibbles, then the tail columns */
-                pdq_qx_dot4_u4p_vnni(p, p->xp + (size_t)m * p->k64, r, acc);
+                /* 8 rows ahead (rows are too short for the streamer) while they are this task's */
+                size_t pf = r + 12 <= r1 ? 8 * p->ld4 : 0;
+                (simd == 2 ? pdq_qx_dot4_u4p_vnni : pdq_qx_dot4_u4p_avx2)(p, p->xp + (size_t)m * p->k64, r, pf, acc);
                 for (int j = 0; j < 4 && p->k64 < in; j++)
                     acc[j] += pdq_qx_dot_u8_scalar(c->xs + (size_t)m * in + p->k64, p->w + (size_t)(r + j) * in + p->k64,
                                                    in - p->k64);
@@ -391,8 +394,11 @@ void pdq_qx_fc_run(pdq_qexec *x, int oi) {
     qx_prep *p = &x->prep[oi];
     fc_ctx c = {.x = x, .op = op, .p = p, .chunk = 16};
     int threads = pdq_pool_threads(x->o.pool);
-    /* enough tasks to balance, few enough that each streams a useful slice of the weight */
-    while (c.chunk < 256 && (p->fout + c.chunk - 1) / c.chunk > 16 * threads) c.chunk *= 2;
+    /* decode streams the weight: contiguous shares per thread, as the packed GEMVs split it;
+     * prefill: enough tasks to balance, few enough that each streams a useful slice */
+    if (p->rows < 4) c.chunk = qk_gemv_rows_per_task(p->fout, threads);
+    else
+        while (c.chunk < 256 && (p->fout + c.chunk - 1) / c.chunk > 16 * threads) c.chunk *= 2;
     int tasks = (p->fout + c.chunk - 1) / c.chunk;
     if (!p->int_path) {
         pdq_qx_par(x, tasks, fc_float_task, &c);

@@ -2,8 +2,9 @@
  * the bytes of the one-code-per-byte form the Circle importer gives, which is what decode is
  * bound by. Weights are repacked once at create (row r: ld4 bytes, column 2j in the low nibble
  * of byte j, 2j+1 in the high one); per call each activation row is split, per 64 columns, into
- * its even and odd columns, so one 32-byte load feeds two vpdpwssd. The sums are exact (int32
- * lanes flushed to int64), so the result equals every other path's bit for bit. */
+ * its even and odd columns, so one 32-byte load feeds two vpdpwssd (AVX-512 VNNI) or four
+ * vpmaddwd (AVX2). The sums are exact (int32 lanes flushed to int64), so the result equals every
+ * other path's bit for bit. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +14,9 @@
 
 #include "qx_internal.h"
 
-/* int32 lane budget: a lane adds 4 products of |x| <= 32768 and code <= 15 per 64 columns, so
- * 512 chunks (32768 columns) stay below 2^31 (512 * 4 * 491520 = 1.007e9). */
+/* int32 lane budget: a lane adds 4 (AVX-512) or 8 (AVX2) products of |x| <= 32768 and code <= 15
+ * per 64 columns, so 512 chunks (32768 columns) stay below 2^31 - 1 (512 * 8 * 491520 =
+ * 2,013,265,920). */
 #define U4P_FLUSH_CHUNKS 512
 
 int pdq_qx_u4p_pack(qx_prep *p) {
@@ -51,9 +53,9 @@ VNNI static int64_t hsum64(__m512i s) {
     return _mm512_reduce_add_epi64(t);
 }
 
-VNNI void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, int64_t *out) {
+VNNI void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out) {
     const uint8_t *w = p->w4 + (size_t)r * p->ld4;
-    size_t ld = p->ld4, pf = 8 * ld; /* rows r+8..: the next tasks' weights, too short a row for the streamer */
+    size_t ld = p->ld4;
     const __m256i m15 = _mm256_set1_epi8(0x0F);
     int64_t res[4] = {0};
     for (int c0 = 0; c0 < p->k64;) {
@@ -78,8 +80,51 @@ VNNI void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, int64
     }
     memcpy(out, res, sizeof res);
 }
+#define AVX2 __attribute__((target("avx2")))
+
+AVX2 static int64_t hsum64_avx2(__m256i s) {
+    __m256i t = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(s)),
+                                 _mm256_cvtepi32_epi64(_mm256_extracti128_si256(s, 1)));
+    __m128i u = _mm_add_epi64(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    return _mm_cvtsi128_si64(u) + _mm_extract_epi64(u, 1);
+}
+
+AVX2 void pdq_qx_dot4_u4p_avx2(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out) {
+    const uint8_t *w = p->w4 + (size_t)r * p->ld4;
+    size_t ld = p->ld4;
+    const __m256i m15 = _mm256_set1_epi8(0x0F);
+    int64_t res[4] = {0};
+    for (int c0 = 0; c0 < p->k64;) {
+        int c1 = c0 + U4P_FLUSH_CHUNKS * 64 < p->k64 ? c0 + U4P_FLUSH_CHUNKS * 64 : p->k64;
+        __m256i a[4];
+        for (int i = 0; i < 4; i++) a[i] = _mm256_setzero_si256();
+        for (int c = c0; c < c1; c += 64) {
+            const __m256i *xc = (const __m256i *)(xp + c);
+            __m256i xe0 = _mm256_loadu_si256(xc), xe1 = _mm256_loadu_si256(xc + 1);
+            __m256i xo0 = _mm256_loadu_si256(xc + 2), xo1 = _mm256_loadu_si256(xc + 3);
+            size_t off = (size_t)c / 2;
+            for (int i = 0; i < 4; i++) {
+                const uint8_t *wi = w + i * ld + off;
+                _mm_prefetch((const char *)(wi + pf), _MM_HINT_T1);
+                __m256i v = _mm256_loadu_si256((const __m256i *)wi);
+                __m256i lo = _mm256_and_si256(v, m15), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m15);
+                __m256i s = _mm256_madd_epi16(xe0, _mm256_cvtepu8_epi16(_mm256_castsi256_si128(lo)));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(xe1, _mm256_cvtepu8_epi16(_mm256_extracti128_si256(lo, 1))));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(xo0, _mm256_cvtepu8_epi16(_mm256_castsi256_si128(hi))));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(xo1, _mm256_cvtepu8_epi16(_mm256_extracti128_si256(hi, 1))));
+                a[i] = _mm256_add_epi32(a[i], s);
+            }
+        }
+        for (int i = 0; i < 4; i++) res[i] += hsum64_avx2(a[i]);
+        c0 = c1;
+    }
+    memcpy(out, res, sizeof res);
+}
 #else
-void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, int64_t *out) {
-    (void)p; (void)xp; (void)r; (void)out; /* never chosen: simd is 0 off x86 */
+void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out) {
+    (void)p; (void)xp; (void)r; (void)pf; (void)out; /* never chosen: simd is 0 off x86 */
+}
+void pdq_qx_dot4_u4p_avx2(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out) {
+    (void)p; (void)xp; (void)r; (void)pf; (void)out;
 }
 #endif

@@ -28,7 +28,7 @@ typedef struct {
     int int_path;          /* integer sums (else the double fallback of a float operand) */
     int any_zw;            /* some weight zero point != 0: sum(x) per row needed */
     int16_t *xs;           /* [rows, in] uint8 activations widened to x - zx */
-    /* uint4 decode on packed nibbles (AVX-512 VNNI, rows < 4): the first k64 columns */
+    /* uint4 decode on packed nibbles (AVX2 or AVX-512 VNNI, rows < 4): the first k64 columns */
     uint8_t *w4;           /* [out, ld4] */
     size_t ld4;
     int k64;
@@ -107,10 +107,12 @@ void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size
 void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* Packed uint4 decode (qx_fc_u4_packed.c): repack p->w at create (0, or -1 out of memory),
  * split an activation row into the kernel's planes, and out[i] = sum over the first k64 columns
- * of x * w[r + i] for 4 rows (the caller adds the tail columns from p->w). */
+ * of x * w[r + i] for 4 rows (the caller adds the tail columns from p->w), prefetching the packed
+ * rows pf bytes ahead (0 near the end of the caller's rows: past them lie another task's). */
 int pdq_qx_u4p_pack(qx_prep *p);
 void pdq_qx_u4p_planes(const qx_prep *p, const int16_t *x, int16_t *xp);
-void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, int64_t *out);
+void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out);
+void pdq_qx_dot4_u4p_avx2(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out);
 /* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */
 void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n);
 void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n);
