@@ -15,6 +15,7 @@
 #endif
 
 #include "kernels/rows4.h"
+#include "qx_hsum.h"
 #include "qx_internal.h"
 
 #define SCALAR_BLOCK 256
@@ -62,12 +63,6 @@ __attribute__((target("avx2"))) int64_t pdq_qx_dot_u8_avx2(const int16_t *x, con
     for (; k < n; k++) r += (int32_t)x[k] * (int32_t)w[k];
     return r;
 }
-__attribute__((target("avx2"))) static int64_t hsum(__m256i s) {
-    __m256i t = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(s)),
-                                 _mm256_cvtepi32_epi64(_mm256_extracti128_si256(s, 1)));
-    __m128i u = _mm_add_epi64(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-    return _mm_cvtsi128_si64(u) + _mm_extract_epi64(u, 1);
-}
 
 /* Prefill (GEMM): each weight load serves 4 activation rows, each activation load 2 weight rows. */
 __attribute__((target("avx2"))) void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw,
@@ -87,7 +82,7 @@ __attribute__((target("avx2"))) void pdq_qx_tile4x2_u8_avx2(const int16_t *x, si
                 a[2 * m + 1] = _mm256_add_epi32(a[2 * m + 1], _mm256_madd_epi16(xv, w1));
             }
         }
-        for (int i = 0; i < 8; i++) res[i] += hsum(a[i]);
+        for (int i = 0; i < 8; i++) res[i] += qx_hsum_avx2(a[i]);
     }
     for (; k < K; k++)
         for (int m = 0; m < 4; m++)
@@ -108,10 +103,10 @@ __attribute__((target("avx2"))) void pdq_qx_dot4_u8_avx2(const int16_t *x, const
             a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 2 * ldw + k)))));
             a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(xv, _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + 3 * ldw + k)))));
         }
-        res[0] += hsum(a0);
-        res[1] += hsum(a1);
-        res[2] += hsum(a2);
-        res[3] += hsum(a3);
+        res[0] += qx_hsum_avx2(a0);
+        res[1] += qx_hsum_avx2(a1);
+        res[2] += qx_hsum_avx2(a2);
+        res[3] += qx_hsum_avx2(a3);
     }
     for (; k < K; k++)
         for (int r = 0; r < 4; r++) res[r] += (int32_t)x[k] * (int32_t)w[r * ldw + k];
@@ -140,12 +135,6 @@ int pdq_qx_cpu_vnni(void) {
            __builtin_cpu_supports("avx512vnni");
 }
 
-VNNI static int64_t hsum512(__m512i s) {
-    __m512i t = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(s)),
-                                 _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(s, 1)));
-    return _mm512_reduce_add_epi64(t);
-}
-
 VNNI static __m512i w32(const uint8_t *w) { return _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w)); }
 
 VNNI void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
@@ -161,10 +150,10 @@ VNNI void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, in
             a2 = _mm512_dpwssd_epi32(a2, xv, w32(w + 2 * ldw + k));
             a3 = _mm512_dpwssd_epi32(a3, xv, w32(w + 3 * ldw + k));
         }
-        res[0] += hsum512(a0);
-        res[1] += hsum512(a1);
-        res[2] += hsum512(a2);
-        res[3] += hsum512(a3);
+        res[0] += qx_hsum_avx512(a0);
+        res[1] += qx_hsum_avx512(a1);
+        res[2] += qx_hsum_avx512(a2);
+        res[3] += qx_hsum_avx512(a3);
     }
     for (; k < K; k++)
         for (int r = 0; r < 4; r++) res[r] += (int32_t)x[k] * (int32_t)w[r * ldw + k];
@@ -186,7 +175,7 @@ VNNI void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
                 a[2 * m + 1] = _mm512_dpwssd_epi32(a[2 * m + 1], xv, w1);
             }
         }
-        for (int i = 0; i < 8; i++) res[i] += hsum512(a[i]);
+        for (int i = 0; i < 8; i++) res[i] += qx_hsum_avx512(a[i]);
     }
     for (; k < K; k++)
         for (int m = 0; m < 4; m++)
@@ -210,7 +199,7 @@ VNNI void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
                 a[4 * m + 3] = _mm512_dpwssd_epi32(a[4 * m + 3], xv, w3);
             }
         }
-        for (int i = 0; i < 16; i++) res[i] += hsum512(a[i]);
+        for (int i = 0; i < 16; i++) res[i] += qx_hsum_avx512(a[i]);
     }
     for (; k < K; k++)
         for (int m = 0; m < 4; m++)
@@ -336,7 +325,7 @@ static void fc_task(void *vc, int task, int thread) {
             int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
             if (nm == 1 && nr == 4 && p->w4) { /* decode: packed nibbles, then the tail columns */
                 /* 8 rows ahead (rows are too short for the streamer) while they are this task's */
-                size_t pf = r + 12 <= r1 ? 8 * p->ld4 : 0;
+                size_t pf = qk_prefetch_in_task(r, r1, 8 * p->ld4, p->ld4);
                 (simd == 2 ? pdq_qx_dot4_u4p_vnni : pdq_qx_dot4_u4p_avx2)(p, p->xp + (size_t)m * p->k64, r, pf, acc);
                 for (int j = 0; j < 4 && p->k64 < in; j++)
                     acc[j] += pdq_qx_dot_u8_scalar(c->xs + (size_t)m * in + p->k64, p->w + (size_t)(r + j) * in + p->k64,

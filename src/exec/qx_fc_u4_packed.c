@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "qx_hsum.h"
 #include "qx_internal.h"
 
 /* int32 lane budget: a lane adds 4 (AVX-512) or 8 (AVX2) products of |x| <= 32768 and code <= 15
@@ -47,12 +48,6 @@ void pdq_qx_u4p_planes(const qx_prep *p, const int16_t *x, int16_t *xp) {
 #if defined(__x86_64__) || defined(__i386__)
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
-VNNI static int64_t hsum64(__m512i s) {
-    __m512i t = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(s)),
-                                 _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(s, 1)));
-    return _mm512_reduce_add_epi64(t);
-}
-
 VNNI void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out) {
     const uint8_t *w = p->w4 + (size_t)r * p->ld4;
     size_t ld = p->ld4;
@@ -75,19 +70,12 @@ VNNI void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, size_
                 a[i] = _mm512_dpwssd_epi32(a[i], xo, hi);
             }
         }
-        for (int i = 0; i < 4; i++) res[i] += hsum64(a[i]);
+        for (int i = 0; i < 4; i++) res[i] += qx_hsum_avx512(a[i]);
         c0 = c1;
     }
     memcpy(out, res, sizeof res);
 }
 #define AVX2 __attribute__((target("avx2")))
-
-AVX2 static int64_t hsum64_avx2(__m256i s) {
-    __m256i t = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(s)),
-                                 _mm256_cvtepi32_epi64(_mm256_extracti128_si256(s, 1)));
-    __m128i u = _mm_add_epi64(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-    return _mm_cvtsi128_si64(u) + _mm_extract_epi64(u, 1);
-}
 
 AVX2 void pdq_qx_dot4_u4p_avx2(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out) {
     const uint8_t *w = p->w4 + (size_t)r * p->ld4;
@@ -115,7 +103,7 @@ AVX2 void pdq_qx_dot4_u4p_avx2(const qx_prep *p, const int16_t *xp, int r, size_
                 a[i] = _mm256_add_epi32(a[i], s);
             }
         }
-        for (int i = 0; i < 4; i++) res[i] += hsum64_avx2(a[i]);
+        for (int i = 0; i < 4; i++) res[i] += qx_hsum_avx2(a[i]);
         c0 = c1;
     }
     memcpy(out, res, sizeof res);

@@ -11,14 +11,20 @@ typedef struct {
     size_t pf; /* bytes ahead to prefetch codes from these rows: 0 when that would leave the task */
 } qk_rows4;
 
-/* The block of rows r.. of a GEMV task over [.., r1) whose kernel prefetches pf bytes (whole
- * rows) ahead; returns how many rows it has. Near the task's end the prefetch distance drops to
- * 0 (the lines being read, a no-op): past r1 lie rows another thread reads, and fetching them
- * into this core's cache too sends them over the memory bus twice (at 2 threads on TinyLlama
- * shapes that cost a sixth of decode speed). */
+/* The prefetch distance of a 4-row block at r in a task ending at r1, for a kernel that
+ * prefetches pf bytes (whole rows of row_bytes) ahead: pf, or 0 (the lines being read, a no-op)
+ * once that would reach past r1. Past r1 lie rows another thread reads, and fetching them into
+ * this core's cache too sends them over the memory bus twice (at 2 threads on TinyLlama shapes
+ * that cost a sixth of decode speed). */
+static inline size_t qk_prefetch_in_task(int r, int r1, size_t pf, size_t row_bytes) {
+    return (size_t)r + 4 + pf / row_bytes <= (size_t)r1 ? pf : 0;
+}
+
+/* The block of rows r.. of a GEMV task over [.., r1) whose kernel prefetches pf bytes ahead;
+ * returns how many rows it has. */
 static inline int qk_rows4_init(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
     int nr = r1 - r < 4 ? r1 - r : 4;
-    p->pf = (size_t)r + 4 + pf / w->row_bytes <= (size_t)r1 ? pf : 0;
+    p->pf = qk_prefetch_in_task(r, r1, pf, w->row_bytes);
     for (int k = 0; k < 4; k++) {
         int rk = r + (k < nr ? k : nr - 1);
         p->row[k] = w->codes + (size_t)rk * w->row_bytes;
