@@ -84,15 +84,27 @@ static void reference(const kcase *k, const kmat *m, const float *x, int n, doub
 }
 
 /* isa 0: the best path, 1: scalar, 2: AVX2 (no AVX-512) */
-static void run(const kmat *m, pdq_pool *pool, int isa, const float *x, int n, float *y) {
+static void run_w(const pdq_qmatrix *w, pdq_pool *pool, int isa, const float *x, int n, float *y) {
     pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2, .no_int = 1};
     pdq_status st = {0};
-    assert_int_equal(pdq_qmatmul(&ctx, &m->w, x, n, y, &st), PDQ_OK);
+    assert_int_equal(pdq_qmatmul(&ctx, w, x, n, y, &st), PDQ_OK);
 }
+static void run(const kmat *m, pdq_pool *pool, int isa, const float *x, int n, float *y) { run_w(&m->w, pool, isa, x, n, y); }
+
+/* Matrices the 4-row layout was checked on (test_shapes_and_groups asserts there were some). */
+static int rows4_cases;
 
 static void check_case(const kcase *k, pdq_pool *pools[3], uint64_t *rng) {
     kmat m;
     kmat_make(k, rng, &m);
+    /* the same matrix in the 4-row layout (where it applies) gives the same bits everywhere */
+    pdq_qmatrix w4 = m.w;
+    pdq_status st = {0};
+    assert_int_equal(pdq_qmatrix_pack_rows4(&w4, &st), PDQ_OK);
+    int packed = w4.layout == PDQ_QL_ROWS4;
+    assert_int_equal(packed, m.w.row_bytes % 64 == 0 && (k->group == 0 || k->group >= k->cols ||
+                                                        (k->type == PDQ_QT_U4 ? k->group % 32 : k->group % 16) == 0));
+    rows4_cases += packed;
     static const int ns[] = {1, 3, 13};
     for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
         int n = ns[t];
@@ -119,6 +131,12 @@ static void check_case(const kcase *k, pdq_pool *pools[3], uint64_t *rng) {
                 run(&m, pools[p], isa, x, n, y2);
                 assert_memory_equal(y, y2, sizeof(float) * ny);
             }
+        for (int p = 0; packed && p < 3; p++)
+            for (int isa = 0; isa <= 2; isa++) {
+                memset(y2, 0xA5, sizeof(float) * ny);
+                run_w(&w4, pools[p], isa, x, n, y2);
+                assert_memory_equal(y, y2, sizeof(float) * ny);
+            }
         /* each GEMM row equals the GEMV of that row */
         for (int i = 0; i < n; i++) {
             run(&m, pools[1], 0, x + (size_t)i * k->cols, 1, y1);
@@ -130,14 +148,17 @@ static void check_case(const kcase *k, pdq_pool *pools[3], uint64_t *rng) {
     float *row = malloc(sizeof(float) * (size_t)k->cols);
     int group = k->group ? k->group : k->cols, ng = (k->cols + group - 1) / group;
     for (int r = 0; r < k->rows; r += k->rows > 4 ? k->rows / 4 : 1) {
-        pdq_qmatrix_dequant_row(&m.w, r, row);
-        for (int c = 0; c < k->cols; c++) {
-            size_t g = (size_t)r * ng + (size_t)(c / group);
-            float want = m.scales[g] * ((float)m.codes[(size_t)r * k->cols + c] - (float)m.zeros[g]);
-            assert_true(row[m.perm ? m.perm[c] : c] == want);
+        for (int lay = 0; lay < 1 + packed; lay++) {
+            pdq_qmatrix_dequant_row(lay ? &w4 : &m.w, r, row);
+            for (int c = 0; c < k->cols; c++) {
+                size_t g = (size_t)r * ng + (size_t)(c / group);
+                float want = m.scales[g] * ((float)m.codes[(size_t)r * k->cols + c] - (float)m.zeros[g]);
+                assert_true(row[m.perm ? m.perm[c] : c] == want);
+            }
         }
     }
     free(row);
+    free(w4.owned_codes);
     kmat_free(&m);
 }
 
@@ -146,7 +167,7 @@ static void test_shapes_and_groups(void **state) {
     pdq_pool *pools[3];
     tu_pools_create(pools);
     uint64_t rng = 12345;
-    static const int dims[][2] = {{172, 688}, {688, 172}, {8, 8}, {1, 33}, {33, 1}, {33, 172}, {5, 256}, {1, 1}};
+    static const int dims[][2] = {{172, 688}, {688, 172}, {8, 8}, {1, 33}, {33, 1}, {33, 172}, {5, 256}, {1, 1}, {6, 640}};
     static const int groups[] = {0, 32, 64, 128, 33, 8};
     for (int t = 0; t < PDQ_QT_COUNT; t++)
         for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
@@ -157,6 +178,7 @@ static void test_shapes_and_groups(void **state) {
                     check_case(&k, pools, &rng);
                 }
             }
+    assert_true(rows4_cases >= 24); /* 5 x 256 and 6 x 640, both types, 3-4 groups, 4 zero modes */
     tu_pools_free(pools);
 }
 
@@ -164,12 +186,14 @@ static void test_permutation(void **state) {
     (void)state;
     pdq_pool *pools[3];
     tu_pools_create(pools);
+    rows4_cases = 0;
     uint64_t rng = 777;
     for (int t = 0; t < PDQ_QT_COUNT; t++) {
         kcase a = {(pdq_qtype)t, 37, 256, 32, 3, 1}, b = {(pdq_qtype)t, 20, 172, 0, 3, 1};
         check_case(&a, pools, &rng);
         check_case(&b, pools, &rng);
     }
+    assert_true(rows4_cases > 0);
     tu_pools_free(pools);
 }
 

@@ -138,11 +138,15 @@ static void ref_row(const icase *k, const imat *m, const float *x, float *y) {
 
 /* 0 best, 1 scalar, 2 AVX2 (VNNI where the CPU has it), 3 AVX2 without VNNI, 4 no VNNI at all */
 #define N_ISA 5
-static void run(const imat *m, pdq_pool *pool, int isa, const float *x, int n, float *y) {
+static void run_w(const pdq_qmatrix *w, pdq_pool *pool, int isa, const float *x, int n, float *y) {
     pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2 || isa == 3, .no_vnni = isa >= 3};
     pdq_status st = {0};
-    assert_int_equal(pdq_qmatmul(&ctx, &m->w, x, n, y, &st), PDQ_OK);
+    assert_int_equal(pdq_qmatmul(&ctx, w, x, n, y, &st), PDQ_OK);
 }
+static void run(const imat *m, pdq_pool *pool, int isa, const float *x, int n, float *y) { run_w(&m->w, pool, isa, x, n, y); }
+
+/* Matrices the 4-row layout was checked on (the tests assert there were some). */
+static int rows4_cases;
 
 /* |y - exact| <= sum over blocks of xs_b / 2 * sum |w| (the rounding of x) plus float rounding. */
 static void check_close(const icase *k, const imat *m, const float *x, const float *y) {
@@ -172,6 +176,11 @@ static void check_close(const icase *k, const imat *m, const float *x, const flo
 static void check_case(const icase *k, pdq_pool *pools[3], uint64_t *rng) {
     imat m;
     imat_make(k, rng, &m);
+    pdq_qmatrix w4 = m.w; /* the same matrix in the 4-row layout, where it applies */
+    pdq_status st = {0};
+    assert_int_equal(pdq_qmatrix_pack_rows4(&w4, &st), PDQ_OK);
+    int packed = w4.layout == PDQ_QL_ROWS4;
+    rows4_cases += packed;
     static const int ns[] = {1, 2, 5, 13};
     for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
         int n = ns[t];
@@ -188,16 +197,17 @@ static void check_case(const icase *k, pdq_pool *pools[3], uint64_t *rng) {
             ref_row(k, &m, x + (size_t)i * k->cols, yr + (size_t)i * k->rows);
             check_close(k, &m, x + (size_t)i * k->cols, yr + (size_t)i * k->rows);
         }
-        for (int p = 0; p < 3; p++)
-            for (int isa = 0; isa < N_ISA; isa++) {
-                memset(y, 0xA5, sizeof(float) * ny);
-                run(&m, pools[p], isa, x, n, y);
-                for (size_t i = 0; i < ny; i++)
-                    if (memcmp(&y[i], &yr[i], sizeof(float)) != 0)
-                        fail_msg("u%d [%d x %d] group %d zmode %d perm %d n %d isa %d threads %d: y[%zu] = %.9g, "
-                                 "rule %.9g", k->type == PDQ_QT_U4 ? 4 : 8, k->rows, k->cols, k->group, k->zmode,
-                                 k->perm, n, isa, p + 1, i, (double)y[i], (double)yr[i]);
-            }
+        for (int lay = 0; lay < 1 + packed; lay++)
+            for (int p = 0; p < 3; p++)
+                for (int isa = 0; isa < N_ISA; isa++) {
+                    memset(y, 0xA5, sizeof(float) * ny);
+                    run_w(lay ? &w4 : &m.w, pools[p], isa, x, n, y);
+                    for (size_t i = 0; i < ny; i++)
+                        if (memcmp(&y[i], &yr[i], sizeof(float)) != 0)
+                            fail_msg("u%d [%d x %d] group %d zmode %d perm %d layout %d n %d isa %d threads %d: y[%zu] "
+                                     "= %.9g, rule %.9g", k->type == PDQ_QT_U4 ? 4 : 8, k->rows, k->cols, k->group,
+                                     k->zmode, k->perm, lay, n, isa, p + 1, i, (double)y[i], (double)yr[i]);
+                }
         /* each GEMM row is the GEMV of that row */
         for (int i = 0; i < n; i++) {
             run(&m, pools[1], 0, x + (size_t)i * k->cols, 1, y1);
@@ -205,6 +215,7 @@ static void check_case(const icase *k, pdq_pool *pools[3], uint64_t *rng) {
         }
         free(x); free(yr); free(y); free(y1);
     }
+    free(w4.owned_codes);
     imat_free(&m);
 }
 
@@ -216,7 +227,7 @@ static void test_shapes_and_groups(void **state) {
     pdq_pool *pools[3];
     tu_pools_create(pools);
     uint64_t rng = 4242;
-    static const int dims[][2] = {{37, 172}, {20, 688}, {9, 5632}, {6, 8}, {3, 1}, {33, 300}, {17, 256}, {1, 129}};
+    static const int dims[][2] = {{37, 172}, {20, 688}, {9, 5632}, {6, 8}, {3, 1}, {33, 300}, {17, 256}, {1, 129}, {11, 320}};
     static const int groups[] = {0, 32, 64, 128, 256};
     for (size_t t = 0; t < N_TYPES; t++)
         for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
@@ -228,6 +239,7 @@ static void test_shapes_and_groups(void **state) {
                     check_case(&k, pools, &rng);
                 }
             }
+    assert_true(rows4_cases >= 40); /* 9 x 5632, 17 x 256 (both types), 11 x 320 (uint8) */
     tu_pools_free(pools);
 }
 
@@ -235,6 +247,7 @@ static void test_permutation(void **state) {
     (void)state;
     pdq_pool *pools[3];
     tu_pools_create(pools);
+    rows4_cases = 0;
     uint64_t rng = 99;
     for (size_t t = 0; t < N_TYPES; t++) {
         icase a = {37, 256, 32, 3, 1, types[t]}, b = {20, 172, 0, 3, 1, types[t]}, c = {18, 688, 128, 3, 1, types[t]};
@@ -242,6 +255,7 @@ static void test_permutation(void **state) {
         check_case(&b, pools, &rng);
         check_case(&c, pools, &rng);
     }
+    assert_true(rows4_cases > 0);
     tu_pools_free(pools);
 }
 

@@ -53,18 +53,28 @@ static char *quantize(const qcase *c) {
 
 static void check_packed_layout(const pdq_model *m, int expect_perm) {
     assert_non_null(m->packed);
-    int perms = 0;
+    int perms = 0, rows4 = 0;
     for (int l = 0; l < m->cfg.n_layers; l++)
         for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-            assert_non_null(m->layers[l].pw[i]);
+            const pdq_qmatrix *w = m->layers[l].pw[i];
+            assert_non_null(w);
             assert_null(m->layers[l].w[i]); /* no f32 copy */
-            perms += m->layers[l].pw[i]->perm != NULL;
+            perms += w->perm != NULL;
+            /* the 4-row layout exactly where its rule allows: whole 64-byte chunks per row,
+             * groups of whole 16-byte runs */
+            size_t gbytes = w->type == PDQ_QT_U4 ? (size_t)w->group / 2 : (size_t)w->group;
+            int want = w->row_bytes % 64 == 0 && (w->group == w->cols || gbytes % 16 == 0);
+            assert_int_equal(w->layout, want ? PDQ_QL_ROWS4 : PDQ_QL_ROWS);
+            rows4 += want;
         }
     assert_null(m->embed);
     assert_non_null(m->embed_q);
     assert_non_null(m->lm_head_q);
     if (m->cfg.tie_word_embeddings) assert_ptr_equal(m->lm_head_q, m->embed_q);
+    else assert_int_equal(m->embed_q->layout, PDQ_QL_ROWS); /* looked up, not multiplied: stays mapped */
     if (expect_perm) assert_true(perms > 0);
+    /* the bundled model (hidden 256) packs q/k/v/o/gate/up, not down (688 columns) */
+    if (m->cfg.hidden_size == 256) assert_int_equal(rows4, m->cfg.n_layers * (PDQ_LIN_COUNT - 1));
 }
 
 /* Logits of a 24-token prefill and 2 cached decode steps of the packed model. */
@@ -182,6 +192,13 @@ static void test_stories_gptq_actorder_groups(void **state) {
     compare(&c, 1);
 }
 
+/* act-order codes reordered at load, then copied into the 4-row layout (hidden 256, groups of 32) */
+static void test_bundled_gptq_actorder_groups(void **state) {
+    (void)state;
+    qcase c = {PDQ_TEST_MODEL, "data/web-bible/train.txt", PDQ_QM_GPTQ, 4, 32, 1024};
+    compare(&c, 1);
+}
+
 static void test_stories_rtn_w8(void **state) {
     (void)state;
     qcase c = {STORIES, "data/tinystories-260k/test.txt", PDQ_QM_RTN, 8, 0, 4096};
@@ -234,6 +251,7 @@ int main(void) {
         cmocka_unit_test(test_bundled_rtn_w8_group),
         cmocka_unit_test(test_stories_rtn_w4_group32),
         cmocka_unit_test(test_stories_gptq_actorder_groups),
+        cmocka_unit_test(test_bundled_gptq_actorder_groups),
         cmocka_unit_test(test_stories_rtn_w8),
         cmocka_unit_test(test_plain_and_bad),
     };

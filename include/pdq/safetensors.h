@@ -47,6 +47,10 @@ const pdq_st_tensor *pdq_st_find(const pdq_safetensors *s, const char *name);
 const pdq_st_tensor *pdq_st_expect(const pdq_safetensors *s, const char *name, const char *suffix, pdq_dtype dt,
                                    int ndim, int64_t a, int64_t b, const char *file, pdq_status *st);
 const char *pdq_st_file_of(const pdq_safetensors *s, const pdq_st_tensor *t);
+/* Drops the mapped pages of tensor NAME from this process's resident set (they stay in the page
+ * cache; a later read faults them back in), for a tensor whose data has been copied or
+ * converted. A missing tensor is ignored. */
+void pdq_st_drop_pages(const pdq_safetensors *s, const char *name);
 /* The __metadata__ object of the first file as JSON text, or NULL. */
 const char *pdq_st_metadata(const pdq_safetensors *s);
 

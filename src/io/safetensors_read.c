@@ -324,3 +324,15 @@ const pdq_st_tensor *pdq_st_expect(const pdq_safetensors *s, const char *name, c
     }
     return t;
 }
+
+/* Page rounding: the start down (inside the mapping: files map page aligned; a neighbour's
+ * bytes on that page fault back in if read, the mapping is read-only and private), the end
+ * down too (a partial last page stays). */
+void pdq_st_drop_pages(const pdq_safetensors *s, const char *name) {
+    const pdq_st_tensor *t = pdq_st_find(s, name);
+    long pg = sysconf(_SC_PAGESIZE);
+    if (!t || !t->data || pg <= 0) return;
+    uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)(pg - 1);
+    uintptr_t b = ((uintptr_t)t->data + t->nbytes) & ~(uintptr_t)(pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}

@@ -63,23 +63,29 @@ QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_
         uint8_t tail[4][QI_STEP];
         for (int s = 0; s < pl->nsteps; s++) {
             size_t off = (size_t)s * QI_STEP;
-            /* named, not an array: an array of them went through the stack */
-            const uint8_t *c0 = p.row[0] + off, *c1 = p.row[1] + off, *c2 = p.row[2] + off, *c3 = p.row[3] + off;
+            /* named, not an array: an array of them went through the stack. A step is two 64-byte
+             * chunks: cN + 32 q is qk_rows4_at(&p, N, off + 32 q) once the second chunk is reached */
+            const uint8_t *c0 = qk_rows4_at(&p, 0, off), *c1 = qk_rows4_at(&p, 1, off), *c2 = qk_rows4_at(&p, 2, off),
+                          *c3 = qk_rows4_at(&p, 3, off);
+            size_t skip = p.step - 64; /* from a step's first chunk's end to its second */
             if (off + QI_STEP <= rb) {
                 for (int k = 0; k < 4; k++) {
-                    _mm_prefetch((const char *)(p.row[k] + off + p.pf), _MM_HINT_T1);
-                    _mm_prefetch((const char *)(p.row[k] + off + p.pf + 64), _MM_HINT_T1);
+                    _mm_prefetch((const char *)(qk_rows4_at(&p, k, off) + p.pf), _MM_HINT_T1);
+                    _mm_prefetch((const char *)(qk_rows4_at(&p, k, off + 64) + p.pf), _MM_HINT_T1);
                 }
             } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
                 for (int k = 0; k < 4; k++) {
                     memset(tail[k], 0, QI_STEP);
-                    memcpy(tail[k], p.row[k] + off, rb - off);
+                    for (size_t j = 0; j < rb - off; j += 64)
+                        memcpy(tail[k] + j, qk_rows4_at(&p, k, off + j), rb - off - j < 64 ? rb - off - j : 64);
                 }
                 c0 = tail[0], c1 = tail[1], c2 = tail[2], c3 = tail[3];
+                skip = 0;
             }
             __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
 #pragma GCC unroll 4
             for (int q = 0; q < QI_STEP / 32; q++) {
+                if (q == 2) c0 += skip, c1 += skip, c2 += skip, c3 += skip;
                 const int16_t *xx = xq + off + 32 * q;
                 __m256i x0 = _mm256_loadu_si256((const __m256i *)xx), x1 = _mm256_loadu_si256((const __m256i *)(xx + 16));
                 a0 = _mm256_add_epi32(a0, u8_dot32(c0 + 32 * q, x0, x1));
@@ -124,8 +130,8 @@ QI_U8 static inline void transpose8(__m256i *v) {
 /* The 16 codes of a row from column 16q as int16: uint8 16 bytes, uint4 8 bytes (low nibble
  * first: the bytes' low and high nibbles interleave back into column order). */
 QI_U8 static inline __m256i codes16(const pdq_qmatrix *w, const uint8_t *row, int q) {
-    if (w->type == PDQ_QT_U8) return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(row + 16 * q)));
-    __m128i b = _mm_loadl_epi64((const __m128i *)(row + 8 * q)), m = _mm_set1_epi8(0x0F);
+    if (w->type == PDQ_QT_U8) return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)pdq_qmatrix_at(w, row, 16 * (size_t)q)));
+    __m128i b = _mm_loadl_epi64((const __m128i *)pdq_qmatrix_at(w, row, 8 * (size_t)q)), m = _mm_set1_epi8(0x0F);
     __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
     return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(lo, hi));
 }
@@ -142,7 +148,7 @@ QI_U8 void qi_panel_decode_avx2(const pdq_qmatrix *w, const qi_plan *pl, int r, 
         const uint8_t *row[8], *z[8];
         for (int l = 0; l < 8; l++) {
             int rl = r + (8 * h + l < nr ? 8 * h + l : nr - 1);
-            row[l] = w->codes + (size_t)rl * w->row_bytes;
+            row[l] = pdq_qmatrix_row(w, rl);
             z[l] = w->zeros + (size_t)rl * w->ngroups;
         }
         for (int g = 0; g < w->ngroups; g++) {

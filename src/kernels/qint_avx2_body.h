@@ -85,13 +85,14 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(c
             __m256i va[4], vb[4];
             if (off + 64 <= rb) {
                 for (int k = 0; k < 4; k++) {
-                    _mm_prefetch((const char *)(p.row[k] + off + p.pf), _MM_HINT_T1);
-                    QI_NAME(step_row)(p.row[k] + off, x4, &va[k], one ? NULL : &vb[k]);
+                    const uint8_t *c = qk_rows4_at(&p, k, off);
+                    _mm_prefetch((const char *)(c + p.pf), _MM_HINT_T1);
+                    QI_NAME(step_row)(c, x4, &va[k], one ? NULL : &vb[k]);
                 }
             } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
                 for (int k = 0; k < 4; k++) {
                     uint8_t tail[64] = {0};
-                    memcpy(tail, p.row[k] + off, rb - off);
+                    memcpy(tail, qk_rows4_at(&p, k, off), rb - off);
                     QI_NAME(step_row)(tail, x4, &va[k], one ? NULL : &vb[k]);
                 }
             }

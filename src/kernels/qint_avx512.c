@@ -107,20 +107,20 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
             __m512i xle = _mm512_loadu_si512(x4 + 128), xlo = _mm512_loadu_si512(x4 + 192);
             __m512i v0, v1, v2, v3; /* named: an array of them went through the stack */
             if (off + 64 <= rb) {
-                _mm_prefetch((const char *)(p.row[0] + off + p.pf), _MM_HINT_T1);
-                _mm_prefetch((const char *)(p.row[1] + off + p.pf), _MM_HINT_T1);
-                _mm_prefetch((const char *)(p.row[2] + off + p.pf), _MM_HINT_T1);
-                _mm_prefetch((const char *)(p.row[3] + off + p.pf), _MM_HINT_T1);
-                v0 = step_row(_mm512_loadu_si512(p.row[0] + off), xhe, xho, xle, xlo);
-                v1 = step_row(_mm512_loadu_si512(p.row[1] + off), xhe, xho, xle, xlo);
-                v2 = step_row(_mm512_loadu_si512(p.row[2] + off), xhe, xho, xle, xlo);
-                v3 = step_row(_mm512_loadu_si512(p.row[3] + off), xhe, xho, xle, xlo);
+                _mm_prefetch((const char *)(qk_rows4_at(&p, 0, off) + p.pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(qk_rows4_at(&p, 1, off) + p.pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(qk_rows4_at(&p, 2, off) + p.pf), _MM_HINT_T1);
+                _mm_prefetch((const char *)(qk_rows4_at(&p, 3, off) + p.pf), _MM_HINT_T1);
+                v0 = step_row(_mm512_loadu_si512(qk_rows4_at(&p, 0, off)), xhe, xho, xle, xlo);
+                v1 = step_row(_mm512_loadu_si512(qk_rows4_at(&p, 1, off)), xhe, xho, xle, xlo);
+                v2 = step_row(_mm512_loadu_si512(qk_rows4_at(&p, 2, off)), xhe, xho, xle, xlo);
+                v3 = step_row(_mm512_loadu_si512(qk_rows4_at(&p, 3, off)), xhe, xho, xle, xlo);
             } else { /* the row's last bytes: past them lie the next row or the buffer's end */
                 __mmask64 m = _cvtu64_mask64(~0ull >> (64 - (rb - off)));
-                v0 = step_row(_mm512_maskz_loadu_epi8(m, p.row[0] + off), xhe, xho, xle, xlo);
-                v1 = step_row(_mm512_maskz_loadu_epi8(m, p.row[1] + off), xhe, xho, xle, xlo);
-                v2 = step_row(_mm512_maskz_loadu_epi8(m, p.row[2] + off), xhe, xho, xle, xlo);
-                v3 = step_row(_mm512_maskz_loadu_epi8(m, p.row[3] + off), xhe, xho, xle, xlo);
+                v0 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(&p, 0, off)), xhe, xho, xle, xlo);
+                v1 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(&p, 1, off)), xhe, xho, xle, xlo);
+                v2 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(&p, 2, off)), xhe, xho, xle, xlo);
+                v3 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(&p, 3, off)), xhe, xho, xle, xlo);
             }
             /* lane 4j + k of q: the sum over columns 32j..32j+31 of the step for row k */
             __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
@@ -237,13 +237,16 @@ QI_AVX512 void qi_panel_decode_avx512(const pdq_qmatrix *w, const qi_plan *pl, i
     int full = w->cols / 2 / 4, rb = (int)w->row_bytes; /* whole 4-byte words of two valid columns each */
     qi_panel_decode_tail(w, pl, r, nr, panel, pscale, zt, 4 * full);
     __mmask16 rows = (__mmask16)(nr >= QI_PANEL ? 0xFFFF : (1u << nr) - 1);
-    __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                     _mm512_set1_epi32(rb));
-    const uint8_t *base = w->codes + (size_t)r * w->row_bytes;
+    /* row l's offset from row r (a multiple of 16) in either layout: (l / 4) 4-row blocks and l % 4 rows */
+    __m512i lv = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i idx = _mm512_add_epi32(_mm512_mullo_epi32(_mm512_srli_epi32(lv, 2), _mm512_set1_epi32(4 * rb)),
+                                   _mm512_mullo_epi32(_mm512_and_si512(lv, _mm512_set1_epi32(3)),
+                                                      _mm512_set1_epi32((int)w->row_step)));
+    const uint8_t *base = pdq_qmatrix_row(w, r);
     const __m512i m0 = _mm512_set1_epi32(0x0F), m1 = _mm512_set1_epi32(0xF0000);
     int cpg = w->group; /* columns per zero-point group */
     for (int q = 0; q < full; q++) {
-        __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows, idx, base + 4 * q, 1);
+        __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), rows, idx, pdq_qmatrix_at(w, base, 4 * (size_t)q), 1);
         __m512i z = _mm512_load_si512(zt + (size_t)(8 * q / cpg) * QI_PANEL);
         for (int jj = 0; jj < 4; jj++) {
             __m512i u = _mm512_srli_epi32(v, 8 * jj);

@@ -77,7 +77,7 @@ void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr,
             for (int g = 0; g < w->ngroups; g++) pscale[g * QI_PANEL + l] = 0.0f, zt[g * QI_PANEL + l] = 0;
             continue;
         }
-        const uint8_t *row = w->codes + (size_t)(r + l) * w->row_bytes;
+        const uint8_t *row = pdq_qmatrix_row(w, r + l);
         const uint8_t *z = w->zeros + (size_t)(r + l) * w->ngroups;
         for (int j = j0; j < pairs; j++) {
             int c = 2 * j, v0 = 0, v1 = 0;

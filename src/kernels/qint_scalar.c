@@ -6,7 +6,7 @@ void qi_gemv_scalar(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, i
     const int16_t *xq = qi_xq(p, xt);
     const float *xs = qi_xs(p, xt);
     for (int r = r0; r < r1; r++) {
-        const uint8_t *row = w->codes + (size_t)r * w->row_bytes;
+        const uint8_t *row = pdq_qmatrix_row(w, r);
         const uint8_t *z = w->zeros + (size_t)r * w->ngroups;
         const float *sc = w->scales + (size_t)r * w->ngroups;
         float acc = 0.0f, t = 0.0f;

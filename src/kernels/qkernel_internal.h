@@ -63,8 +63,10 @@ static inline int qk_group_len(const pdq_qmatrix *w, int g) {
     return rest < w->group ? rest : w->group;
 }
 
+/* The code of column c of a row (pdq_qmatrix_row), in either layout. */
 static inline int qk_code(const pdq_qmatrix *w, const uint8_t *row, int c) {
-    return w->type == PDQ_QT_U4 ? (row[c >> 1] >> ((c & 1) * 4)) & 0xF : row[c];
+    return w->type == PDQ_QT_U4 ? (*pdq_qmatrix_at(w, row, (size_t)c >> 1) >> ((c & 1) * 4)) & 0xF
+                                : *pdq_qmatrix_at(w, row, (size_t)c);
 }
 
 /* Column of slot j (0 <= j < block) of the block starting at column c: uint4 slots 0..15 take
@@ -115,7 +117,7 @@ static inline float qk_zero_term(const pdq_qmatrix *w, int r, const float *xt) {
 /* Decoded panel row: (float)code in the prepared layout (exact: small integers). */
 static inline void qk_decode_row(const pdq_qmatrix *w, int r, float *wf) {
     int b = qk_block(w), gs = qk_group_stride(w);
-    const uint8_t *row = w->codes + (size_t)r * w->row_bytes;
+    const uint8_t *row = pdq_qmatrix_row(w, r);
     int32_t v[32];
     for (int g = 0; g < w->ngroups; g++) {
         int c0 = g * w->group, c1 = c0 + qk_group_len(w, g);

@@ -42,8 +42,9 @@ QK_AVX2 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
                     __m256 x2 = _mm256_loadu_ps(xb + 16), x3 = _mm256_loadu_ps(xb + 24);
 #define QK_U4_ROW(k)                                                                         \
     do {                                                                                     \
-        _mm_prefetch((const char *)(p.row[k] + off + p.pf), _MM_HINT_T0);                      \
-        __m256i va = bytes8(p.row[k] + off), vb = bytes8(p.row[k] + off + 8);                \
+        _mm_prefetch((const char *)(qk_rows4_at(&p, k, off) + p.pf), _MM_HINT_T0);                      \
+        const uint8_t *ck = qk_rows4_at(&p, k, off);                                       \
+        __m256i va = bytes8(ck), vb = bytes8(ck + 8);                \
         d##k##a = _mm256_fmadd_ps(x0, _mm256_cvtepi32_ps(_mm256_and_si256(va, m15)), d##k##a); \
         d##k##b = _mm256_fmadd_ps(x1, _mm256_cvtepi32_ps(_mm256_and_si256(vb, m15)), d##k##b); \
         d##k##a = _mm256_fmadd_ps(x2, _mm256_cvtepi32_ps(_mm256_srli_epi32(va, 4)), d##k##a);  \
@@ -108,9 +109,10 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
                 __m256 x0 = _mm256_loadu_ps(xb), x1 = _mm256_loadu_ps(xb + 8);
 #define QK_U8_ROW(k)                                                                          \
     do {                                                                                      \
-        _mm_prefetch((const char *)(p.row[k] + c + p.pf), _MM_HINT_T0);                         \
-        d##k##a = _mm256_fmadd_ps(x0, _mm256_cvtepi32_ps(bytes8(p.row[k] + c)), d##k##a);     \
-        d##k##b = _mm256_fmadd_ps(x1, _mm256_cvtepi32_ps(bytes8(p.row[k] + c + 8)), d##k##b); \
+        const uint8_t *ck = qk_rows4_at(&p, k, (size_t)c);                                    \
+        _mm_prefetch((const char *)(ck + p.pf), _MM_HINT_T0);                         \
+        d##k##a = _mm256_fmadd_ps(x0, _mm256_cvtepi32_ps(bytes8(ck)), d##k##a);     \
+        d##k##b = _mm256_fmadd_ps(x1, _mm256_cvtepi32_ps(bytes8(ck + 8)), d##k##b); \
     } while (0)
                 QK_U8_ROW(0);
                 QK_U8_ROW(1);
@@ -190,7 +192,7 @@ QK_AVX2 void qk_tile_avx2(const pdq_qmatrix *w, const float *const *xr, int ni, 
 /* Decoded panel row, vectorized: the values qk_decode_row gives (exact small integers). */
 QK_AVX2 void qk_decode_row_avx2(const pdq_qmatrix *w, int r, float *wf) {
     int gs = qk_group_stride(w), ng = w->ngroups;
-    const uint8_t *row = w->codes + (size_t)r * w->row_bytes;
+    const uint8_t *row = pdq_qmatrix_row(w, r);
     const __m256i m15 = _mm256_set1_epi32(0xF);
     int32_t v[32];
     for (int g = 0; g < ng; g++) {
@@ -200,7 +202,8 @@ QK_AVX2 void qk_decode_row_avx2(const pdq_qmatrix *w, int r, float *wf) {
         if (w->type == PDQ_QT_U4) {
             if ((c0 & 1) == 0)
                 for (; c + 32 <= c1; c += 32, o += 32) {
-                    __m256i qa = bytes8(row + ((size_t)c >> 1)), qb = bytes8(row + ((size_t)c >> 1) + 8);
+                    const uint8_t *cb = pdq_qmatrix_at(w, row, (size_t)c >> 1);
+                    __m256i qa = bytes8(cb), qb = bytes8(cb + 8);
                     _mm256_storeu_ps(o, _mm256_cvtepi32_ps(_mm256_and_si256(qa, m15)));
                     _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(_mm256_and_si256(qb, m15)));
                     _mm256_storeu_ps(o + 16, _mm256_cvtepi32_ps(_mm256_srli_epi32(qa, 4)));
@@ -212,8 +215,9 @@ QK_AVX2 void qk_decode_row_avx2(const pdq_qmatrix *w, int r, float *wf) {
             }
         } else {
             for (; c + 16 <= c1; c += 16, o += 16) {
-                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(bytes8(row + c)));
-                _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(bytes8(row + c + 8)));
+                const uint8_t *cb = pdq_qmatrix_at(w, row, (size_t)c);
+                _mm256_storeu_ps(o, _mm256_cvtepi32_ps(bytes8(cb)));
+                _mm256_storeu_ps(o + 8, _mm256_cvtepi32_ps(bytes8(cb + 8)));
             }
             for (; c < c1; c += 16, o += 16) {
                 qk_decode_block(w, row, c, c1, v);

@@ -43,8 +43,8 @@ QK_AVX512 void qk_gemv_u4_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
                     __m512 xl = _mm512_loadu_ps(xg + (c - c0)), xh = _mm512_loadu_ps(xg + (c - c0) + 16);
 #define QK_U4_ROW(k)                                                                   \
     do {                                                                               \
-        _mm_prefetch((const char *)(p.row[k] + off + p.pf), _MM_HINT_T0);                \
-        __m512i v = bytes16(p.row[k] + off);                                           \
+        _mm_prefetch((const char *)(qk_rows4_at(&p, k, off) + p.pf), _MM_HINT_T0);                \
+        __m512i v = bytes16(qk_rows4_at(&p, k, off));                                           \
         d##k = _mm512_fmadd_ps(xl, _mm512_cvtepi32_ps(_mm512_and_si512(v, m15)), d##k); \
         d##k = _mm512_fmadd_ps(xh, _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4)), d##k);  \
     } while (0)
@@ -94,11 +94,11 @@ QK_AVX512 void qk_gemv_u8_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
             int c = c0;
             for (; c + 16 <= c1; c += 16) {
                 __m512 xv = _mm512_loadu_ps(xg + (c - c0));
-                for (int k = 0; k < 4; k++) _mm_prefetch((const char *)(p.row[k] + c + p.pf), _MM_HINT_T0);
-                d0 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(p.row[0] + c)), d0);
-                d1 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(p.row[1] + c)), d1);
-                d2 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(p.row[2] + c)), d2);
-                d3 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(p.row[3] + c)), d3);
+                for (int k = 0; k < 4; k++) _mm_prefetch((const char *)(qk_rows4_at(&p, k, (size_t)c) + p.pf), _MM_HINT_T0);
+                d0 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(qk_rows4_at(&p, 0, (size_t)c))), d0);
+                d1 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(qk_rows4_at(&p, 1, (size_t)c))), d1);
+                d2 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(qk_rows4_at(&p, 2, (size_t)c))), d2);
+                d3 = _mm512_fmadd_ps(xv, _mm512_cvtepi32_ps(bytes16(qk_rows4_at(&p, 3, (size_t)c))), d3);
             }
             if (c < c1) {
                 __m512 xv = _mm512_loadu_ps(xg + (c - c0));

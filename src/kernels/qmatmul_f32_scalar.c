@@ -6,7 +6,7 @@
 
 static float row_dot(const pdq_qmatrix *w, int r, const float *xt) {
     int b = qk_block(w), gs = qk_group_stride(w), ng = w->ngroups;
-    const uint8_t *row = w->codes + (size_t)r * w->row_bytes;
+    const uint8_t *row = pdq_qmatrix_row(w, r);
     float acc[16] = {0};
     int32_t v[32];
     for (int g = 0; g < ng; g++) {

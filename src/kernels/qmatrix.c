@@ -30,6 +30,9 @@ pdq_code pdq_qmatrix_init(pdq_qmatrix *w, pdq_qtype type, int rows, int cols, in
     w->group = group;
     w->ngroups = ng;
     w->row_bytes = type == PDQ_QT_U4 ? (size_t)(cols + 1) / 2 : (size_t)cols;
+    w->layout = PDQ_QL_ROWS;
+    w->row_step = w->row_bytes;
+    w->chunk_step = 64;
     w->codes = codes;
     w->scales = scales;
     w->zeros = zeros;
@@ -40,7 +43,36 @@ pdq_code pdq_qmatrix_init(pdq_qmatrix *w, pdq_qtype type, int rows, int cols, in
 void pdq_qmatrix_free(pdq_qmatrix *w) {
     if (!w) return;
     free(w->owned);
+    free(w->owned_codes);
     memset(w, 0, sizeof *w);
+}
+
+int pdq_qmatrix_rows4_ok(const pdq_qmatrix *w) {
+    size_t gb = w->type == PDQ_QT_U4 ? (size_t)w->group / 2 : (size_t)w->group;
+    int whole = w->type == PDQ_QT_U8 || w->group % 2 == 0;
+    return w->layout == PDQ_QL_ROWS && w->row_bytes % 64 == 0 && (w->group == w->cols || (whole && gb % 16 == 0));
+}
+
+size_t pdq_qmatrix_rows4_bytes(const pdq_qmatrix *w) { return ((size_t)w->rows + 3) / 4 * 4 * w->row_bytes; }
+
+pdq_code pdq_qmatrix_pack_rows4(pdq_qmatrix *w, pdq_status *st) {
+    if (!pdq_qmatrix_rows4_ok(w)) return PDQ_OK;
+    size_t rb = w->row_bytes, n = pdq_qmatrix_rows4_bytes(w);
+    uint8_t *dst = aligned_alloc(64, n);
+    if (!dst) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for %zu bytes of packed codes", n);
+    memset(dst + (size_t)w->rows / 4 * 4 * rb, 0, n - (size_t)w->rows / 4 * 4 * rb);
+    for (int r = 0; r < w->rows; r++) {
+        const uint8_t *src = pdq_qmatrix_row(w, r);
+        uint8_t *d = dst + (size_t)(r >> 2) * 4 * rb + (size_t)(r & 3) * 64;
+        for (size_t j = 0; j < rb; j += 64) memcpy(d + j / 64 * 256, src + j, 64);
+    }
+    free(w->owned_codes);
+    w->owned_codes = dst;
+    w->codes = dst;
+    w->layout = PDQ_QL_ROWS4;
+    w->row_step = 64;
+    w->chunk_step = 256;
+    return PDQ_OK;
 }
 
 size_t pdq_qmatrix_bytes(const pdq_qmatrix *w) {
@@ -49,7 +81,7 @@ size_t pdq_qmatrix_bytes(const pdq_qmatrix *w) {
 }
 
 void pdq_qmatrix_dequant_row(const pdq_qmatrix *w, int r, float *out) {
-    const uint8_t *row = w->codes + (size_t)r * w->row_bytes;
+    const uint8_t *row = pdq_qmatrix_row(w, r);
     for (int c = 0; c < w->cols; c++) {
         size_t g = (size_t)r * w->ngroups + (size_t)(c / w->group);
         out[w->perm ? w->perm[c] : c] = w->scales[g] * ((float)qk_code(w, row, c) - (float)w->zeros[g]);

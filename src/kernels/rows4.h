@@ -8,6 +8,7 @@
 typedef struct {
     const uint8_t *row[4], *zero[4];
     const float *scale[4];
+    size_t step; /* bytes from one 64-byte chunk of a row to its next (pdq_qmatrix chunk_step) */
     size_t pf; /* bytes ahead to prefetch codes from these rows: 0 when that would leave the task */
 } qk_rows4;
 
@@ -24,14 +25,20 @@ static inline size_t qk_prefetch_in_task(int r, int r1, size_t pf, size_t row_by
  * returns how many rows it has. */
 static inline int qk_rows4_init(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
     int nr = r1 - r < 4 ? r1 - r : 4;
+    p->step = w->chunk_step;
     p->pf = qk_prefetch_in_task(r, r1, pf, w->row_bytes);
     for (int k = 0; k < 4; k++) {
         int rk = r + (k < nr ? k : nr - 1);
-        p->row[k] = w->codes + (size_t)rk * w->row_bytes;
+        p->row[k] = pdq_qmatrix_row(w, rk);
         p->zero[k] = w->zeros + (size_t)rk * w->ngroups;
         p->scale[k] = w->scales + (size_t)rk * w->ngroups;
     }
     return nr;
+}
+
+/* Byte j of row k of the block (the reads at it stay inside its 64-byte chunk). */
+static inline const uint8_t *qk_rows4_at(const qk_rows4 *p, int k, size_t j) {
+    return p->row[k] + (j >> 6) * p->step + (j & 63);
 }
 
 /* Output rows per GEMV task: two contiguous shares per thread (the second evens out a thread

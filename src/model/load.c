@@ -212,19 +212,6 @@ pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
 
 /* --- lazy loading --- */
 
-/* Drops the mmapped pages of a tensor that has been converted from this process's resident set
- * (they stay in the page cache), so a lazy model's RSS does not grow to the whole file. Page
- * rounding: the start is rounded down (inside the mapping: the file starts page aligned), the
- * end down too (a partial last page stays). */
-static void drop_pages(const pdq_safetensors *s, const char *name) {
-    const pdq_st_tensor *t = pdq_st_find(s, name);
-    long pg = sysconf(_SC_PAGESIZE);
-    if (!t || !t->data || pg <= 0) return;
-    uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)(pg - 1);
-    uintptr_t b = ((uintptr_t)t->data + t->nbytes) & ~(uintptr_t)(pg - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
-}
-
 pdq_code pdq_model_load_lazy(const char *dir, pdq_model **out, pdq_status *st) {
     *out = NULL;
     struct stat sb;
@@ -296,7 +283,7 @@ pdq_code pdq_model_layer_acquire(pdq_model *m, int l, pdq_status *st) {
     for (int i = 0; i < PDQ_LIN_COUNT; i++) {
         snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
                  pdq_linear_name((pdq_linear_id)i));
-        drop_pages(m->lazy_src, name);
+        pdq_st_drop_pages(m->lazy_src, name);
     }
     if (rc) pdq_model_layer_release(m, l);
     return rc;
@@ -318,7 +305,7 @@ static pdq_code acquire_table(pdq_model *m, float **dst, int embed, pdq_status *
     const char *name = of_embed ? "model.embed_tokens.weight" : "lm_head.weight";
     pdq_code rc = of_embed ? read2(m->lazy_src, name, m->cfg.vocab_size, m->cfg.hidden_size, *dst, st)
                            : read_lm_head(m->lazy_src, m, st);
-    drop_pages(m->lazy_src, name);
+    pdq_st_drop_pages(m->lazy_src, name);
     if (!rc && m->on_acquire) rc = m->on_acquire(m->on_acquire_ctx, m, embed ? PDQ_ACQ_EMBED : PDQ_ACQ_LM_HEAD, st);
     if (rc) {
         free(*dst);
