@@ -1,7 +1,9 @@
 /* Packed-kernel micro benchmark: GEMV bandwidth and GEMM throughput on TinyLlama-1.1B linear
  * shapes. build/bench_qmatmul [threads] [n_gemm] [kernel] [group]; kernel: auto, scalar, avx2,
  * avx2-int (no VNNI) or f32 (the float kernels, not the integer path); group 0: per-channel. Prints one line
- * per case (best of 5). */
+ * per case (best of 5). Codes take the 4-row layout where it applies (as the packed loader
+ * does), row-major with BENCH_ROWS=1. BENCH_DRAM=MB: the GEMV also cycles over copies of the
+ * matrix filling MB, so it streams from memory as decode does (GB/s of packed bytes). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,18 @@ int main(int argc, char **argv) {
             for (int i = 0; i < rows * ng; i++) { zeros[i] = t == 0 ? 8 : 128; scales[i] = 0.01f; }
             pdq_qmatrix w;
             if (pdq_qmatrix_init(&w, t == 0 ? PDQ_QT_U4 : PDQ_QT_U8, rows, cols, group, codes, scales, zeros, NULL, "b", &st)) return 1;
+            int rows4 = !getenv("BENCH_ROWS");
+            if (rows4 && pdq_qmatrix_pack_rows4(&w, &st)) return 1;
+            int ncopy = getenv("BENCH_DRAM") ? (int)(atof(getenv("BENCH_DRAM")) * 1e6 / (double)pdq_qmatrix_bytes(&w)) + 1 : 0;
+            pdq_qmatrix *copies = ncopy ? calloc((size_t)ncopy, sizeof *copies) : NULL;
+            for (int i = 0; i < ncopy; i++) {
+                copies[i] = w;
+                copies[i].owned = copies[i].owned_codes = NULL;
+                uint8_t *cc = malloc(rows4 ? pdq_qmatrix_rows4_bytes(&w) : (size_t)rows * rb);
+                memcpy(cc, w.codes, rows4 ? pdq_qmatrix_rows4_bytes(&w) : (size_t)rows * rb);
+                copies[i].codes = cc;
+                copies[i].owned_codes = cc;
+            }
             float *x = malloc(sizeof(float) * (size_t)cols * ngemm), *y = malloc(sizeof(float) * (size_t)rows * ngemm);
             for (size_t i = 0; i < (size_t)cols * ngemm; i++) x[i] = (float)((i % 97) - 48) / 48.0f;
             double best1 = 1e9, bestn = 1e9;
@@ -55,6 +69,17 @@ int main(int argc, char **argv) {
                 double t1 = now();
                 if (t1 - t0 < bestn) bestn = t1 - t0;
             }
+            double bestd = 1e9;
+            for (int r = 0; ncopy && r < 3; r++) {
+                double t0 = now();
+                for (int k = 0; k < ncopy; k++) pdq_qmatmul(&ctx, &copies[k], x, 1, y, &st);
+                double t1 = now();
+                if ((t1 - t0) / ncopy < bestd) bestd = (t1 - t0) / ncopy;
+            }
+            for (int i = 0; i < ncopy; i++) free(copies[i].owned_codes);
+            free(copies);
+            if (ncopy) printf("%s %5d x %5d  %s gemv from DRAM (%d copies) %.3f ms %.1f GB/s\n", t ? "u8" : "u4", rows, cols,
+                              rows4 ? "rows4" : "rows", ncopy, bestd * 1e3, (double)pdq_qmatrix_bytes(&w) / bestd / 1e9);
             double bestb = 1e9;
             if (t == 0 && getenv("BENCH_BLAS")) {
                 float *wf = malloc(sizeof(float) * (size_t)rows * cols);
@@ -72,6 +97,7 @@ int main(int argc, char **argv) {
             printf("%s %5d x %5d  gemv %.3f ms %.1f GB/s   gemm n=%d %.1f ms %.1f GFLOP/s\n", t ? "u8" : "u4", rows, cols,
                    best1 * 1e3, (double)pdq_qmatrix_bytes(&w) / best1 / 1e9, ngemm, bestn * 1e3,
                    2.0 * rows * cols * ngemm / bestn / 1e9);
+            pdq_qmatrix_free(&w); /* its 4-row copy (the arrays below are the caller's) */
             free(codes); free(zeros); free(scales); free(x); free(y);
         }
     pdq_pool_free(pool);

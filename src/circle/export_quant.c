@@ -128,13 +128,18 @@ static pdq_code quant_weight(pdq_qweights *w, pdq_tensor *t, const char *mod, co
         memcpy(&sc, (const char *)ts->data + sizeof(float) * (size_t)r, sizeof sc);
         uint8_t z = ((const uint8_t *)tz->data)[r];
         q->zero_point[r] = z;
-        /* every distinct (code - zero) of the row and the weight it must dequantize to */
+        /* up to 16 distinct (code - zero) of the row and the weights they must dequantize to
+         * (seen[] by code: one pass over the row, not one per distinct value) */
         int n = 0;
+        unsigned char seen[256] = {0};
         for (int c = 0; c < cols && n < 16; c++) {
-            int64_t k = (int64_t)codes[(size_t)r * cols + c] - z;
-            int seen = 0;
-            for (int i = 0; i < n; i++) seen |= ks[i] == k;
-            if (!seen) { ks[n] = k; want[n] = wf[(size_t)r * cols + c]; n++; }
+            uint8_t code = codes[(size_t)r * cols + c];
+            if (!seen[code]) {
+                seen[code] = 1;
+                ks[n] = (int64_t)code - z;
+                want[n] = wf[(size_t)r * cols + c];
+                n++;
+            }
         }
         float s0 = sc;
         if (n > 0) {

@@ -107,8 +107,9 @@ void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size
 void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* Packed uint4 decode (qx_fc_u4_packed.c): repack p->w at create (0, or -1 out of memory),
  * split an activation row into the kernel's planes, and out[i] = sum over the first k64 columns
- * of x * w[r + i] for 4 rows (the caller adds the tail columns from p->w), prefetching the packed
- * rows pf bytes ahead (0 near the end of the caller's rows: past them lie another task's). */
+ * of x * w[r + i] for the 4-row block at r (r % 4 == 0; the caller adds the tail columns from
+ * p->w, and rows past the last whole block from p->w alone), prefetching pf bytes ahead in the
+ * packed stream (0 near the end of the caller's rows: past them lie another task's). */
 int pdq_qx_u4p_pack(qx_prep *p);
 void pdq_qx_u4p_planes(const qx_prep *p, const int16_t *x, int16_t *xp);
 void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out);
