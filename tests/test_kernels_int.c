@@ -328,6 +328,64 @@ static void test_u8_extremes(void **state) {
     tu_pools_free(pools);
 }
 
+/* pdq_qexact_rows (the integer executor's sums): raw code * xq in int64, any int16 xq (-32768
+ * included), on every path, in both layouts, over row ranges that start and end mid-block. */
+static void test_exact_sums(void **state) {
+    (void)state;
+    uint64_t rng = 21;
+    static const int dims[][2] = {{9, 5632}, {17, 256}, {37, 172}, {20, 688}, {6, 8}, {3, 1}, {5, 129}, {8, 4224}};
+    int packed_cases = 0;
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+        icase k = {dims[d][0], dims[d][1], 0, 3, 0, PDQ_QT_U4};
+        imat m;
+        imat_make(&k, &rng, &m);
+        assert_true(pdq_qexact_ok(&m.w));
+        int16_t *xq = malloc(sizeof(int16_t) * (size_t)k.cols);
+        for (int mode = 0; mode < 3; mode++) { /* random, all -32768, alternating extremes */
+            for (int c = 0; c < k.cols; c++)
+                xq[c] = mode == 0 ? (int16_t)(tu_rand(&rng) & 0xFFFF) : mode == 1 ? INT16_MIN : (c % 2 ? INT16_MAX : INT16_MIN);
+            if (mode == 1)
+                for (int i = 0; i < k.rows * k.cols; i++) m.codes[i] = 15; /* the largest |sum| */
+            if (mode == 1)
+                for (int r = 0; r < k.rows; r++) pdq_pack4(m.codes + (size_t)r * k.cols, (size_t)k.cols, m.packed + (size_t)r * m.w.row_bytes);
+            int64_t *want = malloc(sizeof(int64_t) * (size_t)k.rows), *got = malloc(sizeof(int64_t) * (size_t)k.rows);
+            for (int r = 0; r < k.rows; r++) {
+                int64_t t = 0;
+                for (int c = 0; c < k.cols; c++) t += (int64_t)m.codes[(size_t)r * k.cols + c] * xq[c];
+                want[r] = t;
+            }
+            pdq_qmatrix w4 = m.w;
+            pdq_status st = {0};
+            assert_int_equal(pdq_qmatrix_pack_rows4(&w4, &st), PDQ_OK);
+            packed_cases += w4.layout == PDQ_QL_ROWS4;
+            uint8_t *buf = aligned_alloc(64, (pdq_qexact_bytes(&m.w) + 63) / 64 * 64);
+            pdq_qexact_prepare(&m.w, xq, buf);
+            for (int lay = 0; lay < 2; lay++)
+                for (int isa = 0; isa < N_ISA; isa++) {
+                    pdq_qctx ctx = {.force_scalar = isa == 1, .no_avx512 = isa == 2 || isa == 3, .no_vnni = isa >= 3};
+                    const pdq_qmatrix *w = lay ? &w4 : &m.w;
+                    memset(got, 0xA5, sizeof(int64_t) * (size_t)k.rows);
+                    pdq_qexact_rows(&ctx, w, buf, 0, k.rows, k.rows, got);
+                    for (int r = 0; r < k.rows; r++)
+                        if (got[r] != want[r])
+                            fail_msg("[%d x %d] mode %d layout %d isa %d: s[%d] = %lld, want %lld", k.rows, k.cols, mode,
+                                     lay, isa, r, (long long)got[r], (long long)want[r]);
+                    /* a task's range from a block start to a row mid-block, prefetch bounded by it */
+                    int r1 = k.rows > 4 ? k.rows - 1 : k.rows;
+                    pdq_qexact_rows(&ctx, w, buf, k.rows >= 8 ? 4 : 0, r1, r1, got);
+                    for (int r = k.rows >= 8 ? 4 : 0; r < r1; r++) assert_true(got[r - (k.rows >= 8 ? 4 : 0)] == want[r]);
+                }
+            free(buf);
+            free(w4.owned_codes);
+            free(want);
+            free(got);
+        }
+        free(xq);
+        imat_free(&m);
+    }
+    assert_true(packed_cases >= 9); /* 5632, 256, 4224 columns, three modes each */
+}
+
 static void test_nonfinite(void **state) {
     (void)state;
     pdq_pool *pools[3];
@@ -373,6 +431,7 @@ int main(void) {
         cmocka_unit_test(test_rounding_edges),
         cmocka_unit_test(test_u8_extremes),
         cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_exact_sums),
     };
     printf("integer kernel path on this CPU: %s\n", pdq_qmatmul_path(NULL));
     return cmocka_run_group_tests(tests, NULL, NULL);

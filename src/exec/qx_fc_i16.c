@@ -15,6 +15,8 @@
 #endif
 
 #include "kernels/rows4.h"
+#include "pdq/quant.h"
+#include "kernels/qmatmul.h"
 #include "qx_hsum.h"
 #include "qx_internal.h"
 
@@ -230,6 +232,41 @@ void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size
 int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n) { return pdq_qx_dot_u8_scalar(x, w, n); }
 #endif
 
+/* The decode copy of a uint4 weight (p->w: one code per byte) for the packed kernels: nibbles,
+ * the 4-row layout where the shape allows, zero points 0 and scales 1 (the executor applies its
+ * own), and room for the prepared activation rows. */
+static pdq_code u4_packed(qx_prep *p, const char *name, pdq_status *st) {
+    size_t rb = (size_t)(p->fin + 1) / 2;
+    uint8_t *codes = malloc(rb * (size_t)p->fout);
+    unsigned char *grid = malloc((sizeof(float) + 1) * (size_t)p->fout);
+    p->qm = calloc(1, sizeof *p->qm);
+    if (!codes || !grid || !p->qm) {
+        free(codes);
+        free(grid);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: packed copy of %s", name);
+    }
+    float *scales = (float *)(void *)grid;
+    uint8_t *zeros = grid + sizeof(float) * (size_t)p->fout;
+    for (int r = 0; r < p->fout; r++) {
+        pdq_pack4(p->w + (size_t)r * p->fin, (size_t)p->fin, codes + (size_t)r * rb);
+        scales[r] = 1.0f;
+        zeros[r] = 0;
+    }
+    pdq_code rc = pdq_qmatrix_init(p->qm, PDQ_QT_U4, p->fout, p->fin, 0, codes, scales, zeros, NULL, name, st);
+    if (rc) {
+        free(codes);
+        free(grid);
+        return rc;
+    }
+    p->qm->owned = grid;
+    p->qm->owned_codes = codes; /* replaced (and freed) by the 4-row copy */
+    if ((rc = pdq_qmatrix_pack_rows4(p->qm, st))) return rc;
+    p->xbytes = (pdq_qexact_bytes(p->qm) + 63) / 64 * 64;
+    if (!(p->xbuf = aligned_alloc(64, p->xbytes * (size_t)(p->rows ? p->rows : 1))))
+        return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: activation rows of %s", name);
+    return PDQ_OK;
+}
+
 pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     const pdq_graph *g = x->g;
     const pdq_op *op = &g->ops[oi];
@@ -292,8 +329,7 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     size_t nw = (size_t)p->fout * p->fin;
     for (size_t i = 0; i < nw; i++)
         if (wd[i] > hi) return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s: code %d > %d", w->name, wd[i], hi);
-    if (w->dtype == PDQ_TU4 && x->simd && p->rows < 4 && p->fout >= 4 && pdq_qx_u4p_pack(p))
-        return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: packed copy of %s", w->name);
+    if (w->dtype == PDQ_TU4 && x->simd && p->rows < 4) return u4_packed(p, w->name, st);
     return PDQ_OK;
 }
 
@@ -303,7 +339,17 @@ typedef struct {
     const qx_prep *p;
     const int16_t *xs;
     int chunk;
+    pdq_qctx kctx; /* the packed kernels' paths, as the executor's SIMD level allows */
 } fc_ctx;
+
+/* y[m, r] from the exact sum a = sum x * code of row r: the zero point's share, the one double
+ * product and the bias, then the output's rule. */
+static inline void fc_store(const qx_prep *p, const qx_t *yq, void *y, int m, int r, int64_t a) {
+    if (p->zw[r]) a -= (int64_t)p->zw[r] * p->sumx[m];
+    double v = (double)a * p->sw[r];
+    if (p->bias) v += (double)p->bias[r];
+    qx_st(yq, y, (size_t)m * p->fout + r, v);
+}
 
 static void fc_task(void *vc, int task, int thread) {
     (void)thread;
@@ -312,8 +358,18 @@ static void fc_task(void *vc, int task, int thread) {
     const qx_t *yq = &c->x->t[c->op->out[0]];
     void *y = c->x->ptrs[c->op->out[0]];
     int r0 = task * c->chunk, r1 = r0 + c->chunk < p->fout ? r0 + c->chunk : p->fout;
-    int in = p->fin, out = p->fout;
+    int in = p->fin;
     int simd = c->x->simd;
+    if (p->qm) { /* decode: the packed kernels' exact sums, 256 rows at a time */
+        int64_t s[256];
+        for (int m = 0; m < p->rows; m++)
+            for (int a = r0; a < r1; a += 256) {
+                int b = a + 256 < r1 ? a + 256 : r1;
+                pdq_qexact_rows(&c->kctx, p->qm, p->xbuf + (size_t)m * p->xbytes, a, b, r1, s);
+                for (int r = a; r < b; r++) fc_store(p, yq, y, m, r, s[r - a]);
+            }
+        return;
+    }
     for (int r = r0; r < r1;) {
         /* prefill: 4x4 tiles (VNNI) or 4x2 (AVX2); decode: 4 weight rows per activation load */
         int nr = simd == 2 && p->rows >= 4 && r + 3 < r1   ? 4
@@ -323,14 +379,7 @@ static void fc_task(void *vc, int task, int thread) {
         for (int m = 0; m < p->rows;) {
             int64_t acc[16];
             int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
-            if (nm == 1 && nr == 4 && p->w4) { /* decode: packed nibbles, then the tail columns */
-                /* 8 rows ahead (rows are too short for the streamer) while they are this task's */
-                size_t pf = qk_prefetch_in_task(r, r1, 8 * p->ld4, p->ld4);
-                (simd == 2 ? pdq_qx_dot4_u4p_vnni : pdq_qx_dot4_u4p_avx2)(p, p->xp + (size_t)m * p->k64, r, pf, acc);
-                for (int j = 0; j < 4 && p->k64 < in; j++)
-                    acc[j] += pdq_qx_dot_u8_scalar(c->xs + (size_t)m * in + p->k64, p->w + (size_t)(r + j) * in + p->k64,
-                                                   in - p->k64);
-            } else if (nm == 4 && nr == 4) {
+            if (nm == 4 && nr == 4) {
                 pdq_qx_tile4x4_u8_vnni(c->xs + (size_t)m * in, (size_t)in, p->w + (size_t)r * in, (size_t)in, in, acc);
             } else if (nm == 4) {
                 (simd == 2 ? pdq_qx_tile4x2_u8_vnni : pdq_qx_tile4x2_u8_avx2)(c->xs + (size_t)m * in, (size_t)in,
@@ -346,14 +395,7 @@ static void fc_task(void *vc, int task, int thread) {
                 }
             }
             for (int i = 0; i < nm; i++)
-                for (int j = 0; j < nr; j++) {
-                    int rr = r + j;
-                    int64_t a = acc[i * nr + j];
-                    if (p->zw[rr]) a -= (int64_t)p->zw[rr] * p->sumx[m + i];
-                    double v = (double)a * p->sw[rr];
-                    if (p->bias) v += (double)p->bias[rr];
-                    qx_st(yq, y, (size_t)(m + i) * out + rr, v);
-                }
+                for (int j = 0; j < nr; j++) fc_store(p, yq, y, m + i, r + j, acc[i * nr + j]);
             m += nm;
         }
         r += nr;
@@ -409,7 +451,8 @@ void pdq_qx_fc_run(pdq_qexec *x, int oi) {
             for (int k = 0; k < p->fin; k++) s += xm[k];
             p->sumx[m] = s;
         }
-    if (p->w4)
-        for (int m = 0; m < p->rows; m++) pdq_qx_u4p_planes(p, c.xs + (size_t)m * p->fin, p->xp + (size_t)m * p->k64);
+    if (p->qm)
+        for (int m = 0; m < p->rows; m++) pdq_qexact_prepare(p->qm, c.xs + (size_t)m * p->fin, p->xbuf + (size_t)m * p->xbytes);
+    c.kctx = (pdq_qctx){.no_avx512 = x->simd < 2}; /* simd 0 never reaches the packed kernels */
     pdq_qx_par(x, tasks, fc_task, &c);
 }

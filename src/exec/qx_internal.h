@@ -28,11 +28,11 @@ typedef struct {
     int int_path;          /* integer sums (else the double fallback of a float operand) */
     int any_zw;            /* some weight zero point != 0: sum(x) per row needed */
     int16_t *xs;           /* [rows, in] uint8 activations widened to x - zx */
-    /* uint4 decode on packed nibbles (AVX2 or AVX-512 VNNI, rows < 4): the first k64 columns */
-    uint8_t *w4;           /* [out, ld4] */
-    size_t ld4;
-    int k64;
-    int16_t *xp;           /* [rows (< 4), k64] even/odd planes of the activation row */
+    /* uint4 decode (rows < 4, SIMD): the weight packed as the packed kernels take it (4-row
+     * layout, raw codes: zero 0, scale 1), whose exact sums (pdq_qexact_rows) replace p->w's */
+    struct pdq_qmatrix *qm;
+    uint8_t *xbuf;         /* [rows] prepared activation rows of xbytes each */
+    size_t xbytes;
     int64_t *sumx;         /* [rows] */
     /* unary table over every input code (index code - lo) */
     int32_t *table;
@@ -105,15 +105,6 @@ void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size
 void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* out[r] = sum_k x[k] * w[r][k] for 4 weight rows (decode GEMV: one activation load, 4 rows). */
 void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
-/* Packed uint4 decode (qx_fc_u4_packed.c): repack p->w at create (0, or -1 out of memory),
- * split an activation row into the kernel's planes, and out[i] = sum over the first k64 columns
- * of x * w[r + i] for the 4-row block at r (r % 4 == 0; the caller adds the tail columns from
- * p->w, and rows past the last whole block from p->w alone), prefetching pf bytes ahead in the
- * packed stream (0 near the end of the caller's rows: past them lie another task's). */
-int pdq_qx_u4p_pack(qx_prep *p);
-void pdq_qx_u4p_planes(const qx_prep *p, const int16_t *x, int16_t *xp);
-void pdq_qx_dot4_u4p_vnni(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out);
-void pdq_qx_dot4_u4p_avx2(const qx_prep *p, const int16_t *xp, int r, size_t pf, int64_t *out);
 /* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */
 void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n);
 void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ir/op_table.h"
+#include "kernels/qmatmul.h"
 #include "ir/ops.h"
 #include "qx_internal.h"
 
@@ -17,8 +18,9 @@ void pdq_qx_prep_free(qx_prep *p) {
     free(p->zw);
     free(p->sw);
     free(p->xs);
-    free(p->w4);
-    free(p->xp);
+    pdq_qmatrix_free(p->qm);
+    free(p->qm);
+    free(p->xbuf);
     free(p->sumx);
     free(p->table);
     free(p->exp_tab);

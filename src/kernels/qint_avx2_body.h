@@ -200,3 +200,46 @@ QI_TARGET void QI_NAME(qi_tile)(const pdq_qmatrix *w, const qi_plan *pl, const u
         }
     }
 }
+
+/* pdq_qexact_rows: the GEMV's steps (one block of 128 columns each: halves merged), each 4-row
+ * step sum exact in int32 (|S| <= 128 * 15 * 32768 < 2^26), added in int32 lanes for at most 32
+ * steps (< 2^31), then into int64. */
+QI_TARGET void QI_NAME(qi_exact)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, int rend,
+                                 int64_t *s) {
+    const int8_t *planes = qi_planes(pl, xt);
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
+    for (int r = r0; r < r1; r += 4) {
+        qk_rows4 p;
+        int nr = qk_rows4_init(w, r, r1, pf, &p);
+        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
+        int64_t tot[4] = {0, 0, 0, 0};
+        for (int s0 = 0; s0 < pl->nsteps; s0 += 32) {
+            int s1 = s0 + 32 < pl->nsteps ? s0 + 32 : pl->nsteps;
+            __m128i acc = _mm_setzero_si128();
+            for (int st = s0; st < s1; st++) {
+                size_t off = (size_t)st * 64;
+                const int8_t *x4 = planes + (size_t)st * 256;
+                __m256i va[4];
+                if (off + 64 <= rb) {
+                    for (int k = 0; k < 4; k++) {
+                        const uint8_t *c = qk_rows4_at(&p, k, off);
+                        _mm_prefetch((const char *)(c + p.pf), _MM_HINT_T1);
+                        QI_NAME(step_row)(c, x4, &va[k], NULL);
+                    }
+                } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
+                    for (int k = 0; k < 4; k++) {
+                        uint8_t tail[64] = {0};
+                        memcpy(tail, qk_rows4_at(&p, k, off), rb - off);
+                        QI_NAME(step_row)(tail, x4, &va[k], NULL);
+                    }
+                }
+                __m256i qa = QI_NAME(reduce4)(va);
+                acc = _mm_add_epi32(acc, _mm_add_epi32(_mm256_castsi256_si128(qa), _mm256_extracti128_si256(qa, 1)));
+            }
+            int32_t a[4];
+            _mm_storeu_si128((__m128i *)a, acc);
+            for (int k = 0; k < 4; k++) tot[k] += a[k];
+        }
+        for (int k = 0; k < nr; k++) s[r + k - r0] = tot[k];
+    }
+}

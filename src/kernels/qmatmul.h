@@ -118,6 +118,21 @@ typedef struct {
                                  the two paths differ in the last bits) */
 } pdq_qctx;
 
+/* Exact integer sums for the integer executor (int16 activations, the a16 graphs' decode):
+ * s[r - r0] = sum over columns c of code(r, c) * xq[c] for rows [r0, r1) of a per-channel uint4
+ * matrix, raw codes (zero points and scales are the caller's), exact in int64 for any int16 xq
+ * (each 128-column step is exact in int32, steps add in int32 lanes flushed to int64 every 32).
+ * The same kernels and 4-row layout as the weight-only GEMV; every path gives the same integers.
+ * pdq_qexact_ok: W is one (uint4, per channel, no permutation). Per row of x, once:
+ * pdq_qexact_prepare into pdq_qexact_bytes(w) bytes, 64-byte aligned; then any row ranges from
+ * any thread, rend >= r1 being the end of the caller's rows (the kernel prefetches up to it,
+ * not past: past it lie another task's). */
+int pdq_qexact_ok(const pdq_qmatrix *w);
+size_t pdq_qexact_bytes(const pdq_qmatrix *w);
+void pdq_qexact_prepare(const pdq_qmatrix *w, const int16_t *xq, uint8_t *buf);
+void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int r0, int r1, int rend,
+                     int64_t *s);
+
 /* 1 when this CPU has AVX2 and FMA (what the SIMD kernels need). */
 int pdq_cpu_has_avx2_fma(void);
 /* 1 when it also has AVX-512 F/DQ/VL/BW (the two-rows-per-register kernels). */

@@ -1,0 +1,48 @@
+/* pdq_qexact_*: exact integer sums of a per-channel uint4 matrix against int16 activations, for
+ * the integer executor, on the integer path's prepared planes and kernels (qmatmul.h). */
+#include <string.h>
+
+#include "kernels/qint_internal.h"
+#include "kernels/qkernel_internal.h"
+
+int pdq_qexact_ok(const pdq_qmatrix *w) { return w->type == PDQ_QT_U4 && w->group == w->cols && !w->perm; }
+
+size_t pdq_qexact_bytes(const pdq_qmatrix *w) {
+    qi_plan p;
+    qi_plan_make(w, &p);
+    return p.stride;
+}
+
+void pdq_qexact_prepare(const pdq_qmatrix *w, const int16_t *xq, uint8_t *buf) {
+    qi_plan p;
+    qi_plan_make(w, &p);
+    int16_t *q = (int16_t *)(void *)buf;
+    memcpy(q, xq, sizeof(int16_t) * (size_t)w->cols);
+    memset(q + w->cols, 0, sizeof(int16_t) * (size_t)(p.ncolp - w->cols));
+    qi_prepare_planes(&p, buf);
+}
+
+/* The reference: the sums written out. */
+static void exact_scalar(const pdq_qmatrix *w, const int16_t *xq, int r0, int r1, int64_t *s) {
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = pdq_qmatrix_row(w, r);
+        int64_t t = 0;
+        for (int c = 0; c < w->cols; c++) t += (int64_t)qk_code(w, row, c) * xq[c];
+        s[r - r0] = t;
+    }
+}
+
+void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int r0, int r1, int rend,
+                     int64_t *s) {
+    qi_plan p;
+    qi_plan_make(w, &p);
+    int level = qi_level(ctx);
+#if defined(__x86_64__) || defined(__i386__)
+    if (level == QI_AVX2_VNNI) { qi_exact_avx2_vnni(w, &p, buf, r0, r1, rend, s); return; }
+    if (level != QI_SCALAR) { qi_exact_avx2(w, &p, buf, r0, r1, rend, s); return; }
+#else
+    (void)level;
+    (void)rend;
+#endif
+    exact_scalar(w, qi_xq(&p, buf), r0, r1, s);
+}
