@@ -329,14 +329,17 @@ static void test_u8_extremes(void **state) {
 }
 
 /* pdq_qexact_rows (the integer executor's sums): raw code * xq in int64, any int16 xq (-32768
- * included), on every path, in both layouts, over row ranges that start and end mid-block. */
+ * included), uint4 and uint8, on every path, in both layouts, over row ranges that start and end
+ * mid-block. */
 static void test_exact_sums(void **state) {
     (void)state;
     uint64_t rng = 21;
     static const int dims[][2] = {{9, 5632}, {17, 256}, {37, 172}, {20, 688}, {6, 8}, {3, 1}, {5, 129}, {8, 4224}};
     int packed_cases = 0;
-    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
-        icase k = {dims[d][0], dims[d][1], 0, 3, 0, PDQ_QT_U4};
+    for (size_t d = 0; d < 2 * (sizeof dims / sizeof dims[0]); d++) {
+        int u8 = d >= sizeof dims / sizeof dims[0];
+        size_t dd = d % (sizeof dims / sizeof dims[0]);
+        icase k = {dims[dd][0], dims[dd][1], 0, 3, 0, u8 ? PDQ_QT_U8 : PDQ_QT_U4};
         imat m;
         imat_make(&k, &rng, &m);
         assert_true(pdq_qexact_ok(&m.w));
@@ -344,10 +347,13 @@ static void test_exact_sums(void **state) {
         for (int mode = 0; mode < 3; mode++) { /* random, all -32768, alternating extremes */
             for (int c = 0; c < k.cols; c++)
                 xq[c] = mode == 0 ? (int16_t)(tu_rand(&rng) & 0xFFFF) : mode == 1 ? INT16_MIN : (c % 2 ? INT16_MAX : INT16_MIN);
-            if (mode == 1)
-                for (int i = 0; i < k.rows * k.cols; i++) m.codes[i] = 15; /* the largest |sum| */
-            if (mode == 1)
-                for (int r = 0; r < k.rows; r++) pdq_pack4(m.codes + (size_t)r * k.cols, (size_t)k.cols, m.packed + (size_t)r * m.w.row_bytes);
+            if (mode == 1) { /* the largest codes: the largest |sum| */
+                for (int i = 0; i < k.rows * k.cols; i++) m.codes[i] = u8 ? 255 : 15;
+                for (int r = 0; r < k.rows; r++) {
+                    if (u8) memcpy(m.packed + (size_t)r * k.cols, m.codes + (size_t)r * k.cols, (size_t)k.cols);
+                    else pdq_pack4(m.codes + (size_t)r * k.cols, (size_t)k.cols, m.packed + (size_t)r * m.w.row_bytes);
+                }
+            }
             int64_t *want = malloc(sizeof(int64_t) * (size_t)k.rows), *got = malloc(sizeof(int64_t) * (size_t)k.rows);
             for (int r = 0; r < k.rows; r++) {
                 int64_t t = 0;
@@ -368,8 +374,8 @@ static void test_exact_sums(void **state) {
                     pdq_qexact_rows(&ctx, w, buf, 0, k.rows, k.rows, got);
                     for (int r = 0; r < k.rows; r++)
                         if (got[r] != want[r])
-                            fail_msg("[%d x %d] mode %d layout %d isa %d: s[%d] = %lld, want %lld", k.rows, k.cols, mode,
-                                     lay, isa, r, (long long)got[r], (long long)want[r]);
+                            fail_msg("u%d [%d x %d] mode %d layout %d isa %d: s[%d] = %lld, want %lld", u8 ? 8 : 4, k.rows,
+                                     k.cols, mode, lay, isa, r, (long long)got[r], (long long)want[r]);
                     /* a task's range from a block start to a row mid-block, prefetch bounded by it */
                     int r1 = k.rows > 4 ? k.rows - 1 : k.rows;
                     pdq_qexact_rows(&ctx, w, buf, k.rows >= 8 ? 4 : 0, r1, r1, got);
@@ -383,7 +389,7 @@ static void test_exact_sums(void **state) {
         free(xq);
         imat_free(&m);
     }
-    assert_true(packed_cases >= 9); /* 5632, 256, 4224 columns, three modes each */
+    assert_true(packed_cases >= 18); /* 5632, 256 and 4224 columns, both types, three modes each */
 }
 
 static void test_nonfinite(void **state) {

@@ -232,11 +232,11 @@ void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size
 int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n) { return pdq_qx_dot_u8_scalar(x, w, n); }
 #endif
 
-/* The decode copy of a uint4 weight (p->w: one code per byte) for the packed kernels: nibbles,
- * the 4-row layout where the shape allows, zero points 0 and scales 1 (the executor applies its
- * own), and room for the prepared activation rows. */
-static pdq_code u4_packed(qx_prep *p, const char *name, pdq_status *st) {
-    size_t rb = (size_t)(p->fin + 1) / 2;
+/* The decode copy of a uint4 or uint8 weight (p->w: one code per byte) for the packed kernels:
+ * nibbles (uint4), the 4-row layout where the shape allows, zero points 0 and scales 1 (the
+ * executor applies its own), and room for the prepared activation rows. */
+static pdq_code packed_decode(qx_prep *p, int u4, const char *name, pdq_status *st) {
+    size_t rb = u4 ? (size_t)(p->fin + 1) / 2 : (size_t)p->fin;
     uint8_t *codes = malloc(rb * (size_t)p->fout);
     unsigned char *grid = malloc((sizeof(float) + 1) * (size_t)p->fout);
     p->qm = calloc(1, sizeof *p->qm);
@@ -248,11 +248,12 @@ static pdq_code u4_packed(qx_prep *p, const char *name, pdq_status *st) {
     float *scales = (float *)(void *)grid;
     uint8_t *zeros = grid + sizeof(float) * (size_t)p->fout;
     for (int r = 0; r < p->fout; r++) {
-        pdq_pack4(p->w + (size_t)r * p->fin, (size_t)p->fin, codes + (size_t)r * rb);
+        if (u4) pdq_pack4(p->w + (size_t)r * p->fin, (size_t)p->fin, codes + (size_t)r * rb);
+        else memcpy(codes + (size_t)r * rb, p->w + (size_t)r * p->fin, rb);
         scales[r] = 1.0f;
         zeros[r] = 0;
     }
-    pdq_code rc = pdq_qmatrix_init(p->qm, PDQ_QT_U4, p->fout, p->fin, 0, codes, scales, zeros, NULL, name, st);
+    pdq_code rc = pdq_qmatrix_init(p->qm, u4 ? PDQ_QT_U4 : PDQ_QT_U8, p->fout, p->fin, 0, codes, scales, zeros, NULL, name, st);
     if (rc) {
         free(codes);
         free(grid);
@@ -329,7 +330,7 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     size_t nw = (size_t)p->fout * p->fin;
     for (size_t i = 0; i < nw; i++)
         if (wd[i] > hi) return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s: code %d > %d", w->name, wd[i], hi);
-    if (w->dtype == PDQ_TU4 && x->simd && p->rows < 4) return u4_packed(p, w->name, st);
+    if (x->simd && p->rows < 4) return packed_decode(p, w->dtype == PDQ_TU4, w->name, st);
     return PDQ_OK;
 }
 

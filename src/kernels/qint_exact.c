@@ -1,11 +1,11 @@
-/* pdq_qexact_*: exact integer sums of a per-channel uint4 matrix against int16 activations, for
+/* pdq_qexact_*: exact integer sums of a per-channel uint4 or uint8 matrix against int16 activations, for
  * the integer executor, on the integer path's prepared planes and kernels (qmatmul.h). */
 #include <string.h>
 
 #include "kernels/qint_internal.h"
 #include "kernels/qkernel_internal.h"
 
-int pdq_qexact_ok(const pdq_qmatrix *w) { return w->type == PDQ_QT_U4 && w->group == w->cols && !w->perm; }
+int pdq_qexact_ok(const pdq_qmatrix *w) { return w->group == w->cols && !w->perm; }
 
 size_t pdq_qexact_bytes(const pdq_qmatrix *w) {
     qi_plan p;
@@ -19,7 +19,7 @@ void pdq_qexact_prepare(const pdq_qmatrix *w, const int16_t *xq, uint8_t *buf) {
     int16_t *q = (int16_t *)(void *)buf;
     memcpy(q, xq, sizeof(int16_t) * (size_t)w->cols);
     memset(q + w->cols, 0, sizeof(int16_t) * (size_t)(p.ncolp - w->cols));
-    qi_prepare_planes(&p, buf);
+    if (w->type == PDQ_QT_U4) qi_prepare_planes(&p, buf); /* uint8 kernels read xq itself */
 }
 
 /* The reference: the sums written out. */
@@ -38,6 +38,7 @@ void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *b
     qi_plan_make(w, &p);
     int level = qi_level(ctx);
 #if defined(__x86_64__) || defined(__i386__)
+    if (level != QI_SCALAR && w->type == PDQ_QT_U8) { qi_exact_u8_avx2(w, &p, buf, r0, r1, rend, s); return; }
     if (level == QI_AVX2_VNNI) { qi_exact_avx2_vnni(w, &p, buf, r0, r1, rend, s); return; }
     if (level != QI_SCALAR) { qi_exact_avx2(w, &p, buf, r0, r1, rend, s); return; }
 #else

@@ -120,10 +120,11 @@ typedef struct {
 
 /* Exact integer sums for the integer executor (int16 activations, the a16 graphs' decode):
  * s[r - r0] = sum over columns c of code(r, c) * xq[c] for rows [r0, r1) of a per-channel uint4
- * matrix, raw codes (zero points and scales are the caller's), exact in int64 for any int16 xq
- * (each 128-column step is exact in int32, steps add in int32 lanes flushed to int64 every 32).
+ * or uint8 matrix, raw codes (zero points and scales are the caller's), exact in int64 for any int16 xq
+ * (each 128-column step is exact in int32; uint4 steps add in int32 lanes flushed to int64 every
+ * 32, uint8 steps go to int64 each).
  * The same kernels and 4-row layout as the weight-only GEMV; every path gives the same integers.
- * pdq_qexact_ok: W is one (uint4, per channel, no permutation). Per row of x, once:
+ * pdq_qexact_ok: W is one (per channel, no permutation). Per row of x, once:
  * pdq_qexact_prepare into pdq_qexact_bytes(w) bytes, 64-byte aligned; then any row ranges from
  * any thread, rend >= r1 being the end of the caller's rows (the kernel prefetches up to it,
  * not past: past it lie another task's). */
