@@ -50,7 +50,13 @@ QI_U8 static inline __m256i u8_dot32(const uint8_t *c, __m256i x0, __m256i x1) {
     return _mm256_add_epi32(_mm256_madd_epi16(c0, x0), _mm256_madd_epi16(c1, x1));
 }
 
-QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+/* Rows [r0, r1) of the uint8 GEMV (y) or of pdq_qexact_rows (s, when y is NULL: per-channel,
+ * so a block is a step of 128 columns, whose 4-row sums go into int64 lanes: each lane sums 16
+ * products, |S| <= 16 * 255 * 32768, and the reduction of 8 lanes stays below 2^31). rend >= r1:
+ * how far the task's prefetch may reach. */
+__attribute__((always_inline)) QI_U8 static inline void u8_rows(const pdq_qmatrix *w, const qi_plan *pl,
+                                                                 const uint8_t *xt, int r0, int r1, int rend, float *y,
+                                                                 int64_t *s) {
     const int16_t *xq = qi_xq(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
@@ -58,7 +64,9 @@ QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
         int nr = qi_rows4_begin(w, r, r1, pf, &p);
+        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
+        __m256i tot = _mm256_setzero_si256();
         int b = -1, qmask = pl->B / 32 - 1; /* B / 32 sub-blocks of 32 columns per block */
         uint8_t tail[4][QI_STEP];
         for (int s = 0; s < pl->nsteps; s++) {
@@ -96,11 +104,18 @@ QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_
                 if (++b < pl->nblocks) {       /* blocks counted, not divided out (see qint_avx512.c) */
                     __m256i v[4] = {a0, a1, a2, a3};
                     __m256i t = reduce4_avx2(v); /* lane 4j + k: row k, quad j */
-                    epi4_block_avx2(&e, &p, pl, xs, sx, b,
-                                    _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
+                    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+                    if (y) epi4_block_avx2(&e, &p, pl, xs, sx, b, s4);
+                    else tot = _mm256_add_epi64(tot, _mm256_cvtepi32_epi64(s4));
                 }
                 a0 = a1 = a2 = a3 = _mm256_setzero_si256();
             }
+        }
+        if (!y) {
+            int64_t out[4];
+            _mm256_storeu_si256((__m256i *)out, tot);
+            for (int k = 0; k < nr; k++) s[r + k - r0] = out[k];
+            continue;
         }
         float out[4];
         _mm_storeu_ps(out, e.y);
@@ -108,59 +123,13 @@ QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_
     }
 }
 
-/* pdq_qexact_rows for uint8: per step (128 columns) each lane sums 16 products (|S| <= 16 * 255
- * * 32768 < 2^27), the 4-row reduction of 8 lanes stays below 2^31, and every step goes into
- * int64 lanes. */
+QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+    u8_rows(w, pl, xt, r0, r1, r1, y, NULL);
+}
+
 QI_U8 void qi_exact_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, int rend,
                             int64_t *s) {
-    const int16_t *xq = qi_xq(pl, xt);
-    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
-    for (int r = r0; r < r1; r += 4) {
-        qk_rows4 p;
-        int nr = qk_rows4_init(w, r, r1, pf, &p);
-        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
-        __m256i tot = _mm256_setzero_si256();
-        uint8_t tail[4][QI_STEP];
-        for (int st = 0; st < pl->nsteps; st++) {
-            size_t off = (size_t)st * QI_STEP;
-            /* two 64-byte chunks per step, as in qi_gemv_u8_avx2 */
-            const uint8_t *c0 = qk_rows4_at(&p, 0, off), *c1 = qk_rows4_at(&p, 1, off), *c2 = qk_rows4_at(&p, 2, off),
-                          *c3 = qk_rows4_at(&p, 3, off);
-            size_t skip = p.step - 64;
-            if (off + QI_STEP <= rb) {
-                for (int k = 0; k < 4; k++) {
-                    _mm_prefetch((const char *)(qk_rows4_at(&p, k, off) + p.pf), _MM_HINT_T1);
-                    _mm_prefetch((const char *)(qk_rows4_at(&p, k, off + 64) + p.pf), _MM_HINT_T1);
-                }
-            } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
-                for (int k = 0; k < 4; k++) {
-                    memset(tail[k], 0, QI_STEP);
-                    for (size_t j = 0; j < rb - off; j += 64)
-                        memcpy(tail[k] + j, qk_rows4_at(&p, k, off + j), rb - off - j < 64 ? rb - off - j : 64);
-                }
-                c0 = tail[0], c1 = tail[1], c2 = tail[2], c3 = tail[3];
-                skip = 0;
-            }
-            __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-#pragma GCC unroll 4
-            for (int q = 0; q < QI_STEP / 32; q++) {
-                if (q == 2) c0 += skip, c1 += skip, c2 += skip, c3 += skip;
-                const int16_t *xx = xq + off + 32 * q;
-                __m256i x0 = _mm256_loadu_si256((const __m256i *)xx), x1 = _mm256_loadu_si256((const __m256i *)(xx + 16));
-                a0 = _mm256_add_epi32(a0, u8_dot32(c0 + 32 * q, x0, x1));
-                a1 = _mm256_add_epi32(a1, u8_dot32(c1 + 32 * q, x0, x1));
-                a2 = _mm256_add_epi32(a2, u8_dot32(c2 + 32 * q, x0, x1));
-                a3 = _mm256_add_epi32(a3, u8_dot32(c3 + 32 * q, x0, x1));
-            }
-            __m256i v[4] = {a0, a1, a2, a3};
-            __m256i t = reduce4_avx2(v); /* lane 4j + k: row k, quad j */
-            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-            tot = _mm256_add_epi64(tot, _mm256_cvtepi32_epi64(s4));
-        }
-        int64_t out[4];
-        _mm256_storeu_si256((__m256i *)out, tot);
-        for (int k = 0; k < nr; k++) s[r + k - r0] = out[k];
-    }
+    u8_rows(w, pl, xt, r0, r1, rend, NULL, s);
 }
 
 /* The 8 x 8 int32 transpose: v[l][j] -> v[j][l]. */

@@ -67,10 +67,14 @@ QI_TARGET static inline void QI_NAME(epi4_block)(epi4 *e, const qk_rows4 *p, con
     }
 }
 
-/* Rows [r0, r1) of the GEMV; `one` (a constant where it is inlined): a step is one block. */
+/* Rows [r0, r1) of the GEMV (y), or with y NULL of pdq_qexact_rows (s, per-channel: `one`):
+ * each 4-row step sum exact in int32 (|S| <= 128 * 15 * 32768 < 2^26), added in int32 lanes for
+ * at most 32 steps (< 2^31), then into int64. `one` (a constant where it is inlined): a step is
+ * one block. rend >= r1: how far the task's prefetch may reach. */
 __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(const pdq_qmatrix *w, const qi_plan *pl,
                                                                              const uint8_t *xt, int r0, int r1,
-                                                                             float *y, int one) {
+                                                                             int rend, float *y, int64_t *sums,
+                                                                             int one) {
     const int8_t *planes = qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
@@ -78,7 +82,10 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(c
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
         int nr = qi_rows4_begin(w, r, r1, pf, &p);
+        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
+        __m128i acc = _mm_setzero_si128();
+        int64_t tot[4] = {0, 0, 0, 0};
         for (int s = 0; s < pl->nsteps; s++) {
             size_t off = (size_t)s * 64;
             const int8_t *x4 = planes + (size_t)s * 256;
@@ -98,6 +105,16 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(c
             }
             __m256i qa = QI_NAME(reduce4)(va); /* quads 0, 1 (of both halves when one) */
             __m128i q0 = _mm256_castsi256_si128(qa), q1 = _mm256_extracti128_si256(qa, 1);
+            if (one && !y) {
+                acc = _mm_add_epi32(acc, _mm_add_epi32(q0, q1));
+                if ((s + 1) % 32 == 0 || s + 1 == pl->nsteps) {
+                    int32_t a[4];
+                    _mm_storeu_si128((__m128i *)a, acc);
+                    for (int k = 0; k < 4; k++) tot[k] += a[k];
+                    acc = _mm_setzero_si128();
+                }
+                continue;
+            }
             if (one) {
                 QI_NAME(epi4_block)(&e, &p, pl, xs, sx, s, _mm_add_epi32(q0, q1));
                 continue;
@@ -116,6 +133,10 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(c
                 if (b0 + 3 < pl->nblocks) QI_NAME(epi4_block)(&e, &p, pl, xs, sx, b0 + 3, q3);
             }
         }
+        if (!y) {
+            for (int k = 0; k < nr; k++) sums[r + k - r0] = tot[k];
+            continue;
+        }
         float out[4];
         _mm_storeu_ps(out, e.y);
         for (int k = 0; k < nr; k++) y[r + k] = out[k];
@@ -123,8 +144,14 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(c
 }
 
 QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
-    if (pl->B == 128) QI_NAME(gemv_rows)(w, pl, xt, r0, r1, y, 1);
-    else QI_NAME(gemv_rows)(w, pl, xt, r0, r1, y, 0);
+    if (pl->B == 128) QI_NAME(gemv_rows)(w, pl, xt, r0, r1, r1, y, NULL, 1);
+    else QI_NAME(gemv_rows)(w, pl, xt, r0, r1, r1, y, NULL, 0);
+}
+
+/* pdq_qexact_rows (per-channel, so a step is one block). */
+QI_TARGET void QI_NAME(qi_exact)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, int rend,
+                                 int64_t *s) {
+    QI_NAME(gemv_rows)(w, pl, xt, r0, r1, rend, NULL, s, 1);
 }
 
 /* Up to 4 rows of x against up to QI_TILE_P panels, one panel at a time: 8 accumulators (4 x
@@ -198,48 +225,5 @@ QI_TARGET void QI_NAME(qi_tile)(const pdq_qmatrix *w, const qi_plan *pl, const u
             _mm256_storeu_ps(out + 8, yv[i][1]);
             memcpy(y + (size_t)i * ystride + (size_t)k * QI_PANEL, out, sizeof(float) * (size_t)nk);
         }
-    }
-}
-
-/* pdq_qexact_rows: the GEMV's steps (one block of 128 columns each: halves merged), each 4-row
- * step sum exact in int32 (|S| <= 128 * 15 * 32768 < 2^26), added in int32 lanes for at most 32
- * steps (< 2^31), then into int64. */
-QI_TARGET void QI_NAME(qi_exact)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, int rend,
-                                 int64_t *s) {
-    const int8_t *planes = qi_planes(pl, xt);
-    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
-    for (int r = r0; r < r1; r += 4) {
-        qk_rows4 p;
-        int nr = qk_rows4_init(w, r, r1, pf, &p);
-        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
-        int64_t tot[4] = {0, 0, 0, 0};
-        for (int s0 = 0; s0 < pl->nsteps; s0 += 32) {
-            int s1 = s0 + 32 < pl->nsteps ? s0 + 32 : pl->nsteps;
-            __m128i acc = _mm_setzero_si128();
-            for (int st = s0; st < s1; st++) {
-                size_t off = (size_t)st * 64;
-                const int8_t *x4 = planes + (size_t)st * 256;
-                __m256i va[4];
-                if (off + 64 <= rb) {
-                    for (int k = 0; k < 4; k++) {
-                        const uint8_t *c = qk_rows4_at(&p, k, off);
-                        _mm_prefetch((const char *)(c + p.pf), _MM_HINT_T1);
-                        QI_NAME(step_row)(c, x4, &va[k], NULL);
-                    }
-                } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
-                    for (int k = 0; k < 4; k++) {
-                        uint8_t tail[64] = {0};
-                        memcpy(tail, qk_rows4_at(&p, k, off), rb - off);
-                        QI_NAME(step_row)(tail, x4, &va[k], NULL);
-                    }
-                }
-                __m256i qa = QI_NAME(reduce4)(va);
-                acc = _mm_add_epi32(acc, _mm_add_epi32(_mm256_castsi256_si128(qa), _mm256_extracti128_si256(qa, 1)));
-            }
-            int32_t a[4];
-            _mm_storeu_si128((__m128i *)a, acc);
-            for (int k = 0; k < 4; k++) tot[k] += a[k];
-        }
-        for (int k = 0; k < nr; k++) s[r + k - r0] = tot[k];
     }
 }
