@@ -14,9 +14,9 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/qmatmul.h"
 #include "kernels/rows4.h"
 #include "pdq/quant.h"
-#include "kernels/qmatmul.h"
 #include "qx_hsum.h"
 #include "qx_internal.h"
 
@@ -372,10 +372,9 @@ static void fc_task(void *vc, int task, int thread) {
         return;
     }
     for (int r = r0; r < r1;) {
-        /* prefill: 4x4 tiles (VNNI) or 4x2 (AVX2); decode: 4 weight rows per activation load */
+        /* prefill: 4x4 tiles (VNNI) or 4x2 (AVX2); the scalar path (and decode without SIMD) row by row */
         int nr = simd == 2 && p->rows >= 4 && r + 3 < r1   ? 4
                  : simd && p->rows >= 4 && r + 1 < r1      ? 2
-                 : simd && p->rows < 4 && r + 3 < r1       ? 4
                                                            : 1;
         for (int m = 0; m < p->rows;) {
             int64_t acc[16];
