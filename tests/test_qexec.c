@@ -2,7 +2,8 @@
  * per-row zero points, int16 and uint8 activations, a 5632-long row of extreme codes whose sum
  * does not fit int32), BATCH_MATMUL (int16 x int16, broadcast, adj_y), and the non-linear /
  * element-wise rule (RMS_NORM, SOFTMAX, LOGISTIC, MUL with broadcasting) recomputed here from the
- * dequantized values in long double. Every case runs scalar and AVX2, inline and on 2 threads,
+ * dequantized values in long double; element-wise ops and SOFTMAX code for code against their
+ * rule; layout moves against index arithmetic. Every case runs scalar and AVX2, inline and on 2 threads,
  * and all four must give the same bits. Plus the shared requantization rule itself. */
 #include "testutil.h"
 
@@ -299,6 +300,166 @@ static void test_nonlinear(void **state) {
     }
 }
 
+/* ADD / SUB / MUL / DIV of int16 codes with zero points, same shape and broadcast either way
+ * (odd row lengths: SIMD bodies and scalar tails), against the rule computed here element by
+ * element: every code equal, saturation and division by zero included. */
+static void test_binary_rule(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    enum { R = 3, C = 37 };
+    const pdq_op_type ops[4] = {PDQ_OP_ADD, PDQ_OP_SUB, PDQ_OP_MUL, PDQ_OP_DIV};
+    const int bshapes[3][2] = {{R, C}, {1, C}, {R, 1}};
+    uint64_t rs = 21;
+    int16_t ad[R * C], bd[R * C];
+    for (int i = 0; i < R * C; i++) {
+        ad[i] = (int16_t)((int)(tu_rand(&rs) % 65536) - 32768);
+        bd[i] = (int16_t)((int)(tu_rand(&rs) % 65536) - 32768);
+    }
+    ad[0] = -32768; /* extremes, and b's zero point (a zero divisor) */
+    bd[1] = 5;
+    bd[2] = 5;
+    const float sa = 0.0013f, sb = 0.0009f, sy[4] = {0.002f, 0.002f, 0.0007f, 0.01f};
+    const int64_t za = -3, zb = 5, zy = 2;
+    for (int oi = 0; oi < 4; oi++)
+        for (int bi = 0; bi < 3; bi++) {
+            pdq_graph *g;
+            assert_int_equal(pdq_graph_new("bin", &g, &st), PDQ_OK);
+            int as[2] = {R, C};
+            int a = pdq_graph_input(g, "a", PDQ_TI16, 2, as, &st);
+            int b = pdq_graph_input(g, "b", PDQ_TI16, 2, bshapes[bi], &st);
+            int in[2] = {a, b};
+            int y = pdq_graph_op(g, ops[oi], in, 2, NULL, "y", &st);
+            assert_true(y >= 0);
+            assert_int_equal(pdq_graph_mark_output(g, y, &st), PDQ_OK);
+            set_q1(&g->tensors[a], PDQ_TI16, sa, za);
+            set_q1(&g->tensors[b], PDQ_TI16, sb, zb);
+            set_q1(&g->tensors[y], PDQ_TI16, sy[oi], zy);
+            void *ins[2] = {ad, bd};
+            int16_t *yd = run4(g, ins, sizeof(int16_t) * R * C);
+            for (int r = 0; r < R; r++)
+                for (int c = 0; c < C; c++) {
+                    int bj = bi == 0 ? r * C + c : bi == 1 ? c : r;
+                    double u = ((double)ad[r * C + c] - (double)za) * (double)sa;
+                    double v = ((double)bd[bj] - (double)zb) * (double)sb;
+                    double w = oi == 0 ? u + v : oi == 1 ? u - v : oi == 2 ? u * v : u / v;
+                    assert_int_equal(yd[r * C + c], pdq_rq_code(w, (double)sy[oi], zy, -32768, 32767));
+                }
+            free(yd);
+            pdq_graph_free(g);
+        }
+}
+
+/* SOFTMAX of int16 codes, rows of 70 (past one SIMD body) with masked positions at the lowest
+ * code, against its rule: terms exp(-(max - code) * scale * beta) summed in order, each over the
+ * sum. */
+static void test_softmax_rule(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    enum { R = 4, C = 70 };
+    uint64_t rs = 23;
+    int16_t xd[R * C];
+    for (int i = 0; i < R * C; i++) xd[i] = (int16_t)(i % C > 50 + i / C ? -32768 : (int)(tu_rand(&rs) % 4000) - 2000);
+    const float sx = 0.004f, sy = 1.0f / 32767;
+    pdq_graph *g;
+    assert_int_equal(pdq_graph_new("sm", &g, &st), PDQ_OK);
+    int xs[2] = {R, C};
+    int x = pdq_graph_input(g, "x", PDQ_TI16, 2, xs, &st);
+    pdq_op op;
+    memset(&op, 0, sizeof op);
+    op.opt.softmax.beta = 0.8f;
+    int y = pdq_graph_op(g, PDQ_OP_SOFTMAX, &x, 1, &op, "y", &st);
+    assert_int_equal(pdq_graph_mark_output(g, y, &st), PDQ_OK);
+    set_q1(&g->tensors[x], PDQ_TI16, sx, 0);
+    set_q1(&g->tensors[y], PDQ_TI16, sy, 0);
+    void *ins[1] = {xd};
+    int16_t *yd = run4(g, ins, sizeof(int16_t) * R * C);
+    for (int r = 0; r < R; r++) {
+        const int16_t *xr = xd + r * C;
+        int mx = xr[0];
+        for (int i = 1; i < C; i++) mx = xr[i] > mx ? xr[i] : mx;
+        double sum = 0;
+        for (int i = 0; i < C; i++) sum += exp(-((double)(mx - xr[i]) * (double)sx) * (double)0.8f);
+        for (int i = 0; i < C; i++) {
+            double t = exp(-((double)(mx - xr[i]) * (double)sx) * (double)0.8f);
+            assert_int_equal(yd[r * C + i], pdq_rq_code(t / sum, (double)sy, 0, -32768, 32767));
+        }
+    }
+    free(yd);
+    pdq_graph_free(g);
+}
+
+/* Layout ops on int16 and uint8 codes against index arithmetic: transposes that swap the last two
+ * dims (8 x 8 tiles and their edges), others that do not, and slices whose rows merge. */
+static void test_layout_moves(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    const struct {
+        int nd, shape[4], perm[4];
+    } cases[] = {
+        {3, {2, 19, 21}, {0, 2, 1}}, {3, {3, 64, 64}, {0, 2, 1}}, {3, {4, 9, 16}, {1, 2, 0}},
+        {4, {2, 3, 8, 8}, {0, 1, 3, 2}}, {3, {2, 5, 7}, {2, 0, 1}}, {2, {17, 8}, {1, 0}},
+    };
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            int nd = cases[ci].nd;
+            const int *sh = cases[ci].shape, *pm = cases[ci].perm;
+            int n = 1;
+            for (int d = 0; d < nd; d++) n *= sh[d];
+            pdq_tdtype t = dt ? PDQ_TU8 : PDQ_TI16;
+            size_t esz = dt ? 1 : 2;
+            char *xd = malloc((size_t)n * esz);
+            for (int i = 0; i < n; i++) {
+                if (dt) ((uint8_t *)xd)[i] = (uint8_t)(i * 7 + 3);
+                else ((int16_t *)xd)[i] = (int16_t)(i * 37 - 20000);
+            }
+            pdq_graph *g;
+            assert_int_equal(pdq_graph_new("mv", &g, &st), PDQ_OK);
+            int x = pdq_graph_input(g, "x", t, nd, sh, &st);
+            int in[4] = {x, pdq_graph_const_i32(g, "perm", nd, pm, &st)};
+            int tr = pdq_graph_op(g, PDQ_OP_TRANSPOSE, in, 2, NULL, "tr", &st);
+            /* a slice of whole inner rows out of the transpose's input: b = (0, 1, ...), the rest full */
+            int b[4] = {0}, e[4], s[4];
+            for (int d = 0; d < nd; d++) { e[d] = sh[d]; s[d] = 1; }
+            b[1] = 1;
+            in[1] = pdq_graph_const_i32(g, "b", nd, b, &st);
+            in[2] = pdq_graph_const_i32(g, "e", nd, e, &st);
+            in[3] = pdq_graph_const_i32(g, "s", nd, s, &st);
+            int sl = pdq_graph_op(g, PDQ_OP_STRIDED_SLICE, in, 4, NULL, "sl", &st);
+            assert_true(tr >= 0 && sl >= 0);
+            assert_int_equal(pdq_graph_mark_output(g, tr, &st), PDQ_OK);
+            assert_int_equal(pdq_graph_mark_output(g, sl, &st), PDQ_OK);
+            set_q1(&g->tensors[x], t, 0.5f, dt ? 7 : 0);
+            set_q1(&g->tensors[tr], t, 0.5f, dt ? 7 : 0);
+            set_q1(&g->tensors[sl], t, 0.5f, dt ? 7 : 0);
+            void *ins[1] = {xd};
+            char *yd = run4(g, ins, (size_t)n * esz); /* the transpose (output 0) */
+            int ost[4], xst[4];
+            for (int d = nd - 1, a = 1; d >= 0; d--) { xst[d] = a; a *= sh[d]; }
+            for (int d = nd - 1, a = 1; d >= 0; d--) { ost[d] = a; a *= sh[pm[d]]; }
+            for (int o = 0; o < n; o++) {
+                int rem = o, src = 0;
+                for (int d = 0; d < nd; d++) { src += (rem / ost[d]) * xst[pm[d]]; rem %= ost[d]; }
+                assert_memory_equal(yd + (size_t)o * esz, xd + (size_t)src * esz, esz);
+            }
+            free(yd);
+            /* the slice through one executor (run4 compared output 0 only) */
+            pdq_exec_opts o;
+            pdq_exec_opts_default(&o);
+            o.mode = PDQ_EXEC_INT;
+            pdq_qexec *q = NULL;
+            assert_int_equal(pdq_qexec_create(g, &o, &q, &st), PDQ_OK);
+            memcpy(pdq_qexec_codes(q, x), xd, (size_t)n * esz);
+            assert_int_equal(pdq_qexec_run(q, &st), PDQ_OK);
+            const char *sd = pdq_qexec_codes(q, sl);
+            size_t skip = (size_t)xst[1] * esz, part = (size_t)(sh[1] - 1) * xst[1] * esz;
+            for (int i0 = 0; i0 < sh[0]; i0++)
+                assert_memory_equal(sd + (size_t)i0 * part, xd + (size_t)i0 * xst[0] * esz + skip, part);
+            pdq_qexec_free(q);
+            free(xd);
+            pdq_graph_free(g);
+        }
+}
+
 /* Bad input: an unsupported op and a weight without qparams are errors, not crashes. */
 static void test_errors(void **state) {
     (void)state;
@@ -343,7 +504,8 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rule), cmocka_unit_test(test_fc), cmocka_unit_test(test_bmm),
-        cmocka_unit_test(test_nonlinear), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_nonlinear), cmocka_unit_test(test_binary_rule), cmocka_unit_test(test_softmax_rule),
+        cmocka_unit_test(test_layout_moves), cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

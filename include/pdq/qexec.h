@@ -12,8 +12,9 @@
  *     (+ bias) in double, then requantized;
  *   every other op (ADD, SUB, MUL, DIV, NEG, RSQRT, LOGISTIC, RMS_NORM, SOFTMAX): inputs
  *     dequantized to double, the op computed in double, requantized. Unary ops of an int16/uint8
- *     input are a table of that rule over every code; SOFTMAX takes exp of (code - max code) *
- *     scale * beta from a table of the same doubles; RMS_NORM sums squares of codes in int64;
+ *     input are a table of that rule over every code; SOFTMAX's terms are exp(-(max code - code)
+ *     * scale * beta), summed in index order, each divided by the sum; RMS_NORM sums squares of
+ *     codes in int64;
  *   layout ops (RESHAPE, TRANSPOSE, CONCATENATION, SLICE, STRIDED_SLICE, GATHER) move codes;
  *     GATHER from a quantized constant (the embedding) requantizes each row's values.
  * Every loop is split into tasks whose results do not depend on which thread runs them, and the

@@ -343,13 +343,18 @@ typedef struct {
     pdq_qctx kctx; /* the packed kernels' paths, as the executor's SIMD level allows */
 } fc_ctx;
 
-/* y[m, r] from the exact sum a = sum x * code of row r: the zero point's share, the one double
- * product and the bias, then the output's rule. */
-static inline void fc_store(const qx_prep *p, const qx_t *yq, void *y, int m, int r, int64_t a) {
-    if (p->zw[r]) a -= (int64_t)p->zw[r] * p->sumx[m];
+/* y[m, r] from a, the exact sum with the zero point's share taken out: the one double product and
+ * the bias, then the output's rule. */
+static inline void fc_put(const qx_prep *p, const qx_t *yq, void *y, int m, int r, int64_t a) {
     double v = (double)a * p->sw[r];
     if (p->bias) v += (double)p->bias[r];
     qx_st(yq, y, (size_t)m * p->fout + r, v);
+}
+
+/* ... from the exact sum a = sum x * code of row r, taking the zero point's share out first. */
+static inline void fc_store(const qx_prep *p, const qx_t *yq, void *y, int m, int r, int64_t a) {
+    if (p->zw[r]) a -= (int64_t)p->zw[r] * p->sumx[m];
+    fc_put(p, yq, y, m, r, a);
 }
 
 static void fc_task(void *vc, int task, int thread) {
@@ -367,7 +372,16 @@ static void fc_task(void *vc, int task, int thread) {
             for (int a = r0; a < r1; a += 256) {
                 int b = a + 256 < r1 ? a + 256 : r1;
                 pdq_qexact_rows(&c->kctx, p->qm, p->xbuf + (size_t)m * p->xbytes, a, b, r1, s);
-                for (int r = a; r < b; r++) fc_store(p, yq, y, m, r, s[r - a]);
+                int r = a;
+                if (yq->dt == PDQ_TI16) { /* fc_store four at a time */
+                    if (p->any_zw)
+                        for (int j = a; j < b; j++) s[j - a] -= (int64_t)p->zw[j] * p->sumx[m];
+                    r += pdq_qx_sums_i16_avx2(s, p->sw + a, 1, p->bias ? p->bias + a : NULL, yq,
+                                              (int16_t *)y + (size_t)m * p->fout + a, b - a);
+                    for (; r < b; r++) fc_put(p, yq, y, m, r, s[r - a]);
+                    continue;
+                }
+                for (; r < b; r++) fc_store(p, yq, y, m, r, s[r - a]);
             }
         return;
     }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ir/ops.h"
 #include "pdq/qexec.h"
 #include "pdq/requant.h"
 
@@ -35,10 +36,7 @@ typedef struct {
     size_t xbytes;
     int64_t *sumx;         /* [rows] */
     /* unary table over every input code (index code - lo) */
-    int32_t *table;
-    /* SOFTMAX: exp(-d * s * beta) for d = max code - code */
-    double *exp_tab;
-    size_t exp_n;
+    int16_t *table;
     /* RMS_NORM gamma values / GATHER of a quantized constant: per-row scale and zero point */
     double *gamma;
     int gamma_n;
@@ -46,9 +44,12 @@ typedef struct {
     int64_t *row_zp;
     /* RESHAPE between grids with the same shape: an imported QUANTIZE / DEQUANTIZE */
     int requant_move;
+    /* TRANSPOSE / SLICE / STRIDED_SLICE: the copy planned once (has_box) */
+    pdq_k_box box;
+    int has_box;
     /* BATCH_MATMUL rows: one accumulator row per worker thread */
     int64_t *acc;
-    double *dacc;
+    double *dacc;          /* BATCH_MATMUL float rows / SOFTMAX terms, one row per thread */
 } qx_prep;
 
 struct pdq_qexec {
@@ -108,8 +109,26 @@ void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, 
 /* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */
 void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n);
 void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n);
+/* acc[j] += sum_k av[k] * b[k * ldb + j] (j < N) for |av[k]|, |b| <= 32768, exact: int32 lanes
+ * flushed to the int64 acc before they could overflow (BATCH_MATMUL's decode rows). */
+void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const int16_t *b, long ldb, int N);
 /* out[m * 2 + r] = sum_k x[m][k] * w[r][k] for 4 activation rows (stride ldx) and 2 weight rows. */
 void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
+
+/* AVX2 int16 stores (qx_elem_avx2.c), each the scalar rule's bits for the first 4k elements of a
+ * row; they return that count and the caller finishes the row. y = code(a (op) b) for ADD / SUB /
+ * MUL of int16 codes, strides sa, sb of 0 (a broadcast) or 1: */
+int pdq_qx_bin_i16_avx2(pdq_op_type t, const qx_t *aq, const int16_t *a, int sa, const qx_t *bq, const int16_t *b,
+                        int sb, const qx_t *yq, int16_t *y, int n);
+/* y = code((double)acc[i] * mult[per_elem ? i : 0] (+ (double)bias[i])) (the exact sums of
+ * FULLY_CONNECTED and BATCH_MATMUL); stops early at a sum of 2^51 or more in magnitude: */
+int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const qx_t *yq,
+                         int16_t *y, int n);
+/* y = code(v[i] / d) (SOFTMAX's terms over their sum): */
+int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t *y, int n);
+/* y = code(value(x[i]) * inv * gamma[gn == 1 ? 0 : i]) (RMS_NORM's scaling): */
+int pdq_qx_scale_i16_avx2(const qx_t *xq, const int16_t *x, double inv, const double *gamma, int gn, const qx_t *yq,
+                          int16_t *y, int n);
 
 /* An op's integer kernel: prepare once per executor (tables, constants, scratch), run per call. */
 typedef struct {

@@ -23,7 +23,6 @@ void pdq_qx_prep_free(qx_prep *p) {
     free(p->xbuf);
     free(p->sumx);
     free(p->table);
-    free(p->exp_tab);
     free(p->gamma);
     free(p->row_s);
     free(p->row_zp);
@@ -149,11 +148,11 @@ static pdq_code unary_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     if (a->kind == PDQ_TK_CONST) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant input %s", a->name);
     if (!xq->quant || !yq->quant) return PDQ_OK; /* computed per element */
     size_t n = (size_t)(xq->hi - xq->lo + 1);
-    p->table = malloc(sizeof(int32_t) * n);
+    p->table = malloc(sizeof(int16_t) * n); /* int16 or uint8 codes: 128 KiB for an int16 input */
     if (!p->table) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: table");
     for (size_t i = 0; i < n; i++) {
         double v = unary_f(op->type, pdq_rq_value(xq->lo + (int64_t)i, xq->s, xq->zp));
-        p->table[i] = (int32_t)pdq_rq_code(v, yq->s, yq->zp, yq->lo, yq->hi);
+        p->table[i] = (int16_t)pdq_rq_code(v, yq->s, yq->zp, yq->lo, yq->hi);
     }
     return PDQ_OK;
 }
@@ -178,11 +177,11 @@ static pdq_code softmax_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     const qx_t *xq = &x->t[op->in[0]];
     if (a->kind == PDQ_TK_CONST) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant input %s", a->name);
     if (!xq->quant) return PDQ_OK;
-    p->exp_n = (size_t)(xq->hi - xq->lo + 1);
-    p->exp_tab = malloc(sizeof(double) * p->exp_n);
-    if (!p->exp_tab) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: softmax table");
-    double beta = (double)op->opt.softmax.beta;
-    for (size_t d = 0; d < p->exp_n; d++) p->exp_tab[d] = exp(-((double)d * xq->s) * beta);
+    /* one row of terms per thread (a table over every code would be 512 KiB per op: 360 MiB for
+     * the 1.1B decode graph's per-head softmaxes, each read from DRAM) */
+    size_t C = (size_t)a->shape[a->ndim - 1], nt = (size_t)pdq_pool_threads(x->o.pool);
+    p->dacc = malloc(sizeof(double) * C * nt);
+    if (!p->dacc) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: softmax row of %zu", C);
     return PDQ_OK;
 }
 
@@ -208,6 +207,7 @@ static pdq_code move_prepare(pdq_qexec *x, int oi, pdq_status *st) {
             return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: %s moves %s onto another grid or dtype (%s); layout "
                             "ops keep their input's grid", pdq_op_name(op->type), t->name, g->tensors[op->out[0]].name);
     }
+    p->has_box = pdq_k_box_plan(g, op, &p->box); /* decode runs some hundred of these per layer */
     return PDQ_OK;
 }
 
@@ -245,7 +245,17 @@ static void bmm_task(void *vc, int task, int thread) {
     double mult = aq->s * bq->s;
     for (int i = i0; i < i1; i++) {
         size_t yrow = ((size_t)t * c->M + i) * N;
-        if (integer) {
+        if (integer && c->x->simd && bq->dt == PDQ_TI16 && c->bjs == 1 && bq->zp == 0 && aq->dt == PDQ_TI16) {
+            memset(acc, 0, sizeof(int64_t) * (size_t)N);
+            int32_t av[256];
+            for (int k0 = 0; k0 < K; k0 += 256) {
+                int nk = K - k0 < 256 ? K - k0 : 256;
+                for (int k = 0; k < nk; k++) av[k] = (int32_t)(qx_code(aq, ad, (size_t)(offa + i * c->aim + (k0 + k) * c->ask)) - aq->zp);
+                pdq_qx_bmm_acc_i16_avx2(acc, av, nk, (const int16_t *)bd + offb + (long)k0 * c->bks, c->bks, N);
+            }
+            int j = yq->dt == PDQ_TI16 ? pdq_qx_sums_i16_avx2(acc, &mult, 0, NULL, yq, (int16_t *)yd + yrow, N) : 0;
+            for (; j < N; j++) qx_st(yq, yd, yrow + j, (double)acc[j] * mult);
+        } else if (integer) {
             memset(acc, 0, sizeof(int64_t) * (size_t)N);
             for (int k = 0; k < K; k++) {
                 int64_t av = qx_code(aq, ad, (size_t)(offa + i * c->aim + k * c->ask)) - aq->zp;
@@ -355,6 +365,33 @@ static inline double binop(pdq_op_type t, double a, double b) {
     }
 }
 
+/* One row of int16 operands into an int16 result (every element-wise op of the a16 graphs): the
+ * same doubles as qx_ld / qx_st in the same order, with the op and dtype tests out of the loop. */
+#define BIN_I16(EXPR)                                                                                  \
+    for (int i = 0; i < n; i++) {                                                                      \
+        double u = ((double)a[i * sa] - za) * fa, v = ((double)b[i * sb] - zb) * fb;                   \
+        y[i] = (int16_t)pdq_rq_code(EXPR, ys, yz, lo, hi);                                             \
+    }
+static void bin_row_i16(int simd, pdq_op_type t, const qx_t *aq, const int16_t *a, long sa, const qx_t *bq,
+                        const int16_t *b, long sb, const qx_t *yq, int16_t *y, int n) {
+    if (simd && t != PDQ_OP_DIV && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
+        int done = pdq_qx_bin_i16_avx2(t, aq, a, (int)sa, bq, b, (int)sb, yq, y, n);
+        a += done * sa;
+        b += done * sb;
+        y += done;
+        n -= done;
+    }
+    double za = (double)aq->zp, fa = aq->s, zb = (double)bq->zp, fb = bq->s, ys = yq->s;
+    int64_t yz = yq->zp, lo = yq->lo, hi = yq->hi;
+    switch (t) {
+    case PDQ_OP_ADD: BIN_I16(u + v); break;
+    case PDQ_OP_SUB: BIN_I16(u - v); break;
+    case PDQ_OP_MUL: BIN_I16(u * v); break;
+    default: BIN_I16(u / v); break;
+    }
+}
+#undef BIN_I16
+
 static void bin_task(void *vc, int task, int thread) {
     (void)thread;
     const bin_ctx *c = vc;
@@ -363,8 +400,14 @@ static void bin_task(void *vc, int task, int thread) {
     pdq_op_type t = c->op->type;
     size_t r0 = (size_t)task * c->rows_per_task, r1 = r0 + c->rows_per_task < c->outer ? r0 + c->rows_per_task : c->outer;
     int inner = c->inner;
+    int i16 = c->aq->dt == PDQ_TI16 && c->bq->dt == PDQ_TI16 && yq->dt == PDQ_TI16;
     for (size_t r = r0; r < r1; r++) {
         size_t base = r * (size_t)inner;
+        if (c->same && i16) {
+            bin_row_i16(c->x->simd, t, c->aq, (const int16_t *)c->ad + base, 1, c->bq, (const int16_t *)c->bd + base, 1, yq,
+                        (int16_t *)yd + base, inner);
+            continue;
+        }
         if (c->same) {
             for (int i = 0; i < inner; i++)
                 qx_st(yq, yd, base + i, binop(t, qx_ld(c->aq, c->ad, base + i), qx_ld(c->bq, c->bd, base + i)));
@@ -378,15 +421,23 @@ static void bin_task(void *vc, int task, int thread) {
             offa += idx * c->sa[d];
             offb += idx * c->sb[d];
         }
+        if (i16) {
+            bin_row_i16(c->x->simd, t, c->aq, (const int16_t *)c->ad + offa, c->sa[5], c->bq, (const int16_t *)c->bd + offb, c->sb[5],
+                        yq, (int16_t *)yd + base, inner);
+            continue;
+        }
         for (int i = 0; i < inner; i++)
             qx_st(yq, yd, base + i,
                   binop(t, qx_ld(c->aq, c->ad, (size_t)(offa + i * c->sa[5])), qx_ld(c->bq, c->bd, (size_t)(offb + i * c->sb[5]))));
     }
 }
 
-static size_t rows_per(size_t outer, int inner) {
-    size_t want = 4096 / (size_t)(inner > 0 ? inner : 1);
-    if (want < 1) want = 1;
+/* Rows per task: at least 1024 elements a task (a smaller one costs more to hand out than to
+ * run), else an even share for each thread (an uneven last task idles the others). */
+static size_t rows_per(size_t outer, int inner, int threads) {
+    size_t in = (size_t)(inner > 0 ? inner : 1), total = outer * in;
+    size_t share = (total + (size_t)threads - 1) / (size_t)threads;
+    size_t want = ((share > 1024 ? share : 1024) + in - 1) / in;
     if (want > outer) want = outer ? outer : 1;
     return want;
 }
@@ -409,7 +460,7 @@ static void binary_run(pdq_qexec *x, const pdq_op *op) {
     c.same = pdq_tensor_count(a) == n && pdq_tensor_count(b) == n;
     c.inner = c.o6[5];
     c.outer = n / (size_t)c.inner;
-    c.rows_per_task = rows_per(c.outer, c.inner);
+    c.rows_per_task = rows_per(c.outer, c.inner, pdq_pool_threads(x->o.pool));
     pdq_qx_par(x, (int)((c.outer + c.rows_per_task - 1) / c.rows_per_task), bin_task, &c);
 }
 
@@ -431,7 +482,7 @@ static void unary_task(void *vc, int task, int thread) {
     void *yd = c->x->ptrs[c->op->out[0]];
     size_t r0 = (size_t)task * c->rows_per_task, r1 = r0 + c->rows_per_task < c->rows ? r0 + c->rows_per_task : c->rows;
     size_t i0 = r0 * (size_t)c->c, i1 = r1 * (size_t)c->c;
-    const int32_t *tab = c->p->table;
+    const int16_t *tab = c->p->table;
     if (tab && yq->dt == PDQ_TI16) {
         int16_t *y = yd;
         for (size_t i = i0; i < i1; i++) y[i] = (int16_t)tab[qx_code(xq, xd, i) - xq->lo];
@@ -468,13 +519,15 @@ static void rms_task(void *vc, int task, int thread) {
             ms = ss / (double)C;
         }
         double inv = 1.0 / sqrt(ms + eps);
-        for (int i = 0; i < C; i++)
+        int done = 0;
+        if (xq->dt == PDQ_TI16 && yq->dt == PDQ_TI16 && c->x->simd)
+            done = pdq_qx_scale_i16_avx2(xq, (const int16_t *)xd + base, inv, c->p->gamma, gn, yq, (int16_t *)yd + base, C);
+        for (int i = done; i < C; i++)
             qx_st(yq, yd, base + i, qx_ld(xq, xd, base + i) * inv * c->p->gamma[gn == 1 ? 0 : i]);
     }
 }
 
 static void softmax_task(void *vc, int task, int thread) {
-    (void)thread;
     const row_ctx *c = vc;
     const qx_t *xq = &c->x->t[c->op->in[0]], *yq = &c->x->t[c->op->out[0]];
     const void *xd = c->x->ptrs[c->op->in[0]];
@@ -482,16 +535,22 @@ static void softmax_task(void *vc, int task, int thread) {
     size_t r0 = (size_t)task * c->rows_per_task, r1 = r0 + c->rows_per_task < c->rows ? r0 + c->rows_per_task : c->rows;
     int C = c->c;
     double beta = (double)c->op->opt.softmax.beta;
-    const double *tab = c->p->exp_tab;
-    /* two passes over the row (the sum, then each term again): no scratch */
     for (size_t r = r0; r < r1; r++) {
         size_t base = r * (size_t)C;
         double sum = 0;
-        if (tab) {
-            int64_t mx = qx_code(xq, xd, base);
+        if (xq->quant) {
+            /* term_i = exp(-(max code - code_i) * scale * beta), summed in index order; equal codes
+             * (the masked positions) share one exp */
+            double *term = c->p->dacc + (size_t)thread * (size_t)C, e = 0;
+            int64_t mx = qx_code(xq, xd, base), prev = -1;
             for (int i = 1; i < C; i++) { int64_t v = qx_code(xq, xd, base + i); mx = v > mx ? v : mx; }
-            for (int i = 0; i < C; i++) sum += tab[mx - qx_code(xq, xd, base + i)];
-            for (int i = 0; i < C; i++) qx_st(yq, yd, base + i, tab[mx - qx_code(xq, xd, base + i)] / sum);
+            for (int i = 0; i < C; i++) {
+                int64_t d = mx - qx_code(xq, xd, base + i);
+                if (d != prev) { e = exp(-((double)d * xq->s) * beta); prev = d; }
+                sum += term[i] = e;
+            }
+            int done = c->x->simd && yq->dt == PDQ_TI16 ? pdq_qx_div_i16_avx2(term, sum, yq, (int16_t *)yd + base, C) : 0;
+            for (int i = done; i < C; i++) qx_st(yq, yd, base + i, term[i] / sum);
         } else {
             double mx = qx_ld(xq, xd, base);
             for (int i = 1; i < C; i++) { double v = qx_ld(xq, xd, base + i); mx = v > mx ? v : mx; }
@@ -506,7 +565,7 @@ static void rows_run(pdq_qexec *x, const pdq_op *op, pdq_pool_fn fn, int per_ele
     row_ctx c = {.x = x, .op = op, .p = &x->prep[op - x->g->ops]};
     c.c = per_element ? 1 : t->shape[t->ndim - 1];
     c.rows = pdq_tensor_count(t) / (size_t)c.c;
-    c.rows_per_task = rows_per(c.rows, c.c);
+    c.rows_per_task = rows_per(c.rows, c.c, pdq_pool_threads(x->o.pool));
     pdq_qx_par(x, (int)((c.rows + c.rows_per_task - 1) / c.rows_per_task), fn, &c);
 }
 
@@ -585,6 +644,10 @@ static pdq_code move_step(pdq_qexec *x, int oi, pdq_status *st) {
         const qx_t *xq = &x->t[op->in[0]], *yq = &x->t[op->out[0]];
         size_t n = pdq_tensor_count(&x->g->tensors[op->out[0]]);
         for (size_t i = 0; i < n; i++) qx_st(yq, x->ptrs[op->out[0]], i, qx_ld(xq, x->ptrs[op->in[0]], i));
+        return PDQ_OK;
+    }
+    if (x->prep[oi].has_box) {
+        pdq_k_box_copy(&x->prep[oi].box, x->ptrs[op->out[0]], x->ptrs[op->in[0]]);
         return PDQ_OK;
     }
     return pdq_k_shape(x->g, op, x->ptrs, st);

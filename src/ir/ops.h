@@ -13,4 +13,17 @@ pdq_code pdq_k_shape(const pdq_graph *g, const pdq_op *op, void *const *ptrs, pd
 void pdq_k_strides6(const pdq_tensor *t, const int *out_shape6, long *strides6);
 void pdq_k_shape6(const pdq_tensor *t, int *shape6);
 
+/* The strided copy of a TRANSPOSE, SLICE or STRIDED_SLICE, planned once: the source offset and
+ * the dims left after merging (innermost first), tr when the two innermost are a transpose.
+ * pdq_k_box_plan returns 0 (and plans nothing) for any other op or a non-constant parameter. */
+typedef struct {
+    size_t n[PDQ_G_MAX_DIMS];
+    long s[PDQ_G_MAX_DIMS];
+    int nd, tr;
+    long off;
+    size_t esz;
+} pdq_k_box;
+int pdq_k_box_plan(const pdq_graph *g, const pdq_op *op, pdq_k_box *b);
+void pdq_k_box_copy(const pdq_k_box *b, void *dst, const void *src);
+
 #endif

@@ -1,6 +1,10 @@
 /* Data-movement kernels: RESHAPE, TRANSPOSE, CONCATENATION, STRIDED_SLICE, SLICE, GATHER.
  * They move elements of any dtype (by element size). */
+#include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "ops.h"
 
@@ -20,23 +24,110 @@ static void gather_row(char *dst, const char *src, size_t n, long stride, size_t
 }
 #undef GATHER_N
 
-/* Copies a strided 6-d box: dst contiguous of shape box6, src at offset with strides sstr6. */
-static void copy_box(char *dst, const char *src, const int *box6, const long *sstr6, size_t esz) {
-    size_t inner = (size_t)box6[5];
-    size_t outer = 1;
-    for (int d = 0; d < 5; d++) outer *= (size_t)box6[d];
-    int contiguous = sstr6[5] == 1;
-    for (size_t r = 0; r < outer; r++) {
-        size_t rem = r;
-        long off = 0;
-        for (int d = 4; d >= 0; d--) {
-            off += (long)(rem % (size_t)box6[d]) * sstr6[d];
-            rem /= (size_t)box6[d];
+/* dst[r][c] = src[c * cstride + r] for a rows x cols block: the source's rows are the
+ * destination's columns. In 8 x 8 tiles, so each tile reads 8 short runs and writes 8 short runs
+ * instead of one strided read per element. */
+#define TRANSPOSE_N(T)                                                                                   \
+    do {                                                                                                 \
+        T *d = (T *)(void *)dst;                                                                         \
+        const T *sp = (const T *)(const void *)src;                                                      \
+        for (size_t r0 = 0; r0 < rows; r0 += 8)                                                          \
+            for (size_t c0 = 0; c0 < cols; c0 += 8) {                                                    \
+                size_t r1 = r0 + 8 < rows ? r0 + 8 : rows, c1 = c0 + 8 < cols ? c0 + 8 : cols;           \
+                for (size_t c = c0; c < c1; c++)                                                         \
+                    for (size_t r = r0; r < r1; r++) d[r * cols + c] = sp[c * (size_t)cstride + r];      \
+            }                                                                                            \
+    } while (0)
+#ifdef __SSE2__
+/* 16-bit elements: whole 8 x 8 tiles by SSE2 unpacks (x86-64's baseline), the edges as above. */
+static void transpose_u16(uint16_t *d, const uint16_t *sp, size_t rows, size_t cols, long cstride) {
+    size_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+    for (size_t c0 = 0; c0 < c8; c0 += 8)
+        for (size_t r0 = 0; r0 < r8; r0 += 8) {
+            __m128i v[8], t[8];
+            for (int i = 0; i < 8; i++) v[i] = _mm_loadu_si128((const __m128i *)(const void *)(sp + (c0 + i) * (size_t)cstride + r0));
+            for (int i = 0; i < 4; i++) {
+                t[i] = _mm_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
+                t[i + 4] = _mm_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
+            }
+            /* t[0..3]: pairs of rows 0-1 | 2-3 | 4-5 | 6-7 for source positions r0..r0+3, t[4..7] r0+4.. */
+            for (int h = 0; h < 2; h++) {
+                __m128i a = _mm_unpacklo_epi32(t[4 * h], t[4 * h + 1]), b = _mm_unpackhi_epi32(t[4 * h], t[4 * h + 1]);
+                __m128i e = _mm_unpacklo_epi32(t[4 * h + 2], t[4 * h + 3]), f = _mm_unpackhi_epi32(t[4 * h + 2], t[4 * h + 3]);
+                uint16_t *o = d + (r0 + 4 * (size_t)h) * cols + c0;
+                _mm_storeu_si128((__m128i *)(void *)o, _mm_unpacklo_epi64(a, e));
+                _mm_storeu_si128((__m128i *)(void *)(o + cols), _mm_unpackhi_epi64(a, e));
+                _mm_storeu_si128((__m128i *)(void *)(o + 2 * cols), _mm_unpacklo_epi64(b, f));
+                _mm_storeu_si128((__m128i *)(void *)(o + 3 * cols), _mm_unpackhi_epi64(b, f));
+            }
         }
-        char *drow = dst + r * inner * esz;
-        if (contiguous) memcpy(drow, src + (size_t)off * esz, inner * esz);
-        else
-            gather_row(drow, src + (size_t)off * esz, inner, sstr6[5], esz);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = r < r8 ? c8 : 0; c < cols; c++) d[r * cols + c] = sp[c * (size_t)cstride + r];
+}
+#endif
+
+static void transpose_2d(char *dst, const char *src, size_t rows, size_t cols, long cstride, size_t esz) {
+    switch (esz) {
+    case 1: TRANSPOSE_N(uint8_t); return;
+#ifdef __SSE2__
+    case 2: transpose_u16((uint16_t *)(void *)dst, (const uint16_t *)(const void *)src, rows, cols, cstride); return;
+#else
+    case 2: TRANSPOSE_N(uint16_t); return;
+#endif
+    default: TRANSPOSE_N(uint32_t); return; /* esz 4: the caller takes no other size */
+    }
+}
+#undef TRANSPOSE_N
+
+/* Plans the copy of a strided 6-d box: dst contiguous of shape box6, src at offset off with
+ * strides sstr6. Dims of size 1 drop out and a dim that steps exactly over the next inner one
+ * merges with it, so a slice of whole rows is one long copy. */
+static void plan_box(const int *box6, const long *sstr6, long off, size_t esz, pdq_k_box *b) {
+    memset(b, 0, sizeof *b);
+    b->off = off;
+    b->esz = esz;
+    b->nd = 1;
+    b->n[0] = (size_t)box6[5]; /* innermost first */
+    b->s[0] = sstr6[5];
+    for (int d = PDQ_G_MAX_DIMS - 2; d >= 0; d--) {
+        if (box6[d] == 1) continue;
+        int k = b->nd - 1;
+        if (b->n[k] == 1 || sstr6[d] == b->s[k] * (long)b->n[k]) {
+            if (b->n[k] == 1) b->s[k] = sstr6[d];
+            b->n[k] *= (size_t)box6[d];
+        } else {
+            b->n[b->nd] = (size_t)box6[d];
+            b->s[b->nd] = sstr6[d];
+            b->nd++;
+        }
+    }
+    /* a block is the innermost dim (a row), or the two innermost when a transpose swapped them */
+    b->tr = b->s[0] != 1 && b->s[0] > 0 && b->nd >= 2 && b->s[1] == 1 && (esz == 1 || esz == 2 || esz == 4);
+}
+
+/* Runs a planned copy: the blocks in destination order, walked by an odometer over the outer
+ * dims (no division per row). */
+void pdq_k_box_copy(const pdq_k_box *b, void *dstv, const void *srcv) {
+    char *dst = dstv;
+    const char *src = (const char *)srcv + (size_t)b->off * b->esz;
+    size_t esz = b->esz;
+    int first = b->tr ? 2 : 1, nd = b->nd;
+    size_t block = b->tr ? b->n[0] * b->n[1] : b->n[0], blocks = 1;
+    for (int d = first; d < nd; d++) blocks *= b->n[d];
+    size_t idx[PDQ_G_MAX_DIMS] = {0};
+    long off = 0;
+    for (size_t k = 0; k < blocks; k++) {
+        char *dblk = dst + k * block * esz;
+        const char *sblk = src + (size_t)off * esz;
+        if (b->tr) transpose_2d(dblk, sblk, b->n[1], b->n[0], b->s[0], esz);
+        else if (b->s[0] == 1) memcpy(dblk, sblk, b->n[0] * esz);
+        else gather_row(dblk, sblk, b->n[0], b->s[0], esz);
+        for (int d = first; d < nd; d++) {
+            off += b->s[d];
+            if (++idx[d] < b->n[d]) break;
+            off -= b->s[d] * (long)b->n[d];
+            idx[d] = 0;
+        }
     }
 }
 
@@ -45,7 +136,7 @@ static void dense_strides6(const int *s6, long *str6) {
     for (int d = PDQ_G_MAX_DIMS - 1; d >= 0; d--) { str6[d] = acc; acc *= s6[d]; }
 }
 
-static void transpose(const pdq_graph *g, const pdq_op *op, void *const *ptrs, size_t esz) {
+static void transpose_plan(const pdq_graph *g, const pdq_op *op, pdq_k_box *b) {
     const pdq_tensor *x = &g->tensors[op->in[0]], *o = &g->tensors[op->out[0]];
     const int32_t *perm = g->tensors[op->in[1]].data;
     int x6[PDQ_G_MAX_DIMS], o6[PDQ_G_MAX_DIMS];
@@ -55,7 +146,7 @@ static void transpose(const pdq_graph *g, const pdq_op *op, void *const *ptrs, s
     dense_strides6(x6, xs6);
     int pad = PDQ_G_MAX_DIMS - x->ndim;
     for (int d = 0; d < PDQ_G_MAX_DIMS; d++) src6[d] = d < pad ? 0 : xs6[pad + perm[d - pad]];
-    copy_box(ptrs[op->out[0]], ptrs[op->in[0]], o6, src6, esz);
+    plan_box(o6, src6, 0, pdq_tdtype_size(x->dtype), b);
 }
 
 static void concat(const pdq_graph *g, const pdq_op *op, void *const *ptrs, size_t esz) {
@@ -76,7 +167,7 @@ static void concat(const pdq_graph *g, const pdq_op *op, void *const *ptrs, size
     }
 }
 
-static void slice(const pdq_graph *g, const pdq_op *op, void *const *ptrs, size_t esz, int strided) {
+static void slice_plan(const pdq_graph *g, const pdq_op *op, int strided, pdq_k_box *bx) {
     const pdq_tensor *x = &g->tensors[op->in[0]], *o = &g->tensors[op->out[0]];
     const int32_t *b = g->tensors[op->in[1]].data;
     const int32_t *s = strided ? g->tensors[op->in[3]].data : NULL;
@@ -92,7 +183,17 @@ static void slice(const pdq_graph *g, const pdq_op *op, void *const *ptrs, size_
         src6[d] = xs6[d] * step;
         if (d >= pad) off += (long)b[d - pad] * xs6[d];
     }
-    copy_box(ptrs[op->out[0]], (const char *)ptrs[op->in[0]] + (size_t)off * esz, o6, src6, esz);
+    plan_box(o6, src6, off, pdq_tdtype_size(x->dtype), bx);
+}
+
+int pdq_k_box_plan(const pdq_graph *g, const pdq_op *op, pdq_k_box *b) {
+    int n_par = op->type == PDQ_OP_TRANSPOSE ? 1 : op->type == PDQ_OP_SLICE ? 2 : op->type == PDQ_OP_STRIDED_SLICE ? 3 : 0;
+    if (!n_par) return 0;
+    for (int i = 1; i <= n_par; i++)
+        if (g->tensors[op->in[i]].kind != PDQ_TK_CONST) return 0;
+    if (op->type == PDQ_OP_TRANSPOSE) transpose_plan(g, op, b);
+    else slice_plan(g, op, op->type == PDQ_OP_STRIDED_SLICE, b);
+    return 1;
 }
 
 static pdq_code gather(const pdq_graph *g, const pdq_op *op, void *const *ptrs, size_t esz,
@@ -119,17 +220,19 @@ static pdq_code gather(const pdq_graph *g, const pdq_op *op, void *const *ptrs, 
 
 pdq_code pdq_k_shape(const pdq_graph *g, const pdq_op *op, void *const *ptrs, pdq_status *st) {
     size_t esz = pdq_tdtype_size(g->tensors[op->in[0]].dtype);
+    pdq_k_box box;
     switch (op->type) {
     case PDQ_OP_RESHAPE:
         if (ptrs[op->out[0]] != ptrs[op->in[0]])
             memcpy(ptrs[op->out[0]], ptrs[op->in[0]], pdq_tensor_count(&g->tensors[op->in[0]]) * esz);
         return PDQ_OK;
-    case PDQ_OP_TRANSPOSE: transpose(g, op, ptrs, esz); return PDQ_OK;
+    case PDQ_OP_TRANSPOSE: transpose_plan(g, op, &box); break;
+    case PDQ_OP_STRIDED_SLICE: slice_plan(g, op, 1, &box); break;
+    case PDQ_OP_SLICE: slice_plan(g, op, 0, &box); break;
     case PDQ_OP_CONCATENATION: concat(g, op, ptrs, esz); return PDQ_OK;
-    case PDQ_OP_STRIDED_SLICE: slice(g, op, ptrs, esz, 1); return PDQ_OK;
-    case PDQ_OP_SLICE: slice(g, op, ptrs, esz, 0); return PDQ_OK;
     case PDQ_OP_GATHER: return gather(g, op, ptrs, esz, st);
-    default: break;
+    default: return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "shape kernel: op %s", pdq_op_name(op->type));
     }
-    return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "shape kernel: op %s", pdq_op_name(op->type));
+    pdq_k_box_copy(&box, ptrs[op->out[0]], ptrs[op->in[0]]);
+    return PDQ_OK;
 }

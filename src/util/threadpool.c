@@ -1,4 +1,5 @@
-/* Worker pool: a generation counter under one mutex wakes the workers for each run; tasks are
+/* Worker pool: a generation counter wakes the workers for each run (through a mutex and a
+ * condition variable only for a worker that went to sleep); tasks are
  * claimed from one atomic word holding the run's generation and the next task index, and the
  * caller waits for the run's tasks to be done, not for every worker to check in. A worker that
  * wakes late (preempted on a loaded machine, or still asleep) then costs nothing: it finds the
@@ -27,7 +28,12 @@ struct pdq_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     atomic_uint generation;   /* bumped once per run (and once to stop) */
-    int stop;
+    atomic_int stop;
+    /* who is asleep on a condition variable: the mutex and a wake-up are paid only then (each
+     * side publishes its count, then re-checks the word the other side changes; seq_cst on both
+     * words, so one of the two sees the other) */
+    atomic_int sleeping;      /* workers in wait(wake) */
+    atomic_int caller_asleep; /* the caller in wait(done) */
     /* the current run: written while `claim` is CLOSED, read by whoever claims a task of it */
     _Atomic(pdq_pool_fn) fn;
     _Atomic(void *) ctx;
@@ -55,7 +61,7 @@ static void drain(pdq_pool *p, unsigned gen, int thread) {
         /* the task is claimed: the run stays current (its caller waits for it), so fn and ctx are its */
         pdq_pool_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
         fn(atomic_load_explicit(&p->ctx, memory_order_relaxed), (int)idx, thread);
-        if (atomic_fetch_add_explicit(&p->finished, 1, memory_order_acq_rel) + 1 == n) {
+        if (atomic_fetch_add(&p->finished, 1) + 1 == n && atomic_load(&p->caller_asleep)) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
             pthread_mutex_unlock(&p->mu);
@@ -76,23 +82,21 @@ static void *worker(void *arg) {
         }
         if (g == seen) {
             pthread_mutex_lock(&p->mu);
-            while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen)
-                pthread_cond_wait(&p->wake, &p->mu);
+            atomic_fetch_add(&p->sleeping, 1);
+            while ((g = atomic_load(&p->generation)) == seen) pthread_cond_wait(&p->wake, &p->mu);
+            atomic_fetch_sub(&p->sleeping, 1);
             pthread_mutex_unlock(&p->mu);
         }
         seen = g;
-        pthread_mutex_lock(&p->mu);
-        int stop = p->stop;
-        pthread_mutex_unlock(&p->mu);
-        if (stop) return NULL;
+        if (atomic_load(&p->stop)) return NULL;
         drain(p, g, a.index);
     }
 }
 
 static void stop_workers(pdq_pool *p, int started) {
     pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    atomic_store(&p->stop, 1);
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < started; i++) pthread_join(p->tid[i], NULL);
@@ -170,15 +174,20 @@ void pdq_pool_run(pdq_pool *p, int n_tasks, pdq_pool_fn fn, void *ctx) {
     atomic_store_explicit(&p->n_tasks, (unsigned)n_tasks, memory_order_release);
     atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
     atomic_store_explicit(&p->claim, (uint64_t)gen << 32, memory_order_release);
-    pthread_mutex_lock(&p->mu);
-    atomic_store_explicit(&p->generation, gen, memory_order_release);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store(&p->generation, gen);
+    if (atomic_load(&p->sleeping)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     drain(p, gen, 0);
     unsigned n = (unsigned)n_tasks;
     for (int i = 0; i < SPIN_ITERS && atomic_load_explicit(&p->finished, memory_order_acquire) < n; i++) {
     }
+    if (atomic_load_explicit(&p->finished, memory_order_acquire) >= n) return;
     pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->finished, memory_order_acquire) < n) pthread_cond_wait(&p->done, &p->mu);
+    atomic_store(&p->caller_asleep, 1);
+    while (atomic_load(&p->finished) < n) pthread_cond_wait(&p->done, &p->mu);
+    atomic_store(&p->caller_asleep, 0);
     pthread_mutex_unlock(&p->mu);
 }

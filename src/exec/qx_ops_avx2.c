@@ -1,0 +1,164 @@
+/* AVX2 kernels of the integer executor's ops other than FULLY_CONNECTED.
+ * int16 stores: four doubles at a time through the same IEEE operations, in the same order, as
+ * include/pdq/requant.h's scalar rule (no FMA: this file is built for AVX2 alone), so every result
+ * is the scalar path's bit for bit. Each handles a multiple of 4 elements and returns how many;
+ * the caller's scalar loop finishes the row.
+ * BATCH_MATMUL rows: exact integer sums, as the scalar int64 loop gives them. */
+#include <string.h>
+
+#include "qx_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2")))
+
+/* pdq_rq_code for four doubles onto an int16 grid: round half even (the 1.5 * 2^52 addition below
+ * 2^51 in magnitude), + zero point, NaN -> zero point, clamp to [lo, hi]. */
+typedef struct {
+    __m256d s, zp, lo, hi;
+} grid4;
+
+AVX2 static grid4 grid_of(const qx_t *q) {
+    return (grid4){_mm256_set1_pd(q->s), _mm256_set1_pd((double)q->zp), _mm256_set1_pd((double)q->lo),
+                   _mm256_set1_pd((double)q->hi)};
+}
+
+AVX2 static __m128i code4(__m256d y, const grid4 *g) {
+    const __m256d big = _mm256_set1_pd(6755399441055744.0), lim = _mm256_set1_pd(2251799813685248.0);
+    const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    __m256d v = _mm256_div_pd(y, g->s);
+    __m256d small = _mm256_cmp_pd(_mm256_and_pd(v, absmask), lim, _CMP_LT_OQ);
+    __m256d r = _mm256_blendv_pd(v, _mm256_sub_pd(_mm256_add_pd(v, big), big), small);
+    __m256d q = _mm256_add_pd(r, g->zp);
+    __m256d res = _mm256_blendv_pd(g->lo, q, _mm256_cmp_pd(q, g->lo, _CMP_GE_OQ));
+    res = _mm256_blendv_pd(res, g->zp, _mm256_cmp_pd(q, q, _CMP_UNORD_Q));
+    res = _mm256_blendv_pd(res, g->hi, _mm256_cmp_pd(q, g->hi, _CMP_GE_OQ));
+    return _mm256_cvttpd_epi32(res); /* an integer in [lo, hi]: exact */
+}
+
+AVX2 static void store4(int16_t *y, __m128i c) { _mm_storel_epi64((__m128i *)(void *)y, _mm_packs_epi32(c, c)); }
+
+/* (code - zp) * s of four int16 codes, or of one broadcast (stride 0). */
+AVX2 static __m256d value4(const int16_t *a, int stride, __m256d z, __m256d s) {
+    __m128i c = stride ? _mm_cvtepi16_epi32(_mm_loadl_epi64((const __m128i *)(const void *)a)) : _mm_set1_epi32(a[0]);
+    return _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtepi32_pd(c), z), s);
+}
+
+AVX2 int pdq_qx_bin_i16_avx2(pdq_op_type t, const qx_t *aq, const int16_t *a, int sa, const qx_t *bq, const int16_t *b,
+                             int sb, const qx_t *yq, int16_t *y, int n) {
+    grid4 g = grid_of(yq);
+    __m256d za = _mm256_set1_pd((double)aq->zp), fa = _mm256_set1_pd(aq->s);
+    __m256d zb = _mm256_set1_pd((double)bq->zp), fb = _mm256_set1_pd(bq->s);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d u = value4(a + (size_t)i * sa, sa, za, fa), v = value4(b + (size_t)i * sb, sb, zb, fb);
+        __m256d r = t == PDQ_OP_ADD ? _mm256_add_pd(u, v) : t == PDQ_OP_SUB ? _mm256_sub_pd(u, v) : _mm256_mul_pd(u, v);
+        store4(y + i, code4(r, &g));
+    }
+    return i;
+}
+
+/* Four int64 to double, exactly for |x| < 2^51: x + the bits of 1.5 * 2^52 is that double's bit
+ * pattern plus x units in the last place (spacing 1), so subtracting 1.5 * 2^52 leaves x. */
+AVX2 static __m256d i64_to_f64(__m256i x) {
+    const __m256d magic = _mm256_set1_pd(6755399441055744.0);
+    return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(x, _mm256_castpd_si256(magic))), magic);
+}
+
+AVX2 static int below_2p51(__m256i x) {
+    const __m256i lim = _mm256_set1_epi64x((int64_t)1 << 51), nlim = _mm256_set1_epi64x(-((int64_t)1 << 51));
+    __m256i out = _mm256_or_si256(_mm256_cmpgt_epi64(x, lim), _mm256_cmpgt_epi64(nlim, x));
+    return _mm256_testz_si256(out, out);
+}
+
+AVX2 int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const qx_t *yq,
+                              int16_t *y, int n) {
+    grid4 g = grid_of(yq);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(acc + i));
+        if (!below_2p51(a)) break; /* the scalar loop takes it from here */
+        __m256d v = _mm256_mul_pd(i64_to_f64(a), per_elem ? _mm256_loadu_pd(mult + i) : _mm256_set1_pd(mult[0]));
+        if (bias) v = _mm256_add_pd(v, _mm256_cvtps_pd(_mm_loadu_ps(bias + i)));
+        store4(y + i, code4(v, &g));
+    }
+    return i;
+}
+
+AVX2 int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t *y, int n) {
+    grid4 g = grid_of(yq);
+    __m256d dv = _mm256_set1_pd(d);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) store4(y + i, code4(_mm256_div_pd(_mm256_loadu_pd(v + i), dv), &g));
+    return i;
+}
+
+AVX2 int pdq_qx_scale_i16_avx2(const qx_t *xq, const int16_t *x, double inv, const double *gamma, int gn,
+                               const qx_t *yq, int16_t *y, int n) {
+    grid4 g = grid_of(yq);
+    __m256d z = _mm256_set1_pd((double)xq->zp), s = _mm256_set1_pd(xq->s), iv = _mm256_set1_pd(inv);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d gm = gn == 1 ? _mm256_set1_pd(gamma[0]) : _mm256_loadu_pd(gamma + i);
+        store4(y + i, code4(_mm256_mul_pd(_mm256_mul_pd(value4(x + i, 1, z, s), iv), gm), &g));
+    }
+    return i;
+}
+/* acc[j] += sum_k av[k] * b[k * ldb + j]. |av[k]|, |b| <= 32768, so while sum |av[k]| stays at or
+ * below 65535 the int32 lanes hold any partial sum (65535 * 32768 < 2^31); past it they go into
+ * the int64 totals and start again: the same exact integers as the int64 axpy. */
+AVX2 void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const int16_t *b,
+                                                            long ldb, int N) {
+    enum { JB = 256 };
+    int32_t s[JB];
+    for (int j0 = 0; j0 < N; j0 += JB) {
+        int nj = N - j0 < JB ? N - j0 : JB, nj8 = nj / 8 * 8;
+        memset(s, 0, sizeof(int32_t) * (size_t)nj);
+        int64_t budget = 0;
+        for (int k = 0; k <= K; k++) {
+            int64_t m = k < K ? (av[k] < 0 ? -(int64_t)av[k] : av[k]) : 0;
+            if (k == K || budget + m > 65535) {
+                for (int j = 0; j < nj; j++) acc[j0 + j] += s[j];
+                if (k == K) break;
+                memset(s, 0, sizeof(int32_t) * (size_t)nj);
+                budget = 0;
+            }
+            if (!m) continue;
+            budget += m;
+            const int16_t *br = b + (size_t)k * (size_t)ldb + j0;
+            __m256i a = _mm256_set1_epi32(av[k]);
+            int j = 0;
+            for (; j < nj8; j += 8) {
+                __m256i p = _mm256_mullo_epi32(a, _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(br + j))));
+                _mm256_storeu_si256((__m256i *)(void *)(s + j), _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(void *)(s + j)), p));
+            }
+            for (; j < nj; j++) s[j] += av[k] * (int32_t)br[j];
+        }
+    }
+}
+
+#else
+void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const int16_t *b, long ldb, int N) {
+    for (int k = 0; k < K; k++) pdq_qx_axpy_i16_scalar(acc, av[k], b + (size_t)k * (size_t)ldb, N);
+}
+int pdq_qx_bin_i16_avx2(pdq_op_type t, const qx_t *aq, const int16_t *a, int sa, const qx_t *bq, const int16_t *b,
+                        int sb, const qx_t *yq, int16_t *y, int n) {
+    (void)t, (void)aq, (void)a, (void)sa, (void)bq, (void)b, (void)sb, (void)yq, (void)y, (void)n;
+    return 0;
+}
+int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t *y, int n) {
+    (void)v, (void)d, (void)yq, (void)y, (void)n;
+    return 0;
+}
+int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const qx_t *yq,
+                         int16_t *y, int n) {
+    (void)acc, (void)mult, (void)per_elem, (void)bias, (void)yq, (void)y, (void)n;
+    return 0;
+}
+int pdq_qx_scale_i16_avx2(const qx_t *xq, const int16_t *x, double inv, const double *gamma, int gn,
+                          const qx_t *yq, int16_t *y, int n) {
+    (void)xq, (void)x, (void)inv, (void)gamma, (void)gn, (void)yq, (void)y, (void)n;
+    return 0;
+}
+#endif
