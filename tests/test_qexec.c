@@ -482,6 +482,29 @@ static void test_errors(void **state) {
     assert_non_null(strstr(st.msg, "w is uint8 without quantization parameters"));
     assert_null(q);
     pdq_graph_free(g);
+    /* a uint4 weight holding a code above 15, in the 8-byte steps of the check and in its tail */
+    for (int at = 3; at <= 13; at += 10) {
+        assert_int_equal(pdq_graph_new("bad4", &g, &st), PDQ_OK);
+        int xs4[2] = {2, 5}, ws4[2] = {3, 5};
+        int x4 = pdq_graph_input(g, "x", PDQ_TI16, 2, xs4, &st);
+        uint8_t w4[15];
+        for (int i = 0; i < 15; i++) w4[i] = (uint8_t)(i % 16);
+        w4[at] = 16;
+        int wt4 = pdq_graph_const(g, "w4", PDQ_TU4, 2, ws4, w4, 1, &st);
+        set_q1(&g->tensors[wt4], PDQ_TU4, 0.1f, 8);
+        int in4[2] = {x4, wt4};
+        int y4 = pdq_graph_op(g, PDQ_OP_FULLY_CONNECTED, in4, 2, NULL, "y", &st);
+        assert_int_equal(pdq_graph_mark_output(g, y4, &st), PDQ_OK);
+        set_q1(&g->tensors[x4], PDQ_TI16, 0.1f, 0);
+        set_q1(&g->tensors[y4], PDQ_TI16, 0.1f, 0);
+        pdq_exec_opts o4;
+        pdq_exec_opts_default(&o4);
+        o4.mode = PDQ_EXEC_INT;
+        assert_int_not_equal(pdq_qexec_create(g, &o4, &q, &st), PDQ_OK);
+        assert_non_null(strstr(st.msg, "weight w4: code 16 > 15"));
+        assert_null(q);
+        pdq_graph_free(g);
+    }
     assert_int_equal(pdq_exec_mode_parse("int"), PDQ_EXEC_INT);
     assert_int_equal(pdq_exec_mode_parse("fake"), PDQ_EXEC_FAKE);
     assert_int_equal(pdq_exec_mode_parse("float"), PDQ_EXEC_FLOAT);

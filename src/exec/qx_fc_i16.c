@@ -328,7 +328,18 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     }
     const uint8_t *wd = w->data;
     size_t nw = (size_t)p->fout * p->fin;
-    for (size_t i = 0; i < nw; i++)
+    uint64_t over = 0; /* bits above the top code, 8 codes a step without a branch */
+    if (hi < 255) {
+        size_t i = 0;
+        for (; i + 8 <= nw; i += 8) {
+            uint64_t v;
+            memcpy(&v, wd + i, 8);
+            over |= v;
+        }
+        for (; i < nw; i++) over |= wd[i];
+        over &= 0x0101010101010101ULL * (uint8_t)~hi;
+    }
+    for (size_t i = 0; over && i < nw; i++)
         if (wd[i] > hi) return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s: code %d > %d", w->name, wd[i], hi);
     if (x->simd && p->rows < 4) return packed_decode(p, w->dtype == PDQ_TU4, w->name, st);
     return PDQ_OK;
