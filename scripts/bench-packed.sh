@@ -3,7 +3,8 @@
 # RTN w4 / w8 OUTDIRs (per-channel, uint8 embedding and lm_head) of the checkpoint CK, timed by
 # `pdq bench` next to the f32 reference, then llama.cpp's f32 / q4_0 / q8_0 of the same weights
 # by scripts/bench-peer.sh (skipped when llama.cpp is absent), and the ratios pdq / llama.cpp per
-# test and thread count, with decode's packed bytes per second against the STREAM triad.
+# test and thread count, with decode's packed bytes per second against the STREAM triad; then
+# the integer Circle pair of an a16 export against the packed w4 decode (PDQ_BENCH_CIRCLE=0 skips).
 # Prints one JSON object. Usage: bench-packed.sh BUILD CK TRIAD_1T TRIAD_2T
 set -euo pipefail
 build=$1; ck=$2; bw1=$3; bw2=$4
@@ -22,10 +23,24 @@ while i < len(s):
     if s[i].isspace(): i += 1; continue
     v, i = dec.raw_decode(s, i); rows += v
 print(json.dumps(rows))')
+# Circle integer decode against the weight-only w4 path: an RTN w4 a16 export of the same
+# checkpoint (max_seq 64, 2 calibration windows: the timing does not depend on them), its pair
+# timed by `pdq bench` (circle-int rows), then the w4 decode again right after, in the same minutes.
+circle='[]'; w4_next='[]'
+if [ "${PDQ_BENCH_CIRCLE:-1}" = 1 ]; then
+  log "RTN w4 a16 Circle export of the TinyLlama shape (max_seq 64; about 6 min; PDQ_BENCH_CIRCLE=0 skips)"
+  "$build/pdq" quantize --model "$ck" --out "$tmp/a16" --method rtn --wbits 4 --abits 16 \
+    --calib "${CALIB:-data/web-bible/train.txt}" --max-seq 64 --act-nsamples 2 --verify-steps 2 \
+    --export circle-full --quiet >/dev/null 2>&1
+  log "pdq bench of the Circle pair (integer mode), then packed w4 decode again: -p 64 -n 32 -t 1,2 -r $reps"
+  circle=$("$build/pdq" bench --model "$tmp/a16/circle" -p 64 -n 32 -t 1,2 -r "$reps" --json)
+  w4_next=$("$build/pdq" bench --model "$tmp/w4" -p 0 -n 32 -t 1,2 -r "$reps" --json)
+fi
 peer=$(REPS=$reps bash "$(dirname "$0")/bench-peer.sh" "$build")
-python3 - "$pdq_rows" "$peer" "$bw1" "$bw2" "$ck" "$tmp" <<'PY'
+python3 - "$pdq_rows" "$peer" "$bw1" "$bw2" "$ck" "$tmp" "$circle" "$w4_next" <<'PY'
 import json, sys
 rows, peer = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+circle, w4_next = json.loads(sys.argv[7]), json.loads(sys.argv[8])
 triad = {1: float(sys.argv[3]), 2: float(sys.argv[4])}
 ck, tmp = sys.argv[5], sys.argv[6]
 def kind(r):
@@ -47,5 +62,13 @@ for r in rows:
         if same:
             out["ratios"].append({"weights": k, "vs": p["model"], "test": r["test"], "threads": r["n_threads"],
                                   "pdq_over_llama_cpp": round(r["avg_ts"] / p["tok_s"], 3)})
+if circle:
+    c = {"rows": circle, "packed_w4_after": w4_next, "ratios": []}
+    for r in circle:
+        for w in w4_next:
+            if r["n_gen"] > 0 and w["n_gen"] == r["n_gen"] and w["n_threads"] == r["n_threads"]:
+                c["ratios"].append({"test": r["test"], "threads": r["n_threads"],
+                                    "circle_int_over_packed_w4": round(r["avg_ts"] / w["avg_ts"], 3)})
+    out["circle_int"] = c
 print(json.dumps(out))
 PY

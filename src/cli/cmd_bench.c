@@ -2,9 +2,11 @@
  * count and test: prefill "ppP" = one forward over P tokens from an empty cache; decode "tgN" =
  * N single-token forwards with the KV cache after a --decode-prompt token prompt (untimed).
  * Each test runs once to warm up, then -r times; rows give mean and stddev of tokens/s. A
- * quantized OUTDIR runs the packed weight-only path (pdq_model_load_packed), any other directory
- * the f32 reference. Decode rows also give the weight bytes one token reads and the rate they are
- * streamed at (GB/s). Token ids are random in [0, vocab) with a fixed seed. */
+ * quantized OUTDIR runs the packed weight-only path (pdq_model_load_packed), a Circle export
+ * (manifest.json + model_decode[.q].circle) the exported prefill/decode pair through the Circle
+ * runtime in --mode (integer by default), any other directory the f32 reference. Decode rows
+ * also give the weight bytes one token reads and the rate they are streamed at (GB/s; Circle
+ * rows: 0, not counted). Token ids are random in [0, vocab) with a fixed seed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "exec_args.h"
 #include "kernels/qmatmul.h"
 #include "pdq/model.h"
 #include "pdq/quant.h"
@@ -21,8 +24,9 @@
 static const char *k_usage =
     "usage: pdq bench --model DIR [--model DIR ...] [-p LIST] [-n LIST] [-t LIST] [-r N]\n"
     "                 [--decode-prompt N] [--kernel auto|avx2|avx2-int|scalar|f32] [--json | -o md|json]\n"
-    "  --model DIR      a HF checkpoint (f32 reference path) or a quantized OUTDIR (packed weight-only\n"
-    "                   path); repeatable, or a comma-separated list\n"
+    "  --model DIR      a HF checkpoint (f32 reference path), a quantized OUTDIR (packed weight-only\n"
+    "                   path) or a Circle export (circle-int / -fake / -float path, by --mode);\n"
+    "                   repeatable, or a comma-separated list\n"
     "  -p, --n-prompt   prefill lengths, comma-separated (default 128; 0 skips prefill)\n"
     "  -n, --n-gen      decode lengths (default 32; 0 skips decode)\n"
     "  -t, --threads    thread counts (default: all cores)\n"
@@ -31,7 +35,10 @@ static const char *k_usage =
     "  --kernel K       packed kernels: auto (the fastest this CPU has), avx2 (no AVX-512), avx2-int\n"
     "                   (AVX2 without VNNI) or scalar, all the same bits; f32: uint4/uint8 weights on\n"
     "                   the float kernels instead of the integer path (A/B; last bits differ)\n"
-    "  --json, -o json  JSON rows (the format is documented in README.md, \"Packed weights\")\n";
+    "  --json, -o json  JSON rows (the format is documented in README.md, \"Packed weights\")\n"
+    EXEC_ARGS_USAGE
+    "                   (Circle exports; the prefill of a Circle pair is its max_seq graph, and\n"
+    "                   --decode-prompt + -n must fit in max_seq)\n";
 
 #define MAX_LIST 16
 #define MAX_MODELS 16
@@ -115,6 +122,124 @@ static double run_once(pdq_model *m, const int32_t *ids, int p, int n, int decod
     return rate;
 }
 
+/* The Circle runtime's form of run_once: prefill p tokens, or decode n after a prefill of the
+ * decode prompt. */
+static double circle_once(pdq_crt *rt, const int32_t *ids, int p, int n, int decode_prompt, float *logits,
+                          double *cpu_rate) {
+    pdq_status st = {0};
+    double rate = -1;
+    if (n == 0) {
+        double t0 = now(), c0 = cpu_now();
+        pdq_code rc = pdq_crt_prefill(rt, ids, p, logits, &st);
+        double t1 = now(), c1 = cpu_now();
+        if (rc == PDQ_OK) rate = p / (t1 - t0), *cpu_rate = p / (c1 - c0);
+    } else {
+        pdq_code rc = pdq_crt_prefill(rt, ids, decode_prompt, logits, &st);
+        double t0 = now(), c0 = cpu_now();
+        for (int i = 0; rc == PDQ_OK && i < n; i++) rc = pdq_crt_decode(rt, ids[decode_prompt + i], logits, &st);
+        double t1 = now(), c1 = cpu_now();
+        if (rc == PDQ_OK) rate = n / (t1 - t0), *cpu_rate = n / (c1 - c0);
+    }
+    if (rate < 0) fprintf(stderr, "pdq bench: %s\n", st.msg);
+    return rate;
+}
+
+static int is_circle_dir(const char *dir) {
+    char p[4096];
+    FILE *f;
+    snprintf(p, sizeof p, "%s/manifest.json", dir);
+    if (!(f = fopen(p, "rb"))) return 0;
+    fclose(f);
+    snprintf(p, sizeof p, "%s/model_decode.q.circle", dir);
+    if ((f = fopen(p, "rb"))) { fclose(f); return 1; }
+    snprintf(p, sizeof p, "%s/model_decode.circle", dir);
+    if ((f = fopen(p, "rb"))) { fclose(f); return 1; }
+    return 0;
+}
+
+static void random_ids(int32_t *ids, int len, int vocab) {
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < len; i++) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        ids[i] = (int32_t)(s % (uint64_t)vocab);
+    }
+}
+
+typedef struct {
+    const int *P, *N, *T;
+    int np, nn, nt, reps, dprompt, json;
+    pdq_exec_mode mode;
+} bench_plan;
+
+/* Rows of one Circle export: the pair opened once per thread count (its pool), every test. */
+static int circle_rows(const char *dir, const bench_plan *b, row_t *rows, int *nrows, double *samples, double *cpu_samples) {
+    static const char *const paths[] = {"circle-fake", "circle-float", "circle-int"}; /* by pdq_exec_mode */
+    int status = 0;
+    for (int ti = 0; ti < b->nt && !status; ti++) {
+        pdq_status st = {0};
+        pdq_pool *pool = pdq_pool_create(b->T[ti], &st);
+        pdq_exec_opts eo;
+        pdq_exec_opts_default(&eo);
+        eo.mode = b->mode;
+        eo.pool = pool;
+        pdq_set_threads(NULL, b->T[ti]);
+        pdq_crt *rt = NULL;
+        double t0 = now();
+        if (!pool || pdq_crt_open_opts(dir, 1, &eo, &rt, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq bench: %s\n", st.msg);
+            pdq_pool_free(pool);
+            return 1;
+        }
+        double load_s = now() - t0;
+        int S = pdq_crt_max_seq(rt), V = pdq_crt_vocab(rt), len = S;
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)len);
+        float *logits = malloc(sizeof(float) * (size_t)V);
+        if (!ids || !logits) status = 1;
+        else random_ids(ids, len, V);
+        for (int k = 0; !status && k < b->np + b->nn; k++) {
+            int p = k < b->np ? b->P[k] : 0, n = k < b->np ? 0 : b->N[k - b->np];
+            if ((k < b->np && p == 0) || (k >= b->np && n == 0)) continue;
+            if (p > S || (n && b->dprompt + n > S)) {
+                fprintf(stderr, "pdq bench: %s: %s needs %d positions, the export has max_seq %d\n", dir,
+                        n ? "decode-prompt + n" : "-p", n ? b->dprompt + n : p, S);
+                status = 2;
+                break;
+            }
+            row_t *r = &rows[*nrows];
+            r->samples = samples + (size_t)*nrows * b->reps;
+            r->cpu_samples = cpu_samples + (size_t)*nrows * b->reps;
+            double cpu_rate = 0, sd_unused;
+            if (circle_once(rt, ids, p, n, b->dprompt, logits, &cpu_rate) < 0) { status = 1; break; } /* warm-up */
+            for (int rep = 0; rep < b->reps && !status; rep++)
+                if ((r->samples[rep] = circle_once(rt, ids, p, n, b->dprompt, logits, &r->cpu_samples[rep])) < 0) status = 1;
+            if (status) break;
+            stats(r->cpu_samples, b->reps, &r->cpu_ts, &sd_unused);
+            char *test = malloc(32);
+            if (test) snprintf(test, 32, n ? "tg%d" : "pp%d", n ? n : p);
+            r->model = dir;
+            r->path = paths[b->mode];
+            r->kernel = b->mode == PDQ_EXEC_INT ? "int" : "float";
+            r->test = test ? test : "?";
+            r->n_prompt = n ? b->dprompt : p;
+            r->n_gen = n;
+            r->threads = b->T[ti];
+            r->reps = b->reps;
+            r->load_s = load_s;
+            stats(r->samples, b->reps, &r->mean, &r->sd);
+            (*nrows)++;
+            if (!b->json) fprintf(stderr, "pdq bench: %s %s t=%d %s: %.2f t/s\n", dir, r->path, b->T[ti], r->test, r->mean);
+        }
+        free(ids);
+        free(logits);
+        pdq_crt_free(rt);
+        pdq_pool_free(pool);
+    }
+    double rss = peak_rss_mib();
+    for (int i = 0; i < *nrows; i++)
+        if (rows[i].model == dir) rows[i].rss = rss;
+    return status;
+}
+
 static void print_json(const row_t *rows, int n) {
     printf("[\n");
     for (int i = 0; i < n; i++) {
@@ -158,6 +283,8 @@ int cmd_bench(int argc, char **argv) {
     long dprompt = args_int(&a, "--decode-prompt", 16);
     const char *fmt = args_str(&a, "-o"), *kern = args_str(&a, "--kernel");
     int json = args_flag(&a, "--json") || (fmt && strcmp(fmt, "json") == 0);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
     if (fmt && strcmp(fmt, "json") != 0 && strcmp(fmt, "md") != 0) {
         fprintf(stderr, "pdq bench: -o takes md or json\n");
@@ -200,7 +327,13 @@ int cmd_bench(int argc, char **argv) {
     pdq_qctx probe = {.force_scalar = kpath == 1, .no_avx512 = kpath == 2 || kpath == 3, .no_vnni = kpath == 3,
                      .no_int = kpath == 4};
     const char *kernel = pdq_qmatmul_path(&probe);
+    bench_plan plan = {.P = P, .N = N, .T = Tn, .np = np, .nn = nn, .nt = nt, .reps = (int)reps, .dprompt = (int)dprompt,
+                       .json = json, .mode = ex.mode};
     for (int mi = 0; rows && samples && cpu_samples && mi < nmod && !status; mi++) {
+        if (is_circle_dir(models[mi])) {
+            status = circle_rows(models[mi], &plan, rows, &nrows, samples, cpu_samples);
+            continue;
+        }
         pdq_status st = {0};
         pdq_model *m = NULL;
         double t0 = now();
@@ -218,11 +351,7 @@ int cmd_bench(int argc, char **argv) {
             fprintf(stderr, "pdq bench: warning: %d tokens exceed max_position_embeddings %d\n", len,
                     m->cfg.max_position_embeddings);
         int32_t *ids = malloc(sizeof(int32_t) * (size_t)len);
-        uint64_t s = 0x9E3779B97F4A7C15ull;
-        for (int i = 0; ids && i < len; i++) {
-            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-            ids[i] = (int32_t)(s % (uint64_t)m->cfg.vocab_size);
-        }
+        if (ids) random_ids(ids, len, m->cfg.vocab_size);
         for (int ti = 0; ids && ti < nt && !status; ti++) {
             pdq_set_threads(m, Tn[ti]);
             for (int k = 0; k < np + nn && !status; k++) {

@@ -51,6 +51,13 @@ for pl in "" --per-layer; do
         bad "verify-exact${pl}"; tail -3 "$tmp/v"
     fi
 done
+# pdq bench over the pair: circle-int rows (and circle-fake by --mode), a decode that does not fit
+# max_seq is an error naming it
+js=$("$PDQ" bench --model "$q/circle" -p 32 -n 8 -t 1,2 -r 2 --json 2>/dev/null)
+check bench-circle "jq -e 'length == 4 and all(.[]; .path == \"circle-int\" and .avg_ts > 0 and (.samples_ts | length) == 2) and ([.[].test] == [\"pp32\", \"tg8\", \"pp32\", \"tg8\"])' <<<\"\$js\" >/dev/null"
+js=$("$PDQ" bench --model "$q/circle" -p 0 -n 4 -t 1 -r 1 --mode fake --json 2>/dev/null)
+check bench-circle-fake "jq -e '.[0].path == \"circle-fake\" and .[0].avg_ts > 0' <<<\"\$js\" >/dev/null"
+err bench-circle-too-long "'$PDQ' bench --model '$q/circle' -p 0 -n 20 -t 1 -r 1" "decode-prompt + n needs 36 positions, the export has max_seq 32"
 check logits-compared "jq -e '.export.quality.logits_vs_in_memory.differing_logits == 0 and .export.quality.logits_vs_in_memory.windows > 0 and .export.quality.logits_vs_in_memory.max_code_steps == 0' '$q/report.json' >/dev/null"
 # the hybrid form of the same checkpoint: float activations, the packed codes; runs back exactly
 h="$tmp/h"
