@@ -166,9 +166,11 @@ static void test_fc(void **state) {
 
 /* a (H, M, K) x b broadcast over H: adj_y (b is (1, N, K)) or not (b is (1, K, N)); M >= 8 takes
  * the dgemm path, smaller M the int64 rows (AVX2 or scalar). */
-static void bmm_case(int M, int adj_y, uint64_t seed) {
+/* sy: 0.05 saturates nearly every output (the clamp); 20 keeps sums of K random products on the
+ * grid, where an int32 overflow (2^32 off) moves a code by thousands. */
+static void bmm_case(int M, int N, int adj_y, float sy, uint64_t seed) {
     pdq_status st = {0};
-    enum { H = 3, K = 37, N = 19 };
+    enum { H = 3, K = 37 };
     pdq_graph *g;
     assert_int_equal(pdq_graph_new("bmm", &g, &st), PDQ_OK);
     int as[3] = {H, M, K}, bs[3] = {1, adj_y ? N : K, adj_y ? K : N};
@@ -181,11 +183,11 @@ static void bmm_case(int M, int adj_y, uint64_t seed) {
     int y = pdq_graph_op(g, PDQ_OP_BATCH_MATMUL, in, 2, &op, "y", &st);
     assert_true(y >= 0);
     assert_int_equal(pdq_graph_mark_output(g, y, &st), PDQ_OK);
-    float sa = 0.01f, sb = 0.003f, sy = 0.05f;
+    float sa = 0.01f, sb = 0.003f;
     set_q1(&g->tensors[a], PDQ_TI16, sa, 0);
     set_q1(&g->tensors[b], PDQ_TI16, sb, 0);
     set_q1(&g->tensors[y], PDQ_TI16, sy, 0);
-    int16_t *ad = malloc(sizeof(int16_t) * H * M * K), bd[N * K];
+    int16_t *ad = malloc(sizeof(int16_t) * H * M * K), *bd = malloc(sizeof(int16_t) * N * K);
     uint64_t rs = seed;
     for (int i = 0; i < H * M * K; i++) ad[i] = (int16_t)((int)(tu_rand(&rs) % 65536) - 32768);
     for (int i = 0; i < N * K; i++) bd[i] = (int16_t)((int)(tu_rand(&rs) % 65536) - 32768);
@@ -204,15 +206,18 @@ static void bmm_case(int M, int adj_y, uint64_t seed) {
             }
     free(yd);
     free(ad);
+    free(bd);
     pdq_graph_free(g);
 }
 
 static void test_bmm(void **state) {
     (void)state;
-    bmm_case(5, 1, 9);
-    bmm_case(3, 0, 10);
-    bmm_case(9, 0, 11);
-    bmm_case(12, 1, 12);
+    bmm_case(5, 19, 1, 0.05f, 9);
+    bmm_case(3, 19, 0, 0.05f, 10);
+    bmm_case(3, 19, 0, 20.0f, 14);
+    bmm_case(2, 83, 0, 20.0f, 13); /* decode rows: two 64-column blocks, a 16-column one, a tail of 3 */
+    bmm_case(9, 19, 0, 20.0f, 11);
+    bmm_case(12, 19, 1, 0.05f, 12);
 }
 
 /* Non-linear / element-wise ops: within one code of the rule recomputed in long double, and
@@ -318,7 +323,7 @@ static void test_binary_rule(void **state) {
     ad[0] = -32768; /* extremes, and b's zero point (a zero divisor) */
     bd[1] = 5;
     bd[2] = 5;
-    const float sa = 0.0013f, sb = 0.0009f, sy[4] = {0.002f, 0.002f, 0.0007f, 0.01f};
+    const float sa = 0.0013f, sb = 0.0009f, sy[4] = {0.002f, 0.002f, 0.04f, 0.01f}; /* on the grid, few saturated */
     const int64_t za = -3, zb = 5, zy = 2;
     for (int oi = 0; oi < 4; oi++)
         for (int bi = 0; bi < 3; bi++) {

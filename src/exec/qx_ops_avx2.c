@@ -4,8 +4,6 @@
  * is the scalar path's bit for bit. Each handles a multiple of 4 elements and returns how many;
  * the caller's scalar loop finishes the row.
  * BATCH_MATMUL rows: exact integer sums, as the scalar int64 loop gives them. */
-#include <string.h>
-
 #include "qx_internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -105,37 +103,61 @@ AVX2 int pdq_qx_scale_i16_avx2(const qx_t *xq, const int16_t *x, double inv, con
     }
     return i;
 }
-/* acc[j] += sum_k av[k] * b[k * ldb + j]. |av[k]|, |b| <= 32768, so while sum |av[k]| stays at or
- * below 65535 the int32 lanes hold any partial sum (65535 * 32768 < 2^31); past it they go into
- * the int64 totals and start again: the same exact integers as the int64 axpy. */
-AVX2 void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const int16_t *b,
-                                                            long ldb, int N) {
-    enum { JB = 256 };
-    int32_t s[JB];
-    for (int j0 = 0; j0 < N; j0 += JB) {
-        int nj = N - j0 < JB ? N - j0 : JB, nj8 = nj / 8 * 8;
-        memset(s, 0, sizeof(int32_t) * (size_t)nj);
+/* acc[j] += sum_k av[k] * b[k * ldb + j], 64 columns at a time in 8 int32 registers. Rows go in
+ * pairs: the two rows' int16 values interleaved (unpacklo/hi) against (av[k], av[k + 1]) in one
+ * vpmaddwd, whose lanes hold av[k] b[k][j] + av[k+1] b[k+1][j] (columns 0-3, 8-11 of each 16 in
+ * the lo register, 4-7, 12-15 in the hi one). |av|, |b| <= 32768, so while the sum of |av| taken
+ * in stays at or below 65535 no lane and no pair sum passes 65535 * 32768 < 2^31; past it the
+ * lanes go into the int64 totals and start again (a pair over the bound on its own, both at
+ * -32768, goes as two single rows). The same exact integers as the int64 axpy. */
+AVX2 static void flush16(int64_t *acc, __m256i lo, __m256i hi) {
+    int32_t l[8], h[8];
+    _mm256_storeu_si256((__m256i *)(void *)l, lo);
+    _mm256_storeu_si256((__m256i *)(void *)h, hi);
+    for (int i = 0; i < 4; i++) {
+        acc[i] += l[i];
+        acc[4 + i] += h[i];
+        acc[8 + i] += l[4 + i];
+        acc[12 + i] += h[4 + i];
+    }
+}
+
+AVX2 void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const int16_t *b, long ldb, int N) {
+    int N16 = N / 16 * 16;
+    for (int j0 = 0; j0 < N16; j0 += 64) {
+        int nq = (N16 - j0) / 16 < 4 ? (N16 - j0) / 16 : 4;
+        __m256i lo[4], hi[4];
+        for (int q = 0; q < 4; q++) lo[q] = hi[q] = _mm256_setzero_si256();
         int64_t budget = 0;
-        for (int k = 0; k <= K; k++) {
-            int64_t m = k < K ? (av[k] < 0 ? -(int64_t)av[k] : av[k]) : 0;
-            if (k == K || budget + m > 65535) {
-                for (int j = 0; j < nj; j++) acc[j0 + j] += s[j];
-                if (k == K) break;
-                memset(s, 0, sizeof(int32_t) * (size_t)nj);
+        for (int k = 0; k < K;) {
+            int step = k + 1 < K ? 2 : 1;
+            int32_t a0 = av[k], a1 = step == 2 ? av[k + 1] : 0;
+            int64_t m0 = a0 < 0 ? -(int64_t)a0 : a0, m1 = a1 < 0 ? -(int64_t)a1 : a1;
+            if (m0 + m1 > 65535) { a1 = 0; m1 = 0; step = 1; }
+            if (budget + m0 + m1 > 65535) {
+                for (int q = 0; q < nq; q++) {
+                    flush16(acc + j0 + 16 * q, lo[q], hi[q]);
+                    lo[q] = hi[q] = _mm256_setzero_si256();
+                }
                 budget = 0;
             }
-            if (!m) continue;
-            budget += m;
-            const int16_t *br = b + (size_t)k * (size_t)ldb + j0;
-            __m256i a = _mm256_set1_epi32(av[k]);
-            int j = 0;
-            for (; j < nj8; j += 8) {
-                __m256i p = _mm256_mullo_epi32(a, _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(br + j))));
-                _mm256_storeu_si256((__m256i *)(void *)(s + j), _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(void *)(s + j)), p));
+            budget += m0 + m1;
+            if (m0 + m1) {
+                __m256i w = _mm256_set1_epi32((int32_t)(((uint32_t)(uint16_t)a1 << 16) | (uint16_t)a0));
+                const int16_t *r0 = b + (size_t)k * (size_t)ldb + j0;
+                const int16_t *r1 = step == 2 ? r0 + ldb : r0; /* a1 = 0 when single */
+                for (int q = 0; q < nq; q++) {
+                    __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(r0 + 16 * q));
+                    __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(r1 + 16 * q));
+                    lo[q] = _mm256_add_epi32(lo[q], _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1), w));
+                    hi[q] = _mm256_add_epi32(hi[q], _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1), w));
+                }
             }
-            for (; j < nj; j++) s[j] += av[k] * (int32_t)br[j];
+            k += step;
         }
+        for (int q = 0; q < nq; q++) flush16(acc + j0 + 16 * q, lo[q], hi[q]);
     }
+    for (int k = 0; k < K && N16 < N; k++) pdq_qx_axpy_i16_scalar(acc + N16, av[k], b + (size_t)k * (size_t)ldb + N16, N - N16);
 }
 
 #else
