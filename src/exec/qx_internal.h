@@ -17,8 +17,19 @@ typedef struct {
     int64_t zp, lo, hi;
 } qx_t;
 
+/* An element-wise op's iteration, planned at create: the output as outer rows of inner elements,
+ * each operand's strides over the output's 6-d shape (0 where it broadcasts). */
+typedef struct {
+    int o6[PDQ_G_MAX_DIMS];
+    long sa[PDQ_G_MAX_DIMS], sb[PDQ_G_MAX_DIMS];
+    size_t outer, rows_per_task;
+    int inner, same;
+} qx_bin;
+
 /* Per-op prepared data (built at create). */
 typedef struct {
+    /* ADD / SUB / MUL / DIV */
+    qx_bin bin;
     /* FULLY_CONNECTED */
     const uint8_t *w;      /* [out, in] codes, one per byte (uint4 or uint8) */
     const float *wf;       /* float weight (fallback path) */

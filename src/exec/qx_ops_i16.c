@@ -130,6 +130,8 @@ static pdq_code bmm_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     return PDQ_OK;
 }
 
+static size_t rows_per(size_t outer, int inner, int threads);
+
 static pdq_code binary_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     PREP_HEAD;
     for (int i = 0; i < 2; i++) {
@@ -139,6 +141,16 @@ static pdq_code binary_prepare(pdq_qexec *x, int oi, pdq_status *st) {
             if (rc != PDQ_OK) return rc;
         }
     }
+    const pdq_tensor *b = &g->tensors[op->in[1]], *o = &g->tensors[op->out[0]];
+    qx_bin *bp = &p->bin;
+    size_t n = pdq_tensor_count(o);
+    pdq_k_shape6(o, bp->o6);
+    pdq_k_strides6(a, bp->o6, bp->sa);
+    pdq_k_strides6(b, bp->o6, bp->sb);
+    bp->same = pdq_tensor_count(a) == n && pdq_tensor_count(b) == n;
+    bp->inner = bp->o6[5] > 0 ? bp->o6[5] : 1;
+    bp->outer = n / (size_t)bp->inner;
+    bp->rows_per_task = rows_per(bp->outer, bp->inner, pdq_pool_threads(x->o.pool));
     return PDQ_OK;
 }
 
@@ -350,10 +362,7 @@ typedef struct {
     const pdq_op *op;
     const qx_t *aq, *bq;
     const void *ad, *bd;
-    int o6[PDQ_G_MAX_DIMS];
-    long sa[PDQ_G_MAX_DIMS], sb[PDQ_G_MAX_DIMS];
-    size_t outer, rows_per_task;
-    int inner, same;
+    const qx_bin *b;
 } bin_ctx;
 
 static inline double binop(pdq_op_type t, double a, double b) {
@@ -398,17 +407,18 @@ static void bin_task(void *vc, int task, int thread) {
     const qx_t *yq = &c->x->t[c->op->out[0]];
     void *yd = c->x->ptrs[c->op->out[0]];
     pdq_op_type t = c->op->type;
-    size_t r0 = (size_t)task * c->rows_per_task, r1 = r0 + c->rows_per_task < c->outer ? r0 + c->rows_per_task : c->outer;
-    int inner = c->inner;
+    const qx_bin *bp = c->b;
+    size_t r0 = (size_t)task * bp->rows_per_task, r1 = r0 + bp->rows_per_task < bp->outer ? r0 + bp->rows_per_task : bp->outer;
+    int inner = bp->inner;
     int i16 = c->aq->dt == PDQ_TI16 && c->bq->dt == PDQ_TI16 && yq->dt == PDQ_TI16;
     for (size_t r = r0; r < r1; r++) {
         size_t base = r * (size_t)inner;
-        if (c->same && i16) {
+        if (bp->same && i16) {
             bin_row_i16(c->x->simd, t, c->aq, (const int16_t *)c->ad + base, 1, c->bq, (const int16_t *)c->bd + base, 1, yq,
                         (int16_t *)yd + base, inner);
             continue;
         }
-        if (c->same) {
+        if (bp->same) {
             for (int i = 0; i < inner; i++)
                 qx_st(yq, yd, base + i, binop(t, qx_ld(c->aq, c->ad, base + i), qx_ld(c->bq, c->bd, base + i)));
             continue;
@@ -416,19 +426,19 @@ static void bin_task(void *vc, int task, int thread) {
         size_t rem = r;
         long offa = 0, offb = 0;
         for (int d = 4; d >= 0; d--) {
-            long idx = (long)(rem % (size_t)c->o6[d]);
-            rem /= (size_t)c->o6[d];
-            offa += idx * c->sa[d];
-            offb += idx * c->sb[d];
+            long idx = (long)(rem % (size_t)bp->o6[d]);
+            rem /= (size_t)bp->o6[d];
+            offa += idx * bp->sa[d];
+            offb += idx * bp->sb[d];
         }
         if (i16) {
-            bin_row_i16(c->x->simd, t, c->aq, (const int16_t *)c->ad + offa, c->sa[5], c->bq, (const int16_t *)c->bd + offb, c->sb[5],
+            bin_row_i16(c->x->simd, t, c->aq, (const int16_t *)c->ad + offa, bp->sa[5], c->bq, (const int16_t *)c->bd + offb, bp->sb[5],
                         yq, (int16_t *)yd + base, inner);
             continue;
         }
         for (int i = 0; i < inner; i++)
             qx_st(yq, yd, base + i,
-                  binop(t, qx_ld(c->aq, c->ad, (size_t)(offa + i * c->sa[5])), qx_ld(c->bq, c->bd, (size_t)(offb + i * c->sb[5]))));
+                  binop(t, qx_ld(c->aq, c->ad, (size_t)(offa + i * bp->sa[5])), qx_ld(c->bq, c->bd, (size_t)(offb + i * bp->sb[5]))));
     }
 }
 
@@ -443,25 +453,9 @@ static size_t rows_per(size_t outer, int inner, int threads) {
 }
 
 static void binary_run(pdq_qexec *x, const pdq_op *op) {
-    const pdq_graph *g = x->g;
-    const pdq_tensor *a = &g->tensors[op->in[0]], *b = &g->tensors[op->in[1]], *o = &g->tensors[op->out[0]];
-    bin_ctx c;
-    memset(&c, 0, sizeof c);
-    c.x = x;
-    c.op = op;
-    c.aq = &x->t[op->in[0]];
-    c.bq = &x->t[op->in[1]];
-    c.ad = x->ptrs[op->in[0]];
-    c.bd = x->ptrs[op->in[1]];
-    size_t n = pdq_tensor_count(o);
-    pdq_k_shape6(o, c.o6);
-    pdq_k_strides6(a, c.o6, c.sa);
-    pdq_k_strides6(b, c.o6, c.sb);
-    c.same = pdq_tensor_count(a) == n && pdq_tensor_count(b) == n;
-    c.inner = c.o6[5];
-    c.outer = n / (size_t)c.inner;
-    c.rows_per_task = rows_per(c.outer, c.inner, pdq_pool_threads(x->o.pool));
-    pdq_qx_par(x, (int)((c.outer + c.rows_per_task - 1) / c.rows_per_task), bin_task, &c);
+    bin_ctx c = {.x = x, .op = op, .aq = &x->t[op->in[0]], .bq = &x->t[op->in[1]], .ad = x->ptrs[op->in[0]],
+                 .bd = x->ptrs[op->in[1]], .b = &x->prep[op - x->g->ops].bin};
+    pdq_qx_par(x, (int)((c.b->outer + c.b->rows_per_task - 1) / c.b->rows_per_task), bin_task, &c);
 }
 
 /* ---------------------------------------------------------------- row ops: unary, RMS_NORM, SOFTMAX */
