@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/arena_plan.h"
 #include "ir/op_table.h"
 #include "pdq/graph.h"
 #include "testutil.h"
@@ -371,6 +372,116 @@ static void test_arena_and_hook(void **state) {
     pdq_graph_free(g);
 }
 
+/* The stepped arena plan against brute force, on random DAGs of element-wise ops and reshapes run
+ * by dependency level: any two intermediates alive in a common step (producer's step to last
+ * reader's) have disjoint blocks, unless one is a RESHAPE aliasing the other; in graph order,
+ * one op a step, the same holds by op index. */
+static void test_arena_steps(void **state) {
+    (void)state;
+    uint64_t rs = 5;
+    for (int trial = 0; trial < 41; trial++) {
+        pdq_status st = {0};
+        pdq_graph *g;
+        pdq_graph_new("dag", &g, &st);
+        if (trial == 40) { /* by hand: level 1 holds A (the last reader of T) and then B */
+            int xs[1] = {16};
+            int x = pdq_graph_input(g, "x", PDQ_TF32, 1, xs, &st);
+            int t = pdq_graph_op(g, PDQ_OP_NEG, (int[]){x}, 1, NULL, "T", &st);
+            int u = pdq_graph_op(g, PDQ_OP_NEG, (int[]){x}, 1, NULL, "U", &st);
+            int a = pdq_graph_op(g, PDQ_OP_NEG, (int[]){t}, 1, NULL, "A", &st);
+            int b = pdq_graph_op(g, PDQ_OP_NEG, (int[]){u}, 1, NULL, "B", &st);
+            int y = pdq_graph_op(g, PDQ_OP_ADD, (int[]){a, b}, 2, NULL, "y", &st);
+            pdq_graph_mark_output(g, y, &st);
+            goto check;
+        }
+        int xs[1] = {8 + (int)(tu_rand(&rs) % 40)};
+        int pool[64], np = 0;
+        pool[np++] = pdq_graph_input(g, "x", PDQ_TF32, 1, xs, &st);
+        int n_ops = 10 + (int)(tu_rand(&rs) % 30);
+        char name[32];
+        for (int i = 0; i < n_ops && np < 64; i++) {
+            snprintf(name, sizeof name, "t%d", i);
+            /* half the inputs from the first few tensors: wide levels, as the per-head ops make */
+            int wa = tu_rand(&rs) % 2 && np > 4 ? 4 : np, wb = tu_rand(&rs) % 2 && np > 4 ? 4 : np;
+            int a = pool[tu_rand(&rs) % (uint64_t)wa], b = pool[tu_rand(&rs) % (uint64_t)wb], t;
+            int kind = (int)(tu_rand(&rs) % 4);
+            if (kind == 0) {
+                int shp[1] = {xs[0]};
+                char sname[32];
+                snprintf(sname, sizeof sname, "shape%d", i);
+                t = pdq_graph_op(g, PDQ_OP_RESHAPE, (int[]){a, pdq_graph_const_i32(g, sname, 1, shp, &st)}, 2, NULL, name, &st);
+            } else if (kind == 1) {
+                t = pdq_graph_op(g, PDQ_OP_NEG, (int[]){a}, 1, NULL, name, &st);
+            } else {
+                t = pdq_graph_op(g, PDQ_OP_ADD, (int[]){a, b}, 2, NULL, name, &st);
+            }
+            if (t < 0) fprintf(stderr, "%s\n", st.msg);
+            assert_true(t >= 0);
+            pool[np++] = t;
+        }
+        pdq_graph_mark_output(g, pool[np - 1], &st);
+    check:;
+        int n = g->n_tensors, no = g->n_ops;
+        int *prod = malloc(sizeof(int) * (size_t)n), *level = malloc(sizeof(int) * (size_t)no);
+        int *order = malloc(sizeof(int) * (size_t)no);
+        for (int t = 0; t < n; t++) prod[t] = -1;
+        int top = 0;
+        for (int o = 0; o < no; o++) {
+            level[o] = 0;
+            for (int i = 0; i < g->ops[o].n_in; i++) {
+                int p = prod[g->ops[o].in[i]];
+                if (p >= 0 && level[p] + 1 > level[o]) level[o] = level[p] + 1;
+            }
+            top = level[o] > top ? level[o] : top;
+            prod[g->ops[o].out[0]] = o;
+        }
+        int k = 0;
+        for (int l = 0; l <= top; l++)
+            for (int o = 0; o < no; o++)
+                if (level[o] == l) order[k++] = o;
+        for (int stepped = 0; stepped < 2; stepped++) {
+            size_t *off = malloc(sizeof(size_t) * (size_t)n), bytes = 0;
+            assert_int_equal(pdq_arena_plan_steps(g, 1, stepped ? order : NULL, stepped ? level : NULL, off, &bytes, &st),
+                             PDQ_OK);
+            /* live interval of each intermediate in steps */
+            int *from = malloc(sizeof(int) * (size_t)n), *to = malloc(sizeof(int) * (size_t)n);
+            for (int t = 0; t < n; t++) from[t] = to[t] = -1;
+            for (int o = 0; o < no; o++) {
+                int s = stepped ? level[o] : o;
+                from[g->ops[o].out[0]] = s;
+                if (to[g->ops[o].out[0]] < s) to[g->ops[o].out[0]] = s;
+                for (int i = 0; i < g->ops[o].n_in; i++)
+                    if (to[g->ops[o].in[i]] < s) to[g->ops[o].in[i]] = s;
+            }
+            /* a RESHAPE's output on its input's block shares it on purpose (chains of them too) */
+            int *root = malloc(sizeof(int) * (size_t)n);
+            for (int t = 0; t < n; t++) root[t] = t;
+            for (int o = 0; o < no; o++)
+                if (g->ops[o].type == PDQ_OP_RESHAPE && off[g->ops[o].out[0]] == off[g->ops[o].in[0]])
+                    root[g->ops[o].out[0]] = root[g->ops[o].in[0]];
+            for (int t = 0; t < n; t++)
+                for (int u = t + 1; u < n; u++) {
+                    const pdq_tensor *a = &g->tensors[t], *b = &g->tensors[u];
+                    if (a->kind == PDQ_TK_CONST || b->kind == PDQ_TK_CONST) continue;
+                    if (root[t] == root[u]) continue;
+                    int fa = a->kind == PDQ_TK_INTER ? from[t] : -1, ta = a->kind == PDQ_TK_INTER ? to[t] : 1 << 30;
+                    int fb = b->kind == PDQ_TK_INTER ? from[u] : -1, tb = b->kind == PDQ_TK_INTER ? to[u] : 1 << 30;
+                    if (fa > tb || fb > ta) continue; /* never alive together */
+                    size_t ea = off[t] + pdq_tensor_count(a) * 4, eb = off[u] + pdq_tensor_count(b) * 4;
+                    assert_true(ea <= off[u] || eb <= off[t]);
+                }
+            free(root);
+            free(from);
+            free(to);
+            free(off);
+        }
+        free(prod);
+        free(level);
+        free(order);
+        pdq_graph_free(g);
+    }
+}
+
 /* Every op type has its row: a unique name, a float kernel, a Circle operator that maps back to
  * it (the names against the schema: test_circle_fb); outside the enum there is none. */
 static void test_op_table(void **state) {
@@ -401,7 +512,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fc_and_bmm),     cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_data_movement),  cmocka_unit_test(test_shape_errors),
-        cmocka_unit_test(test_arena_and_hook), cmocka_unit_test(test_op_table),
+        cmocka_unit_test(test_arena_and_hook), cmocka_unit_test(test_arena_steps), cmocka_unit_test(test_op_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "qx_internal.h"
+#include <stdatomic.h>
+
 #include "ir/arena_plan.h"
 
 const char *pdq_exec_mode_name(pdq_exec_mode m) {
@@ -68,13 +70,93 @@ void pdq_qexec_free(pdq_qexec *x) {
     free(x->ptrs);
     free(x->arena);
     free(x->dscratch);
+    free(x->order);
+    free(x->level_at);
+    free(x->small_at);
+    free(x->small);
     free(x);
+}
+
+/* An op small enough to run whole on one thread next to others of its level: no FULLY_CONNECTED,
+ * no BATCH_MATMUL of 8 rows or more (those go through dgemm and the executor's one scratch), at
+ * most 8192 output elements. The decode graph's per-head attention ops are such. */
+static int small_op(const pdq_graph *g, const pdq_op *op) {
+    const pdq_tensor *o = &g->tensors[op->out[0]];
+    if (op->type == PDQ_OP_FULLY_CONNECTED) return 0;
+    if (op->type == PDQ_OP_BATCH_MATMUL && o->ndim >= 2 && o->shape[o->ndim - 2] >= 8) return 0;
+    return pdq_tensor_count(o) <= 8192;
+}
+
+/* Levels: an op's is one more than the highest of the ops producing its inputs; ops of one level
+ * never read each other's outputs, so they may run at the same time. */
+static pdq_code schedule(pdq_qexec *x, int **level_out, pdq_status *st) {
+    const pdq_graph *g = x->g;
+    int n_ops = g->n_ops, n = g->n_tensors;
+    int *prod = malloc(sizeof(int) * (size_t)(n ? n : 1)), *level = malloc(sizeof(int) * (size_t)(n_ops + 1));
+    x->order = malloc(sizeof(int) * (size_t)(n_ops + 1));
+    x->level_at = malloc(sizeof(int) * (size_t)(n_ops + 2));
+    x->small = malloc((size_t)n_ops + 1);
+    if (!prod || !level || !x->order || !x->level_at || !x->small) {
+        free(prod);
+        free(level);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: schedule", g->name);
+    }
+    for (int t = 0; t < n; t++) prod[t] = -1;
+    int top = 0;
+    for (int o = 0; o < n_ops; o++) {
+        const pdq_op *op = &g->ops[o];
+        int l = 0;
+        for (int i = 0; i < op->n_in; i++) {
+            int p = prod[op->in[i]];
+            if (p >= 0 && level[p] + 1 > l) l = level[p] + 1;
+        }
+        level[o] = l;
+        top = l > top ? l : top;
+        for (int j = 0; j < op->n_out; j++) prod[op->out[j]] = o;
+        x->small[o] = (unsigned char)small_op(g, op);
+    }
+    /* counting sort by level; within a level the other ops first, then the small ones, each in
+     * graph order (a level's small ops are then order[small_at[l] .. level_at[l + 1])) */
+    int nl = n_ops ? top + 1 : 0;
+    x->small_at = malloc(sizeof(int) * (size_t)(nl + 1));
+    if (!x->small_at) {
+        free(prod);
+        free(level);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: schedule", g->name);
+    }
+    for (int l = 0; l <= nl; l++) x->level_at[l] = x->small_at[l] = 0;
+    for (int o = 0; o < n_ops; o++) {
+        x->level_at[level[o] + 1]++;
+        if (!x->small[o]) x->small_at[level[o]]++; /* count of the others, for now */
+    }
+    for (int l = 0; l < nl; l++) x->level_at[l + 1] += x->level_at[l];
+    int *fill = prod; /* reused: next slot of the others / of the small ops, per level */
+    int *fill_small = malloc(sizeof(int) * (size_t)(nl + 1));
+    if (!fill_small) {
+        free(prod);
+        free(level);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: schedule", g->name);
+    }
+    for (int l = 0; l < nl; l++) {
+        fill[l] = x->level_at[l];
+        x->small_at[l] += x->level_at[l];
+        fill_small[l] = x->small_at[l];
+    }
+    for (int o = 0; o < n_ops; o++) x->order[x->small[o] ? fill_small[level[o]]++ : fill[level[o]]++] = o;
+    free(fill_small);
+    x->n_levels = nl;
+    free(prod);
+    *level_out = level;
+    return PDQ_OK;
 }
 
 static pdq_code plan(pdq_qexec *x, pdq_status *st) {
     const pdq_graph *g = x->g;
+    int *level = NULL;
+    pdq_code rc = schedule(x, &level, st);
     /* RESHAPEs alias their input's block: the executor moves no bytes for them */
-    pdq_code rc = pdq_arena_plan(g, 1, x->offset, &x->arena_bytes, st);
+    if (rc == PDQ_OK) rc = pdq_arena_plan_steps(g, 1, x->order, level, x->offset, &x->arena_bytes, st);
+    free(level);
     if (rc != PDQ_OK) return rc;
     x->arena = aligned_alloc(PDQ_ARENA_ALIGN, x->arena_bytes);
     if (!x->arena) return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: arena of %zu bytes", g->name, x->arena_bytes);
@@ -135,11 +217,32 @@ void *pdq_qexec_codes(pdq_qexec *x, int tid) {
 int pdq_qexec_simd(const pdq_qexec *x) { return x->simd; }
 
 void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx) {
-    if (n_tasks == 1 || !x->o.pool) {
+    if (n_tasks == 1 || !x->o.pool || x->in_level) {
         for (int i = 0; i < n_tasks; i++) fn(ctx, i, 0);
         return;
     }
     pdq_pool_run(x->o.pool, n_tasks, fn, ctx);
+}
+
+/* One level's small ops, one whole op per task: task i runs the i-th small op of the level. */
+typedef struct {
+    pdq_qexec *x;
+    int at;             /* position in order of the level's first small op */
+    atomic_int lock;    /* taken by the first failure, whose status is kept */
+    int failed;
+    pdq_status st;
+} level_ctx;
+
+static void level_task(void *vc, int task, int thread) {
+    (void)thread;
+    level_ctx *c = vc;
+    pdq_qexec *x = c->x;
+    int o = x->order[c->at + task];
+    pdq_status st = {0};
+    if (pdq_qx_kernel_of(x->g->ops[o].type)->run(x, o, &st) != PDQ_OK && atomic_exchange(&c->lock, 1) == 0) {
+        c->st = st;
+        c->failed = o;
+    }
 }
 
 pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st) {
@@ -158,9 +261,26 @@ pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st) {
         else
             memcpy(x->ptrs[t], src, n * pdq_tdtype_size(q->dt));
     }
-    for (int o = 0; o < g->n_ops; o++) {
-        pdq_code rc = pdq_qx_kernel_of(g->ops[o].type)->run(x, o, st); /* prepared: it has one */
-        if (rc != PDQ_OK) return pdq_wrap(st, "graph %s op %d (%s)", g->name, o, pdq_op_name(g->ops[o].type));
+    for (int l = 0; l < x->n_levels; l++) {
+        int a = x->level_at[l], b = x->level_at[l + 1], sa = x->small_at[l];
+        /* small ops together only where there are two or more and a pool */
+        int n_small = x->o.pool && pdq_pool_threads(x->o.pool) > 1 && b - sa > 1 ? b - sa : 0;
+        for (int p = a; p < b - n_small; p++) {
+            int o = x->order[p];
+            pdq_code rc = pdq_qx_kernel_of(g->ops[o].type)->run(x, o, st); /* prepared: it has one */
+            if (rc != PDQ_OK) return pdq_wrap(st, "graph %s op %d (%s)", g->name, o, pdq_op_name(g->ops[o].type));
+        }
+        if (n_small) {
+            level_ctx c = {.x = x, .at = b - n_small, .failed = -1};
+            atomic_init(&c.lock, 0);
+            x->in_level = 1;
+            pdq_pool_run(x->o.pool, n_small, level_task, &c);
+            x->in_level = 0;
+            if (c.failed >= 0) {
+                *st = c.st;
+                return pdq_wrap(st, "graph %s op %d (%s)", g->name, c.failed, pdq_op_name(g->ops[c.failed].type));
+            }
+        }
     }
     for (int i = 0; i < g->n_outputs; i++) {
         int t = g->outputs[i];

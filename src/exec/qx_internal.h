@@ -76,6 +76,13 @@ struct pdq_qexec {
     qx_prep *prep;       /* [n_ops] */
     double *dscratch;    /* BATCH_MATMUL through dgemm: operands and product as exact integers */
     size_t dscratch_n;
+    /* the schedule: ops by dependency level (order), levels as runs of it (level_at[l] .. [l + 1]);
+     * a level's small ops (small[op]: order[small_at[l]] ..) run one whole op per pool task, the
+     * others first, one after the other with their own split. in_level: set while a level's tasks
+     * run, so an op's own loops stay on the thread that runs it. */
+    int *order, *level_at, *small_at, n_levels;
+    unsigned char *small;
+    int in_level;
 };
 
 /* Real value of element i / requantized store of y into element i. */
