@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "exec_args.h"
 #include "kernels/qmatmul.h"
+#include "pdq/file.h"
 #include "pdq/model.h"
 #include "pdq/quant.h"
 
@@ -144,17 +145,17 @@ static double circle_once(pdq_crt *rt, const int32_t *ids, int p, int n, int dec
     return rate;
 }
 
-static int is_circle_dir(const char *dir) {
+static int file_exists(const char *dir, const char *name) {
     char p[4096];
-    FILE *f;
-    snprintf(p, sizeof p, "%s/manifest.json", dir);
-    if (!(f = fopen(p, "rb"))) return 0;
-    fclose(f);
-    snprintf(p, sizeof p, "%s/model_decode.q.circle", dir);
-    if ((f = fopen(p, "rb"))) { fclose(f); return 1; }
-    snprintf(p, sizeof p, "%s/model_decode.circle", dir);
-    if ((f = fopen(p, "rb"))) { fclose(f); return 1; }
-    return 0;
+    size_t sz;
+    pdq_status st = {0};
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return pdq_file_size(p, &sz, &st) == PDQ_OK;
+}
+
+static int is_circle_dir(const char *dir) {
+    return file_exists(dir, "manifest.json") &&
+           (file_exists(dir, "model_decode.q.circle") || file_exists(dir, "model_decode.circle"));
 }
 
 static void random_ids(int32_t *ids, int len, int vocab) {

@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qx_internal.h"
 #include <stdatomic.h>
 
 #include "ir/arena_plan.h"
+#include "qx_internal.h"
 
 const char *pdq_exec_mode_name(pdq_exec_mode m) {
     switch (m) {
@@ -92,13 +92,18 @@ static int small_op(const pdq_graph *g, const pdq_op *op) {
 static pdq_code schedule(pdq_qexec *x, int **level_out, pdq_status *st) {
     const pdq_graph *g = x->g;
     int n_ops = g->n_ops, n = g->n_tensors;
+    /* levels are < n_ops: every per-level array fits n_ops + 1 slots */
     int *prod = malloc(sizeof(int) * (size_t)(n ? n : 1)), *level = malloc(sizeof(int) * (size_t)(n_ops + 1));
+    int *fill = malloc(sizeof(int) * (size_t)(n_ops + 1)), *fill_small = malloc(sizeof(int) * (size_t)(n_ops + 1));
     x->order = malloc(sizeof(int) * (size_t)(n_ops + 1));
     x->level_at = malloc(sizeof(int) * (size_t)(n_ops + 2));
+    x->small_at = malloc(sizeof(int) * (size_t)(n_ops + 2));
     x->small = malloc((size_t)n_ops + 1);
-    if (!prod || !level || !x->order || !x->level_at || !x->small) {
+    if (!prod || !level || !fill || !fill_small || !x->order || !x->level_at || !x->small_at || !x->small) {
         free(prod);
         free(level);
+        free(fill);
+        free(fill_small);
         return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: schedule", g->name);
     }
     for (int t = 0; t < n; t++) prod[t] = -1;
@@ -118,34 +123,22 @@ static pdq_code schedule(pdq_qexec *x, int **level_out, pdq_status *st) {
     /* counting sort by level; within a level the other ops first, then the small ones, each in
      * graph order (a level's small ops are then order[small_at[l] .. level_at[l + 1])) */
     int nl = n_ops ? top + 1 : 0;
-    x->small_at = malloc(sizeof(int) * (size_t)(nl + 1));
-    if (!x->small_at) {
-        free(prod);
-        free(level);
-        return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: schedule", g->name);
-    }
     for (int l = 0; l <= nl; l++) x->level_at[l] = x->small_at[l] = 0;
     for (int o = 0; o < n_ops; o++) {
         x->level_at[level[o] + 1]++;
         if (!x->small[o]) x->small_at[level[o]]++; /* count of the others, for now */
     }
-    for (int l = 0; l < nl; l++) x->level_at[l + 1] += x->level_at[l];
-    int *fill = prod; /* reused: next slot of the others / of the small ops, per level */
-    int *fill_small = malloc(sizeof(int) * (size_t)(nl + 1));
-    if (!fill_small) {
-        free(prod);
-        free(level);
-        return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: schedule", g->name);
-    }
     for (int l = 0; l < nl; l++) {
+        x->level_at[l + 1] += x->level_at[l];
         fill[l] = x->level_at[l];
         x->small_at[l] += x->level_at[l];
         fill_small[l] = x->small_at[l];
     }
     for (int o = 0; o < n_ops; o++) x->order[x->small[o] ? fill_small[level[o]]++ : fill[level[o]]++] = o;
-    free(fill_small);
     x->n_levels = nl;
     free(prod);
+    free(fill);
+    free(fill_small);
     *level_out = level;
     return PDQ_OK;
 }

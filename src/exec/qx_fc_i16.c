@@ -383,16 +383,13 @@ static void fc_task(void *vc, int task, int thread) {
             for (int a = r0; a < r1; a += 256) {
                 int b = a + 256 < r1 ? a + 256 : r1;
                 pdq_qexact_rows(&c->kctx, p->qm, p->xbuf + (size_t)m * p->xbytes, a, b, r1, s);
-                int r = a;
-                if (yq->dt == PDQ_TI16) { /* fc_store four at a time */
-                    if (p->any_zw)
-                        for (int j = a; j < b; j++) s[j - a] -= (int64_t)p->zw[j] * p->sumx[m];
+                if (p->any_zw)
+                    for (int j = a; j < b; j++) s[j - a] -= (int64_t)p->zw[j] * p->sumx[m];
+                int r = a; /* int16 outputs four at a time, the rest by fc_put */
+                if (yq->dt == PDQ_TI16)
                     r += pdq_qx_sums_i16_avx2(s, p->sw + a, 1, p->bias ? p->bias + a : NULL, yq,
                                               (int16_t *)y + (size_t)m * p->fout + a, b - a);
-                    for (; r < b; r++) fc_put(p, yq, y, m, r, s[r - a]);
-                    continue;
-                }
-                for (; r < b; r++) fc_store(p, yq, y, m, r, s[r - a]);
+                for (; r < b; r++) fc_put(p, yq, y, m, r, s[r - a]);
             }
         return;
     }

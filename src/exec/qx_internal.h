@@ -133,7 +133,7 @@ void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const int16
 /* out[m * 2 + r] = sum_k x[m][k] * w[r][k] for 4 activation rows (stride ldx) and 2 weight rows. */
 void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
 
-/* AVX2 int16 stores (qx_elem_avx2.c), each the scalar rule's bits for the first 4k elements of a
+/* AVX2 int16 stores (qx_ops_avx2.c), each the scalar rule's bits for the first 4k elements of a
  * row; they return that count and the caller finishes the row. y = code(a (op) b) for ADD / SUB /
  * MUL of int16 codes, strides sa, sb of 0 (a broadcast) or 1: */
 int pdq_qx_bin_i16_avx2(pdq_op_type t, const qx_t *aq, const int16_t *a, int sa, const qx_t *bq, const int16_t *b,

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "ir/op_table.h"
-#include "kernels/qmatmul.h"
 #include "ir/ops.h"
+#include "kernels/qmatmul.h"
 #include "qx_internal.h"
 
 void pdq_qx_prep_free(qx_prep *p) {
@@ -130,7 +130,15 @@ static pdq_code bmm_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     return PDQ_OK;
 }
 
-static size_t rows_per(size_t outer, int inner, int threads);
+/* Rows per task: at least 1024 elements a task (a smaller one costs more to hand out than to
+ * run), else an even share for each thread (an uneven last task idles the others). */
+static size_t rows_per(size_t outer, int inner, int threads) {
+    size_t in = (size_t)(inner > 0 ? inner : 1), total = outer * in;
+    size_t share = (total + (size_t)threads - 1) / (size_t)threads;
+    size_t want = ((share > 1024 ? share : 1024) + in - 1) / in;
+    if (want > outer) want = outer ? outer : 1;
+    return want;
+}
 
 static pdq_code binary_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     PREP_HEAD;
@@ -440,16 +448,6 @@ static void bin_task(void *vc, int task, int thread) {
             qx_st(yq, yd, base + i,
                   binop(t, qx_ld(c->aq, c->ad, (size_t)(offa + i * bp->sa[5])), qx_ld(c->bq, c->bd, (size_t)(offb + i * bp->sb[5]))));
     }
-}
-
-/* Rows per task: at least 1024 elements a task (a smaller one costs more to hand out than to
- * run), else an even share for each thread (an uneven last task idles the others). */
-static size_t rows_per(size_t outer, int inner, int threads) {
-    size_t in = (size_t)(inner > 0 ? inner : 1), total = outer * in;
-    size_t share = (total + (size_t)threads - 1) / (size_t)threads;
-    size_t want = ((share > 1024 ? share : 1024) + in - 1) / in;
-    if (want > outer) want = outer ? outer : 1;
-    return want;
 }
 
 static void binary_run(pdq_qexec *x, const pdq_op *op) {
