@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -123,6 +124,64 @@ static void test_atomic_write_faults(void **state) {
     assert_int_equal(pdq_file_write_text(path, good, 0, NULL, &st), PDQ_ERR_IO);
     assert_non_null(strstr(st.msg, path));
     free(data);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* Resident kB of the mapping that starts at p (/proc/self/smaps), or -1 when unreadable. */
+static long mapping_rss_kb(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[512];
+    long kb = -1;
+    int in = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) in = a == (unsigned long)p;
+        else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1) break;
+    }
+    fclose(f);
+    return kb;
+}
+
+/* Mapped reads: the bytes of the file; dropped pages leave this process's memory (its Rss in
+ * smaps) and read back the same; empty files, directories and missing files. */
+static void test_file_map(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/w.bin", dir);
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t n = (size_t)pg * 5 + 123;
+    unsigned char *body = malloc(n);
+    for (size_t i = 0; i < n; i++) body[i] = (unsigned char)(i * 131 + 7);
+    assert_int_equal(tu_write_file(path, body, n), 0);
+    pdq_status st = {0};
+    pdq_file_map *m = NULL;
+    assert_int_equal(pdq_file_map_open(path, &m, &st), PDQ_OK);
+    assert_int_equal(m->size, n);
+    assert_memory_equal(m->data, body, n);
+    long pkb = pg / 1024, rss = mapping_rss_kb(m->data);
+    if (rss >= 0) assert_int_equal(rss, 6 * pkb); /* all 6 pages just read */
+    /* from the middle of page 1 to the middle of page 4: pages 1 to 3 go (the start rounds down,
+     * the partial page 4 stays), 0, 4 and 5 stay */
+    pdq_file_drop_pages(m->data + pg + 100, (size_t)pg * 3);
+    if (rss >= 0) assert_int_equal(mapping_rss_kb(m->data), 3 * pkb);
+    assert_memory_equal(m->data, body, n); /* read back from the file */
+    if (rss >= 0) assert_int_equal(mapping_rss_kb(m->data), 6 * pkb);
+    pdq_file_map_close(m);
+    pdq_file_map_close(NULL);
+    free(body);
+    assert_int_equal(tu_write_file(path, "", 0), 0);
+    assert_int_equal(pdq_file_map_open(path, &m, &st), PDQ_OK);
+    assert_int_equal(m->size, 0);
+    assert_null(m->data);
+    pdq_file_map_release(m);
+    assert_int_equal(pdq_file_map_open(dir, &m, &st), PDQ_ERR_IO);
+    assert_null(m);
+    assert_non_null(strstr(st.msg, "not a regular file"));
+    snprintf(path, sizeof path, "%s/missing.bin", dir);
+    assert_int_equal(pdq_file_map_open(path, &m, &st), PDQ_ERR_IO);
+    assert_non_null(strstr(st.msg, path));
     tu_rmtree(dir);
     free(dir);
 }
@@ -285,6 +344,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_atomic_write_faults),
         cmocka_unit_test(test_bounded_read),
+        cmocka_unit_test(test_file_map),
         cmocka_unit_test(test_writers_on_a_full_disk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,6 +59,22 @@ pdq_code pdq_file_read(const char *path, size_t max, char **out, size_t *len, pd
 /* The size of a regular file (for bounding counts by what is present). */
 pdq_code pdq_file_size(const char *path, size_t *size, pdq_status *st);
 
+/* A whole regular file mapped read-only and private (page aligned; data NULL for an empty file).
+ * Readers hand out pointers into it, so weights are read from the page cache, not copied. If
+ * the file is truncated while mapped, reading the lost part faults (SIGBUS), as with any mmap. */
+typedef struct pdq_file_map {
+    const unsigned char *data;
+    size_t size;
+} pdq_file_map;
+/* On error NULL is stored in *out and nothing stays mapped. */
+pdq_code pdq_file_map_open(const char *path, pdq_file_map **out, pdq_status *st);
+void pdq_file_map_close(pdq_file_map *m);   /* NULL is allowed */
+void pdq_file_map_release(void *m);         /* pdq_file_map_close for keep-alive lists */
+/* Gives back the whole pages inside [p, p + n) of a read-only file mapping (the first page
+ * rounded down: a neighbour's bytes there read back from the file if touched). Only for data
+ * that lies in such a mapping: on anonymous memory it would zero it. */
+void pdq_file_drop_pages(const void *p, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,8 +6,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -203,6 +205,52 @@ pdq_code pdq_file_size(const char *path, size_t *size, pdq_status *st) {
     if (!S_ISREG(sb.st_mode)) return pdq_fail(st, PDQ_ERR_IO, "%s: not a regular file", path);
     *size = (size_t)sb.st_size;
     return PDQ_OK;
+}
+
+pdq_code pdq_file_map_open(const char *path, pdq_file_map **out, pdq_status *st) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return pdq_fail(st, PDQ_ERR_IO, "%s: not a regular file", path);
+    }
+    pdq_file_map *m = calloc(1, sizeof *m);
+    if (!m) {
+        close(fd);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path);
+    }
+    m->size = (size_t)sb.st_size;
+    if (m->size) {
+        void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            free(m);
+            return pdq_fail(st, PDQ_ERR_IO, "%s: mmap of %zu bytes failed: %s", path, (size_t)sb.st_size, strerror(e));
+        }
+        m->data = p;
+    }
+    close(fd);
+    *out = m;
+    return PDQ_OK;
+}
+
+void pdq_file_map_close(pdq_file_map *m) {
+    if (!m) return;
+    if (m->data) munmap((void *)m->data, m->size);
+    free(m);
+}
+
+void pdq_file_map_release(void *m) { pdq_file_map_close(m); }
+
+void pdq_file_drop_pages(const void *p, size_t n) {
+    long pg = sysconf(_SC_PAGESIZE);
+    if (!p || pg <= 0) return;
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~(uintptr_t)(pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 pdq_code pdq_file_read(const char *path, size_t max, char **out, size_t *len, pdq_status *st) {

@@ -1,10 +1,8 @@
 /* safetensors reader: mmapped single files or shards listed by model.safetensors.index.json. */
 #include <cjson/cJSON.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,7 +11,8 @@
 
 typedef struct {
     char *path;
-    uint8_t *map;
+    pdq_file_map *fm;
+    const uint8_t *map;
     size_t size;
 } st_file;
 
@@ -35,22 +34,11 @@ static int exists(const char *path) {
 static pdq_code map_file(const char *path, st_file *f, pdq_status *st) {
     f->path = strdup(path);
     if (!f->path) return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot open", path);
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: not a regular file", path);
-    }
-    f->size = (size_t)sb.st_size;
-    if (f->size < 8) {
-        close(fd);
-        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %zu bytes is too short for a safetensors file", path, f->size);
-    }
-    void *m = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED) return pdq_fail(st, PDQ_ERR_IO, "%s: mmap failed", path);
-    f->map = m;
+    pdq_code rc = pdq_file_map_open(path, &f->fm, st);
+    if (rc) return rc;
+    f->map = f->fm->data;
+    f->size = f->fm->size;
+    if (f->size < 8) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %zu bytes is too short for a safetensors file", path, f->size);
     return PDQ_OK;
 }
 
@@ -224,7 +212,7 @@ pdq_code pdq_st_open(const char *path, pdq_safetensors **out, pdq_status *st) {
 void pdq_st_close(pdq_safetensors *s) {
     if (!s) return;
     for (int i = 0; i < s->n_files; i++) {
-        if (s->files[i].map) munmap(s->files[i].map, s->files[i].size);
+        pdq_file_map_close(s->files[i].fm);
         free(s->files[i].path);
     }
     free(s->files);
@@ -325,14 +313,7 @@ const pdq_st_tensor *pdq_st_expect(const pdq_safetensors *s, const char *name, c
     return t;
 }
 
-/* Page rounding: the start down (inside the mapping: files map page aligned; a neighbour's
- * bytes on that page fault back in if read, the mapping is read-only and private), the end
- * down too (a partial last page stays). */
 void pdq_st_drop_pages(const pdq_safetensors *s, const char *name) {
     const pdq_st_tensor *t = pdq_st_find(s, name);
-    long pg = sysconf(_SC_PAGESIZE);
-    if (!t || !t->data || pg <= 0) return;
-    uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)(pg - 1);
-    uintptr_t b = ((uintptr_t)t->data + t->nbytes) & ~(uintptr_t)(pg - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    if (t && t->data) pdq_file_drop_pages(t->data, t->nbytes);
 }
