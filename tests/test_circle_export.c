@@ -268,6 +268,12 @@ static void roundtrip(pdq_graph *g, const char *dir) {
     pdq_graph *b = NULL;
     if (pdq_circle_load_graph(path, &b, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
     assert_non_null(b);
+    /* byte constants (uint4 packed as stored, uint8) are the file's mapped bytes, not copies */
+    for (int i = 0; i < b->n_tensors; i++)
+        if (b->tensors[i].kind == PDQ_TK_CONST && (b->tensors[i].dtype == PDQ_TU4 || b->tensors[i].dtype == PDQ_TU8)) {
+            assert_true(b->tensors[i].file_backed);
+            assert_false(b->tensors[i].owned);
+        }
     int same = pdq_graph_same(g, b, why, sizeof why);
     if (!same) fprintf(stderr, "%s: %s\n", g->name, why);
     assert_true(same);
@@ -313,7 +319,9 @@ static void test_roundtrip(void **state) {
     int16_t gam[5];
     for (int i = 0; i < 15; i++) codes[i] = (uint8_t)((i * 7) % 16);
     for (int i = 0; i < 5; i++) gam[i] = (int16_t)(1000 * i - 2000);
-    int w = pdq_graph_const(q, "w", PDQ_TU4, 2, ws, codes, 1, &st);
+    uint8_t packed[8]; /* the graph holds uint4 packed, two codes a byte */
+    pdq_pack4(codes, 15, packed);
+    int w = pdq_graph_const(q, "w", PDQ_TU4, 2, ws, packed, 1, &st);
     int gm = pdq_graph_const(q, "gamma", PDQ_TI16, 1, gs, gam, 1, &st);
     int rin[2] = {x, gm};
     int r = pdq_graph_op(q, PDQ_OP_RMS_NORM, rin, 2, NULL, "r", &st);
@@ -358,7 +366,9 @@ static void test_quantized_interp(void **state) {
     uint8_t codes[OUT * IN];
     uint64_t rs = 5;
     for (int i = 0; i < OUT * IN; i++) codes[i] = (uint8_t)(tu_rand(&rs) % 16);
-    int w = pdq_graph_const(q, "w", PDQ_TU4, 2, ws, codes, 1, &st);
+    uint8_t packed[(OUT * IN + 1) / 2]; /* odd width: rows start mid-byte */
+    pdq_pack4(codes, OUT * IN, packed);
+    int w = pdq_graph_const(q, "w", PDQ_TU4, 2, ws, packed, 1, &st);
     int fin[2] = {x, w};
     int y = pdq_graph_op(q, PDQ_OP_FULLY_CONNECTED, fin, 2, NULL, "y", &st);
     assert_int_equal(pdq_graph_mark_output(q, y, &st), PDQ_OK);

@@ -181,6 +181,19 @@ static void test_pack4(void **state) {
         assert_memory_equal(codes, back, n);
         if (n & 1) assert_int_equal(packed[n / 2] >> 4, 0);
     }
+    /* any run of codes from any start (rows of an odd-width matrix), across the 32-code SIMD
+     * steps, against the element-wise accessor */
+    uint8_t codes[200], packed[100], out[200];
+    for (size_t i = 0; i < 200; i++) codes[i] = (uint8_t)(tu_rand(&s) & 15);
+    pdq_pack4(codes, 200, packed);
+    for (size_t i0 = 0; i0 < 7; i0++)
+        for (size_t n = 0; i0 + n <= 200; n += 1 + n / 8) {
+            memset(out, 0xee, sizeof out);
+            pdq_unpack4_at(packed, i0, n, out);
+            assert_memory_equal(out, codes + i0, n);
+            if (n < 200) assert_int_equal(out[n], 0xee); /* nothing written past n */
+            for (size_t i = 0; i < n; i++) assert_int_equal(pdq_u4_at(packed, i0 + i), codes[i0 + i]);
+        }
 }
 
 static void test_overrides(void **state) {

@@ -93,6 +93,7 @@ typedef struct pdq_circle_model {
     int32_t *inputs, n_inputs, cap_inputs;
     int32_t *outputs, n_outputs, cap_outputs;
     void *image;                   /* the file bytes the reader's buffers point into */
+    struct pdq_file_map *map;      /* pdq_circle_read: the mapping image lies in (else image is malloc'd) */
 } pdq_circle_model;
 
 /* Zeroes m and adds the empty sentinel buffer 0. */
@@ -123,7 +124,8 @@ int64_t pdq_circle_type_bytes(int8_t type, int64_t n);
 const char *pdq_circle_type_name(int8_t type);
 const char *pdq_circle_op_name(int32_t builtin_code); /* NULL for codes circle_defs.h does not name */
 
-/* UINT4 packing as TICO: byte i = v[2i] | v[2i+1] << 4; odd n leaves the last high nibble 0. */
+/* UINT4 packing as TICO: byte i = v[2i] | v[2i+1] << 4; odd n leaves the last high nibble 0
+ * (pdq_pack4's layout; pack checks that every value fits). */
 pdq_code pdq_circle_pack_uint4(const uint8_t *values, uint64_t n, uint8_t *packed, pdq_status *st);
 void pdq_circle_unpack_uint4(const uint8_t *packed, uint64_t n, uint8_t *values);
 

@@ -41,8 +41,11 @@ typedef struct {
     pdq_tkind kind;
     int ndim;
     int shape[PDQ_G_MAX_DIMS];
-    void *data;            /* constants only: float or int32 values */
+    void *data;            /* constants only: the values in dtype (uint4: packed, see pdq_u4_at) */
     int owned;             /* data is freed with the graph (else borrowed, e.g. model weights) */
+    int file_backed;       /* borrowed from a read-only file mapping the graph holds: a consumer that
+                            * keeps its own copy may drop the pages (pdq_file_drop_pages); they read
+                            * back from the file if touched again */
     pdq_qparams *q;        /* owned by the graph when set */
 } pdq_tensor;
 
@@ -88,12 +91,26 @@ typedef struct pdq_graph {
     int *inputs, n_inputs, cap_inputs;     /* ordered graph inputs (tensor ids) */
     int *outputs, n_outputs, cap_outputs;  /* ordered graph outputs */
     int *name_index, cap_index;            /* open-addressing table of tensor ids by name (-1: empty) */
+    struct { void *obj; void (*release)(void *); } *holds; /* pdq_graph_hold */
+    int n_holds, cap_holds;
 } pdq_graph;
 
 const char *pdq_op_name(pdq_op_type t);          /* "FULLY_CONNECTED", ... */
 const char *pdq_tdtype_name(pdq_tdtype t);
-size_t pdq_tdtype_size(pdq_tdtype t);             /* bytes per element (uint4: 1, unpacked) */
+size_t pdq_tdtype_size(pdq_tdtype t);             /* bytes per element (uint4: 1, as one code per byte) */
 size_t pdq_tensor_count(const pdq_tensor *t);     /* elements */
+size_t pdq_tensor_bytes(const pdq_tensor *t);     /* bytes of a constant's data (uint4: packed) */
+
+/* uint4 storage, the one layout every part of pdq uses (graph constants, Circle's UINT4 buffers,
+ * quantized checkpoints per row): two codes a byte, low nibble first, element i in byte i / 2;
+ * an odd count leaves the last high nibble 0. A uint4 constant packs its flattened elements. */
+void pdq_pack4(const uint8_t *codes, size_t n, uint8_t *packed);
+void pdq_unpack4(const uint8_t *packed, size_t n, uint8_t *codes);
+/* Codes [i0, i0 + n) of packed storage (i0 may be odd: a row of an odd-width matrix). */
+void pdq_unpack4_at(const uint8_t *packed, size_t i0, size_t n, uint8_t *codes);
+static inline unsigned pdq_u4_at(const void *packed, size_t i) {
+    return (unsigned)(((const uint8_t *)packed)[i / 2] >> (4 * (i & 1))) & 15u;
+}
 
 pdq_code pdq_graph_new(const char *name, pdq_graph **out, pdq_status *st);
 void pdq_graph_free(pdq_graph *g);
@@ -105,6 +122,9 @@ int pdq_graph_input(pdq_graph *g, const char *name, pdq_tdtype dt, int ndim, con
 /* Constant: data copied when copy != 0 (owned), else borrowed (must outlive the graph). */
 int pdq_graph_const(pdq_graph *g, const char *name, pdq_tdtype dt, int ndim, const int *shape,
                     const void *data, int copy, pdq_status *st);
+/* Keeps obj alive as long as the graph: release(obj) runs in pdq_graph_free (a file mapping that
+ * borrowed constants point into). On error release(obj) runs at once. */
+pdq_code pdq_graph_hold(pdq_graph *g, void *obj, void (*release)(void *), pdq_status *st);
 /* Constant taking ownership of a malloc'd buffer. */
 int pdq_graph_const_owned(pdq_graph *g, const char *name, pdq_tdtype dt, int ndim,
                           const int *shape, void *data, pdq_status *st);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pdq/graph.h"
 #include "pdq/model.h"
 #include "pdq/status.h"
 
@@ -55,9 +56,7 @@ float pdq_qdequant(float x, float scale, float zero, int maxq);
 pdq_code pdq_quant_rtn(const pdq_qscheme *s, const float *w, int rows, int cols, uint8_t *codes,
                        float *deq, float *scale, float *zero, const char *name, pdq_status *st);
 
-/* Two 4-bit codes per byte, low nibble first; odd n leaves the last high nibble 0. */
-void pdq_pack4(const uint8_t *codes, size_t n, uint8_t *packed);
-void pdq_unpack4(const uint8_t *packed, size_t n, uint8_t *codes);
+/* uint4 packing: pdq_pack4 / pdq_unpack4 (pdq/graph.h, the one layout). */
 
 /* --- per-module bit overrides: "model.layers.3.mlp.down_proj=8" (exact), "mlp.down_proj=8"
  * (layer-local) or "down_proj=8" (suffix). An exact match beats a layer-local one, which beats a

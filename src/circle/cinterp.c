@@ -72,7 +72,8 @@ static float *dequant_const(const pdq_tensor *t, pdq_status *st) {
         int64_t v;
         switch (t->dtype) {
         case PDQ_TI16: v = ((const int16_t *)t->data)[i]; break;
-        case PDQ_TU8: case PDQ_TU4: v = ((const uint8_t *)t->data)[i]; break;
+        case PDQ_TU8: v = ((const uint8_t *)t->data)[i]; break;
+        case PDQ_TU4: v = pdq_u4_at(t->data, i); break;
         case PDQ_TI32: v = ((const int32_t *)t->data)[i]; break;
         case PDQ_TI64: v = ((const int64_t *)t->data)[i]; break;
         default: v = 0; break;

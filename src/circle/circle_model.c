@@ -6,6 +6,8 @@
 
 #include "circle/circle_defs.h"
 #include "circle/circle_internal.h"
+#include "pdq/file.h"
+#include "pdq/graph.h"
 
 /* Grows *arr (elements of size es) so that one more fits. */
 static pdq_code grow(void **arr, int32_t n, int32_t *cap, size_t es, pdq_status *st) {
@@ -52,7 +54,8 @@ void pdq_circle_model_free(pdq_circle_model *m) {
     free(m->ops);
     free(m->inputs);
     free(m->outputs);
-    free(m->image);
+    if (m->map) pdq_file_map_close(m->map);
+    else free(m->image);
     memset(m, 0, sizeof *m);
 }
 
@@ -233,14 +236,11 @@ const char *pdq_circle_op_name(int32_t code) {
 pdq_code pdq_circle_pack_uint4(const uint8_t *v, uint64_t n, uint8_t *packed, pdq_status *st) {
     for (uint64_t i = 0; i < n; i++)
         if (v[i] > 15) return pdq_fail(st, PDQ_ERR_ARG, "uint4 value %u at index %llu", v[i], (unsigned long long)i);
-    for (uint64_t i = 0; i < n / 2; i++) packed[i] = (uint8_t)(v[2 * i] | v[2 * i + 1] << 4);
-    if (n & 1) packed[n / 2] = v[n - 1];
+    pdq_pack4(v, (size_t)n, packed);
     return PDQ_OK;
 }
 
-void pdq_circle_unpack_uint4(const uint8_t *packed, uint64_t n, uint8_t *v) {
-    for (uint64_t i = 0; i < n; i++) v[i] = (uint8_t)((packed[i / 2] >> (4 * (i & 1))) & 15);
-}
+void pdq_circle_unpack_uint4(const uint8_t *packed, uint64_t n, uint8_t *v) { pdq_unpack4(packed, (size_t)n, v); }
 
 static pdq_code check_tensor(const pdq_circle_model *m, int32_t i, pdq_code code, pdq_status *st) {
     const pdq_circle_tensor *t = &m->tensors[i];

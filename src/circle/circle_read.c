@@ -10,6 +10,7 @@
 
 #include "circle/circle_defs.h"
 #include "circle/circle_internal.h"
+#include "pdq/file.h"
 
 typedef struct {
     const uint8_t *p;
@@ -419,29 +420,19 @@ pdq_code pdq_circle_parse(const void *data, size_t len, pdq_circle_model *m, pdq
     return parse_image(img, len, m, st);
 }
 
+/* The file is mapped, not read: buffers point into the page cache, so a consumer that borrows
+ * them (the importer's byte-typed constants) holds the weights once, as the file stores them. */
 pdq_code pdq_circle_read(const char *path, pdq_circle_model *m, pdq_status *st) {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "%s: %s", path, strerror(errno));
-    void *img = NULL;
-    long end = -1;
-    if (fseek(f, 0, SEEK_END) == 0) end = ftell(f);
-    if (end < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: cannot determine size", path);
+    pdq_file_map *fm;
+    pdq_code rc = pdq_file_map_open(path, &fm, st);
+    if (rc) return rc;
+    m->image = (void *)fm->data;
+    m->map = fm;
+    rd r = {fm->data, fm->size, (uint64_t)fm->size * 64 + ((uint64_t)1 << 20), st, PDQ_OK};
+    if ((rc = parse(&r, m))) {
+        pdq_circle_model_free(m);
+        pdq_wrap(st, "%s", path);
     }
-    size_t len = (size_t)end;
-    if (!(img = alloc_image(len))) {
-        fclose(f);
-        return pdq_fail(st, PDQ_ERR_NOMEM, "%s: %zu bytes", path, len);
-    }
-    size_t got = len ? fread(img, 1, len, f) : 0;
-    fclose(f);
-    if (got != len) {
-        free(img);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: short read (%zu of %zu bytes)", path, got, len);
-    }
-    pdq_code rc = parse_image(img, len, m, st);
-    if (rc) pdq_wrap(st, "%s", path);
     return rc;
 }

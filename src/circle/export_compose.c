@@ -151,7 +151,7 @@ static int tensor_same(const pdq_tensor *a, const pdq_tensor *b) {
     if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->kind != b->kind || a->ndim != b->ndim) return 0;
     for (int d = 0; d < a->ndim; d++)
         if (a->shape[d] != b->shape[d]) return 0;
-    if (a->kind == PDQ_TK_CONST && memcmp(a->data, b->data, pdq_tensor_count(a) * pdq_tdtype_size(a->dtype))) return 0;
+    if (a->kind == PDQ_TK_CONST && memcmp(a->data, b->data, pdq_tensor_bytes(a))) return 0;
     return q_same(a->q, b->q);
 }
 

@@ -23,21 +23,8 @@ int8_t pdq_circle_type_of(pdq_tdtype dt) {
 }
 
 static pdq_code add_const_buffer(pdq_circle_model *m, const pdq_tensor *t, uint32_t *buf, pdq_status *st) {
-    size_t n = pdq_tensor_count(t);
-    int32_t b;
-    if (t->dtype == PDQ_TU4) {
-        size_t nb = n / 2 + (n & 1);
-        uint8_t *p = malloc(nb ? nb : 1);
-        if (!p) return pdq_fail(st, PDQ_ERR_NOMEM, "circle export: packing %s", t->name);
-        if (pdq_circle_pack_uint4(t->data, n, p, st) != PDQ_OK) {
-            free(p);
-            return pdq_wrap(st, "circle export: constant %s", t->name);
-        }
-        b = pdq_circle_add_buffer(m, p, nb, 1, st);
-        free(p);
-    } else {
-        b = pdq_circle_add_buffer(m, t->data, (uint64_t)(n * pdq_tdtype_size(t->dtype)), 0, st);
-    }
+    /* uint4 constants are packed as Circle stores them (pdq_pack4's layout) */
+    int32_t b = pdq_circle_add_buffer(m, t->data, (uint64_t)pdq_tensor_bytes(t), 0, st);
     if (b < 0) return st ? st->code : PDQ_ERR_NOMEM;
     *buf = (uint32_t)b;
     return PDQ_OK;

@@ -57,6 +57,10 @@ pdq_code pdq_qweights_open(const char *dir, pdq_qweights **out, pdq_status *st) 
     return PDQ_OK;
 }
 
+static void free_q(pdq_qparams *q) {
+    if (q) { free(q->scale); free(q->zero_point); free(q); }
+}
+
 static pdq_qparams *new_q(int n, pdq_status *st) {
     pdq_qparams *q = calloc(1, sizeof *q);
     if (q) {
@@ -64,7 +68,7 @@ static pdq_qparams *new_q(int n, pdq_status *st) {
         q->zero_point = calloc((size_t)n, sizeof(int64_t));
     }
     if (!q || !q->scale || !q->zero_point) {
-        if (q) { free(q->scale); free(q->zero_point); free(q); }
+        free_q(q);
         pdq_fail(st, PDQ_ERR_NOMEM, "quantized export: qparams");
         return NULL;
     }
@@ -73,7 +77,7 @@ static pdq_qparams *new_q(int n, pdq_status *st) {
 }
 
 static void set_q(pdq_tensor *t, pdq_qparams *q) {
-    if (t->q) { free(t->q->scale); free(t->q->zero_point); free(t->q); }
+    free_q(t->q);
     t->q = q;
 }
 
@@ -116,7 +120,7 @@ static pdq_code quant_weight(pdq_qweights *w, pdq_tensor *t, const char *mod, co
     size_t qc = packed ? (size_t)(cols + 1) / 2 : (size_t)cols;
     uint8_t *codes = malloc((size_t)rows * cols);
     pdq_qparams *q = new_q(rows, st);
-    if (!codes || !q) { free(codes); if (q) set_q(&(pdq_tensor){0}, q); return pdq_fail(st, PDQ_ERR_NOMEM, "%s", mod); }
+    if (!codes || !q) { free(codes); free_q(q); return pdq_fail(st, PDQ_ERR_NOMEM, "%s", mod); }
     const float *wf = t->data; /* the in-memory weight (scaled k_proj included) */
     int64_t ks[16];
     float want[16];
@@ -152,9 +156,7 @@ static pdq_code quant_weight(pdq_qweights *w, pdq_tensor *t, const char *mod, co
             if (!ok) {
                 w->inexact++;
                 free(codes);
-                free(q->scale);
-                free(q->zero_point);
-                free(q);
+                free_q(q);
                 return pdq_fail(st, PDQ_ERR_NUMERIC, "quantized export: %s row %d: no float32 scale makes (code - zero) * scale "
                                 "equal the in-memory weight, the file would compute other numbers (a k_proj scale fold "
                                 "on a quantized weight needs the model's per-row k scales)", mod, r);
@@ -163,6 +165,18 @@ static pdq_code quant_weight(pdq_qweights *w, pdq_tensor *t, const char *mod, co
         q->scale[r] = s0;
     }
     q->quantized_dim = 0;
+    if (packed) { /* the graph's uint4 layout: the flattened codes two a byte */
+        size_t n = (size_t)rows * cols;
+        uint8_t *p = malloc(n / 2 + 1);
+        if (!p) {
+            free(codes);
+            free_q(q);
+            return pdq_fail(st, PDQ_ERR_NOMEM, "%s", mod);
+        }
+        pdq_pack4(codes, n, p);
+        free(codes);
+        codes = p;
+    }
     if (t->owned) free(t->data);
     t->data = codes;
     t->owned = 1;
@@ -185,9 +199,7 @@ static pdq_code quant_norm(pdq_qweights *w, pdq_tensor *t, pdq_status *st) {
         if (k && !search_scale(s, &k, &g[i], 1, &s)) {
             w->inexact++;
             free(codes);
-            free(q->scale);
-            free(q->zero_point);
-            free(q);
+            free_q(q);
             return pdq_fail(st, PDQ_ERR_NUMERIC, "quantized export: %s[%d]: no float32 scale reproduces the in-memory "
                             "norm weight", t->name, i);
         }

@@ -2,6 +2,7 @@
  * the operators in file order (each creates its output with the file's name; the inferred shape
  * must equal the file's). QUANTIZE / DEQUANTIZE become a same-shape RESHAPE: the executor
  * requantizes every op output to its own grid, which is exactly what QUANTIZE does. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "circle/circle_internal.h"
 #include "ir/op_table.h"
 #include "pdq/circle_export.h"
+#include "pdq/file.h"
 
 static int dtype_of(int8_t tt, pdq_tdtype *dt) {
     switch (tt) {
@@ -198,9 +200,33 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
     return PDQ_OK;
 }
 
-/* DEQUANTIZE of a constant (the weight-only pattern, e.g. an embedding table before GATHER)
- * becomes the float32 constant it computes: real = scale[c] * (q - zero_point[c]). */
-static pdq_code fold_dequantize(pdq_graph *g, int src, const pdq_circle_tensor *ct, int *out, pdq_status *st) {
+/* How each tensor is read, in one pass over the operators: 1 only as the table (input 0) of
+ * GATHERs, 2 otherwise (any other reader, or a graph output), 0 unread. */
+static unsigned char *gather_reads(const pdq_circle_model *m) {
+    unsigned char *r = calloc((size_t)m->n_tensors + 1, 1);
+    if (!r) return NULL;
+    for (int oi = 0; oi < m->n_ops; oi++) {
+        const pdq_circle_op *co = &m->ops[oi];
+        int gather = m->opcodes[co->opcode_index].builtin_code == CIRCLE_OP_GATHER;
+        for (int i = 0; i < co->n_inputs; i++) {
+            int t = co->inputs[i];
+            if (t < 0 || t >= m->n_tensors) continue;
+            if (!gather || i != 0) r[t] = 2;
+            else if (!r[t]) r[t] = 1;
+        }
+    }
+    for (int k = 0; k < m->n_outputs; k++)
+        if (m->outputs[k] >= 0 && m->outputs[k] < m->n_tensors) r[m->outputs[k]] = 2;
+    return r;
+}
+
+/* DEQUANTIZE of a constant (the weight-only pattern, e.g. an embedding table before GATHER):
+ * - read only by GATHERs (gathered), with one scale or one per row: the GATHERs take the quantized table
+ *   itself (*out = src), and dequantize the rows they read by the same rule (the in-memory graph's
+ *   form; the table stays as stored, not a float32 copy of 4 bytes an element);
+ * - otherwise the float32 constant it computes: real = scale[c] * (q - zero_point[c]). */
+static pdq_code fold_dequantize(int gathered, pdq_graph *g, int src, const pdq_circle_tensor *ct, int *out,
+                                pdq_status *st) {
     const pdq_tensor *t = &g->tensors[src];
     const pdq_qparams *q = t->q;
     if (!q || t->dtype == PDQ_TF32 || ct->type != CIRCLE_TT_FLOAT32)
@@ -212,6 +238,10 @@ static pdq_code fold_dequantize(pdq_graph *g, int src, const pdq_circle_tensor *
     int qd = q->n > 1 ? q->quantized_dim : 0;
     if (q->n > 1 && (qd < 0 || qd >= t->ndim || t->shape[qd] != q->n))
         return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: '%s': %d scales along dimension %d", t->name, q->n, qd);
+    if ((q->n == 1 || qd == 0) && t->dtype != PDQ_TI32 && t->dtype != PDQ_TI64 && gathered) {
+        *out = src;
+        return PDQ_OK;
+    }
     size_t n = pdq_tensor_count(t), inner = 1;
     for (int d = qd + 1; d < t->ndim; d++) inner *= (size_t)t->shape[d];
     float *v = malloc(sizeof(float) * (n ? n : 1));
@@ -222,7 +252,8 @@ static pdq_code fold_dequantize(pdq_graph *g, int src, const pdq_circle_tensor *
         case PDQ_TI16: k = ((const int16_t *)t->data)[i]; break;
         case PDQ_TI32: k = ((const int32_t *)t->data)[i]; break;
         case PDQ_TI64: k = ((const int64_t *)t->data)[i]; break;
-        default: k = ((const uint8_t *)t->data)[i]; break; /* uint8, uint4 (unpacked) */
+        case PDQ_TU4: k = pdq_u4_at(t->data, i); break;
+        default: k = ((const uint8_t *)t->data)[i]; break; /* uint8 */
         }
         size_t c = q->n > 1 ? (i / inner) % (size_t)q->n : 0;
         v[i] = (float)((double)(k - q->zero_point[c]) * (double)q->scale[c]);
@@ -231,7 +262,9 @@ static pdq_code fold_dequantize(pdq_graph *g, int src, const pdq_circle_tensor *
     return *out < 0 ? (st ? st->code : PDQ_ERR_NOMEM) : PDQ_OK;
 }
 
-pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_graph **out, pdq_status *st) {
+/* borrow: constants whose bytes are aligned for their dtype point into m's buffers (which must
+ * outlive the graph; the caller hands m's file mapping to it), file_backed when m is mapped. */
+static pdq_code to_graph(const pdq_circle_model *m, const char *name, int borrow, pdq_graph **out, pdq_status *st) {
     pdq_graph *g;
     /* models built in memory get the reader's checks too: indices, ranks, buffer sizes, qparam counts */
     pdq_code rc = circle_validate(m, PDQ_ERR_FORMAT, st);
@@ -240,7 +273,8 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
     int nt = m->n_tensors;
     int *ids = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *in = malloc(sizeof(int) * (PDQ_CIRCLE_MAX_IO + 1));
-    if (!ids || !in) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle import"); goto fail; }
+    unsigned char *reads = gather_reads(m);
+    if (!ids || !in || !reads) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle import"); goto fail; }
     for (int i = 0; i < nt; i++) ids[i] = -1;
     for (int i = 0; i < nt; i++)
         if (!m->tensors[i].name || !*m->tensors[i].name) {
@@ -284,12 +318,17 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
                           (unsigned long long)b->len, (long long)want);
             goto fail;
         }
-        size_t nb = n * pdq_tdtype_size(dt);
-        void *data = malloc(nb ? nb : 1);
-        if (!data) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle import: constant '%s'", ct->name); goto fail; }
-        if (dt == PDQ_TU4) pdq_circle_unpack_uint4(b->data, n, data);
-        else if (nb) memcpy(data, b->data, nb);
-        if ((ids[ti] = pdq_graph_const_owned(g, ct->name, dt, ct->rank, shape, data, st)) < 0) { rc = st->code; goto fail; }
+        /* uint4 stays packed: the graph's layout is the file's */
+        if (borrow && b->len && (uintptr_t)b->data % pdq_tdtype_size(dt) == 0) {
+            if ((ids[ti] = pdq_graph_const(g, ct->name, dt, ct->rank, shape, b->data, 0, st)) < 0) { rc = st->code; goto fail; }
+            g->tensors[ids[ti]].file_backed = m->map != NULL;
+        } else {
+            size_t nb = (size_t)want;
+            void *data = malloc(nb ? nb : 1);
+            if (!data) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle import: constant '%s'", ct->name); goto fail; }
+            if (nb) memcpy(data, b->data, nb);
+            if ((ids[ti] = pdq_graph_const_owned(g, ct->name, dt, ct->rank, shape, data, st)) < 0) { rc = st->code; goto fail; }
+        }
         if ((rc = set_q(&g->tensors[ids[ti]], &ct->quant, st)) != PDQ_OK) goto fail;
     }
     /* operators */
@@ -308,7 +347,7 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
         }
         if (m->opcodes[co->opcode_index].builtin_code == CIRCLE_OP_DEQUANTIZE && co->n_inputs == 1 && co->inputs[0] >= 0 &&
             ids[co->inputs[0]] >= 0 && g->tensors[ids[co->inputs[0]]].kind == PDQ_TK_CONST) {
-            if ((rc = fold_dequantize(g, ids[co->inputs[0]], ct, &ids[to], st)) != PDQ_OK) goto fail;
+            if ((rc = fold_dequantize(reads[to] == 1, g, ids[co->inputs[0]], ct, &ids[to], st)) != PDQ_OK) goto fail;
             continue;
         }
         pdq_op op;
@@ -344,6 +383,9 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
          * the data input's dtype for data movement (QUANTIZE / DEQUANTIZE convert) */
         int32_t code = m->opcodes[co->opcode_index].builtin_code;
         pdq_tdtype made = pdq_op_is_data_move(op.type) ? t->dtype : PDQ_TF32;
+        const pdq_tensor *t0 = &g->tensors[in[0]];
+        if (op.type == PDQ_OP_GATHER && t0->kind == PDQ_TK_CONST && t0->q && t0->dtype != PDQ_TF32)
+            made = PDQ_TF32; /* rows of a quantized table, dequantized (the DEQUANTIZE above) */
         if (ct->quant.n_scale <= 0 && dt != made && code != CIRCLE_OP_QUANTIZE && code != CIRCLE_OP_DEQUANTIZE) {
             rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): output '%s' is %s without quantization parameters, the op gives %s",
                           oi, pdq_op_name(op.type), ct->name, pdq_tdtype_name(dt), pdq_tdtype_name(made));
@@ -365,13 +407,19 @@ pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_gr
     if ((rc = pdq_graph_validate(g, st)) != PDQ_OK) goto fail;
     free(ids);
     free(in);
+    free(reads);
     *out = g;
     return PDQ_OK;
 fail:
     free(ids);
     free(in);
+    free(reads);
     pdq_graph_free(g);
     return rc ? rc : PDQ_ERR_FORMAT;
+}
+
+pdq_code pdq_circle_to_graph(const pdq_circle_model *m, const char *name, pdq_graph **out, pdq_status *st) {
+    return to_graph(m, name, 0, out, st);
 }
 
 pdq_code pdq_circle_load_graph(const char *path, pdq_graph **out, pdq_status *st) {
@@ -385,7 +433,17 @@ pdq_code pdq_circle_load_graph(const char *path, pdq_graph **out, pdq_status *st
     char *dot = strstr(name, ".circle");
     if (dot) *dot = 0;
     if ((dot = strrchr(name, '.')) && (!strcmp(dot, ".q") || !strcmp(dot, ".w4") || !strcmp(dot, ".w8"))) *dot = 0;
-    rc = pdq_circle_to_graph(&m, name, out, st);
+    /* the constants borrow the mapped file, so the graph keeps the mapping */
+    rc = to_graph(&m, name, 1, out, st);
+    if (rc == PDQ_OK) {
+        rc = pdq_graph_hold(*out, m.map, pdq_file_map_release, st);
+        m.map = NULL;
+        m.image = NULL;
+        if (rc != PDQ_OK) {
+            pdq_graph_free(*out);
+            *out = NULL;
+        }
+    }
     pdq_circle_model_free(&m);
     if (rc != PDQ_OK) return pdq_wrap(st, "%s", path);
     return PDQ_OK;

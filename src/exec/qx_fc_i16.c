@@ -16,6 +16,7 @@
 
 #include "kernels/qmatmul.h"
 #include "kernels/rows4.h"
+#include "pdq/file.h"
 #include "pdq/quant.h"
 #include "qx_hsum.h"
 #include "qx_internal.h"
@@ -232,28 +233,38 @@ void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size
 int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n) { return pdq_qx_dot_u8_scalar(x, w, n); }
 #endif
 
-/* The decode copy of a uint4 or uint8 weight (p->w: one code per byte) for the packed kernels:
- * nibbles (uint4), the 4-row layout where the shape allows, zero points 0 and scales 1 (the
- * executor applies its own), and room for the prepared activation rows. */
-static pdq_code packed_decode(qx_prep *p, int u4, const char *name, pdq_status *st) {
+/* The decode form of a uint4 or uint8 weight for the packed kernels: the 4-row layout where the
+ * shape allows, zero points 0 and scales 1 (the executor applies its own), and room for the
+ * prepared activation rows. Rows of whole bytes are the graph's own bytes (uint4 with an even
+ * width is already packed per row); an odd uint4 width is repacked a row at a time. When the 4-row
+ * layout copied the codes and the graph's lie in a file mapping, their pages are given back. */
+static pdq_code packed_decode(qx_prep *p, const pdq_tensor *w, pdq_status *st) {
+    int u4 = w->dtype == PDQ_TU4;
     size_t rb = u4 ? (size_t)(p->fin + 1) / 2 : (size_t)p->fin;
-    uint8_t *codes = malloc(rb * (size_t)p->fout);
+    uint8_t *codes = NULL;
     unsigned char *grid = malloc((sizeof(float) + 1) * (size_t)p->fout);
     p->qm = calloc(1, sizeof *p->qm);
-    if (!codes || !grid || !p->qm) {
+    if (u4 && p->fin % 2) codes = malloc(rb * (size_t)p->fout + p->fin);
+    if (!grid || !p->qm || (u4 && p->fin % 2 && !codes)) {
         free(codes);
         free(grid);
-        return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: packed copy of %s", name);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: packed copy of %s", w->name);
+    }
+    if (codes) {
+        uint8_t *row = codes + rb * (size_t)p->fout; /* one row of codes, scratch */
+        for (int r = 0; r < p->fout; r++) {
+            pdq_unpack4_at(w->data, (size_t)r * p->fin, (size_t)p->fin, row);
+            pdq_pack4(row, (size_t)p->fin, codes + (size_t)r * rb);
+        }
     }
     float *scales = (float *)(void *)grid;
     uint8_t *zeros = grid + sizeof(float) * (size_t)p->fout;
     for (int r = 0; r < p->fout; r++) {
-        if (u4) pdq_pack4(p->w + (size_t)r * p->fin, (size_t)p->fin, codes + (size_t)r * rb);
-        else memcpy(codes + (size_t)r * rb, p->w + (size_t)r * p->fin, rb);
         scales[r] = 1.0f;
         zeros[r] = 0;
     }
-    pdq_code rc = pdq_qmatrix_init(p->qm, u4 ? PDQ_QT_U4 : PDQ_QT_U8, p->fout, p->fin, 0, codes, scales, zeros, NULL, name, st);
+    pdq_code rc = pdq_qmatrix_init(p->qm, u4 ? PDQ_QT_U4 : PDQ_QT_U8, p->fout, p->fin, 0, codes ? codes : w->data, scales,
+                                   zeros, NULL, w->name, st);
     if (rc) {
         free(codes);
         free(grid);
@@ -262,9 +273,10 @@ static pdq_code packed_decode(qx_prep *p, int u4, const char *name, pdq_status *
     p->qm->owned = grid;
     p->qm->owned_codes = codes; /* replaced (and freed) by the 4-row copy */
     if ((rc = pdq_qmatrix_pack_rows4(p->qm, st))) return rc;
+    if (w->file_backed && p->qm->codes != (const uint8_t *)w->data) pdq_file_drop_pages(w->data, pdq_tensor_bytes(w));
     p->xbytes = (pdq_qexact_bytes(p->qm) + 63) / 64 * 64;
     if (!(p->xbuf = aligned_alloc(64, p->xbytes * (size_t)(p->rows ? p->rows : 1))))
-        return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: activation rows of %s", name);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: activation rows of %s", w->name);
     return PDQ_OK;
 }
 
@@ -326,22 +338,12 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
         p->any_zw |= z != 0;
         p->sw[r] = xq->s * s; /* the one double product sx * sw[r] */
     }
-    const uint8_t *wd = w->data;
-    size_t nw = (size_t)p->fout * p->fin;
-    uint64_t over = 0; /* bits above the top code, 8 codes a step without a branch */
-    if (hi < 255) {
-        size_t i = 0;
-        for (; i + 8 <= nw; i += 8) {
-            uint64_t v;
-            memcpy(&v, wd + i, 8);
-            over |= v;
-        }
-        for (; i < nw; i++) over |= wd[i];
-        over &= 0x0101010101010101ULL * (uint8_t)~hi;
+    if (x->simd && p->rows < 4) return packed_decode(p, w, st);
+    if (w->dtype == PDQ_TU4) { /* rows of codes unpacked per task: 4 rows per thread */
+        p->u4 = 1;
+        size_t n = (size_t)pdq_pool_threads(x->o.pool) * 4 * (size_t)p->fin;
+        if (!(p->wrows = malloc(n ? n : 1))) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
     }
-    for (size_t i = 0; over && i < nw; i++)
-        if (wd[i] > hi) return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s: code %d > %d", w->name, wd[i], hi);
-    if (x->simd && p->rows < 4) return packed_decode(p, w->dtype == PDQ_TU4, w->name, st);
     return PDQ_OK;
 }
 
@@ -368,8 +370,16 @@ static inline void fc_store(const qx_prep *p, const qx_t *yq, void *y, int m, in
     fc_put(p, yq, y, m, r, a);
 }
 
+/* Codes of weight rows r .. r + n - 1 (n <= 4), one per byte: the graph's bytes (uint8), or
+ * unpacked into the thread's rows (uint4; once per row group, shared by every activation row). */
+static const uint8_t *w_rows(const qx_prep *p, int r, int n, int thread) {
+    if (!p->u4) return p->w + (size_t)r * p->fin;
+    uint8_t *d = p->wrows + (size_t)thread * 4 * (size_t)p->fin;
+    pdq_unpack4_at(p->w, (size_t)r * p->fin, (size_t)n * p->fin, d);
+    return d;
+}
+
 static void fc_task(void *vc, int task, int thread) {
-    (void)thread;
     const fc_ctx *c = vc;
     const qx_prep *p = c->p;
     const qx_t *yq = &c->x->t[c->op->out[0]];
@@ -398,22 +408,23 @@ static void fc_task(void *vc, int task, int thread) {
         int nr = simd == 2 && p->rows >= 4 && r + 3 < r1   ? 4
                  : simd && p->rows >= 4 && r + 1 < r1      ? 2
                                                            : 1;
+        const uint8_t *wr = w_rows(p, r, nr, thread);
         for (int m = 0; m < p->rows;) {
             int64_t acc[16];
             int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
             if (nm == 4 && nr == 4) {
-                pdq_qx_tile4x4_u8_vnni(c->xs + (size_t)m * in, (size_t)in, p->w + (size_t)r * in, (size_t)in, in, acc);
+                pdq_qx_tile4x4_u8_vnni(c->xs + (size_t)m * in, (size_t)in, wr, (size_t)in, in, acc);
             } else if (nm == 4) {
                 (simd == 2 ? pdq_qx_tile4x2_u8_vnni : pdq_qx_tile4x2_u8_avx2)(c->xs + (size_t)m * in, (size_t)in,
-                                                                              p->w + (size_t)r * in, (size_t)in, in, acc);
+                                                                              wr, (size_t)in, in, acc);
             } else if (nr == 4) {
-                (simd == 2 ? pdq_qx_dot4_u8_vnni : pdq_qx_dot4_u8_avx2)(c->xs + (size_t)m * in, p->w + (size_t)r * in,
+                (simd == 2 ? pdq_qx_dot4_u8_vnni : pdq_qx_dot4_u8_avx2)(c->xs + (size_t)m * in, wr,
                                                                         (size_t)in, in, acc);
             } else {
                 for (int j = 0; j < nr; j++) {
                     const int16_t *xm = c->xs + (size_t)m * in;
-                    const uint8_t *wr = p->w + (size_t)(r + j) * in;
-                    acc[j] = simd ? pdq_qx_dot_u8_avx2(xm, wr, in) : pdq_qx_dot_u8_scalar(xm, wr, in);
+                    const uint8_t *wj = wr + (size_t)j * in;
+                    acc[j] = simd ? pdq_qx_dot_u8_avx2(xm, wj, in) : pdq_qx_dot_u8_scalar(xm, wj, in);
                 }
             }
             for (int i = 0; i < nm; i++)

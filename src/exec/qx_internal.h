@@ -31,7 +31,9 @@ typedef struct {
     /* ADD / SUB / MUL / DIV */
     qx_bin bin;
     /* FULLY_CONNECTED */
-    const uint8_t *w;      /* [out, in] codes, one per byte (uint4 or uint8) */
+    const uint8_t *w;      /* [out, in] codes: one per byte (uint8), or packed two a byte (u4) */
+    int u4;                /* prefill rows of a uint4 weight: unpacked per task into wrows */
+    uint8_t *wrows;        /* [threads][4][in] codes of the rows a task is at */
     const float *wf;       /* float weight (fallback path) */
     int32_t *zw;           /* [out] weight zero points */
     double *sw;            /* [out] weight scales */

@@ -18,6 +18,7 @@ void pdq_qx_prep_free(qx_prep *p) {
     free(p->zw);
     free(p->sw);
     free(p->xs);
+    free(p->wrows);
     pdq_qmatrix_free(p->qm);
     free(p->qm);
     free(p->xbuf);
@@ -59,16 +60,21 @@ static pdq_code const_rows(const pdq_tensor *t, qx_prep *p, pdq_status *st) {
     return PDQ_OK;
 }
 
+/* Code (or integer value) of element i of an integer constant. */
+static int64_t const_code(const pdq_tensor *t, size_t i) {
+    switch (t->dtype) {
+    case PDQ_TI16: return ((const int16_t *)t->data)[i];
+    case PDQ_TU8: return ((const uint8_t *)t->data)[i];
+    case PDQ_TU4: return pdq_u4_at(t->data, i);
+    case PDQ_TI32: return ((const int32_t *)t->data)[i];
+    default: return ((const int64_t *)t->data)[i];
+    }
+}
+
 /* Value of element i of a constant (codes with per-channel qparams along quantized_dim, or plain). */
 static double const_value(const pdq_tensor *t, size_t i) {
-    double v;
-    switch (t->dtype) {
-    case PDQ_TI16: v = ((const int16_t *)t->data)[i]; break;
-    case PDQ_TU8: case PDQ_TU4: v = ((const uint8_t *)t->data)[i]; break;
-    case PDQ_TI32: v = ((const int32_t *)t->data)[i]; break;
-    case PDQ_TI64: v = (double)((const int64_t *)t->data)[i]; break;
-    default: return (double)((const float *)t->data)[i];
-    }
+    if (t->dtype == PDQ_TF32) return (double)((const float *)t->data)[i];
+    double v = (double)const_code(t, i);
     if (!t->q) return v;
     size_t inner = 1;
     int qd = t->q->n > 1 ? t->q->quantized_dim : 0;
@@ -82,9 +88,10 @@ static double const_value(const pdq_tensor *t, size_t i) {
 static pdq_code const_desc(const pdq_tensor *t, qx_t *q, pdq_status *st) {
     memset(q, 0, sizeof *q);
     q->s = 1.0;
-    q->dt = t->dtype == PDQ_TU4 ? PDQ_TU8 : t->dtype;
+    q->dt = t->dtype;
     if (t->q && t->dtype != PDQ_TF32) {
-        if (t->q->n != 1 || (t->dtype != PDQ_TI16 && t->dtype != PDQ_TU8 && t->dtype != PDQ_TU4))
+        /* uint4 is packed two codes a byte: a weight of FULLY_CONNECTED only */
+        if (t->q->n != 1 || (t->dtype != PDQ_TI16 && t->dtype != PDQ_TU8))
             return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: constant operand %s (%s, %d scales)", t->name,
                             pdq_tdtype_name(t->dtype), t->q->n);
         q->quant = 1;
@@ -582,9 +589,7 @@ static pdq_code gather_const(pdq_qexec *x, const pdq_op *op, pdq_status *st) {
             /* a quantized row is dequantized to float32 first, as the exported file's DEQUANTIZE of
              * the table computes it (TFLite's weight-only GATHER form), then requantized: the
              * in-memory graph and the Circle file give the same codes */
-            double v = p->row_s ? (double)(float)pdq_rq_value(pt->dtype == PDQ_TI16 ? ((const int16_t *)pt->data)[src]
-                                                                                      : ((const uint8_t *)pt->data)[src],
-                                                               p->row_s[r], p->row_zp[r])
+            double v = p->row_s ? (double)(float)pdq_rq_value(const_code(pt, src), p->row_s[r], p->row_zp[r])
                                 : (double)((const float *)pt->data)[src];
             qx_st(yq, yd, i * row + k, v);
         }

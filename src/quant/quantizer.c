@@ -124,17 +124,6 @@ pdq_code pdq_quant_rtn(const pdq_qscheme *s, const float *w, int rows, int cols,
     return PDQ_OK;
 }
 
-void pdq_pack4(const uint8_t *codes, size_t n, uint8_t *packed) {
-    for (size_t i = 0; i < n; i += 2) {
-        uint8_t lo = codes[i] & 0x0f, hi = i + 1 < n ? (uint8_t)(codes[i + 1] & 0x0f) : 0;
-        packed[i / 2] = (uint8_t)(lo | (hi << 4));
-    }
-}
-
-void pdq_unpack4(const uint8_t *packed, size_t n, uint8_t *codes) {
-    for (size_t i = 0; i < n; i++) codes[i] = (uint8_t)((packed[i / 2] >> (4 * (i & 1))) & 0x0f);
-}
-
 pdq_code pdq_qoverride_parse(const char *spec, pdq_qoverride *out, pdq_status *st) {
     memset(out, 0, sizeof *out);
     const char *eq = strrchr(spec, '=');
