@@ -55,18 +55,6 @@ static void cache_load(const pdq_crt *rt, const pdq_tensor *t, const void *cache
     }
 }
 
-/* Past K/V input `in` of g <- a layer's cache; in integer mode the codes go in as they are when
- * the input has the cache's grid (it does: the KV cache has one grid per layer and K/V). */
-static void feed_cache(const pdq_crt *rt, pdq_cgraph *g, int in, const pdq_tensor *t, const void *cache, size_t n) {
-    const pdq_tensor *it = pdq_cg_input_tensor(g, in);
-    if (pdq_cg_mode(g) == PDQ_EXEC_INT && is_q(t) && it->q && it->dtype == t->dtype && it->q->n == 1 && t->q->n == 1 &&
-        it->q->scale[0] == t->q->scale[0] && it->q->zero_point[0] == t->q->zero_point[0]) {
-        void *codes = pdq_cg_input_codes(g, in);
-        if (codes) { memcpy(codes, cache, n * pdq_tdtype_size(t->dtype)); return; }
-    }
-    cache_load(rt, t, cache, pdq_cg_input(g, in), n);
-}
-
 void pdq_crt_free(pdq_crt *rt) {
     if (!rt) return;
     pdq_cg_free(rt->prefill);
@@ -289,12 +277,34 @@ static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *cos, fl
     pdq_ctr_prefill_mask(rt->pos, S, rt->fill, mask);
 }
 
-static void decode_inputs(const pdq_crt *rt, float *mask, float *cos, float *sin) {
-    pdq_ctr_append_mask_row(rt->S, 1, rt->len, 0, 1, rt->fill, mask);
-    pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rt->hd, rt->len, cos, sin);
+/* Inputs of an append of Q tokens at length len (decode: Q = 1; the in-memory runtime's rt_append
+ * rows): query q sees cache slots 0..len-1 and the new columns P..P+q (P = max_seq - Q). */
+static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *cos, float *sin) {
+    int S = rt->S, hd = rt->hd;
+    for (int q = 0; q < Q; q++) {
+        pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, rt->fill, mask + (size_t)q * S);
+        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, rt->len + q, cos + (size_t)q * hd, sin + (size_t)q * hd);
+    }
 }
 
-/* Slots [0, n) of layer l from K/V outputs of T positions (prefill: T = S; decode: slot len). */
+/* Past input `in` of g <- the first max_seq - Q cache slots of every head of a layer's cache t
+ * (decode: all C of them). In integer mode the codes go in as they are when the input has the
+ * cache's grid (it does: the KV cache has one grid per layer and K/V). */
+static void past_input(const pdq_crt *rt, pdq_cgraph *g, int in, const pdq_tensor *t, const void *cache, int Q) {
+    size_t P = (size_t)(rt->S - Q), hd = (size_t)rt->hd, es = esize(rt, t);
+    const pdq_tensor *it = pdq_cg_input_tensor(g, in);
+    void *codes = NULL;
+    if (pdq_cg_mode(g) == PDQ_EXEC_INT && is_q(t) && it->q && it->dtype == t->dtype && it->q->n == 1 && t->q->n == 1 &&
+        it->q->scale[0] == t->q->scale[0] && it->q->zero_point[0] == t->q->zero_point[0])
+        codes = pdq_cg_input_codes(g, in);
+    for (int h = 0; h < rt->KV; h++) {
+        size_t src = (size_t)h * rt->C * hd, dst = (size_t)h * P * hd;
+        if (codes) memcpy((char *)codes + dst * es, (const char *)cache + src * es, P * hd * es);
+        else cache_load(rt, t, (const char *)cache + src * es, (float *)pdq_cg_input(g, in) + dst, P * hd);
+    }
+}
+
+/* Slots [slot0, slot0 + n) of layer l from K/V outputs of T positions. */
 static void store_kv(pdq_crt *rt, int l, const float *k, const float *v, int T, int slot0, int n) {
     size_t hd = (size_t)rt->hd;
     for (int h = 0; h < rt->KV; h++)
@@ -307,46 +317,80 @@ static void store_kv(pdq_crt *rt, int l, const float *k, const float *v, int T, 
         }
 }
 
+/* The graphs of one step kind: the whole-model file, or the per-layer files (with the shared
+ * token_embedding and lm_head). */
+typedef struct {
+    int prefill;          /* from length 0, T = max_seq rows (n real, right padding) */
+    int T;                /* graph rows: max_seq (prefill) or Q (append; decode: 1) */
+    pdq_cgraph *whole;
+    pdq_cgraph **layers;
+} crt_step;
+
+static void fill_ids(int32_t *dst, int T, const int32_t *ids, int n) {
+    for (int i = 0; i < T; i++) dst[i] = i < n ? ids[i] : 0;
+}
+
+/* The one layer loop of the Circle runtime, for every step kind and both file layouts: n tokens
+ * (n = T unless prefill) at cache length len: ids in, the masks / RoPE rows / past K/V of the
+ * contract, each layer's K/V delta into the cache slots of their positions; logits of rows 0..n-1
+ * into rows (may be NULL), of row n-1 into last (may be NULL). */
+static pdq_code run_step(pdq_crt *rt, const crt_step *k, const int32_t *ids, int n, float *rows, float *last,
+                         pdq_status *st) {
+    int T = k->T, D = rt->D, V = rt->V;
+    pdq_code rc;
+    if (k->prefill) rt->len = 0;
+    int mi = k->prefill ? PDQ_PF_IN_MASK : PDQ_AP_IN_MASK, ci = k->prefill ? PDQ_PF_IN_COS : PDQ_AP_IN_COS;
+    if (rt->whole) {
+        pdq_cgraph *g = k->whole;
+        fill_ids(pdq_cg_input(g, 0), T, ids, n);
+        if (k->prefill) prefill_inputs(rt, n, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
+        else append_inputs(rt, T, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
+        for (int l = 0; l < rt->L && !k->prefill; l++) {
+            past_input(rt, g, 4 + 2 * l, rt->kt[l], rt->k[l], T);
+            past_input(rt, g, 5 + 2 * l, rt->vt[l], rt->v[l], T);
+        }
+        if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
+        const float *lg = pdq_cg_output(g, 0);
+        if (rows) memcpy(rows, lg, sizeof(float) * (size_t)n * V);
+        if (last) memcpy(last, lg + (size_t)(n - 1) * V, sizeof(float) * (size_t)V);
+        for (int l = 0; l < rt->L; l++) store_kv(rt, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), T, rt->len, n);
+    } else {
+        fill_ids(pdq_cg_input(rt->embed, 0), rt->S, ids, n);
+        if ((rc = pdq_cg_run(rt->embed, st)) != PDQ_OK) return rc;
+        const float *h = pdq_cg_output(rt->embed, 0); /* rows 0..T-1 */
+        for (int l = 0; l < rt->L; l++) {
+            pdq_cgraph *g = k->layers[l];
+            memcpy(pdq_cg_input(g, PDQ_PF_IN_HIDDEN), h, sizeof(float) * (size_t)T * D);
+            if (k->prefill) prefill_inputs(rt, n, pdq_cg_input(g, mi), pdq_cg_input(g, ci), pdq_cg_input(g, ci + 1));
+            else append_inputs(rt, T, pdq_cg_input(g, mi), pdq_cg_input(g, ci), pdq_cg_input(g, ci + 1));
+            if (!k->prefill) {
+                past_input(rt, g, PDQ_AP_IN_PAST_K, rt->kt[l], rt->k[l], T);
+                past_input(rt, g, PDQ_AP_IN_PAST_V, rt->vt[l], rt->v[l], T);
+            }
+            if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
+            h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
+            store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), T, rt->len, n);
+        }
+        /* lm_head takes one row: every requested row runs it once */
+        for (int i = rows ? 0 : n - 1; i < n; i++) {
+            memcpy(pdq_cg_input(rt->head, 0), h + (size_t)i * D, sizeof(float) * (size_t)D);
+            if ((rc = pdq_cg_run(rt->head, st)) != PDQ_OK) return rc;
+            if (rows) memcpy(rows + (size_t)i * V, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
+        }
+        if (last) memcpy(last, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
+    }
+    rt->len += n;
+    return PDQ_OK;
+}
+
 /* logits: the last token's (may be NULL); all: rows 0..n-1 (may be NULL). */
 static pdq_code prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, float *all, pdq_status *st) {
-    int S = rt->S, D = rt->D, V = rt->V;
+    int S = rt->S, V = rt->V;
     if (n < 1 || n > S) return pdq_fail(st, PDQ_ERR_LIMIT, "circle prefill: %d tokens, need 1..max_seq %d", n, S);
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= V) return pdq_fail(st, PDQ_ERR_ARG, "circle prefill: token id %d out of range", ids[i]);
-    pdq_code rc;
-    rt->len = 0;
-    if (rt->whole) {
-        pdq_cgraph *g = rt->prefill;
-        int32_t *in_ids = pdq_cg_input(g, 0);
-        for (int i = 0; i < S; i++) in_ids[i] = i < n ? ids[i] : 0;
-        prefill_inputs(rt, n, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
-        if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
-        if (logits) memcpy(logits, pdq_cg_output(g, 0) + (size_t)(n - 1) * V, sizeof(float) * (size_t)V);
-        if (all) memcpy(all, pdq_cg_output(g, 0), sizeof(float) * (size_t)n * V);
-        for (int l = 0; l < rt->L; l++) store_kv(rt, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), S, 0, n);
-    } else {
-        int32_t *in_ids = pdq_cg_input(rt->embed, 0);
-        for (int i = 0; i < S; i++) in_ids[i] = i < n ? ids[i] : 0;
-        if ((rc = pdq_cg_run(rt->embed, st)) != PDQ_OK) return rc;
-        const float *h = pdq_cg_output(rt->embed, 0);
-        for (int l = 0; l < rt->L; l++) {
-            pdq_cgraph *g = rt->lp[l];
-            memcpy(pdq_cg_input(g, PDQ_PF_IN_HIDDEN), h, sizeof(float) * (size_t)S * D);
-            prefill_inputs(rt, n, pdq_cg_input(g, PDQ_PF_IN_MASK), pdq_cg_input(g, PDQ_PF_IN_COS), pdq_cg_input(g, PDQ_PF_IN_SIN));
-            if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
-            h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
-            store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), S, 0, n);
-        }
-        /* lm_head takes one row: every requested row runs it once */
-        for (int i = all ? 0 : n - 1; i < n; i++) {
-            memcpy(pdq_cg_input(rt->head, 0), h + (size_t)i * D, sizeof(float) * (size_t)D);
-            if ((rc = pdq_cg_run(rt->head, st)) != PDQ_OK) return rc;
-            if (all) memcpy(all + (size_t)i * V, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
-        }
-        if (logits) memcpy(logits, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
-    }
-    rt->len = n;
-    return PDQ_OK;
+    crt_step k = {1, S, rt->prefill, rt->lp};
+    return run_step(rt, &k, ids, n, all, logits, st);
 }
 
 pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st) {
@@ -368,45 +412,11 @@ const void *pdq_crt_cache(const pdq_crt *rt, int layer, int which, const pdq_ten
 }
 
 pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st) {
-    int S = rt->S, D = rt->D, V = rt->V;
-    size_t cn = (size_t)rt->KV * rt->C * rt->hd;
     if (rt->len < 1) return pdq_fail(st, PDQ_ERR_ARG, "circle decode: no prompt (prefill first)");
-    if (rt->len >= S) return pdq_fail(st, PDQ_ERR_LIMIT, "circle decode: cache full: %d tokens (max_seq %d)", rt->len, S);
-    if (id < 0 || id >= V) return pdq_fail(st, PDQ_ERR_ARG, "circle decode: token id %d out of range", id);
-    pdq_code rc;
-    if (rt->whole) {
-        pdq_cgraph *g = rt->decode;
-        *(int32_t *)pdq_cg_input(g, 0) = id;
-        decode_inputs(rt, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
-        for (int l = 0; l < rt->L; l++) {
-            feed_cache(rt, g, 4 + 2 * l, rt->kt[l], rt->k[l], cn);
-            feed_cache(rt, g, 5 + 2 * l, rt->vt[l], rt->v[l], cn);
-        }
-        if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
-        memcpy(logits, pdq_cg_output(g, 0), sizeof(float) * (size_t)V);
-        for (int l = 0; l < rt->L; l++) store_kv(rt, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), 1, rt->len, 1);
-    } else {
-        int32_t *in_ids = pdq_cg_input(rt->embed, 0);
-        memset(in_ids, 0, sizeof(int32_t) * (size_t)S);
-        in_ids[0] = id;
-        if ((rc = pdq_cg_run(rt->embed, st)) != PDQ_OK) return rc;
-        const float *h = pdq_cg_output(rt->embed, 0); /* row 0 */
-        for (int l = 0; l < rt->L; l++) {
-            pdq_cgraph *g = rt->ld[l];
-            memcpy(pdq_cg_input(g, PDQ_AP_IN_HIDDEN), h, sizeof(float) * (size_t)D);
-            decode_inputs(rt, pdq_cg_input(g, PDQ_AP_IN_MASK), pdq_cg_input(g, PDQ_AP_IN_COS), pdq_cg_input(g, PDQ_AP_IN_SIN));
-            feed_cache(rt, g, PDQ_AP_IN_PAST_K, rt->kt[l], rt->k[l], cn);
-            feed_cache(rt, g, PDQ_AP_IN_PAST_V, rt->vt[l], rt->v[l], cn);
-            if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
-            h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
-            store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), 1, rt->len, 1);
-        }
-        memcpy(pdq_cg_input(rt->head, 0), h, sizeof(float) * (size_t)D);
-        if ((rc = pdq_cg_run(rt->head, st)) != PDQ_OK) return rc;
-        memcpy(logits, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
-    }
-    rt->len++;
-    return PDQ_OK;
+    if (rt->len >= rt->S) return pdq_fail(st, PDQ_ERR_LIMIT, "circle decode: cache full: %d tokens (max_seq %d)", rt->len, rt->S);
+    if (id < 0 || id >= rt->V) return pdq_fail(st, PDQ_ERR_ARG, "circle decode: token id %d out of range", id);
+    crt_step k = {0, 1, rt->decode, rt->ld};
+    return run_step(rt, &k, &id, 1, NULL, logits, st);
 }
 
 /* ---------------- append-prefill buckets ---------------- */
@@ -460,75 +470,10 @@ int pdq_crt_plan(const pdq_crt *rt, int n, int *plan, int cap) {
     return pdq_buckets_plan(rt->bq, rt->nb, rt->len, n, rt->S, plan, cap);
 }
 
-/* Inputs of an append of Q tokens at length len (the in-memory runtime's rt_append rows): query q
- * sees cache slots 0..len-1 and the new columns P..P+q (P = max_seq - Q). */
-static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *cos, float *sin) {
-    int S = rt->S, hd = rt->hd;
-    for (int q = 0; q < Q; q++) {
-        pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, rt->fill, mask + (size_t)q * S);
-        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, rt->len + q, cos + (size_t)q * hd, sin + (size_t)q * hd);
-    }
-}
-
-/* Past input `in` of g <- the first max_seq - Q cache slots of every head of a layer's cache t
- * (codes as they are in integer mode when the input has the cache's grid, as feed_cache). */
-static void past_input(const pdq_crt *rt, pdq_cgraph *g, int in, const pdq_tensor *t, const void *cache, int Q) {
-    size_t P = (size_t)(rt->S - Q), hd = (size_t)rt->hd, es = esize(rt, t);
-    const pdq_tensor *it = pdq_cg_input_tensor(g, in);
-    void *codes = NULL;
-    if (pdq_cg_mode(g) == PDQ_EXEC_INT && is_q(t) && it->q && it->dtype == t->dtype && it->q->n == 1 && t->q->n == 1 &&
-        it->q->scale[0] == t->q->scale[0] && it->q->zero_point[0] == t->q->zero_point[0])
-        codes = pdq_cg_input_codes(g, in);
-    for (int h = 0; h < rt->KV; h++) {
-        size_t src = (size_t)h * rt->C * hd, dst = (size_t)h * P * hd;
-        if (codes) memcpy((char *)codes + dst * es, (const char *)cache + src * es, P * hd * es);
-        else cache_load(rt, t, (const char *)cache + src * es, (float *)pdq_cg_input(g, in) + dst, P * hd);
-    }
-}
-
-static void past_inputs(const pdq_crt *rt, pdq_cgraph *g, int l, int Q, int in_k, int in_v) {
-    past_input(rt, g, in_k, rt->kt[l], rt->k[l], Q);
-    past_input(rt, g, in_v, rt->vt[l], rt->v[l], Q);
-}
-
 /* One bucket b (Q > 1) of Q tokens; logits of its rows into rows (Q x V) when not NULL, else only the last. */
 static pdq_code append_bucket(pdq_crt *rt, int b, const int32_t *ids, float *rows, float *last, pdq_status *st) {
-    int Q = rt->bq[b], D = rt->D, V = rt->V;
-    pdq_code rc;
-    if (rt->whole) {
-        pdq_cgraph *g = rt->wa[b];
-        memcpy(pdq_cg_input(g, 0), ids, sizeof(int32_t) * (size_t)Q);
-        append_inputs(rt, Q, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
-        for (int l = 0; l < rt->L; l++) past_inputs(rt, g, l, Q, 4 + 2 * l, 5 + 2 * l);
-        if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
-        const float *lg = pdq_cg_output(g, 0);
-        if (rows) memcpy(rows, lg, sizeof(float) * (size_t)Q * V);
-        memcpy(last, lg + (size_t)(Q - 1) * V, sizeof(float) * (size_t)V);
-        for (int l = 0; l < rt->L; l++) store_kv(rt, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), Q, rt->len, Q);
-    } else {
-        int32_t *in_ids = pdq_cg_input(rt->embed, 0);
-        memset(in_ids, 0, sizeof(int32_t) * (size_t)rt->S);
-        memcpy(in_ids, ids, sizeof(int32_t) * (size_t)Q);
-        if ((rc = pdq_cg_run(rt->embed, st)) != PDQ_OK) return rc;
-        const float *h = pdq_cg_output(rt->embed, 0); /* rows 0..Q-1 */
-        for (int l = 0; l < rt->L; l++) {
-            pdq_cgraph *g = rt->la[b][l];
-            memcpy(pdq_cg_input(g, PDQ_AP_IN_HIDDEN), h, sizeof(float) * (size_t)Q * D);
-            append_inputs(rt, Q, pdq_cg_input(g, PDQ_AP_IN_MASK), pdq_cg_input(g, PDQ_AP_IN_COS), pdq_cg_input(g, PDQ_AP_IN_SIN));
-            past_inputs(rt, g, l, Q, PDQ_AP_IN_PAST_K, PDQ_AP_IN_PAST_V);
-            if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
-            h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
-            store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), Q, rt->len, Q);
-        }
-        for (int q = rows ? 0 : Q - 1; q < Q; q++) { /* lm_head takes one row */
-            memcpy(pdq_cg_input(rt->head, 0), h + (size_t)q * D, sizeof(float) * (size_t)D);
-            if ((rc = pdq_cg_run(rt->head, st)) != PDQ_OK) return rc;
-            if (rows) memcpy(rows + (size_t)q * V, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
-        }
-        memcpy(last, pdq_cg_output(rt->head, 0), sizeof(float) * (size_t)V);
-    }
-    rt->len += Q;
-    return PDQ_OK;
+    crt_step k = {0, rt->bq[b], rt->wa[b], rt->la[b]};
+    return run_step(rt, &k, ids, rt->bq[b], rows, last, st);
 }
 
 pdq_code pdq_crt_append(pdq_crt *rt, const int32_t *ids, int n, float *logits, float *all_logits, pdq_status *st) {
