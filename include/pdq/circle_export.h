@@ -103,6 +103,9 @@ void *pdq_cg_input_codes(pdq_cgraph *cg, int i);
 const void *pdq_cg_output_codes(pdq_cgraph *cg, int i);
 /* Code of a float value on a tensor's grid (round half to even, saturated) and back. t->q must
  * be set (per-tensor). */
+/* Bytes of the constants one run streams: as stored in integer mode (uint4 packed), the float
+ * copies otherwise; a GATHER's table is looked up a row at a time and not counted. */
+size_t pdq_cg_weight_bytes(const pdq_cgraph *cg);
 int64_t pdq_cg_quantize_value(const pdq_tensor *t, float x);
 float pdq_cg_dequantize_value(const pdq_tensor *t, int64_t q);
 
@@ -154,6 +157,9 @@ void pdq_crt_free(pdq_crt *rt);
 int pdq_crt_max_seq(const pdq_crt *rt);
 int pdq_crt_vocab(const pdq_crt *rt);
 int pdq_crt_len(const pdq_crt *rt);
+/* pdq_cg_weight_bytes of everything one decode step runs (the decode file, or every layer's
+ * decode file with token_embedding and lm_head). */
+size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt);
 /* Prefill n <= max_seq tokens (positions 0..n-1, padding on the right): logits (V) of the last. */
 pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st);
 /* One decode step: logits (V). */

@@ -289,6 +289,19 @@ pdq_code pdq_cg_open(const char *path, pdq_cgraph **out, pdq_status *st) {
     return pdq_cg_open_opts(path, NULL, out, st);
 }
 
+size_t pdq_cg_weight_bytes(const pdq_cgraph *cg) {
+    const pdq_graph *g = cg->qx ? cg->file : cg->exec;
+    unsigned char *table = calloc((size_t)g->n_tensors + 1, 1);
+    if (!table) return 0;
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].type == PDQ_OP_GATHER) table[g->ops[i].in[0]] = 1;
+    size_t n = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t].kind == PDQ_TK_CONST && !table[t]) n += pdq_tensor_bytes(&g->tensors[t]);
+    free(table);
+    return n;
+}
+
 const pdq_graph *pdq_cg_graph(const pdq_cgraph *cg) { return cg->file; }
 int pdq_cg_quantized(const pdq_cgraph *cg) { return cg->quantized; }
 int pdq_cg_n_inputs(const pdq_cgraph *cg) { return cg->file->n_inputs; }

@@ -267,6 +267,13 @@ int pdq_crt_max_seq(const pdq_crt *rt) { return rt->S; }
 int pdq_crt_vocab(const pdq_crt *rt) { return rt->V; }
 int pdq_crt_len(const pdq_crt *rt) { return rt->len; }
 
+size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt) {
+    if (rt->whole) return pdq_cg_weight_bytes(rt->decode);
+    size_t n = pdq_cg_weight_bytes(rt->embed) + pdq_cg_weight_bytes(rt->head);
+    for (int l = 0; l < rt->L; l++) n += pdq_cg_weight_bytes(rt->ld[l]);
+    return n;
+}
+
 /* Prefill mask / cos / sin for n real tokens at positions 0..n-1 (the rest padding). */
 static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *cos, float *sin) {
     int S = rt->S, hd = rt->hd;

@@ -226,6 +226,7 @@ static int circle_rows(const char *dir, const bench_plan *b, row_t *rows, int *n
             r->threads = b->T[ti];
             r->reps = b->reps;
             r->load_s = load_s;
+            r->weight_bytes = pdq_crt_decode_weight_bytes(rt);
             stats(r->samples, b->reps, &r->mean, &r->sd);
             (*nrows)++;
             if (!b->json) fprintf(stderr, "pdq bench: %s %s t=%d %s: %.2f t/s\n", dir, r->path, b->T[ti], r->test, r->mean);

@@ -55,8 +55,16 @@ done
 # max_seq is an error naming it
 js=$("$PDQ" bench --model "$q/circle" -p 32 -n 8 -t 1,2 -r 2 --json 2>/dev/null)
 check bench-circle "jq -e 'length == 4 and all(.[]; .path == \"circle-int\" and .avg_ts > 0 and (.samples_ts | length) == 2) and ([.[].test] == [\"pp32\", \"tg8\", \"pp32\", \"tg8\"])' <<<\"\$js\" >/dev/null"
+# decode's weight bytes from the config: every layer's linears as uint4 nibbles and the uint8
+# lm_head (the norms' int16 gammas and the graph's scalars add well under 1 %); the float path
+# reads their float32 copies, 4 bytes an element
+read -r D F L KV HD V < <(jq -r '"\(.hidden_size) \(.intermediate_size) \(.num_hidden_layers) \(.num_key_value_heads) \(.head_dim) \(.vocab_size)"' $M/config.json)
+elems=$(( L * (2 * D * D + 2 * KV * HD * D + 3 * F * D) ))
+want=$(( elems / 2 + V * D ))
+check bench-circle-bytes "jq -e --argjson w $want '.[1].weight_bytes >= \$w and .[1].weight_bytes < \$w * 1.01 and .[1].avg_gbps > 0' <<<\"\$js\" >/dev/null"
 js=$("$PDQ" bench --model "$q/circle" -p 0 -n 4 -t 1 -r 1 --mode fake --json 2>/dev/null)
 check bench-circle-fake "jq -e '.[0].path == \"circle-fake\" and .[0].avg_ts > 0' <<<\"\$js\" >/dev/null"
+check bench-circle-fake-bytes "jq -e --argjson w $(( 4 * (elems + V * D) )) '.[0].weight_bytes >= \$w and .[0].weight_bytes < \$w * 1.01' <<<\"\$js\" >/dev/null"
 err bench-circle-too-long "'$PDQ' bench --model '$q/circle' -p 0 -n 20 -t 1 -r 1" "decode-prompt + n needs 36 positions, the export has max_seq 32"
 check logits-compared "jq -e '.export.quality.logits_vs_in_memory.differing_logits == 0 and .export.quality.logits_vs_in_memory.windows > 0 and .export.quality.logits_vs_in_memory.max_code_steps == 0' '$q/report.json' >/dev/null"
 # the hybrid form of the same checkpoint: float activations, the packed codes; runs back exactly
