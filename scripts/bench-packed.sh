@@ -29,7 +29,16 @@ print(json.dumps(rows))')
 circle='[]'; w4_next='[]'
 if [ "${PDQ_BENCH_CIRCLE:-1}" = 1 ]; then
   log "RTN w4 a16 Circle export of the TinyLlama shape (max_seq 64; about 6 min; PDQ_BENCH_CIRCLE=0 skips)"
-  "$build/pdq" quantize --model "$ck" --out "$tmp/a16" --method rtn --wbits 4 --abits 16 \
+  # calibration reads text: a synthetic checkpoint has no tokenizer, so it borrows the bundled
+  # model's (the same 32000-token vocabulary) through a directory of links
+  src=$ck
+  if [ ! -f "$ck/tokenizer.json" ]; then
+    src=$tmp/ck-tok; mkdir -p "$src"
+    for f in "$ck"/*; do ln -s "$(realpath "$f")" "$src/"; done
+    tokdir=$(realpath "$(dirname "$0")/../models/web-bible-llama-19m")
+    ln -s "$tokdir/tokenizer.json" "$tokdir/tokenizer_config.json" "$src/"
+  fi
+  "$build/pdq" quantize --model "$src" --out "$tmp/a16" --method rtn --wbits 4 --abits 16 \
     --calib "${CALIB:-data/web-bible/train.txt}" --max-seq 64 --act-nsamples 2 --verify-steps 2 \
     --export circle-full --quiet >/dev/null 2>&1
   log "pdq bench of the Circle pair (integer mode), then packed w4 decode again: -p 64 -n 32 -t 1,2 -r $reps"
