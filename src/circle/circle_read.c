@@ -398,10 +398,11 @@ fail:
     return rc;
 }
 
-/* Takes ownership of image (len bytes, 16-byte aligned). */
-static pdq_code parse_image(void *image, size_t len, pdq_circle_model *m, pdq_status *st) {
+/* Parses len bytes at image, which m owns from now on: a malloc'd copy, or the file mapping fm. */
+static pdq_code parse_image(void *image, size_t len, pdq_file_map *fm, pdq_circle_model *m, pdq_status *st) {
     memset(m, 0, sizeof *m);
     m->image = image;
+    m->map = fm;
     rd r = {image, len, (uint64_t)len * 64 + ((uint64_t)1 << 20), st, PDQ_OK};
     pdq_code rc = parse(&r, m);
     if (rc) pdq_circle_model_free(m);
@@ -417,7 +418,7 @@ pdq_code pdq_circle_parse(const void *data, size_t len, pdq_circle_model *m, pdq
     void *img = alloc_image(len);
     if (!img) return pdq_fail(st, PDQ_ERR_NOMEM, "circle: %zu bytes", len);
     if (len) memcpy(img, data, len);
-    return parse_image(img, len, m, st);
+    return parse_image(img, len, NULL, m, st);
 }
 
 /* The file is mapped, not read: buffers point into the page cache, so a consumer that borrows
@@ -427,12 +428,6 @@ pdq_code pdq_circle_read(const char *path, pdq_circle_model *m, pdq_status *st) 
     pdq_file_map *fm;
     pdq_code rc = pdq_file_map_open(path, &fm, st);
     if (rc) return rc;
-    m->image = (void *)fm->data;
-    m->map = fm;
-    rd r = {fm->data, fm->size, (uint64_t)fm->size * 64 + ((uint64_t)1 << 20), st, PDQ_OK};
-    if ((rc = parse(&r, m))) {
-        pdq_circle_model_free(m);
-        pdq_wrap(st, "%s", path);
-    }
+    if ((rc = parse_image((void *)fm->data, fm->size, fm, m, st))) pdq_wrap(st, "%s", path);
     return rc;
 }
