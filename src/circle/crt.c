@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "circle/manifest_check.h"
+#include "contract/kv_cache.h"
 #include "contract/rt_contract.h"
 #include "pdq/file.h"
 #include "pdq/circle_export.h"
@@ -22,8 +23,9 @@ struct pdq_crt {
     int *pos;                   /* (S) prefill row positions (scratch) */
     pdq_cgraph *prefill, *decode;          /* whole */
     pdq_cgraph *embed, *head, **lp, **ld;  /* per layer */
-    void **k, **v;              /* [L] (KV, C, hd) in cache dtype */
-    const pdq_tensor **kt, **vt; /* tensor giving each layer's cache dtype/qparams */
+    pdq_kv_cache kv;            /* B = 1; float, or the codes of the files' K/V outputs */
+    const pdq_tensor **kt, **vt; /* [L] the K/V output tensors giving each layer's cache grid */
+    int *slot;                  /* (S) cache slot of each graph row of a step (scratch) */
     int len;
     float *hid;                 /* (S, D) scratch */
     pdq_exec_opts eo;           /* float mode: the cache holds floats */
@@ -31,29 +33,6 @@ struct pdq_crt {
     pdq_cgraph *wa[PDQ_MAX_BUCKETS + 1];      /* whole: model_append_prefill_q<Q> (NULL for Q = 1) */
     pdq_cgraph **la[PDQ_MAX_BUCKETS + 1];     /* per layer: decoder_layer_append_prefill_q<Q>_<l> */
 };
-
-static int is_q_t(const pdq_tensor *t) { return t->q && t->dtype != PDQ_TF32; }
-#define is_q(t) (rt->eo.mode != PDQ_EXEC_FLOAT && is_q_t(t))
-
-static size_t esize(const pdq_crt *rt, const pdq_tensor *t) { return is_q(t) ? pdq_tdtype_size(t->dtype) : sizeof(float); }
-
-/* cache slot range <- float values (exact grid values for quantized outputs) */
-static void cache_store(const pdq_crt *rt, const pdq_tensor *t, void *cache, size_t at, const float *src, size_t n) {
-    if (!is_q(t)) { memcpy((float *)cache + at, src, n * sizeof(float)); return; }
-    for (size_t i = 0; i < n; i++) {
-        int64_t q = pdq_cg_quantize_value(t, src[i]);
-        if (t->dtype == PDQ_TI16) ((int16_t *)cache)[at + i] = (int16_t)q;
-        else ((uint8_t *)cache)[at + i] = (uint8_t)q;
-    }
-}
-
-static void cache_load(const pdq_crt *rt, const pdq_tensor *t, const void *cache, float *dst, size_t n) {
-    if (!is_q(t)) { memcpy(dst, cache, n * sizeof(float)); return; }
-    for (size_t i = 0; i < n; i++) {
-        int64_t q = t->dtype == PDQ_TI16 ? ((const int16_t *)cache)[i] : ((const uint8_t *)cache)[i];
-        dst[i] = pdq_cg_dequantize_value(t, q);
-    }
-}
 
 void pdq_crt_free(pdq_crt *rt) {
     if (!rt) return;
@@ -64,13 +43,11 @@ void pdq_crt_free(pdq_crt *rt) {
     for (int l = 0; l < rt->L; l++) {
         if (rt->lp) pdq_cg_free(rt->lp[l]);
         if (rt->ld) pdq_cg_free(rt->ld[l]);
-        if (rt->k) free(rt->k[l]);
-        if (rt->v) free(rt->v[l]);
     }
     free(rt->lp);
     free(rt->ld);
-    free(rt->k);
-    free(rt->v);
+    pdq_kv_free(&rt->kv);
+    free(rt->slot);
     free(rt->kt);
     free(rt->vt);
     free(rt->cos_tab);
@@ -212,13 +189,12 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
     pdq_npy_free(&b);
     int L = rt->L;
     if (!rc) {
-        rt->k = calloc((size_t)L, sizeof(void *));
-        rt->v = calloc((size_t)L, sizeof(void *));
         rt->kt = calloc((size_t)L, sizeof(void *));
         rt->vt = calloc((size_t)L, sizeof(void *));
         rt->hid = malloc(sizeof(float) * (size_t)rt->S * rt->D);
         rt->pos = malloc(sizeof(int) * (size_t)rt->S);
-        if (!rt->k || !rt->v || !rt->kt || !rt->vt || !rt->hid || !rt->pos) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
+        rt->slot = malloc(sizeof(int) * (size_t)rt->S);
+        if (!rt->kt || !rt->vt || !rt->hid || !rt->pos || !rt->slot) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
     }
     if (!rc && whole) {
         rc = open_file(rt, dir, "model_prefill", tag, &rt->prefill, st);
@@ -252,12 +228,15 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
         }
     }
     if (!rc) rc = crt_open_buckets(rt, dir, tag, st);
+    /* float mode computes in floats: the cache holds them; else the codes of the K/V outputs */
+    pdq_kv_grid *grid = rc ? NULL : calloc((size_t)(2 * L) + 1, sizeof *grid);
+    if (!rc && !grid) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
     for (int l = 0; l < L && !rc; l++) {
-        size_t n = (size_t)rt->KV * rt->C * rt->hd;
-        rt->k[l] = calloc(n, esize(rt, rt->kt[l]));
-        rt->v[l] = calloc(n, esize(rt, rt->vt[l]));
-        if (!rt->k[l] || !rt->v[l]) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime: KV cache");
+        grid[2 * l] = pdq_kv_grid_of(rt->eo.mode == PDQ_EXEC_FLOAT ? NULL : rt->kt[l]);
+        grid[2 * l + 1] = pdq_kv_grid_of(rt->eo.mode == PDQ_EXEC_FLOAT ? NULL : rt->vt[l]);
     }
+    if (!rc) rc = pdq_kv_init(&rt->kv, L, 1, rt->KV, rt->C, rt->hd, grid, st);
+    free(grid);
     if (rc) { pdq_crt_free(rt); return pdq_wrap(st, "circle runtime on %s", dir); }
     *out = rt;
     return PDQ_OK;
@@ -294,34 +273,18 @@ static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *cos, flo
     }
 }
 
-/* Past input `in` of g <- the first max_seq - Q cache slots of every head of a layer's cache t
- * (decode: all C of them). In integer mode the codes go in as they are when the input has the
+/* Past inputs of layer l of a Q-token graph g (K at in_k, V at in_k + 1): the first max_seq - Q
+ * cache slots (decode: all C). In integer mode the codes go in as they are when the input has the
  * cache's grid (it does: the KV cache has one grid per layer and K/V). */
-static void past_input(const pdq_crt *rt, pdq_cgraph *g, int in, const pdq_tensor *t, const void *cache, int Q) {
-    size_t P = (size_t)(rt->S - Q), hd = (size_t)rt->hd, es = esize(rt, t);
-    const pdq_tensor *it = pdq_cg_input_tensor(g, in);
-    void *codes = NULL;
-    if (pdq_cg_mode(g) == PDQ_EXEC_INT && is_q(t) && it->q && it->dtype == t->dtype && it->q->n == 1 && t->q->n == 1 &&
-        it->q->scale[0] == t->q->scale[0] && it->q->zero_point[0] == t->q->zero_point[0])
-        codes = pdq_cg_input_codes(g, in);
-    for (int h = 0; h < rt->KV; h++) {
-        size_t src = (size_t)h * rt->C * hd, dst = (size_t)h * P * hd;
-        if (codes) memcpy((char *)codes + dst * es, (const char *)cache + src * es, P * hd * es);
-        else cache_load(rt, t, (const char *)cache + src * es, (float *)pdq_cg_input(g, in) + dst, P * hd);
+static void past_inputs(const pdq_crt *rt, pdq_cgraph *g, int l, int in_k, int Q) {
+    for (int w = 0; w < 2; w++) {
+        int in = in_k + w;
+        void *codes = pdq_cg_mode(g) == PDQ_EXEC_INT && pdq_kv_same_grid(&rt->kv, l, w, pdq_cg_input_tensor(g, in))
+                          ? pdq_cg_input_codes(g, in)
+                          : NULL;
+        if (codes) pdq_kv_past_codes(&rt->kv, l, w, rt->S - Q, codes);
+        else pdq_kv_past(&rt->kv, l, w, rt->S - Q, pdq_cg_input(g, in));
     }
-}
-
-/* Slots [slot0, slot0 + n) of layer l from K/V outputs of T positions. */
-static void store_kv(pdq_crt *rt, int l, const float *k, const float *v, int T, int slot0, int n) {
-    size_t hd = (size_t)rt->hd;
-    for (int h = 0; h < rt->KV; h++)
-        for (int t = 0; t < n; t++) {
-            int slot = pdq_ctr_slot(slot0 + t, rt->C);
-            if (slot < 0) break;
-            size_t src = ((size_t)h * T + t) * hd, dst = ((size_t)h * rt->C + slot) * hd;
-            cache_store(rt, rt->kt[l], rt->k[l], dst, k + src, hd);
-            cache_store(rt, rt->vt[l], rt->v[l], dst, v + src, hd);
-        }
 }
 
 /* The graphs of one step kind: the whole-model file, or the per-layer files (with the shared
@@ -346,21 +309,19 @@ static pdq_code run_step(pdq_crt *rt, const crt_step *k, const int32_t *ids, int
     int T = k->T, D = rt->D, V = rt->V;
     pdq_code rc;
     if (k->prefill) rt->len = 0;
+    for (int t = 0; t < T; t++) rt->slot[t] = t < n ? pdq_ctr_slot(rt->len + t, rt->C) : -1;
     int mi = k->prefill ? PDQ_PF_IN_MASK : PDQ_AP_IN_MASK, ci = k->prefill ? PDQ_PF_IN_COS : PDQ_AP_IN_COS;
     if (rt->whole) {
         pdq_cgraph *g = k->whole;
         fill_ids(pdq_cg_input(g, 0), T, ids, n);
         if (k->prefill) prefill_inputs(rt, n, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
         else append_inputs(rt, T, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
-        for (int l = 0; l < rt->L && !k->prefill; l++) {
-            past_input(rt, g, 4 + 2 * l, rt->kt[l], rt->k[l], T);
-            past_input(rt, g, 5 + 2 * l, rt->vt[l], rt->v[l], T);
-        }
+        for (int l = 0; l < rt->L && !k->prefill; l++) past_inputs(rt, g, l, 4 + 2 * l, T);
         if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
         const float *lg = pdq_cg_output(g, 0);
         if (rows) memcpy(rows, lg, sizeof(float) * (size_t)n * V);
         if (last) memcpy(last, lg + (size_t)(n - 1) * V, sizeof(float) * (size_t)V);
-        for (int l = 0; l < rt->L; l++) store_kv(rt, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), T, rt->len, n);
+        for (int l = 0; l < rt->L; l++) pdq_kv_store(&rt->kv, l, pdq_cg_output(g, 1 + 2 * l), pdq_cg_output(g, 2 + 2 * l), T, rt->slot);
     } else {
         fill_ids(pdq_cg_input(rt->embed, 0), rt->S, ids, n);
         if ((rc = pdq_cg_run(rt->embed, st)) != PDQ_OK) return rc;
@@ -370,13 +331,10 @@ static pdq_code run_step(pdq_crt *rt, const crt_step *k, const int32_t *ids, int
             memcpy(pdq_cg_input(g, PDQ_PF_IN_HIDDEN), h, sizeof(float) * (size_t)T * D);
             if (k->prefill) prefill_inputs(rt, n, pdq_cg_input(g, mi), pdq_cg_input(g, ci), pdq_cg_input(g, ci + 1));
             else append_inputs(rt, T, pdq_cg_input(g, mi), pdq_cg_input(g, ci), pdq_cg_input(g, ci + 1));
-            if (!k->prefill) {
-                past_input(rt, g, PDQ_AP_IN_PAST_K, rt->kt[l], rt->k[l], T);
-                past_input(rt, g, PDQ_AP_IN_PAST_V, rt->vt[l], rt->v[l], T);
-            }
+            if (!k->prefill) past_inputs(rt, g, l, PDQ_AP_IN_PAST_K, T);
             if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
             h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
-            store_kv(rt, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), T, rt->len, n);
+            pdq_kv_store(&rt->kv, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), T, rt->slot);
         }
         /* lm_head takes one row: every requested row runs it once */
         for (int i = rows ? 0 : n - 1; i < n; i++) {
@@ -415,7 +373,7 @@ pdq_code pdq_crt_window_logits(void *ctx, const int32_t *ids, int T, float *logi
 const void *pdq_crt_cache(const pdq_crt *rt, int layer, int which, const pdq_tensor **t) {
     if (layer < 0 || layer >= rt->L || which < 0 || which > 1) return NULL;
     if (t) *t = which ? rt->vt[layer] : rt->kt[layer];
-    return which ? rt->v[layer] : rt->k[layer];
+    return pdq_kv_data(&rt->kv, layer, which);
 }
 
 pdq_code pdq_crt_decode(pdq_crt *rt, int32_t id, float *logits, pdq_status *st) {

@@ -2,6 +2,7 @@
 #ifndef PDQ_STATIC_RT_INTERNAL_H
 #define PDQ_STATIC_RT_INTERNAL_H
 
+#include "contract/kv_cache.h"
 #include "pdq/runtime.h"
 
 typedef enum { RT_PREFILL = 0, RT_APPEND, RT_EMBED, RT_HEAD } rt_kind;
@@ -22,7 +23,7 @@ struct pdq_rt {
     pdq_static_opts o;
     int B, max_seq, C;            /* C = max_seq - 1 cache slots */
     int n_layers, KV, hd, D, V;
-    float **k, **v;               /* [n_layers] of (B, KV, C, hd) */
+    pdq_kv_cache kv;              /* float, (B, KV, C, hd) per layer and K/V */
     int *len;                     /* [B] tokens of each row's sequence so far */
     float *cos_tab, *sin_tab;     /* (max_seq, hd); sin pre-negated for that convention */
     rt_stack **stacks;

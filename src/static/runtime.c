@@ -24,10 +24,7 @@ void pdq_rt_free(pdq_rt *rt) {
     if (!rt) return;
     for (int i = 0; i < rt->n_stacks; i++) stack_free(rt->stacks[i]);
     free(rt->stacks);
-    if (rt->k)
-        for (int l = 0; l < rt->n_layers; l++) { free(rt->k[l]); free(rt->v[l]); }
-    free(rt->k);
-    free(rt->v);
+    pdq_kv_free(&rt->kv);
     free(rt->len);
     free(rt->cos_tab);
     free(rt->sin_tab);
@@ -70,13 +67,7 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
     rt->D = c->hidden_size;
     rt->V = c->vocab_size;
     size_t S = (size_t)max_seq, Bz = (size_t)B, hd = (size_t)rt->hd, kvsz = Bz * rt->KV * rt->C * hd;
-    int ok = 1;
-    ok &= !!(rt->k = calloc((size_t)rt->n_layers, sizeof(float *)));
-    ok &= !!(rt->v = calloc((size_t)rt->n_layers, sizeof(float *)));
-    for (int l = 0; ok && l < rt->n_layers; l++) {
-        ok &= !!(rt->k[l] = calloc(kvsz, sizeof(float)));
-        ok &= !!(rt->v[l] = calloc(kvsz, sizeof(float)));
-    }
+    int ok = pdq_kv_init(&rt->kv, rt->n_layers, B, rt->KV, rt->C, rt->hd, NULL, st) == PDQ_OK;
     ok = ok && (rt->len = calloc(Bz, sizeof(int)));
     ok = ok && (rt->cos_tab = malloc(S * hd * sizeof(float)));
     ok = ok && (rt->sin_tab = malloc(S * hd * sizeof(float)));
@@ -208,7 +199,7 @@ pdq_code pdq_rt_set_lowering(pdq_rt *rt, pdq_rt_lower_fn lower, void *ctx, const
 
 const float *pdq_rt_cache(const pdq_rt *rt, int layer, int which) {
     if (layer < 0 || layer >= rt->n_layers || which < 0 || which > 1) return NULL;
-    return which ? rt->v[layer] : rt->k[layer];
+    return pdq_kv_data(&rt->kv, layer, which);
 }
 
 /* Graph i of a stack: the float interpreter, or the integer executor of its lowered copy. */
@@ -244,39 +235,16 @@ pdq_code pdq_rt_head(pdq_rt *rt, int T, const float *x, float *logits, pdq_statu
     return rc;
 }
 
-/* Copies the K/V deltas of positions with a cache slot into the layer's cache. */
-static void write_back(pdq_rt *rt, int layer, int T) {
-    size_t hd = (size_t)rt->hd;
-    for (int b = 0; b < rt->B; b++)
-        for (int t = 0; t < T; t++) {
-            int slot = rt->slot[(size_t)b * T + t];
-            if (slot < 0) continue;
-            for (int h = 0; h < rt->KV; h++) {
-                size_t src = (((size_t)b * rt->KV + h) * T + t) * hd;
-                size_t dst = (((size_t)b * rt->KV + h) * rt->C + slot) * hd;
-                memcpy(rt->k[layer] + dst, rt->new_k + src, hd * sizeof(float));
-                memcpy(rt->v[layer] + dst, rt->new_v + src, hd * sizeof(float));
-            }
-        }
-}
-
-/* Past K/V of an append graph: the first P = max_seq - Q slots of every (row, head). */
-static void copy_past(const pdq_rt *rt, const float *cache, float *past, int P) {
-    size_t hd = (size_t)rt->hd;
-    for (size_t bh = 0; bh < (size_t)rt->B * rt->KV; bh++)
-        memcpy(past + bh * P * hd, cache + bh * rt->C * hd, (size_t)P * hd * sizeof(float));
-}
-
 pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *st) {
     float *cur = rt->hid_a, *nxt = rt->hid_b;
     int T = s->T, append = s->kind == RT_APPEND;
     int P = rt->max_seq - T;
     for (int l = 0; l < s->n; l++) {
         pdq_code rc = PDQ_OK;
-        void *pk = rt->k[l], *pv = rt->v[l];
+        void *pk = pdq_kv_data(&rt->kv, l, 0), *pv = pdq_kv_data(&rt->kv, l, 1); /* decode: the whole cache */
         if (append && P != rt->C) {
-            copy_past(rt, rt->k[l], rt->past_k, P);
-            copy_past(rt, rt->v[l], rt->past_v, P);
+            pdq_kv_past(&rt->kv, l, 0, P, rt->past_k);
+            pdq_kv_past(&rt->kv, l, 1, P, rt->past_v);
             pk = rt->past_k;
             pv = rt->past_v;
         }
@@ -298,7 +266,7 @@ pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *
         if (!rc) rc = bind_io(s, l, PDQ_L_OUT_V, 1, rt->new_v, st);
         if (!rc) rc = stack_run(s, l, st);
         if (rc != PDQ_OK) return rc;
-        write_back(rt, l, T);
+        pdq_kv_store(&rt->kv, l, rt->new_k, rt->new_v, T, rt->slot);
         float *t = cur;
         cur = nxt;
         nxt = t;
