@@ -10,6 +10,7 @@
 
 #include "circle/manifest_check.h"
 #include "contract/kv_cache.h"
+#include "contract/layer_loop.h"
 #include "contract/rt_contract.h"
 #include "pdq/file.h"
 #include "pdq/circle_export.h"
@@ -300,17 +301,45 @@ static void fill_ids(int32_t *dst, int T, const int32_t *ids, int n) {
     for (int i = 0; i < T; i++) dst[i] = i < n ? ids[i] : 0;
 }
 
-/* The one layer loop of the Circle runtime, for every step kind and both file layouts: n tokens
- * (n = T unless prefill) at cache length len: ids in, the masks / RoPE rows / past K/V of the
- * contract, each layer's K/V delta into the cache slots of their positions; logits of rows 0..n-1
- * into rows (may be NULL), of row n-1 into last (may be NULL). */
+typedef struct {
+    pdq_crt *rt;
+    const crt_step *k;
+    int n;
+} layer_ctx;
+
+/* Layer l's file of a step on hidden rows h: the file's own input buffers get h, the contract's
+ * mask / RoPE rows and, but for prefill, the past K/V from the cache. */
+static pdq_code run_layer(void *vc, int l, const float *h, const float **h_out, const float **kd, const float **vd,
+                          pdq_status *st) {
+    const layer_ctx *c = vc;
+    pdq_crt *rt = c->rt;
+    const crt_step *k = c->k;
+    pdq_cgraph *g = k->layers[l];
+    memcpy(pdq_cg_input(g, PDQ_PF_IN_HIDDEN), h, sizeof(float) * (size_t)k->T * rt->D);
+    if (k->prefill) {
+        prefill_inputs(rt, c->n, pdq_cg_input(g, PDQ_PF_IN_MASK), pdq_cg_input(g, PDQ_PF_IN_COS), pdq_cg_input(g, PDQ_PF_IN_SIN));
+    } else {
+        append_inputs(rt, k->T, pdq_cg_input(g, PDQ_AP_IN_MASK), pdq_cg_input(g, PDQ_AP_IN_COS), pdq_cg_input(g, PDQ_AP_IN_SIN));
+        past_inputs(rt, g, l, PDQ_AP_IN_PAST_K, k->T);
+    }
+    pdq_code rc = pdq_cg_run(g, st);
+    *h_out = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
+    *kd = pdq_cg_output(g, PDQ_L_OUT_K);
+    *vd = pdq_cg_output(g, PDQ_L_OUT_V);
+    return rc;
+}
+
+/* One step of the Circle runtime, every step kind and both file layouts: n tokens (n = T unless
+ * prefill) at cache length len: ids in, the contract's masks / RoPE rows / past K/V, each layer's
+ * K/V delta into the cache slots of their positions (the per-layer files through the contract's
+ * layer loop, pdq_ctr_run_layers); logits of rows 0..n-1 into rows (may be NULL), of row n-1 into
+ * last (may be NULL). */
 static pdq_code run_step(pdq_crt *rt, const crt_step *k, const int32_t *ids, int n, float *rows, float *last,
                          pdq_status *st) {
     int T = k->T, D = rt->D, V = rt->V;
     pdq_code rc;
     if (k->prefill) rt->len = 0;
     for (int t = 0; t < T; t++) rt->slot[t] = t < n ? pdq_ctr_slot(rt->len + t, rt->C) : -1;
-    int mi = k->prefill ? PDQ_PF_IN_MASK : PDQ_AP_IN_MASK, ci = k->prefill ? PDQ_PF_IN_COS : PDQ_AP_IN_COS;
     if (rt->whole) {
         pdq_cgraph *g = k->whole;
         fill_ids(pdq_cg_input(g, 0), T, ids, n);
@@ -326,16 +355,8 @@ static pdq_code run_step(pdq_crt *rt, const crt_step *k, const int32_t *ids, int
         fill_ids(pdq_cg_input(rt->embed, 0), rt->S, ids, n);
         if ((rc = pdq_cg_run(rt->embed, st)) != PDQ_OK) return rc;
         const float *h = pdq_cg_output(rt->embed, 0); /* rows 0..T-1 */
-        for (int l = 0; l < rt->L; l++) {
-            pdq_cgraph *g = k->layers[l];
-            memcpy(pdq_cg_input(g, PDQ_PF_IN_HIDDEN), h, sizeof(float) * (size_t)T * D);
-            if (k->prefill) prefill_inputs(rt, n, pdq_cg_input(g, mi), pdq_cg_input(g, ci), pdq_cg_input(g, ci + 1));
-            else append_inputs(rt, T, pdq_cg_input(g, mi), pdq_cg_input(g, ci), pdq_cg_input(g, ci + 1));
-            if (!k->prefill) past_inputs(rt, g, l, PDQ_AP_IN_PAST_K, T);
-            if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
-            h = pdq_cg_output(g, PDQ_L_OUT_HIDDEN);
-            pdq_kv_store(&rt->kv, l, pdq_cg_output(g, PDQ_L_OUT_K), pdq_cg_output(g, PDQ_L_OUT_V), T, rt->slot);
-        }
+        layer_ctx c = {rt, k, n};
+        if ((rc = pdq_ctr_run_layers(&rt->kv, T, rt->slot, run_layer, &c, h, &h, st)) != PDQ_OK) return rc;
         /* lm_head takes one row: every requested row runs it once */
         for (int i = rows ? 0 : n - 1; i < n; i++) {
             memcpy(pdq_cg_input(rt->head, 0), h + (size_t)i * D, sizeof(float) * (size_t)D);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract/layer_loop.h"
 #include "rt_internal.h"
 
 static void stack_free(rt_stack *s) {
@@ -235,42 +236,55 @@ pdq_code pdq_rt_head(pdq_rt *rt, int T, const float *x, float *logits, pdq_statu
     return rc;
 }
 
-pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *st) {
-    float *cur = rt->hid_a, *nxt = rt->hid_b;
-    int T = s->T, append = s->kind == RT_APPEND;
-    int P = rt->max_seq - T;
-    for (int l = 0; l < s->n; l++) {
-        pdq_code rc = PDQ_OK;
-        void *pk = pdq_kv_data(&rt->kv, l, 0), *pv = pdq_kv_data(&rt->kv, l, 1); /* decode: the whole cache */
-        if (append && P != rt->C) {
+typedef struct {
+    pdq_rt *rt;
+    rt_stack *s;
+} layer_ctx;
+
+/* Layer l of the stack on h (rt->hid_a or rt->hid_b; the output goes to the other), the step's
+ * mask / cos / sin, and the past: the whole cache for decode (P = C), else its first P slots. */
+static pdq_code run_layer(void *vc, int l, const float *h, const float **h_out, const float **k, const float **v,
+                          pdq_status *st) {
+    layer_ctx *c = vc;
+    pdq_rt *rt = c->rt;
+    rt_stack *s = c->s;
+    float *nxt = h == rt->hid_a ? rt->hid_b : rt->hid_a;
+    int append = s->kind == RT_APPEND, P = rt->max_seq - s->T;
+    pdq_code rc;
+    if (append) {
+        void *pk = pdq_kv_data(&rt->kv, l, 0), *pv = pdq_kv_data(&rt->kv, l, 1);
+        if (P != rt->C) {
             pdq_kv_past(&rt->kv, l, 0, P, rt->past_k);
             pdq_kv_past(&rt->kv, l, 1, P, rt->past_v);
             pk = rt->past_k;
             pv = rt->past_v;
         }
-        if (append) {
-            rc = bind_io(s, l, PDQ_AP_IN_HIDDEN, 0, cur, st);
-            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_MASK, 0, rt->mask, st);
-            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_K, 0, pk, st);
-            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_V, 0, pv, st);
-            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_COS, 0, rt->cos, st);
-            if (!rc) rc = bind_io(s, l, PDQ_AP_IN_SIN, 0, rt->sin, st);
-        } else {
-            rc = bind_io(s, l, PDQ_PF_IN_HIDDEN, 0, cur, st);
-            if (!rc) rc = bind_io(s, l, PDQ_PF_IN_MASK, 0, rt->mask, st);
-            if (!rc) rc = bind_io(s, l, PDQ_PF_IN_COS, 0, rt->cos, st);
-            if (!rc) rc = bind_io(s, l, PDQ_PF_IN_SIN, 0, rt->sin, st);
-        }
-        if (!rc) rc = bind_io(s, l, PDQ_L_OUT_HIDDEN, 1, nxt, st);
-        if (!rc) rc = bind_io(s, l, PDQ_L_OUT_K, 1, rt->new_k, st);
-        if (!rc) rc = bind_io(s, l, PDQ_L_OUT_V, 1, rt->new_v, st);
-        if (!rc) rc = stack_run(s, l, st);
-        if (rc != PDQ_OK) return rc;
-        pdq_kv_store(&rt->kv, l, rt->new_k, rt->new_v, T, rt->slot);
-        float *t = cur;
-        cur = nxt;
-        nxt = t;
+        rc = bind_io(s, l, PDQ_AP_IN_HIDDEN, 0, (void *)h, st);
+        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_MASK, 0, rt->mask, st);
+        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_K, 0, pk, st);
+        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_V, 0, pv, st);
+        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_COS, 0, rt->cos, st);
+        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_SIN, 0, rt->sin, st);
+    } else {
+        rc = bind_io(s, l, PDQ_PF_IN_HIDDEN, 0, (void *)h, st);
+        if (!rc) rc = bind_io(s, l, PDQ_PF_IN_MASK, 0, rt->mask, st);
+        if (!rc) rc = bind_io(s, l, PDQ_PF_IN_COS, 0, rt->cos, st);
+        if (!rc) rc = bind_io(s, l, PDQ_PF_IN_SIN, 0, rt->sin, st);
     }
-    *result = cur;
-    return PDQ_OK;
+    if (!rc) rc = bind_io(s, l, PDQ_L_OUT_HIDDEN, 1, nxt, st);
+    if (!rc) rc = bind_io(s, l, PDQ_L_OUT_K, 1, rt->new_k, st);
+    if (!rc) rc = bind_io(s, l, PDQ_L_OUT_V, 1, rt->new_v, st);
+    if (!rc) rc = stack_run(s, l, st);
+    *h_out = nxt;
+    *k = rt->new_k;
+    *v = rt->new_v;
+    return rc;
+}
+
+pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *st) {
+    layer_ctx c = {rt, s};
+    const float *h = NULL;
+    pdq_code rc = pdq_ctr_run_layers(&rt->kv, s->T, rt->slot, run_layer, &c, rt->hid_a, &h, st);
+    *result = (float *)h; /* rt->hid_a or rt->hid_b */
+    return rc;
 }
