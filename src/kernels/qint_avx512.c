@@ -91,6 +91,35 @@ QI_AVX512 static inline __m512i step_row(__m512i c, __m512i xhe, __m512i xho, __
     return _mm512_add_epi32(_mm512_slli_epi32(h, 8), l);
 }
 
+/* One step (64 bytes of each of four rows, from byte off) against the step's planes x4: lane
+ * 4j + k the exact sum of code * xq over columns 32j..32j+31 of the step for row k. Prefetches
+ * p->pf bytes ahead; a row's last bytes are loaded masked (past them lie the next row or the
+ * buffer's end). */
+QI_AVX512 static inline __m512i step4(const qk_rows4 *p, size_t off, size_t rb, const int8_t *x4) {
+    __m512i xhe = _mm512_loadu_si512(x4), xho = _mm512_loadu_si512(x4 + 64);
+    __m512i xle = _mm512_loadu_si512(x4 + 128), xlo = _mm512_loadu_si512(x4 + 192);
+    __m512i v0, v1, v2, v3; /* named: an array of them went through the stack */
+    if (off + 64 <= rb) {
+        _mm_prefetch((const char *)(qk_rows4_at(p, 0, off) + p->pf), _MM_HINT_T1);
+        _mm_prefetch((const char *)(qk_rows4_at(p, 1, off) + p->pf), _MM_HINT_T1);
+        _mm_prefetch((const char *)(qk_rows4_at(p, 2, off) + p->pf), _MM_HINT_T1);
+        _mm_prefetch((const char *)(qk_rows4_at(p, 3, off) + p->pf), _MM_HINT_T1);
+        v0 = step_row(_mm512_loadu_si512(qk_rows4_at(p, 0, off)), xhe, xho, xle, xlo);
+        v1 = step_row(_mm512_loadu_si512(qk_rows4_at(p, 1, off)), xhe, xho, xle, xlo);
+        v2 = step_row(_mm512_loadu_si512(qk_rows4_at(p, 2, off)), xhe, xho, xle, xlo);
+        v3 = step_row(_mm512_loadu_si512(qk_rows4_at(p, 3, off)), xhe, xho, xle, xlo);
+    } else {
+        __mmask64 m = _cvtu64_mask64(~0ull >> (64 - (rb - off)));
+        v0 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(p, 0, off)), xhe, xho, xle, xlo);
+        v1 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(p, 1, off)), xhe, xho, xle, xlo);
+        v2 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(p, 2, off)), xhe, xho, xle, xlo);
+        v3 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(p, 3, off)), xhe, xho, xle, xlo);
+    }
+    __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+    __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+
 QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
     const int8_t *planes = qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
@@ -101,31 +130,7 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
         int nr = qi_rows4_begin(w, r, r1, pf, &p);
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
         for (int s = 0; s < pl->nsteps; s++) {
-            size_t off = (size_t)s * 64;
-            const int8_t *x4 = planes + (size_t)s * 256;
-            __m512i xhe = _mm512_loadu_si512(x4), xho = _mm512_loadu_si512(x4 + 64);
-            __m512i xle = _mm512_loadu_si512(x4 + 128), xlo = _mm512_loadu_si512(x4 + 192);
-            __m512i v0, v1, v2, v3; /* named: an array of them went through the stack */
-            if (off + 64 <= rb) {
-                _mm_prefetch((const char *)(qk_rows4_at(&p, 0, off) + p.pf), _MM_HINT_T1);
-                _mm_prefetch((const char *)(qk_rows4_at(&p, 1, off) + p.pf), _MM_HINT_T1);
-                _mm_prefetch((const char *)(qk_rows4_at(&p, 2, off) + p.pf), _MM_HINT_T1);
-                _mm_prefetch((const char *)(qk_rows4_at(&p, 3, off) + p.pf), _MM_HINT_T1);
-                v0 = step_row(_mm512_loadu_si512(qk_rows4_at(&p, 0, off)), xhe, xho, xle, xlo);
-                v1 = step_row(_mm512_loadu_si512(qk_rows4_at(&p, 1, off)), xhe, xho, xle, xlo);
-                v2 = step_row(_mm512_loadu_si512(qk_rows4_at(&p, 2, off)), xhe, xho, xle, xlo);
-                v3 = step_row(_mm512_loadu_si512(qk_rows4_at(&p, 3, off)), xhe, xho, xle, xlo);
-            } else { /* the row's last bytes: past them lie the next row or the buffer's end */
-                __mmask64 m = _cvtu64_mask64(~0ull >> (64 - (rb - off)));
-                v0 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(&p, 0, off)), xhe, xho, xle, xlo);
-                v1 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(&p, 1, off)), xhe, xho, xle, xlo);
-                v2 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(&p, 2, off)), xhe, xho, xle, xlo);
-                v3 = step_row(_mm512_maskz_loadu_epi8(m, qk_rows4_at(&p, 3, off)), xhe, xho, xle, xlo);
-            }
-            /* lane 4j + k of q: the sum over columns 32j..32j+31 of the step for row k */
-            __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
-            __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
-            __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+            __m512i q = step4(&p, (size_t)s * 64, rb, planes + (size_t)s * 256);
             if (pl->B == 128) {
                 __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
                 epi4_block(&e, &p, pl, xs, sx, s,
@@ -150,6 +155,32 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
         float out[4];
         _mm_storeu_ps(out, e.y);
         for (int k = 0; k < nr; k++) y[r + k] = out[k];
+    }
+}
+
+/* pdq_qexact_rows of a uint4 matrix (per-channel): a step's 16 lanes (a row's sum over 32
+ * columns, |.| <= 32 * 15 * 32768 < 2^24) add in int32 for at most 32 steps (< 2^29), then go
+ * into each row's int64. rend >= r1: how far the task's prefetch may reach. */
+QI_AVX512 void qi_exact_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, int rend,
+                               int64_t *sums) {
+    const int8_t *planes = qi_planes(pl, xt);
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
+    for (int r = r0; r < r1; r += 4) {
+        qk_rows4 p;
+        int nr = qi_rows4_begin(w, r, r1, pf, &p);
+        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
+        __m512i acc = _mm512_setzero_si512();
+        int64_t tot[4] = {0, 0, 0, 0};
+        for (int s = 0; s < pl->nsteps; s++) {
+            acc = _mm512_add_epi32(acc, step4(&p, (size_t)s * 64, rb, planes + (size_t)s * 256));
+            if ((s + 1) % 32 == 0 || s + 1 == pl->nsteps) {
+                int32_t a[16];
+                _mm512_storeu_si512(a, acc);
+                for (int i = 0; i < 16; i++) tot[i & 3] += a[i];
+                acc = _mm512_setzero_si512();
+            }
+        }
+        for (int k = 0; k < nr; k++) sums[r + k - r0] = tot[k];
     }
 }
 

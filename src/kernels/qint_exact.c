@@ -39,6 +39,7 @@ void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *b
     int level = qi_level(ctx);
 #if defined(__x86_64__) || defined(__i386__)
     if (level != QI_SCALAR && w->type == PDQ_QT_U8) { qi_exact_u8_avx2(w, &p, buf, r0, r1, rend, s); return; }
+    if (level == QI_AVX512_VNNI) { qi_exact_avx512(w, &p, buf, r0, r1, rend, s); return; }
     if (level == QI_AVX2_VNNI) { qi_exact_avx2_vnni(w, &p, buf, r0, r1, rend, s); return; }
     if (level != QI_SCALAR) { qi_exact_avx2(w, &p, buf, r0, r1, rend, s); return; }
 #else

@@ -97,8 +97,10 @@ void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr,
 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 void qi_gemv_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 void qi_gemv_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
-/* The exact sums of pdq_qexact_rows (AVX2 with or without AVX-VNNI; AVX-512 CPUs take the
- * plain AVX2 one: decode is bound by memory, not by the dot products). */
+/* The exact sums of pdq_qexact_rows of uint4 matrices: AVX-512 VNNI, AVX2 with or without
+ * AVX-VNNI. At one thread the integer executor's decode is bound by these dot products (int16
+ * activations take two byte products per code), not by memory. */
+void qi_exact_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, int64_t *s);
 void qi_exact_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, int64_t *s);
 void qi_exact_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend,
                         int64_t *s);
