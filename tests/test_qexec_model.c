@@ -139,10 +139,53 @@ static void expect_identical(const run_rec *a, const run_rec *b, size_t nl, size
         if (a->kv[i] != b->kv[i]) { fprintf(stderr, "%s: kv %zu %.9g vs %.9g\n", what, i, a->kv[i], b->kv[i]); fail(); }
 }
 
+/* The prefill and decode graphs of a layer, lowered, hold one copy of each weight's codes (the
+ * checkpoint's, packed as Circle stores them), and keep it when the lowering is freed first. */
+static void expect_shared_codes(const char *qdir) {
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);
+    pdq_rt *rt = NULL;
+    pdq_ptq *ptq = NULL;
+    assert_int_equal(pdq_ptq_open_runtime(m, qdir, 1, S, NULL, &rt, &ptq, &st), PDQ_OK);
+    pdq_lowering *lw = NULL;
+    assert_int_equal(pdq_lowering_open(qdir, ptq, &lw, &st), PDQ_OK);
+    const pdq_graph *gp, *gd;
+    assert_int_equal(pdq_rt_layer_graph(rt, PDQ_MODE_PREFILL, 0, 1, &gp, &st), PDQ_OK);
+    assert_int_equal(pdq_rt_layer_graph(rt, PDQ_MODE_APPEND, 1, 1, &gd, &st), PDQ_OK);
+    pdq_graph *qp = NULL, *qd = NULL;
+    assert_int_equal(pdq_lowering_lower(lw, gp, &qp, &st), PDQ_OK);
+    assert_int_equal(pdq_lowering_lower(lw, gd, &qd, &st), PDQ_OK);
+    const char *names[] = {"model.layers.1.mlp.down_proj.weight", "model.layers.1.self_attn.q_proj.weight"};
+    const pdq_tensor *tp[2], *td[2];
+    for (int i = 0; i < 2; i++) {
+        int a = pdq_graph_find(qp, names[i]), b = pdq_graph_find(qd, names[i]);
+        assert_true(a >= 0 && b >= 0);
+        tp[i] = &qp->tensors[a];
+        td[i] = &qd->tensors[b];
+        assert_int_equal(tp[i]->dtype, PDQ_TU4);
+        assert_true(tp[i]->data == td[i]->data); /* one copy */
+        assert_false(tp[i]->owned);
+        assert_false(td[i]->owned);
+        assert_memory_equal(tp[i]->q->scale, td[i]->q->scale, sizeof(float) * (size_t)tp[i]->q->n);
+    }
+    uint64_t before = 0, after = 0;
+    for (size_t k = 0; k < pdq_tensor_bytes(tp[0]); k++) before = before * 31 + ((const uint8_t *)tp[0]->data)[k];
+    pdq_lowering_free(lw); /* the graphs keep their codes */
+    pdq_graph_free(qd);
+    for (size_t k = 0; k < pdq_tensor_bytes(tp[0]); k++) after = after * 31 + ((const uint8_t *)tp[0]->data)[k];
+    assert_true(before == after);
+    pdq_graph_free(qp);
+    pdq_rt_free(rt);
+    pdq_ptq_free(ptq);
+    pdq_model_free(m);
+}
+
 static void test_integer_exact(void **state) {
     (void)state;
     char *qdir = tu_mkdtemp(), *out = tu_mkdtemp();
     make_quantized(qdir, out);
+    expect_shared_codes(qdir);
     pdq_status st = {0};
     pdq_model *m = NULL;
     assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);

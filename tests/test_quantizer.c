@@ -194,6 +194,17 @@ static void test_pack4(void **state) {
             if (n < 200) assert_int_equal(out[n], 0xee); /* nothing written past n */
             for (size_t i = 0; i < n; i++) assert_int_equal(pdq_u4_at(packed, i0 + i), codes[i0 + i]);
         }
+    /* rows of every width written in order with pdq_pack4_at over garbage: pdq_pack4's bytes */
+    for (size_t width = 1; width <= 9; width++)
+        for (size_t nrows = 1; width * nrows <= 200; nrows += 3) {
+            size_t n = width * nrows;
+            uint8_t want[100], got[101];
+            memset(got, 0xff, sizeof got);
+            pdq_pack4(codes, n, want);
+            for (size_t r = 0; r < nrows; r++) pdq_pack4_at(codes + r * width, width, got, r * width);
+            assert_memory_equal(got, want, (n + 1) / 2);
+            assert_int_equal(got[(n + 1) / 2], 0xff); /* nothing past the last byte */
+        }
 }
 
 static void test_overrides(void **state) {

@@ -108,6 +108,10 @@ void pdq_pack4(const uint8_t *codes, size_t n, uint8_t *packed);
 void pdq_unpack4(const uint8_t *packed, size_t n, uint8_t *codes);
 /* Codes [i0, i0 + n) of packed storage (i0 may be odd: a row of an odd-width matrix). */
 void pdq_unpack4_at(const uint8_t *packed, size_t i0, size_t n, uint8_t *codes);
+/* Writes n codes as elements [i0, i0 + n) of packed storage: an element of even index sets its
+ * whole byte (high nibble 0), one of odd index its high nibble. Rows written in order, one after
+ * another, give pdq_pack4's bytes for the whole matrix (an odd-width row starts mid-byte). */
+void pdq_pack4_at(const uint8_t *codes, size_t n, uint8_t *packed, size_t i0);
 static inline unsigned pdq_u4_at(const void *packed, size_t i) {
     return (unsigned)(((const uint8_t *)packed)[i / 2] >> (4 * (i & 1))) & 15u;
 }

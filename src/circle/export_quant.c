@@ -21,17 +21,46 @@
 #include "pdq/safetensors.h"
 #include "quant/quant_json_check.h"
 
+/* One weight as the graphs hold it, made once per checkpoint and shared: the prefill, decode and
+ * append graphs (in memory and in every exported file) quantize the same in-memory weight. The
+ * memo and each graph that borrows the codes hold a reference (pdq_graph_hold), so graphs may
+ * outlive the pdq_qweights. */
+typedef struct {
+    int refs;
+    char *mod;
+    const void *src;     /* the in-memory weight it was made from (borrowed by the graphs) */
+    void *codes;         /* uint4 packed as the graph holds it (pdq_pack4's layout), or uint8 */
+    pdq_tdtype dt;
+    float *scale;        /* [rows] */
+    int64_t *zero;       /* [rows] */
+    int rows;
+} qw_block;
+
+static void block_release(void *v) {
+    qw_block *b = v;
+    if (!b || --b->refs > 0) return;
+    free(b->mod);
+    free(b->codes);
+    free(b->scale);
+    free(b->zero);
+    free(b);
+}
+
 struct pdq_qweights {
     pdq_safetensors *s;
     cJSON *desc;     /* pdq_quant.json "tensors" */
     cJSON *root;
     long inexact;    /* rows whose scale could not reproduce the in-memory weight exactly */
+    qw_block **memo;
+    int n_memo, cap_memo;
 };
 
 void pdq_qweights_free(pdq_qweights *w) {
     if (!w) return;
     if (w->s) pdq_st_close(w->s);
     cJSON_Delete(w->root);
+    for (int i = 0; i < w->n_memo; i++) block_release(w->memo[i]);
+    free(w->memo);
     free(w);
 }
 
@@ -100,14 +129,11 @@ static int search_scale(float s0, const int64_t *ks, const float *want, int n, f
     return 0;
 }
 
-/* One weight constant from the checkpoint: codes into the tensor, per-row qparams. */
-static pdq_code quant_weight(pdq_qweights *w, pdq_tensor *t, const char *mod, const cJSON *e, pdq_status *st) {
-    int bits = cJSON_GetObjectItemCaseSensitive(e, "bits")->valueint;
-    int group = cJSON_GetObjectItemCaseSensitive(e, "group")->valueint;
+/* The codes of one weight from the checkpoint with per-row scales that reproduce the in-memory
+ * weight t exactly, row by row (a row of codes at a time: no unpacked copy of the matrix). */
+static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod, int packed, qw_block **out,
+                           pdq_status *st) {
     int rows = t->shape[0], cols = t->shape[1];
-    if (group && group < cols)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "quantized export: %s has groups of %d columns; Circle weights are per channel",
-                        mod, group);
     char nm[300];
     snprintf(nm, sizeof nm, "%s.qweight", mod);
     const pdq_st_tensor *tq = pdq_st_find(w->s, nm);
@@ -116,71 +142,120 @@ static pdq_code quant_weight(pdq_qweights *w, pdq_tensor *t, const char *mod, co
     snprintf(nm, sizeof nm, "%s.zeros", mod);
     const pdq_st_tensor *tz = pdq_st_find(w->s, nm);
     if (!tq || !ts || !tz) return pdq_fail(st, PDQ_ERR_MISSING, "quantized export: codes/scales/zeros of %s missing", mod);
-    int packed = bits <= 4;
-    size_t qc = packed ? (size_t)(cols + 1) / 2 : (size_t)cols;
-    uint8_t *codes = malloc((size_t)rows * cols);
-    pdq_qparams *q = new_q(rows, st);
-    if (!codes || !q) { free(codes); free_q(q); return pdq_fail(st, PDQ_ERR_NOMEM, "%s", mod); }
+    size_t qc = packed ? (size_t)(cols + 1) / 2 : (size_t)cols, n = (size_t)rows * cols;
+    qw_block *bk = calloc(1, sizeof *bk);
+    uint8_t *row = malloc((size_t)cols);
+    if (bk) {
+        bk->refs = 1;
+        bk->mod = strdup(mod);
+        bk->src = t->data;
+        bk->dt = packed ? PDQ_TU4 : PDQ_TU8;
+        bk->rows = rows;
+        bk->codes = malloc(packed ? n / 2 + 1 : n);
+        bk->scale = malloc(sizeof(float) * (size_t)rows);
+        bk->zero = malloc(sizeof(int64_t) * (size_t)rows);
+    }
+    if (!bk || !row || !bk->mod || !bk->codes || !bk->scale || !bk->zero) {
+        block_release(bk);
+        free(row);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "%s", mod);
+    }
     const float *wf = t->data; /* the in-memory weight (scaled k_proj included) */
     int64_t ks[16];
     float want[16];
     for (int r = 0; r < rows; r++) {
         const uint8_t *src = (const uint8_t *)tq->data + (size_t)r * qc;
-        if (packed) pdq_unpack4(src, (size_t)cols, codes + (size_t)r * cols);
-        else memcpy(codes + (size_t)r * cols, src, (size_t)cols);
+        const float *wr = wf + (size_t)r * cols;
+        if (packed) pdq_unpack4(src, (size_t)cols, row);
+        else memcpy(row, src, (size_t)cols);
         float sc;
         memcpy(&sc, (const char *)ts->data + sizeof(float) * (size_t)r, sizeof sc);
         uint8_t z = ((const uint8_t *)tz->data)[r];
-        q->zero_point[r] = z;
+        bk->zero[r] = z;
         /* up to 16 distinct (code - zero) of the row and the weights they must dequantize to
          * (seen[] by code: one pass over the row, not one per distinct value) */
-        int n = 0;
+        int k = 0;
         unsigned char seen[256] = {0};
-        for (int c = 0; c < cols && n < 16; c++) {
-            uint8_t code = codes[(size_t)r * cols + c];
-            if (!seen[code]) {
-                seen[code] = 1;
-                ks[n] = (int64_t)code - z;
-                want[n] = wf[(size_t)r * cols + c];
-                n++;
+        for (int c = 0; c < cols && k < 16; c++)
+            if (!seen[row[c]]) {
+                seen[row[c]] = 1;
+                ks[k] = (int64_t)row[c] - z;
+                want[k] = wr[c];
+                k++;
             }
-        }
         float s0 = sc;
-        if (n > 0) {
-            for (int i = 0; i < n; i++)
+        if (k > 0) {
+            for (int i = 0; i < k; i++)
                 if (ks[i]) { s0 = (float)((double)want[i] / (double)ks[i]); break; }
-            int ok = search_scale(s0, ks, want, n, &s0);
+            int ok = search_scale(s0, ks, want, k, &s0);
             /* the search saw at most 16 distinct codes: the whole row must reproduce */
-            for (int c = 0; ok && c < cols; c++)
-                ok = deq(s0, (int64_t)codes[(size_t)r * cols + c] - z) == wf[(size_t)r * cols + c];
+            for (int c = 0; ok && c < cols; c++) ok = deq(s0, (int64_t)row[c] - z) == wr[c];
             if (!ok) {
                 w->inexact++;
-                free(codes);
-                free_q(q);
+                block_release(bk);
+                free(row);
                 return pdq_fail(st, PDQ_ERR_NUMERIC, "quantized export: %s row %d: no float32 scale makes (code - zero) * scale "
                                 "equal the in-memory weight, the file would compute other numbers (a k_proj scale fold "
                                 "on a quantized weight needs the model's per-row k scales)", mod, r);
             }
         }
-        q->scale[r] = s0;
+        bk->scale[r] = s0;
+        /* the graph's layout: the flattened codes (uint4 two a byte from element r * cols on) */
+        if (packed) pdq_pack4_at(row, (size_t)cols, bk->codes, (size_t)r * cols);
+        else memcpy((uint8_t *)bk->codes + (size_t)r * cols, row, (size_t)cols);
     }
-    q->quantized_dim = 0;
-    if (packed) { /* the graph's uint4 layout: the flattened codes two a byte */
-        size_t n = (size_t)rows * cols;
-        uint8_t *p = malloc(n / 2 + 1);
-        if (!p) {
-            free(codes);
-            free_q(q);
-            return pdq_fail(st, PDQ_ERR_NOMEM, "%s", mod);
+    free(row);
+    *out = bk;
+    return PDQ_OK;
+}
+
+/* One weight constant from the checkpoint: the codes into the tensor (borrowed from the shared
+ * block, which g holds), per-row qparams. */
+static pdq_code quant_weight(pdq_graph *g, pdq_qweights *w, pdq_tensor *t, const char *mod, const cJSON *e,
+                             pdq_status *st) {
+    int bits = cJSON_GetObjectItemCaseSensitive(e, "bits")->valueint;
+    int group = cJSON_GetObjectItemCaseSensitive(e, "group")->valueint;
+    if (group && group < t->shape[1])
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "quantized export: %s has groups of %d columns; Circle weights are per channel",
+                        mod, group);
+    /* a weight the graph borrows (the model's) is the same for every graph: made once; a graph's
+     * own copy may be freed and another allocated in its place, so it is made each time */
+    qw_block *bk = NULL;
+    for (int i = 0; !t->owned && i < w->n_memo && !bk; i++)
+        if (w->memo[i]->src == t->data && !strcmp(w->memo[i]->mod, mod)) bk = w->memo[i];
+    pdq_code rc;
+    if (!bk) {
+        if ((rc = make_block(w, t, mod, bits <= 4, &bk, st))) return rc;
+        if (!t->owned) {
+            if (w->n_memo == w->cap_memo) {
+                int cap = w->cap_memo ? 2 * w->cap_memo : 64;
+                qw_block **m = realloc(w->memo, sizeof *m * (size_t)cap);
+                if (!m) {
+                    block_release(bk);
+                    return pdq_fail(st, PDQ_ERR_NOMEM, "%s", mod);
+                }
+                w->memo = m;
+                w->cap_memo = cap;
+            }
+            w->memo[w->n_memo++] = bk;
+            bk->refs++;
         }
-        pdq_pack4(codes, n, p);
-        free(codes);
-        codes = p;
+    } else {
+        bk->refs++;
     }
+    pdq_qparams *q = new_q(bk->rows, st);
+    if (!q || (rc = pdq_graph_hold(g, bk, block_release, st))) { /* the hold releases bk on failure */
+        if (!q) block_release(bk);
+        free_q(q);
+        return st ? st->code : PDQ_ERR_NOMEM;
+    }
+    memcpy(q->scale, bk->scale, sizeof(float) * (size_t)bk->rows);
+    memcpy(q->zero_point, bk->zero, sizeof(int64_t) * (size_t)bk->rows);
+    q->quantized_dim = 0;
     if (t->owned) free(t->data);
-    t->data = codes;
-    t->owned = 1;
-    t->dtype = packed ? PDQ_TU4 : PDQ_TU8;
+    t->data = bk->codes;
+    t->owned = 0;
+    t->dtype = bk->dt;
     set_q(t, q);
     return PDQ_OK;
 }
@@ -241,7 +316,7 @@ pdq_code pdq_export_quantize_weights(pdq_graph *g, pdq_qweights *w, pdq_status *
     for (int i = 0; i < g->n_tensors; i++) {
         char mod[256];
         const cJSON *e = weight_entry(w, &g->tensors[i], mod, sizeof mod);
-        if (e && quant_weight(w, &g->tensors[i], mod, e, st) != PDQ_OK) return pdq_wrap(st, "graph %s", g->name);
+        if (e && quant_weight(g, w, &g->tensors[i], mod, e, st) != PDQ_OK) return pdq_wrap(st, "graph %s", g->name);
     }
     return PDQ_OK;
 }
@@ -258,7 +333,7 @@ pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pd
                 char mod[256];
                 snprintf(mod, sizeof mod, "%.*s", (int)(strlen(t->name) - 7), t->name);
                 const cJSON *e = cJSON_GetObjectItemCaseSensitive(w->desc, mod);
-                if (e) rc = quant_weight(w, t, mod, e, st);
+                if (e) rc = quant_weight(g, w, t, mod, e, st);
             }
             if (rc) return pdq_wrap(st, "graph %s", g->name);
             continue;

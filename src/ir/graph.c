@@ -78,6 +78,12 @@ void pdq_unpack4_at(const uint8_t *packed, size_t i0, size_t n, uint8_t *codes) 
     if (j < n) codes[j] = *p & 15;
 }
 
+void pdq_pack4_at(const uint8_t *codes, size_t n, uint8_t *packed, size_t i0) {
+    size_t j = 0;
+    if (i0 & 1 && n) packed[i0 / 2] = (uint8_t)((packed[i0 / 2] & 15) | (codes[j++] & 15) << 4);
+    pdq_pack4(codes + j, n - j, packed + (i0 + j) / 2);
+}
+
 pdq_code pdq_graph_hold(pdq_graph *g, void *obj, void (*release)(void *), pdq_status *st) {
     if (g->n_holds == g->cap_holds) {
         int cap = g->cap_holds ? 2 * g->cap_holds : 4;
