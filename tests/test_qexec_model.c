@@ -4,6 +4,7 @@
  * int16 logits and K/V cache codes for prefill + 32 greedy decode steps, whole-model and
  * per-layer; the in-memory integer run is identical with 1 and 2 threads and with the scalar
  * kernels; integer mode stays close to fake-quant (the difference is printed). */
+#include "circle/cinterp_share.h"
 #include "testutil.h"
 
 #include <math.h>
@@ -181,11 +182,41 @@ static void expect_shared_codes(const char *qdir) {
     pdq_model_free(m);
 }
 
+/* Fake-quant Circle files of one export: the decode file opened like the prefill file borrows
+ * its float copies of the weights (equal constants), one opened on its own makes its own, equal. */
+static void expect_shared_float_copies(const char *out) {
+    char pp[1024], pd[1024];
+    snprintf(pp, sizeof pp, "%s/model_prefill.q.circle", out);
+    snprintf(pd, sizeof pd, "%s/model_decode.q.circle", out);
+    pdq_status st = {0};
+    pdq_exec_opts eo;
+    pdq_exec_opts_default(&eo);
+    eo.mode = PDQ_EXEC_FAKE;
+    pdq_cgraph *p = NULL, *d = NULL, *d2 = NULL;
+    assert_int_equal(pdq_cg_open_opts(pp, &eo, &p, &st), PDQ_OK);
+    assert_int_equal(pdq_cg_open_like(pd, &eo, p, &d, &st), PDQ_OK);
+    assert_int_equal(pdq_cg_open_opts(pd, &eo, &d2, &st), PDQ_OK);
+    const char *names[] = {"model.layers.0.mlp.down_proj.weight", "model.layers.3.self_attn.k_proj.weight", "lm_head.weight"};
+    for (int i = 0; i < 3; i++) {
+        const float *a = pdq_cg_const_data(p, names[i]), *b = pdq_cg_const_data(d, names[i]), *c = pdq_cg_const_data(d2, names[i]);
+        assert_non_null(a);
+        assert_true(a == b);
+        assert_true(c != a);
+        const pdq_graph *g = pdq_cg_graph(d2);
+        size_t n = pdq_tensor_count(&g->tensors[pdq_graph_find(g, names[i])]);
+        assert_memory_equal(a, c, n * sizeof(float));
+    }
+    pdq_cg_free(d);
+    pdq_cg_free(d2);
+    pdq_cg_free(p);
+}
+
 static void test_integer_exact(void **state) {
     (void)state;
     char *qdir = tu_mkdtemp(), *out = tu_mkdtemp();
     make_quantized(qdir, out);
     expect_shared_codes(qdir);
+    expect_shared_float_copies(out);
     pdq_status st = {0};
     pdq_model *m = NULL;
     assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "circle/cinterp_share.h"
 #include "pdq/circle_export.h"
+#include "pdq/file.h"
 #include "pdq/qexec.h"
 #include "pdq/requant.h"
 
@@ -19,6 +21,7 @@ struct pdq_cgraph {
     int quantized;
     pdq_exec_opts eo;
     pdq_qexec *qx;       /* integer mode: runs `file` itself */
+    const pdq_cgraph *like; /* while made: a float graph whose float copies of equal constants are borrowed */
     char *in_codes;      /* [n_inputs] 1: input fed as codes (pdq_cg_input_codes) */
 };
 
@@ -84,6 +87,26 @@ static float *dequant_const(const pdq_tensor *t, pdq_status *st) {
     return out;
 }
 
+/* The float copy `like` already made of a constant equal to t (same name, dtype, shape, qparams
+ * and stored bytes: the files of one export hold the same weights), or NULL. */
+static const float *shared_copy(const pdq_cgraph *like, const pdq_tensor *t) {
+    if (!like || !like->exec) return NULL;
+    int j = pdq_graph_find(like->file, t->name), k = pdq_graph_find(like->exec, t->name);
+    if (j < 0 || k < 0) return NULL;
+    const pdq_tensor *u = &like->file->tensors[j];
+    if (u->kind != PDQ_TK_CONST || u->dtype != t->dtype || u->ndim != t->ndim || !u->q || u->q->n != t->q->n ||
+        u->q->quantized_dim != t->q->quantized_dim || like->exec->tensors[k].dtype != PDQ_TF32)
+        return NULL;
+    for (int d = 0; d < t->ndim; d++)
+        if (u->shape[d] != t->shape[d]) return NULL;
+    if (memcmp(u->q->scale, t->q->scale, sizeof(float) * (size_t)t->q->n) ||
+        memcmp(u->q->zero_point, t->q->zero_point, sizeof(int64_t) * (size_t)t->q->n) ||
+        memcmp(u->data, t->data, pdq_tensor_bytes(t)))
+        return NULL;
+    if (u->file_backed) pdq_file_drop_pages(u->data, pdq_tensor_bytes(u)); /* read back for the comparison */
+    return like->exec->tensors[k].data;
+}
+
 /* The float graph: same structure, quantized constants dequantized, activations float. */
 static pdq_code make_exec(pdq_cgraph *cg, pdq_status *st) {
     const pdq_graph *f = cg->file;
@@ -110,7 +133,10 @@ static pdq_code make_exec(pdq_cgraph *cg, pdq_status *st) {
         if (t->kind != PDQ_TK_CONST) continue;
         int floaty = t->q && t->dtype != PDQ_TF32;
         /* integer operands (shapes, perms, indices) stay as they are */
-        if (floaty) {
+        const float *shared = floaty ? shared_copy(cg->like, t) : NULL;
+        if (shared) {
+            ids[i] = pdq_graph_const(e, t->name, PDQ_TF32, t->ndim, t->shape, shared, 0, st);
+        } else if (floaty) {
             float *d = dequant_const(t, st);
             if (!d) { rc = st->code; break; }
             ids[i] = pdq_graph_const_owned(e, t->name, PDQ_TF32, t->ndim, t->shape, d, st);
@@ -118,6 +144,8 @@ static pdq_code make_exec(pdq_cgraph *cg, pdq_status *st) {
             ids[i] = pdq_graph_const(e, t->name, t->dtype, t->ndim, t->shape, t->data, 0, st);
         }
         if (ids[i] < 0) rc = st->code;
+        /* the file's bytes are read again only by an equal constant of a later file */
+        else if (floaty && t->file_backed) pdq_file_drop_pages(t->data, pdq_tensor_bytes(t));
     }
     int in[PDQ_CIRCLE_MAX_IO + 1];
     for (int o = 0; o < f->n_ops && rc == PDQ_OK; o++) {
@@ -212,10 +240,12 @@ static pdq_code make_int(pdq_cgraph *cg, pdq_status *st) {
     return rc;
 }
 
-pdq_code pdq_cg_from_graph_opts(pdq_graph *g, const pdq_exec_opts *eo, pdq_cgraph **out, pdq_status *st) {
+static pdq_code from_graph(pdq_graph *g, const pdq_exec_opts *eo, const pdq_cgraph *like, pdq_cgraph **out,
+                           pdq_status *st) {
     pdq_cgraph *cg = calloc(1, sizeof *cg);
     if (!cg) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "circle interpreter"); }
     cg->file = g;
+    cg->like = like;
     if (eo) cg->eo = *eo;
     else pdq_exec_opts_default(&cg->eo);
     pdq_code rc = pdq_graph_validate(g, st); /* graphs from anywhere, not only the importer */
@@ -227,6 +257,7 @@ pdq_code pdq_cg_from_graph_opts(pdq_graph *g, const pdq_exec_opts *eo, pdq_cgrap
         return PDQ_OK;
     }
     rc = make_exec(cg, st);
+    cg->like = NULL;
     if (rc == PDQ_OK) rc = pdq_interp_create(cg->exec, &cg->ip, st);
     if (rc == PDQ_OK) {
         cg->in_buf = calloc((size_t)cg->exec->n_inputs + 1, sizeof(void *));
@@ -252,17 +283,32 @@ pdq_code pdq_cg_from_graph_opts(pdq_graph *g, const pdq_exec_opts *eo, pdq_cgrap
     return PDQ_OK;
 }
 
+pdq_code pdq_cg_from_graph_opts(pdq_graph *g, const pdq_exec_opts *eo, pdq_cgraph **out, pdq_status *st) {
+    return from_graph(g, eo, NULL, out, st);
+}
+
 pdq_code pdq_cg_from_graph(pdq_graph *g, pdq_cgraph **out, pdq_status *st) {
     return pdq_cg_from_graph_opts(g, NULL, out, st);
 }
 
-pdq_code pdq_cg_open_opts(const char *path, const pdq_exec_opts *eo, pdq_cgraph **out, pdq_status *st) {
+pdq_code pdq_cg_open_like(const char *path, const pdq_exec_opts *eo, const pdq_cgraph *like, pdq_cgraph **out,
+                          pdq_status *st) {
     pdq_graph *g;
     pdq_code rc = pdq_circle_load_graph(path, &g, st);
     if (rc != PDQ_OK) return rc;
-    rc = pdq_cg_from_graph_opts(g, eo, out, st);
+    rc = from_graph(g, eo, like, out, st);
     if (rc != PDQ_OK) return pdq_wrap(st, "%s", path);
     return PDQ_OK;
+}
+
+pdq_code pdq_cg_open_opts(const char *path, const pdq_exec_opts *eo, pdq_cgraph **out, pdq_status *st) {
+    return pdq_cg_open_like(path, eo, NULL, out, st);
+}
+
+const void *pdq_cg_const_data(const pdq_cgraph *cg, const char *name) {
+    const pdq_graph *g = cg->exec ? cg->exec : cg->file;
+    int k = pdq_graph_find(g, name);
+    return k < 0 ? NULL : g->tensors[k].data;
 }
 
 void *pdq_cg_input_codes(pdq_cgraph *cg, int i) {

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "circle/cinterp_share.h"
 #include "circle/manifest_check.h"
 #include "contract/kv_cache.h"
 #include "contract/layer_loop.h"
@@ -37,37 +38,37 @@ struct pdq_crt {
 
 void pdq_crt_free(pdq_crt *rt) {
     if (!rt) return;
-    pdq_cg_free(rt->prefill);
+    /* the decode and bucket files borrow float copies from the prefill files: freed first */
     pdq_cg_free(rt->decode);
+    for (int b = 0; b < rt->nb; b++) {
+        pdq_cg_free(rt->wa[b]);
+        for (int l = 0; rt->la[b] && l < rt->L; l++) pdq_cg_free(rt->la[b][l]);
+        free(rt->la[b]);
+    }
+    for (int l = 0; rt->ld && l < rt->L; l++) pdq_cg_free(rt->ld[l]);
+    for (int l = 0; rt->lp && l < rt->L; l++) pdq_cg_free(rt->lp[l]);
+    pdq_cg_free(rt->prefill);
     pdq_cg_free(rt->embed);
     pdq_cg_free(rt->head);
-    for (int l = 0; l < rt->L; l++) {
-        if (rt->lp) pdq_cg_free(rt->lp[l]);
-        if (rt->ld) pdq_cg_free(rt->ld[l]);
-    }
-    free(rt->lp);
-    free(rt->ld);
     pdq_kv_free(&rt->kv);
     free(rt->slot);
+    free(rt->lp);
+    free(rt->ld);
     free(rt->kt);
     free(rt->vt);
     free(rt->cos_tab);
     free(rt->sin_tab);
     free(rt->pos);
     free(rt->hid);
-    for (int b = 0; b < rt->nb; b++) {
-        pdq_cg_free(rt->wa[b]);
-        for (int l = 0; rt->la[b] && l < rt->L; l++) pdq_cg_free(rt->la[b][l]);
-        free(rt->la[b]);
-    }
     free(rt);
 }
 
-static pdq_code open_file(const pdq_crt *rt, const char *dir, const char *base, const char *tag, pdq_cgraph **out,
-                          pdq_status *st) {
+/* like: an open file whose float copies of equal weights this one borrows (NULL: none). */
+static pdq_code open_file(const pdq_crt *rt, const char *dir, const char *base, const char *tag, const pdq_cgraph *like,
+                          pdq_cgraph **out, pdq_status *st) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s%s.circle", dir, base, tag);
-    return pdq_cg_open_opts(path, &rt->eo, out, st);
+    return pdq_cg_open_like(path, &rt->eo, like, out, st);
 }
 
 /* Checks a graph I/O tensor's shape against the contract. */
@@ -198,9 +199,9 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
         if (!rt->kt || !rt->vt || !rt->hid || !rt->pos || !rt->slot) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
     }
     if (!rc && whole) {
-        rc = open_file(rt, dir, "model_prefill", tag, &rt->prefill, st);
+        rc = open_file(rt, dir, "model_prefill", tag, NULL, &rt->prefill, st);
         if (!rc) rc = check_io(rt, rt->prefill, "model_prefill", 0, st);
-        if (!rc) rc = open_file(rt, dir, "model_decode", tag, &rt->decode, st);
+        if (!rc) rc = open_file(rt, dir, "model_decode", tag, rt->prefill, &rt->decode, st);
         if (!rc) rc = check_io(rt, rt->decode, "model_decode", 1, st);
         for (int l = 0; l < L && !rc; l++) {
             rt->kt[l] = pdq_cg_output_tensor(rt->decode, 1 + 2 * l);
@@ -210,17 +211,17 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
         rt->lp = calloc((size_t)L, sizeof(void *));
         rt->ld = calloc((size_t)L, sizeof(void *));
         if (!rt->lp || !rt->ld) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
-        if (!rc) rc = open_file(rt, dir, "token_embedding", tag, &rt->embed, st);
+        if (!rc) rc = open_file(rt, dir, "token_embedding", tag, NULL, &rt->embed, st);
         if (!rc) rc = check_io(rt, rt->embed, "token_embedding", 4, st);
-        if (!rc) rc = open_file(rt, dir, "lm_head", tag, &rt->head, st);
+        if (!rc) rc = open_file(rt, dir, "lm_head", tag, NULL, &rt->head, st);
         if (!rc) rc = check_io(rt, rt->head, "lm_head", 5, st);
         char base[96];
         for (int l = 0; l < L && !rc; l++) {
             snprintf(base, sizeof base, "decoder_layer_prefill_%d", l);
-            rc = open_file(rt, dir, base, tag, &rt->lp[l], st);
+            rc = open_file(rt, dir, base, tag, NULL, &rt->lp[l], st);
             if (!rc) rc = check_io(rt, rt->lp[l], base, 2, st);
             snprintf(base, sizeof base, "decoder_layer_decode_%d", l);
-            if (!rc) rc = open_file(rt, dir, base, tag, &rt->ld[l], st);
+            if (!rc) rc = open_file(rt, dir, base, tag, rt->lp[l], &rt->ld[l], st);
             if (!rc) rc = check_io(rt, rt->ld[l], base, 3, st);
             if (!rc) {
                 rt->kt[l] = pdq_cg_output_tensor(rt->ld[l], PDQ_L_OUT_K);
@@ -433,14 +434,14 @@ static pdq_code crt_open_buckets(pdq_crt *rt, const char *dir, const char *tag, 
         int Q = rt->bq[b];
         if (rt->whole) {
             snprintf(base, sizeof base, "model_append_prefill_q%d", Q);
-            rc = open_file(rt, dir, base, tag, &rt->wa[b], st);
+            rc = open_file(rt, dir, base, tag, rt->prefill, &rt->wa[b], st);
             if (!rc) rc = check_io_q(rt, rt->wa[b], base, 1, Q, st);
             continue;
         }
         if (!(rt->la[b] = calloc((size_t)rt->L, sizeof(pdq_cgraph *)))) return pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
         for (int l = 0; l < rt->L && !rc; l++) {
             snprintf(base, sizeof base, "decoder_layer_append_prefill_q%d_%d", Q, l);
-            rc = open_file(rt, dir, base, tag, &rt->la[b][l], st);
+            rc = open_file(rt, dir, base, tag, rt->lp[l], &rt->la[b][l], st);
             if (!rc) rc = check_io_q(rt, rt->la[b][l], base, 3, Q, st);
         }
     }
