@@ -29,7 +29,6 @@ struct pdq_crt {
     const pdq_tensor **kt, **vt; /* [L] the K/V output tensors giving each layer's cache grid */
     int *slot;                  /* (S) cache slot of each graph row of a step (scratch) */
     int len;
-    float *hid;                 /* (S, D) scratch */
     pdq_exec_opts eo;           /* float mode: the cache holds floats */
     int nb, bq[PDQ_MAX_BUCKETS + 1];          /* buckets, ascending, bq[0] = 1 (decode) */
     pdq_cgraph *wa[PDQ_MAX_BUCKETS + 1];      /* whole: model_append_prefill_q<Q> (NULL for Q = 1) */
@@ -59,7 +58,6 @@ void pdq_crt_free(pdq_crt *rt) {
     free(rt->cos_tab);
     free(rt->sin_tab);
     free(rt->pos);
-    free(rt->hid);
     free(rt);
 }
 
@@ -193,10 +191,9 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
     if (!rc) {
         rt->kt = calloc((size_t)L, sizeof(void *));
         rt->vt = calloc((size_t)L, sizeof(void *));
-        rt->hid = malloc(sizeof(float) * (size_t)rt->S * rt->D);
         rt->pos = malloc(sizeof(int) * (size_t)rt->S);
         rt->slot = malloc(sizeof(int) * (size_t)rt->S);
-        if (!rt->kt || !rt->vt || !rt->hid || !rt->pos || !rt->slot) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
+        if (!rt->kt || !rt->vt || !rt->pos || !rt->slot) rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
     }
     if (!rc && whole) {
         rc = open_file(rt, dir, "model_prefill", tag, NULL, &rt->prefill, st);

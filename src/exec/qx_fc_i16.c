@@ -16,6 +16,7 @@
 
 #include "kernels/qmatmul.h"
 #include "kernels/rows4.h"
+#include "kernels/simd_acc.h"
 #include "pdq/file.h"
 #include "pdq/quant.h"
 #include "qx_hsum.h"
@@ -176,14 +177,6 @@ VNNI void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, in
     memcpy(out, res, sizeof res);
 }
 
-/* acc + the 16-bit dot products of a and b (vpdpwssd) with the accumulator tied in place: with the
- * intrinsic on an array of accumulators GCC 12 kept them on the stack, a load and a store around
- * every dot product (measured: prefill FCs 2.5x slower than the weight-only GEMM). */
-VNNI static inline __m512i dpw(__m512i acc, __m512i a, __m512i b) {
-    __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-    return acc;
-}
-
 VNNI void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     int64_t res[8] = {0};
     int K32 = K / 32 * 32, k = 0;
@@ -195,8 +188,8 @@ VNNI void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
             __m512i w0 = w32(w + k), w1 = w32(w + ldw + k), xv;
 #define QX_ROW(m)                                           \
     xv = _mm512_loadu_si512((const void *)(x##m + k));      \
-    a##m##0 = dpw(a##m##0, xv, w0);                         \
-    a##m##1 = dpw(a##m##1, xv, w1);
+    a##m##0 = pdq_dpwssd512(a##m##0, xv, w0);                         \
+    a##m##1 = pdq_dpwssd512(a##m##1, xv, w1);
             QX_ROW(0) QX_ROW(1) QX_ROW(2) QX_ROW(3)
 #undef QX_ROW
         }
@@ -226,10 +219,10 @@ VNNI void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
             __m512i w0 = w32(w + k), w1 = w32(w + ldw + k), w2 = w32(w + 2 * ldw + k), w3 = w32(w + 3 * ldw + k), xv;
 #define QX_ROW(m)                                           \
     xv = _mm512_loadu_si512((const void *)(x##m + k));      \
-    a##m##0 = dpw(a##m##0, xv, w0);                         \
-    a##m##1 = dpw(a##m##1, xv, w1);                         \
-    a##m##2 = dpw(a##m##2, xv, w2);                         \
-    a##m##3 = dpw(a##m##3, xv, w3);
+    a##m##0 = pdq_dpwssd512(a##m##0, xv, w0);                         \
+    a##m##1 = pdq_dpwssd512(a##m##1, xv, w1);                         \
+    a##m##2 = pdq_dpwssd512(a##m##2, xv, w2);                         \
+    a##m##3 = pdq_dpwssd512(a##m##3, xv, w3);
             QX_ROW(0) QX_ROW(1) QX_ROW(2) QX_ROW(3)
 #undef QX_ROW
         }

@@ -19,7 +19,7 @@ typedef struct {
 
 /* *a + the 16-bit dot products of wl and x, *b + those of wh and x (vpmaddwd, vpaddd), in one
  * asm block with the accumulators tied: with the intrinsics GCC 12 copies each of the tile's 8
- * accumulators once per iteration and spills one (the problem dpwssd in qint_avx512.c works
+ * accumulators once per iteration and spills one (the problem pdq_dpwssd512 in simd_acc.h works
  * around). */
 __attribute__((target("avx2,fma"))) static inline void madd2_acc(__m256i *a, __m256i *b, __m256i wl, __m256i wh,
                                                                   __m256i x) {
@@ -192,7 +192,7 @@ QI_U8 void qi_panel_decode_avx2(const pdq_qmatrix *w, const qi_plan *pl, int r, 
 }
 
 /* acc + the 16-bit dot products of a and b, as _mm256_dpwssd_avx_epi32 (VEX-coded, AVX-VNNI):
- * tied asm operand for the reason given at dpwssd in qint_avx512.c (GCC copies the intrinsic's
+ * tied asm operand for the reason given in simd_acc.h (GCC copies the intrinsic's
  * accumulators twice per iteration). */
 __attribute__((target("avx2,fma,avxvnni"))) static inline __m256i dpwssd_vex(__m256i acc, __m256i a, __m256i b) {
     __asm__("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));

@@ -13,19 +13,12 @@
 
 #include "kernels/qint_internal.h"
 #include "kernels/rows4.h"
+#include "kernels/simd_acc.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 #define QI_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx512vnni,avx2,fma")))
-
-/* acc + the 16-bit dot products of a and b, as _mm512_dpwssd_epi32. GCC 12 does not keep the
- * intrinsic's accumulator in place across a loop: with 16 accumulators it copies every one twice
- * per iteration (measured: a third of the GEMM's time); the tied asm operand keeps it in place. */
-QI_AVX512 static inline __m512i dpwssd(__m512i acc, __m512i a, __m512i b) {
-    __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-    return acc;
-}
 
 /* The epilogue of one block for four rows (lanes): S = sum - zero * sum(xq), t += xs * S, and at
  * the group's end y += scale * t. Blocks come in order; the group and the blocks left in it are
@@ -222,10 +215,10 @@ QI_AVX512 void qi_tile_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
             __m512i w2 = _mm512_load_si512(p2 + o), w3 = _mm512_load_si512(p3 + o), xb;
 #define QI_X(i)                                          \
     xb = _mm512_set1_epi32(x##i[j]);                     \
-    a##i##0 = dpwssd(a##i##0, w0, xb);                   \
-    a##i##1 = dpwssd(a##i##1, w1, xb);                   \
-    a##i##2 = dpwssd(a##i##2, w2, xb);                   \
-    a##i##3 = dpwssd(a##i##3, w3, xb);
+    a##i##0 = pdq_dpwssd512(a##i##0, w0, xb);                   \
+    a##i##1 = pdq_dpwssd512(a##i##1, w1, xb);                   \
+    a##i##2 = pdq_dpwssd512(a##i##2, w2, xb);                   \
+    a##i##3 = pdq_dpwssd512(a##i##3, w3, xb);
             QI_X(0) QI_X(1) QI_X(2) QI_X(3)
 #undef QI_X
         }
