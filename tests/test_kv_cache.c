@@ -131,7 +131,7 @@ static void test_codes(void **state) {
     /* pdq_kv_same_grid / pdq_kv_grid_of on tensors */
     float s1 = 0.25f;
     int64_t z0 = 0;
-    pdq_qparams q = {1, &s1, &z0, 0};
+    pdq_qparams q = {1, &s1, &z0, 0, 0};
     pdq_tensor t;
     memset(&t, 0, sizeof t);
     t.dtype = PDQ_TI16;

@@ -1,5 +1,5 @@
 /* Integer executor kernels against brute force: FULLY_CONNECTED (uint4 / uint8 weights with
- * per-row zero points, int16 and uint8 activations, a 5632-long row of extreme codes whose sum
+ * per-row or per-group zero points and scales, int16 and uint8 activations, a 5632-long row of extreme codes whose sum
  * does not fit int32), BATCH_MATMUL (int16 x int16, broadcast, adj_y), and the non-linear /
  * element-wise rule (RMS_NORM, SOFTMAX, LOGISTIC, MUL with broadcasting) recomputed here from the
  * dequantized values in long double; element-wise ops and SOFTMAX code for code against their
@@ -88,8 +88,10 @@ static void test_rule(void **state) {
     assert_true(pdq_rq_rint(-2251799813685247.5) == nearbyint(-2251799813685247.5));
 }
 
-/* FC: x (rows, in) codes, w (out, in) codes, per-row zero points; output float (exact sums) or int16. */
-static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, int extreme, int float_out, uint64_t seed) {
+/* FC: x (rows, in) codes, w (out, in) codes, per-row zero points (group 0) or per row and group
+ * of `group` columns (the last group may be shorter); output float (exact sums) or int16. */
+static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, int extreme, int float_out, uint64_t seed,
+                    int group) {
     pdq_status st = {0};
     pdq_graph *g;
     assert_int_equal(pdq_graph_new("fc", &g, &st), PDQ_OK);
@@ -112,13 +114,15 @@ static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, i
     float sx = xdt == PDQ_TI16 ? 0.0013f : 0.02f, sy = 0.37f;
     int64_t zx = xdt == PDQ_TI16 ? 0 : 117;
     set_q1(&g->tensors[x], xdt, sx, zx);
-    float *sw = malloc(sizeof(float) * (size_t)out);
-    int64_t *zw = malloc(sizeof(int64_t) * (size_t)out);
-    for (int r = 0; r < out; r++) {
-        sw[r] = (float)(0.001 + 0.01 * tu_randu(&rs));
-        zw[r] = extreme ? 0 : (int64_t)(tu_rand(&rs) % (uint64_t)(whi + 1));
+    int G = group ? group : in, ng = (in + G - 1) / G;
+    float *sw = malloc(sizeof(float) * (size_t)out * ng);
+    int64_t *zw = malloc(sizeof(int64_t) * (size_t)out * ng);
+    for (int i = 0; i < out * ng; i++) {
+        sw[i] = (float)(0.001 + 0.01 * tu_randu(&rs));
+        zw[i] = extreme ? 0 : (int64_t)(tu_rand(&rs) % (uint64_t)(whi + 1));
     }
-    set_q(&g->tensors[wt], out, sw, zw);
+    set_q(&g->tensors[wt], out * ng, sw, zw);
+    g->tensors[wt].q->block = group;
     if (!float_out) set_q1(&g->tensors[y], PDQ_TI16, sy, 0);
     else g->tensors[y].dtype = PDQ_TF32;
     size_t xb = (size_t)rows * in * pdq_tdtype_size(xdt);
@@ -133,12 +137,15 @@ static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, i
     void *yd = run4(g, ins, (size_t)rows * out * (float_out ? 4 : 2));
     for (int m = 0; m < rows; m++)
         for (int r = 0; r < out; r++) {
-            int64_t acc = 0; /* brute force: int64 products, no blocks */
-            for (int k = 0; k < in; k++) {
-                int64_t xv = xdt == PDQ_TI16 ? ((int16_t *)xd)[m * in + k] : (int64_t)((uint8_t *)xd)[m * in + k] - zx;
-                acc += xv * ((int64_t)w[r * in + k] - zw[r]);
+            double v = 0.0; /* brute force: int64 products, no blocks; groups in order from 0.0 */
+            for (int gi = 0; gi < ng; gi++) {
+                int64_t acc = 0;
+                for (int k = gi * G; k < in && k < (gi + 1) * G; k++) {
+                    int64_t xv = xdt == PDQ_TI16 ? ((int16_t *)xd)[m * in + k] : (int64_t)((uint8_t *)xd)[m * in + k] - zx;
+                    acc += xv * ((int64_t)w[r * in + k] - zw[r * ng + gi]);
+                }
+                v += (double)acc * ((double)sx * (double)sw[r * ng + gi]);
             }
-            double v = (double)acc * ((double)sx * (double)sw[r]);
             if (float_out) {
                 assert_true(((float *)yd)[m * out + r] == (float)v);
             } else {
@@ -155,18 +162,26 @@ static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, i
 
 static void test_fc(void **state) {
     (void)state;
-    fc_case(PDQ_TI16, PDQ_TU4, 3, 37, 19, 0, 0, 1);     /* decode-like, odd lengths */
-    fc_case(PDQ_TI16, PDQ_TU4, 1, 2048 + 37, 21, 0, 0, 7); /* decode on packed nibbles (VNNI): 64-column chunks + tail */
-    fc_case(PDQ_TI16, PDQ_TU4, 3, 128, 8, 0, 1, 8);     /* packed, no tail, exact sums out */
-    fc_case(PDQ_TI16, PDQ_TU4, 1, 40000, 4, 1, 1, 9);   /* packed past the int32 lane flush (32768 columns) */
-    fc_case(PDQ_TI16, PDQ_TU4, 42, 256, 35, 0, 0, 2);   /* prefill-like, tails of 2 rows and 3 channels */
-    fc_case(PDQ_TI16, PDQ_TU4, 9, 173, 13, 0, 0, 10);   /* prefill, odd width: rows unpacked from mid-byte */
-    fc_case(PDQ_TI16, PDQ_TU4, 8, 172, 7, 1, 1, 11);    /* prefill, stories260K's ffn width, extreme codes */
-    fc_case(PDQ_TI16, PDQ_TU8, 5, 300, 17, 0, 1, 3);    /* uint8 weights, float output: the exact sums */
-    fc_case(PDQ_TU8, PDQ_TU8, 4, 70, 9, 0, 0, 4);       /* uint8 activations with a zero point */
+    fc_case(PDQ_TI16, PDQ_TU4, 3, 37, 19, 0, 0, 1, 0);     /* decode-like, odd lengths */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 2048 + 37, 21, 0, 0, 7, 0); /* decode on packed nibbles (VNNI): 64-column chunks + tail */
+    fc_case(PDQ_TI16, PDQ_TU4, 3, 128, 8, 0, 1, 8, 0);     /* packed, no tail, exact sums out */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 40000, 4, 1, 1, 9, 0);   /* packed past the int32 lane flush (32768 columns) */
+    fc_case(PDQ_TI16, PDQ_TU4, 42, 256, 35, 0, 0, 2, 0);   /* prefill-like, tails of 2 rows and 3 channels */
+    fc_case(PDQ_TI16, PDQ_TU4, 9, 173, 13, 0, 0, 10, 0);   /* prefill, odd width: rows unpacked from mid-byte */
+    fc_case(PDQ_TI16, PDQ_TU4, 8, 172, 7, 1, 1, 11, 0);    /* prefill, stories260K's ffn width, extreme codes */
+    fc_case(PDQ_TI16, PDQ_TU8, 5, 300, 17, 0, 1, 3, 0);    /* uint8 weights, float output: the exact sums */
+    fc_case(PDQ_TU8, PDQ_TU8, 4, 70, 9, 0, 0, 4, 0);       /* uint8 activations with a zero point */
     /* 32767 x 15 x 5632 does not fit int32: extreme codes, exact sums */
-    fc_case(PDQ_TI16, PDQ_TU4, 2, 5632, 8, 1, 1, 5);
-    fc_case(PDQ_TI16, PDQ_TU8, 2, 5632, 8, 1, 1, 6);
+    fc_case(PDQ_TI16, PDQ_TU4, 2, 5632, 8, 1, 1, 5, 0);
+    fc_case(PDQ_TI16, PDQ_TU8, 2, 5632, 8, 1, 1, 6, 0);
+    /* group-wise weights (per row and group of columns), the last group shorter where it is */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 172, 19, 0, 0, 12, 32);  /* decode, stories260K's ffn width: 5 x 32 + 12 */
+    fc_case(PDQ_TI16, PDQ_TU4, 3, 688, 9, 0, 1, 13, 128);  /* decode, 3 rows, 5 x 128 + 48, exact sums out */
+    fc_case(PDQ_TI16, PDQ_TU4, 9, 173, 13, 0, 0, 14, 64);  /* prefill, odd width */
+    fc_case(PDQ_TI16, PDQ_TU8, 42, 256, 35, 0, 0, 15, 32); /* prefill tiles, tails of 2 rows and 3 channels */
+    fc_case(PDQ_TU8, PDQ_TU8, 4, 70, 9, 0, 0, 16, 32);     /* uint8 activations with a zero point */
+    fc_case(PDQ_TI16, PDQ_TU4, 5, 64, 8, 0, 0, 18, 8);     /* groups of head_dim 8 */
+    fc_case(PDQ_TI16, PDQ_TU4, 2, 5632, 8, 1, 1, 17, 128); /* extreme codes */
 }
 
 /* a (H, M, K) x b broadcast over H: adj_y (b is (1, N, K)) or not (b is (1, K, N)); M >= 8 takes

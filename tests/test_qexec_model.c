@@ -3,7 +3,9 @@
  * integer executor and the Circle runtime in integer mode on the exported files give identical
  * int16 logits and K/V cache codes for prefill + 32 greedy decode steps, whole-model and
  * per-layer; the in-memory integer run is identical with 1 and 2 threads and with the scalar
- * kernels; integer mode stays close to fake-quant (the difference is printed). */
+ * kernels; integer mode stays close to fake-quant (the difference is printed). The same with
+ * group-wise weights (groups of 32, the last one of the 688-wide down_proj shorter), in memory
+ * only: their Circle export is refused with a message that says why. */
 #include "circle/cinterp_share.h"
 #include "testutil.h"
 
@@ -26,8 +28,9 @@ static int argmax(const float *x, int n) {
     return b;
 }
 
-/* The quantized checkpoint + ptq.json + exported files, as test_circle_export sets them up. */
-static void make_quantized(char *qdir, char *out) {
+/* The quantized checkpoint + ptq.json + exported files, as test_circle_export sets them up;
+ * group > 0: weights in groups of that many columns, and the export must refuse them. */
+static void make_quantized(char *qdir, char *out, int group) {
     pdq_status st = {0};
     pdq_model *m = NULL;
     assert_int_equal(pdq_model_load(PDQ_TEST_MODEL, &m, &st), PDQ_OK);
@@ -36,6 +39,8 @@ static void make_quantized(char *qdir, char *out) {
     pdq_quant_opts_default(&qo, 4);
     qo.method = PDQ_QM_RTN;
     qo.quiet = 1;
+    qo.gptq.scheme.group = group;
+    qo.gptq.scheme.partial_groups = group > 0;
     pdq_qmodel qm;
     memset(&qm, 0, sizeof qm);
     assert_int_equal(pdq_quantize_model(m, &qo, NULL, 0, 0, &qm, &st), PDQ_OK);
@@ -70,8 +75,14 @@ static void make_quantized(char *qdir, char *out) {
     eo.max_seq = S;
     eo.quiet = 1;
     eo.quant_dir = qdir;
-    if (pdq_export_model(m, out, &eo, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
-    assert_int_equal(st.code, PDQ_OK);
+    if (group) {
+        assert_int_equal(pdq_export_model(m, out, &eo, &st), PDQ_ERR_UNSUPPORTED);
+        assert_non_null(strstr(st.msg, "per channel"));
+        fprintf(stderr, "grouped export refused: %s\n", st.msg);
+    } else {
+        if (pdq_export_model(m, out, &eo, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
+        assert_int_equal(st.code, PDQ_OK);
+    }
     pdq_rt_free(rt);
     pdq_ptq_free(ptq);
     pdq_model_free(m);
@@ -211,10 +222,12 @@ static void expect_shared_float_copies(const char *out) {
     pdq_cg_free(p);
 }
 
+static void expect_close_to_fake(const char *qdir, const run_rec *i1, int V, size_t nl);
+
 static void test_integer_exact(void **state) {
     (void)state;
     char *qdir = tu_mkdtemp(), *out = tu_mkdtemp();
-    make_quantized(qdir, out);
+    make_quantized(qdir, out, 0);
     expect_shared_codes(qdir);
     expect_shared_float_copies(out);
     pdq_status st = {0};
@@ -224,7 +237,7 @@ static void test_integer_exact(void **state) {
     pdq_model_free(m);
     size_t cn = (size_t)KV * (S - 1) * hd, nl = (size_t)V * (STEPS + 1), nkv = cn * 2 * (size_t)L;
 
-    run_rec i1, i2, is, ia, fk;
+    run_rec i1, i2, is, ia;
     run_memory(qdir, PDQ_EXEC_INT, 1, 2, &i1);
     run_memory(qdir, PDQ_EXEC_INT, 2, 2, &i2);
     run_memory(qdir, PDQ_EXEC_INT, 2, 0, &is);
@@ -279,12 +292,58 @@ static void test_integer_exact(void **state) {
     free(a);
     pdq_pool_free(pool);
 
-    /* integer vs fake-quant: a measurement, bounded loosely (a few grid steps of the logits) */
+    expect_close_to_fake(qdir, &i1, V, nl);
+    rec_free(&i1);
+    rec_free(&i2);
+    rec_free(&is);
+    rec_free(&ia);
+    tu_rmtree(qdir);
+    tu_rmtree(out);
+    free(qdir);
+    free(out);
+}
+
+/* Group-wise weights: the in-memory integer run is identical with 1 and 2 threads, scalar and
+ * SIMD kernels, and close to fake-quant. */
+static void test_integer_grouped(void **state) {
+    (void)state;
+    char *qdir = tu_mkdtemp(), *out = tu_mkdtemp();
+    make_quantized(qdir, out, 32);
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);
+    int V = m->cfg.vocab_size, L = m->cfg.n_layers, KV = m->cfg.n_kv_heads, hd = m->cfg.head_dim;
+    pdq_model_free(m);
+    size_t nl = (size_t)V * (STEPS + 1), nkv = (size_t)KV * (S - 1) * hd * 2 * (size_t)L;
+    run_rec i1, i2, is, ia;
+    run_memory(qdir, PDQ_EXEC_INT, 1, 2, &i1);
+    run_memory(qdir, PDQ_EXEC_INT, 2, 2, &i2);
+    run_memory(qdir, PDQ_EXEC_INT, 2, 0, &is);
+    run_memory(qdir, PDQ_EXEC_INT, 1, 1, &ia);
+    expect_identical(&i1, &i2, nl, nkv, "grouped: 1 vs 2 threads");
+    expect_identical(&i1, &is, nl, nkv, "grouped: SIMD vs scalar");
+    expect_identical(&i1, &ia, nl, nkv, "grouped: best SIMD vs AVX2");
+    fprintf(stderr, "grouped in-memory integer: 1 thread == 2 threads == scalar kernels == AVX2 (prefill + %d steps)\n",
+            STEPS);
+    expect_close_to_fake(qdir, &i1, V, nl);
+    rec_free(&i1);
+    rec_free(&i2);
+    rec_free(&is);
+    rec_free(&ia);
+    tu_rmtree(qdir);
+    tu_rmtree(out);
+    free(qdir);
+    free(out);
+}
+
+/* integer vs fake-quant: a measurement, bounded loosely (a few grid steps of the logits) */
+static void expect_close_to_fake(const char *qdir, const run_rec *i1, int V, size_t nl) {
+    run_rec fk;
     run_memory(qdir, PDQ_EXEC_FAKE, 1, 2, &fk);
     double mx = 0, sum = 0;
     int top1 = 0;
     for (int s = 0; s <= STEPS; s++) {
-        const float *x = i1.logits + (size_t)s * V, *y = fk.logits + (size_t)s * V;
+        const float *x = i1->logits + (size_t)s * V, *y = fk.logits + (size_t)s * V;
         top1 += argmax(x, V) == argmax(y, V);
         for (int k = 0; k < V; k++) {
             double d = fabs((double)x[k] - (double)y[k]);
@@ -297,20 +356,13 @@ static void test_integer_exact(void **state) {
     /* fake-quant is the oracle: a few grid steps of the logits apart at most */
     assert_true(top1 >= STEPS / 2);
     assert_true(mx < 0.05 && sum / (double)nl < 1e-3);
-    rec_free(&i1);
-    rec_free(&i2);
-    rec_free(&is);
-    rec_free(&ia);
     rec_free(&fk);
-    tu_rmtree(qdir);
-    tu_rmtree(out);
-    free(qdir);
-    free(out);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_integer_exact),
+        cmocka_unit_test(test_integer_grouped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,12 +27,16 @@ extern "C" {
 typedef enum { PDQ_TF32 = 0, PDQ_TI32, PDQ_TI16, PDQ_TU8, PDQ_TU4, PDQ_TI64 } pdq_tdtype;
 typedef enum { PDQ_TK_INPUT = 0, PDQ_TK_OUTPUT, PDQ_TK_CONST, PDQ_TK_INTER } pdq_tkind;
 
-/* Affine quantization parameters (filled by the quantization steps; NULL for float edges). */
+/* Affine quantization parameters (filled by the quantization steps; NULL for float edges).
+ * Group-wise weights (block > 0, in memory only: Circle files are per channel) are a 2-D
+ * [rows, cols] constant with quantized_dim 0 and n = rows * ceil(cols / block): scale and zero
+ * point [r * groups + c / block] for element (r, c). */
 typedef struct {
     int n;                 /* 1 = per tensor, else per channel count along quantized_dim */
     float *scale;          /* [n] */
     int64_t *zero_point;   /* [n] */
     int quantized_dim;
+    int block;             /* 0, or the columns of one group (block-wise along dim 1) */
 } pdq_qparams;
 
 typedef struct {

@@ -30,7 +30,9 @@ typedef struct {
     float *ffn_norm;           /* [D] post_attention_layernorm */
     float *wk_scale;           /* NULL, or [n_kv*hd] when Wk is per-row quantized (w = wk_scale[r] *
                                   integer): a k_proj scale fold then scales these scales, so the folded
-                                  weight is still (code - zero) * float32 scale, exactly as exported */
+                                  weight is still (code - zero) * float32 scale, exactly as exported;
+                                  [n_kv*hd][ceil(D / wk_group)] when Wk is quantized in groups */
+    int wk_group;              /* 0: wk_scale per row; else the columns of one group */
     struct pdq_qmatrix *pw[PDQ_LIN_COUNT]; /* packed weight-only model (pdq_model_load_packed): the
                                   packed linear (w[i] is then NULL), else NULL */
 } pdq_layer;

@@ -2,14 +2,16 @@
  *
  * The graph is the quantized IR the Circle exporter writes and the importer reads back: int16
  * (or uint8) activation edges with per-tensor qparams, UINT4/UINT8 weights with per-row scale and
- * zero point (one code per byte in the IR), int16 norm weights with per-channel scales. The same
+ * zero point (uint4 packed two a byte in the IR), or in memory one per row and group of columns
+ * (pdq_qparams.block), int16 norm weights with per-channel scales. The same
  * executor runs a lowered in-memory graph (src/exec/lower.c) and an imported .q.circle file, so
  * both give the same codes by construction.
  *
  * Rules (each output is requantized with include/pdq/requant.h):
  *   FULLY_CONNECTED, BATCH_MATMUL: exact integer sums  acc = sum (x - zx)(w - zw)  (int32 partial
  *     sums over blocks short enough never to overflow, int64 totals), y = acc * sx * sw[row]
- *     (+ bias) in double, then requantized;
+ *     (+ bias) in double, then requantized; with groups, acc per group g and y = the sum over g,
+ *     in group order from 0.0, of acc[g] * (sx * sw[row][g]) (+ bias) in double;
  *   every other op (ADD, SUB, MUL, DIV, NEG, RSQRT, LOGISTIC, RMS_NORM, SOFTMAX): inputs
  *     dequantized to double, the op computed in double, requantized. Unary ops of an int16/uint8
  *     input are a table of that rule over every code; SOFTMAX's terms are exp(-(max code - code)

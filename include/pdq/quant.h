@@ -40,6 +40,9 @@ void pdq_qscheme_default(pdq_qscheme *s, int bits);
 pdq_code pdq_qscheme_check(const pdq_qscheme *s, int rows, int cols, const char *name, pdq_status *st);
 /* Number of grids along the input dimension: ceil(cols / group), or 1. */
 int pdq_qscheme_ngroups(const pdq_qscheme *s, int cols);
+/* The group size G when g_idx [cols] puts column c in group c / G for every c (ngroups groups),
+ * else 0 (act-order groups, or an inconsistent g_idx). g_idx NULL: ngroups must be 1, G = cols. */
+int pdq_gidx_group(const int32_t *g_idx, int cols, int ngroups);
 
 /* Grid parameters of `nvec` vectors of n values: element k of vector v is
  * x[v * vstride + k * estride]. Ignores per_tensor/group (callers pick the vectors). */

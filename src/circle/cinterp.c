@@ -81,7 +81,10 @@ static float *dequant_const(const pdq_tensor *t, pdq_status *st) {
         case PDQ_TI64: v = ((const int64_t *)t->data)[i]; break;
         default: v = 0; break;
         }
-        size_t c = q->n > 1 ? (i / inner) % (size_t)q->n : 0;
+        size_t c = q->block ? i / (size_t)t->shape[1] * (size_t)((t->shape[1] + q->block - 1) / q->block) +
+                                  i % (size_t)t->shape[1] / (size_t)q->block
+                   : q->n > 1 ? (i / inner) % (size_t)q->n
+                              : 0;
         out[i] = (float)(((double)v - (double)q->zero_point[c]) * (double)q->scale[c]);
     }
     return out;
@@ -95,7 +98,7 @@ static const float *shared_copy(const pdq_cgraph *like, const pdq_tensor *t) {
     if (j < 0 || k < 0) return NULL;
     const pdq_tensor *u = &like->file->tensors[j];
     if (u->kind != PDQ_TK_CONST || u->dtype != t->dtype || u->ndim != t->ndim || !u->q || u->q->n != t->q->n ||
-        u->q->quantized_dim != t->q->quantized_dim || like->exec->tensors[k].dtype != PDQ_TF32)
+        u->q->quantized_dim != t->q->quantized_dim || u->q->block != t->q->block || like->exec->tensors[k].dtype != PDQ_TF32)
         return NULL;
     for (int d = 0; d < t->ndim; d++)
         if (u->shape[d] != t->shape[d]) return NULL;

@@ -20,6 +20,7 @@ static pdq_code copy_q(pdq_tensor *t, const pdq_qparams *q, pdq_status *st) {
     }
     n->n = q->n;
     n->quantized_dim = q->quantized_dim;
+    n->block = q->block;
     memcpy(n->scale, q->scale, sizeof(float) * (size_t)q->n);
     memcpy(n->zero_point, q->zero_point, sizeof(int64_t) * (size_t)q->n);
     if (t->q) { free(t->q->scale); free(t->q->zero_point); free(t->q); }
@@ -142,7 +143,7 @@ done:
 
 static int q_same(const pdq_qparams *a, const pdq_qparams *b) {
     if (!a || !b) return !a && !b;
-    if (a->n != b->n || a->quantized_dim != b->quantized_dim) return 0;
+    if (a->n != b->n || a->quantized_dim != b->quantized_dim || a->block != b->block) return 0;
     return !memcmp(a->scale, b->scale, sizeof(float) * (size_t)a->n) &&
            !memcmp(a->zero_point, b->zero_point, sizeof(int64_t) * (size_t)a->n);
 }

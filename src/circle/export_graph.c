@@ -86,6 +86,11 @@ pdq_code pdq_circle_from_graph(const pdq_graph *g, pdq_circle_model *m, pdq_stat
         for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
         int32_t id = pdq_circle_add_tensor(m, t->name, pdq_circle_type_of(t->dtype), t->ndim, shape, buf, st);
         if (id < 0) { rc = st ? st->code : PDQ_ERR_NOMEM; break; }
+        if (t->q && t->q->block) {
+            rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "tensor %s: groups of %d columns; Circle weights are per channel", t->name,
+                          t->q->block);
+            break;
+        }
         if (t->q && t->q->n > 0) {
             int32_t n = t->q->n;
             float *sc = t->q->scale;

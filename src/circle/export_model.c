@@ -271,6 +271,13 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
         qo.so = *pdq_ptq_static_opts(ptq);
         o = &qo;
     }
+    char gmod[256];
+    if (qw && pdq_qweights_grouped(qw, gmod, sizeof gmod)) {
+        pdq_ptq_free(ptq);
+        pdq_qweights_free(qw);
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "export: %s/%s has its weights in groups of columns; Circle weights are "
+                        "per channel (quantize without --group to export)", o->quant_dir, gmod);
+    }
     cJSON *root = cJSON_CreateObject();
     if (!root) { pdq_ptq_free(ptq); pdq_qweights_free(qw); return pdq_fail(st, PDQ_ERR_NOMEM, "manifest"); }
     manifest_head(root, m, o, ptq != NULL);

@@ -2,7 +2,8 @@
  *   activations: the PTQ group grid of the edge (int16 symmetric zp 0, or uint8), scale stored as
  *                float32;
  *   linear / embedding / lm_head weights: the checkpoint's codes (UINT4 when bits <= 4, else
- *                UINT8), per-channel scale/zero on dimension 0 (per-row grids only);
+ *                UINT8), per-channel scale/zero on dimension 0, or per group of columns
+ *                (pdq_qparams.block: in-memory lowering only, a Circle file refuses them);
  *   norm weights: int16 per channel, code +-32767, scale searched (a few ulps) so that the file
  *                dequantizes to exactly the in-memory (fake-quantized) value.
  * The k_proj weight with scale fusion is (code - zero) * fl(scale / sqrt(hd)) in memory too (the
@@ -31,9 +32,10 @@ typedef struct {
     const void *src;     /* the in-memory weight it was made from (borrowed by the graphs) */
     void *codes;         /* uint4 packed as the graph holds it (pdq_pack4's layout), or uint8 */
     pdq_tdtype dt;
-    float *scale;        /* [rows] */
-    int64_t *zero;       /* [rows] */
-    int rows;
+    float *scale;        /* [rows * ngroups] */
+    int64_t *zero;       /* [rows * ngroups] */
+    int rows, ngroups;
+    int group;           /* columns per group; 0: per channel (ngroups 1) */
 } qw_block;
 
 static void block_release(void *v) {
@@ -129,11 +131,14 @@ static int search_scale(float s0, const int64_t *ks, const float *want, int n, f
     return 0;
 }
 
-/* The codes of one weight from the checkpoint with per-row scales that reproduce the in-memory
- * weight t exactly, row by row (a row of codes at a time: no unpacked copy of the matrix). */
-static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod, int packed, qw_block **out,
-                           pdq_status *st) {
+/* The codes of one weight from the checkpoint with per-row (or per-group) scales that reproduce
+ * the in-memory weight t exactly, row by row (a row of codes at a time: no unpacked copy of the
+ * matrix). Groups must be the checkpoint's plain ones (column c in group c / group): act-order
+ * groups (GPTQ g_idx) would need the kernels to gather columns. */
+static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod, int packed, int group,
+                           qw_block **out, pdq_status *st) {
     int rows = t->shape[0], cols = t->shape[1];
+    int G = group > 0 && group < cols ? group : cols, ng = (cols + G - 1) / G;
     char nm[300];
     snprintf(nm, sizeof nm, "%s.qweight", mod);
     const pdq_st_tensor *tq = pdq_st_find(w->s, nm);
@@ -142,6 +147,21 @@ static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod
     snprintf(nm, sizeof nm, "%s.zeros", mod);
     const pdq_st_tensor *tz = pdq_st_find(w->s, nm);
     if (!tq || !ts || !tz) return pdq_fail(st, PDQ_ERR_MISSING, "quantized export: codes/scales/zeros of %s missing", mod);
+    if (ts->nbytes != sizeof(float) * (size_t)rows * ng || tz->nbytes != (size_t)rows * ng)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "quantized export: %s: scales/zeros are not [%d, %d]", mod, rows, ng);
+    if (ng > 1) {
+        snprintf(nm, sizeof nm, "%s.g_idx", mod);
+        const pdq_st_tensor *tg = pdq_st_find(w->s, nm);
+        if (tg && tg->nbytes != sizeof(int32_t) * (size_t)cols)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "quantized export: %s: g_idx is not [%d]", mod, cols);
+        for (int c = 0; tg && c < cols; c++) {
+            int32_t gi;
+            memcpy(&gi, (const char *)tg->data + sizeof gi * (size_t)c, sizeof gi);
+            if (gi != c / G)
+                return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "quantized export: %s: column %d is in group %d, not %d "
+                                "(act-order groups; integer graphs take contiguous groups only)", mod, c, gi, c / G);
+        }
+    }
     size_t qc = packed ? (size_t)(cols + 1) / 2 : (size_t)cols, n = (size_t)rows * cols;
     qw_block *bk = calloc(1, sizeof *bk);
     uint8_t *row = malloc((size_t)cols);
@@ -151,9 +171,11 @@ static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod
         bk->src = t->data;
         bk->dt = packed ? PDQ_TU4 : PDQ_TU8;
         bk->rows = rows;
+        bk->ngroups = ng;
+        bk->group = ng > 1 ? G : 0;
         bk->codes = malloc(packed ? n / 2 + 1 : n);
-        bk->scale = malloc(sizeof(float) * (size_t)rows);
-        bk->zero = malloc(sizeof(int64_t) * (size_t)rows);
+        bk->scale = malloc(sizeof(float) * (size_t)rows * ng);
+        bk->zero = malloc(sizeof(int64_t) * (size_t)rows * ng);
     }
     if (!bk || !row || !bk->mod || !bk->codes || !bk->scale || !bk->zero) {
         block_release(bk);
@@ -168,38 +190,43 @@ static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod
         const float *wr = wf + (size_t)r * cols;
         if (packed) pdq_unpack4(src, (size_t)cols, row);
         else memcpy(row, src, (size_t)cols);
-        float sc;
-        memcpy(&sc, (const char *)ts->data + sizeof(float) * (size_t)r, sizeof sc);
-        uint8_t z = ((const uint8_t *)tz->data)[r];
-        bk->zero[r] = z;
-        /* up to 16 distinct (code - zero) of the row and the weights they must dequantize to
-         * (seen[] by code: one pass over the row, not one per distinct value) */
-        int k = 0;
-        unsigned char seen[256] = {0};
-        for (int c = 0; c < cols && k < 16; c++)
-            if (!seen[row[c]]) {
-                seen[row[c]] = 1;
-                ks[k] = (int64_t)row[c] - z;
-                want[k] = wr[c];
-                k++;
+        for (int g = 0; g < ng; g++) {
+            int c0 = g * G, c1 = c0 + G < cols ? c0 + G : cols;
+            size_t gi = (size_t)r * ng + g;
+            float sc;
+            memcpy(&sc, (const char *)ts->data + sizeof(float) * gi, sizeof sc);
+            uint8_t z = ((const uint8_t *)tz->data)[gi];
+            bk->zero[gi] = z;
+            /* up to 16 distinct (code - zero) of the group and the weights they must dequantize to
+             * (seen[] by code: one pass over the group, not one per distinct value) */
+            int k = 0;
+            unsigned char seen[256] = {0};
+            for (int c = c0; c < c1 && k < 16; c++)
+                if (!seen[row[c]]) {
+                    seen[row[c]] = 1;
+                    ks[k] = (int64_t)row[c] - z;
+                    want[k] = wr[c];
+                    k++;
+                }
+            float s0 = sc;
+            if (k > 0) {
+                for (int i = 0; i < k; i++)
+                    if (ks[i]) { s0 = (float)((double)want[i] / (double)ks[i]); break; }
+                int ok = search_scale(s0, ks, want, k, &s0);
+                /* the search saw at most 16 distinct codes: the whole group must reproduce */
+                for (int c = c0; ok && c < c1; c++) ok = deq(s0, (int64_t)row[c] - z) == wr[c];
+                if (!ok) {
+                    w->inexact++;
+                    block_release(bk);
+                    free(row);
+                    return pdq_fail(st, PDQ_ERR_NUMERIC, "quantized export: %s row %d group %d: no float32 scale makes "
+                                    "(code - zero) * scale equal the in-memory weight, the file would compute other "
+                                    "numbers (a k_proj scale fold on a quantized weight needs the model's per-row k scales)",
+                                    mod, r, g);
+                }
             }
-        float s0 = sc;
-        if (k > 0) {
-            for (int i = 0; i < k; i++)
-                if (ks[i]) { s0 = (float)((double)want[i] / (double)ks[i]); break; }
-            int ok = search_scale(s0, ks, want, k, &s0);
-            /* the search saw at most 16 distinct codes: the whole row must reproduce */
-            for (int c = 0; ok && c < cols; c++) ok = deq(s0, (int64_t)row[c] - z) == wr[c];
-            if (!ok) {
-                w->inexact++;
-                block_release(bk);
-                free(row);
-                return pdq_fail(st, PDQ_ERR_NUMERIC, "quantized export: %s row %d: no float32 scale makes (code - zero) * scale "
-                                "equal the in-memory weight, the file would compute other numbers (a k_proj scale fold "
-                                "on a quantized weight needs the model's per-row k scales)", mod, r);
-            }
+            bk->scale[gi] = s0;
         }
-        bk->scale[r] = s0;
         /* the graph's layout: the flattened codes (uint4 two a byte from element r * cols on) */
         if (packed) pdq_pack4_at(row, (size_t)cols, bk->codes, (size_t)r * cols);
         else memcpy((uint8_t *)bk->codes + (size_t)r * cols, row, (size_t)cols);
@@ -215,9 +242,6 @@ static pdq_code quant_weight(pdq_graph *g, pdq_qweights *w, pdq_tensor *t, const
                              pdq_status *st) {
     int bits = cJSON_GetObjectItemCaseSensitive(e, "bits")->valueint;
     int group = cJSON_GetObjectItemCaseSensitive(e, "group")->valueint;
-    if (group && group < t->shape[1])
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "quantized export: %s has groups of %d columns; Circle weights are per channel",
-                        mod, group);
     /* a weight the graph borrows (the model's) is the same for every graph: made once; a graph's
      * own copy may be freed and another allocated in its place, so it is made each time */
     qw_block *bk = NULL;
@@ -225,7 +249,7 @@ static pdq_code quant_weight(pdq_graph *g, pdq_qweights *w, pdq_tensor *t, const
         if (w->memo[i]->src == t->data && !strcmp(w->memo[i]->mod, mod)) bk = w->memo[i];
     pdq_code rc;
     if (!bk) {
-        if ((rc = make_block(w, t, mod, bits <= 4, &bk, st))) return rc;
+        if ((rc = make_block(w, t, mod, bits <= 4, group, &bk, st))) return rc;
         if (!t->owned) {
             if (w->n_memo == w->cap_memo) {
                 int cap = w->cap_memo ? 2 * w->cap_memo : 64;
@@ -243,15 +267,16 @@ static pdq_code quant_weight(pdq_graph *g, pdq_qweights *w, pdq_tensor *t, const
     } else {
         bk->refs++;
     }
-    pdq_qparams *q = new_q(bk->rows, st);
+    pdq_qparams *q = new_q(bk->rows * bk->ngroups, st);
     if (!q || (rc = pdq_graph_hold(g, bk, block_release, st))) { /* the hold releases bk on failure */
         if (!q) block_release(bk);
         free_q(q);
         return st ? st->code : PDQ_ERR_NOMEM;
     }
-    memcpy(q->scale, bk->scale, sizeof(float) * (size_t)bk->rows);
-    memcpy(q->zero_point, bk->zero, sizeof(int64_t) * (size_t)bk->rows);
+    memcpy(q->scale, bk->scale, sizeof(float) * (size_t)q->n);
+    memcpy(q->zero_point, bk->zero, sizeof(int64_t) * (size_t)q->n);
     q->quantized_dim = 0;
+    q->block = bk->group;
     if (t->owned) free(t->data);
     t->data = bk->codes;
     t->owned = 0;
@@ -294,6 +319,20 @@ static int ends_with(const char *s, const char *suf) {
 }
 
 static int ends_with_weight(const char *s) { return ends_with(s, ".weight"); }
+
+int pdq_qweights_grouped(const pdq_qweights *w, char *mod, size_t n) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, w->desc) {
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s.scales", e->string);
+        const pdq_st_tensor *t = pdq_st_find(w->s, nm);
+        if (t && t->ndim == 2 && t->shape[1] > 1) {
+            snprintf(mod, n, "%s", e->string);
+            return 1;
+        }
+    }
+    return 0;
+}
 
 int pdq_qweights_min_bits(const pdq_qweights *w) {
     int bits = 0;

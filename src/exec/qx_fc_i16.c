@@ -1,7 +1,10 @@
 /* Integer FULLY_CONNECTED: int16 (or uint8) activations x uint4/uint8 weight codes, per-row or
- * per-tensor scale and zero point.
+ * per-tensor scale and zero point, or one per row and group of columns.
  *   acc[m][r] = sum_k x[m][k] * w[r][k] - zw[r] * sum_k x[m][k]      (exact, int64)
  *   y[m][r]   = acc * (sx * sw[r]) (+ bias[r]), requantized to the output grid.
+ * Groups: acc[m][r][g] the same over group g's columns, and y[m][r] = sum over g, in group order
+ * from 0.0, of acc[m][r][g] * (sx * sw[r][g]) in double (+ bias[r]); with one group this is the
+ * per-row rule, bit for bit.
  * Overflow: |x| <= 32768 and w <= 255, so a product is at most 8,355,840 in magnitude and a block
  * of 256 products (the scalar int32 partial sum) at most 2,139,095,040 < 2^31. The AVX2 kernel's
  * int32 lanes each add 2 products per 16 elements: 2048 elements are 256 products per lane. Both
@@ -338,9 +341,11 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     if (!wq)
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: weight %s of dtype %s%s", w->name, pdq_tdtype_name(w->dtype),
                         w->q ? "" : " without qparams");
-    if (w->q->n != 1 && (w->q->n != p->fout || w->q->quantized_dim != 0))
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: weight %s: %d scales, need 1 or one per output row (%d)",
-                        w->name, w->q->n, p->fout);
+    p->group = w->q->block ? w->q->block : p->fin;
+    p->ngroups = (p->fin + p->group - 1) / p->group;
+    if (w->q->block ? w->q->n != p->fout * p->ngroups : w->q->n != 1 && (w->q->n != p->fout || w->q->quantized_dim != 0))
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: weight %s: %d scales, need 1, one per output row (%d) or "
+                        "one per row and group", w->name, w->q->n, p->fout);
     if (!xq->quant) {
         /* float activations with a quantized weight: dequantized weight, double fallback */
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: float input %s of a quantized weight %s", xt->name, w->name);
@@ -350,25 +355,27 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
                         xt->name, (long long)xq->zp);
     p->int_path = 1;
     p->w = w->data;
-    p->zw = malloc(sizeof(int32_t) * (size_t)p->fout);
-    p->sw = malloc(sizeof(double) * (size_t)p->fout);
-    p->sumx = malloc(sizeof(int64_t) * (size_t)(p->rows ? p->rows : 1));
+    size_t ng = (size_t)p->ngroups;
+    p->zw = malloc(sizeof(int32_t) * (size_t)p->fout * ng);
+    p->sw = malloc(sizeof(double) * (size_t)p->fout * ng);
+    p->sumx = malloc(sizeof(int64_t) * (size_t)(p->rows ? p->rows : 1) * ng);
     if (xq->dt == PDQ_TU8) p->xs = malloc(sizeof(int16_t) * pdq_tensor_count(xt));
     if (!p->zw || !p->sw || !p->sumx || (xq->dt == PDQ_TU8 && !p->xs))
         return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
     int hi = w->dtype == PDQ_TU4 ? 15 : 255;
-    for (int r = 0; r < p->fout; r++) {
-        int c = w->q->n == 1 ? 0 : r;
+    for (size_t i = 0; i < (size_t)p->fout * ng; i++) {
+        size_t c = w->q->n == 1 ? 0 : i;
         int64_t z = w->q->zero_point[c];
         double s = (double)w->q->scale[c];
         if (z < 0 || z > hi || !(s >= 0))
-            return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s row %d: zero point %lld / scale %g", w->name, r,
-                            (long long)z, s);
-        p->zw[r] = (int32_t)z;
+            return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s row %zu group %zu: zero point %lld / scale %g",
+                            w->name, i / ng, i % ng, (long long)z, s);
+        p->zw[i] = (int32_t)z;
         p->any_zw |= z != 0;
-        p->sw[r] = xq->s * s; /* the one double product sx * sw[r] */
+        p->sw[i] = xq->s * s; /* the one double product sx * sw[r] (per group: sx * sw[r][g]) */
     }
-    if (x->simd && p->rows < 4) return packed_decode(p, w, st);
+    /* grouped weights take the tiles group by group (no packed decode form) */
+    if (x->simd && p->rows < 4 && p->ngroups == 1) return packed_decode(p, w, st);
     if (w->dtype == PDQ_TU4) { /* rows of codes unpacked per task: 4 rows per thread */
         p->u4 = 1;
         size_t n = (size_t)pdq_pool_threads(x->o.pool) * 4 * (size_t)p->fin;
@@ -386,12 +393,16 @@ typedef struct {
     pdq_qctx kctx; /* the packed kernels' paths, as the executor's SIMD level allows */
 } fc_ctx;
 
+/* y[m, r] from its value before the bias: the bias, then the output's rule. */
+static inline void fc_put_v(const qx_prep *p, const qx_t *yq, void *y, int m, int r, double v) {
+    if (p->bias) v += (double)p->bias[r];
+    qx_st(yq, y, (size_t)m * p->fout + r, v);
+}
+
 /* y[m, r] from a, the exact sum with the zero point's share taken out: the one double product and
  * the bias, then the output's rule. */
 static inline void fc_put(const qx_prep *p, const qx_t *yq, void *y, int m, int r, int64_t a) {
-    double v = (double)a * p->sw[r];
-    if (p->bias) v += (double)p->bias[r];
-    qx_st(yq, y, (size_t)m * p->fout + r, v);
+    fc_put_v(p, yq, y, m, r, (double)a * p->sw[r]);
 }
 
 /* ... from the exact sum a = sum x * code of row r, taking the zero point's share out first. */
@@ -407,6 +418,22 @@ static const uint8_t *w_rows(const qx_prep *p, int r, int n, int thread) {
     uint8_t *d = p->wrows + (size_t)thread * 4 * (size_t)p->fin;
     pdq_unpack4_at(p->w, (size_t)r * p->fin, (size_t)n * p->fin, d);
     return d;
+}
+
+/* Exact sums over K columns of nm activation rows (x, stride ldx) against nr weight rows (w,
+ * stride ldw): acc[i * nr + j]. nm 4 needs nr 2 or 4 (4: VNNI); nr 4 with nm 1 is a dot of 4. */
+static void tile_sums(int simd, const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int nm, int nr,
+                      int64_t *acc) {
+    if (nm == 4 && nr == 4) {
+        pdq_qx_tile4x4_u8_vnni(x, ldx, w, ldw, K, acc);
+    } else if (nm == 4) {
+        (simd == 2 ? pdq_qx_tile4x2_u8_vnni : pdq_qx_tile4x2_u8_avx2)(x, ldx, w, ldw, K, acc);
+    } else if (nr == 4) {
+        (simd == 2 ? pdq_qx_dot4_u8_vnni : pdq_qx_dot4_u8_avx2)(x, w, ldw, K, acc);
+    } else {
+        for (int j = 0; j < nr; j++)
+            acc[j] = simd ? pdq_qx_dot_u8_avx2(x, w + (size_t)j * ldw, K) : pdq_qx_dot_u8_scalar(x, w + (size_t)j * ldw, K);
+    }
 }
 
 static void fc_task(void *vc, int task, int thread) {
@@ -433,32 +460,38 @@ static void fc_task(void *vc, int task, int thread) {
             }
         return;
     }
+    int ng = p->ngroups;
+    /* grouped decode (no packed form): dots of 4 rows with SIMD */
+    int dot4 = simd && ng > 1 && p->rows < 4;
     for (int r = r0; r < r1;) {
         /* prefill: 4x4 tiles (VNNI) or 4x2 (AVX2); the scalar path (and decode without SIMD) row by row */
-        int nr = simd == 2 && p->rows >= 4 && r + 3 < r1   ? 4
-                 : simd && p->rows >= 4 && r + 1 < r1      ? 2
-                                                           : 1;
+        int nr = ((simd == 2 && p->rows >= 4) || dot4) && r + 3 < r1 ? 4
+                 : simd && p->rows >= 4 && r + 1 < r1               ? 2
+                                                                    : 1;
         const uint8_t *wr = w_rows(p, r, nr, thread);
         for (int m = 0; m < p->rows;) {
             int64_t acc[16];
             int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
-            if (nm == 4 && nr == 4) {
-                pdq_qx_tile4x4_u8_vnni(c->xs + (size_t)m * in, (size_t)in, wr, (size_t)in, in, acc);
-            } else if (nm == 4) {
-                (simd == 2 ? pdq_qx_tile4x2_u8_vnni : pdq_qx_tile4x2_u8_avx2)(c->xs + (size_t)m * in, (size_t)in,
-                                                                              wr, (size_t)in, in, acc);
-            } else if (nr == 4) {
-                (simd == 2 ? pdq_qx_dot4_u8_vnni : pdq_qx_dot4_u8_avx2)(c->xs + (size_t)m * in, wr,
-                                                                        (size_t)in, in, acc);
+            const int16_t *xm = c->xs + (size_t)m * in;
+            if (ng == 1) {
+                tile_sums(simd, xm, (size_t)in, wr, (size_t)in, in, nm, nr, acc);
+                for (int i = 0; i < nm; i++)
+                    for (int j = 0; j < nr; j++) fc_store(p, yq, y, m + i, r + j, acc[i * nr + j]);
             } else {
-                for (int j = 0; j < nr; j++) {
-                    const int16_t *xm = c->xs + (size_t)m * in;
-                    const uint8_t *wj = wr + (size_t)j * in;
-                    acc[j] = simd ? pdq_qx_dot_u8_avx2(xm, wj, in) : pdq_qx_dot_u8_scalar(xm, wj, in);
+                double v[16] = {0};
+                for (int g = 0; g < ng; g++) {
+                    int k0 = g * p->group, K = in - k0 < p->group ? in - k0 : p->group;
+                    tile_sums(simd, xm + k0, (size_t)in, wr + k0, (size_t)in, K, nm, nr, acc);
+                    for (int i = 0; i < nm; i++)
+                        for (int j = 0; j < nr; j++) {
+                            size_t rg = (size_t)(r + j) * ng + g;
+                            int64_t a = acc[i * nr + j] - (int64_t)p->zw[rg] * p->sumx[(size_t)(m + i) * ng + g];
+                            v[i * nr + j] += (double)a * p->sw[rg];
+                        }
                 }
+                for (int i = 0; i < nm; i++)
+                    for (int j = 0; j < nr; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * nr + j]);
             }
-            for (int i = 0; i < nm; i++)
-                for (int j = 0; j < nr; j++) fc_store(p, yq, y, m + i, r + j, acc[i * nr + j]);
             m += nm;
         }
         r += nr;
@@ -508,12 +541,14 @@ void pdq_qx_fc_run(pdq_qexec *x, int oi) {
         c.xs = x->ptrs[op->in[0]];
     }
     if (p->any_zw)
-        for (int m = 0; m < p->rows; m++) {
-            int64_t s = 0;
-            const int16_t *xm = c.xs + (size_t)m * p->fin;
-            for (int k = 0; k < p->fin; k++) s += xm[k];
-            p->sumx[m] = s;
-        }
+        for (int m = 0; m < p->rows; m++)
+            for (int g = 0; g < p->ngroups; g++) {
+                int64_t s = 0;
+                const int16_t *xm = c.xs + (size_t)m * p->fin;
+                int k1 = (g + 1) * p->group < p->fin ? (g + 1) * p->group : p->fin;
+                for (int k = g * p->group; k < k1; k++) s += xm[k];
+                p->sumx[(size_t)m * p->ngroups + g] = s;
+            }
     if (p->qm)
         for (int m = 0; m < p->rows; m++) pdq_qexact_prepare(p->qm, c.xs + (size_t)m * p->fin, p->xbuf + (size_t)m * p->xbytes);
     c.kctx = (pdq_qctx){.no_avx512 = x->simd < 2}; /* simd 0 never reaches the packed kernels */

@@ -35,8 +35,9 @@ typedef struct {
     int u4;                /* prefill rows of a uint4 weight: unpacked per task into wrows */
     uint8_t *wrows;        /* [threads][4][in] codes of the rows a task is at */
     const float *wf;       /* float weight (fallback path) */
-    int32_t *zw;           /* [out] weight zero points */
-    double *sw;            /* [out] weight scales */
+    int32_t *zw;           /* [out][ngroups] weight zero points */
+    double *sw;            /* [out][ngroups] sx * weight scale */
+    int group, ngroups;    /* columns per group (in: per row) and groups per row */
     const float *bias;     /* [out] or NULL */
     int fout, fin, rows;
     int int_path;          /* integer sums (else the double fallback of a float operand) */
@@ -47,7 +48,7 @@ typedef struct {
     struct pdq_qmatrix *qm;
     uint8_t *xbuf;         /* [rows] prepared activation rows of xbytes each */
     size_t xbytes;
-    int64_t *sumx;         /* [rows] */
+    int64_t *sumx;         /* [rows][ngroups] sums of x over each group's columns */
     /* unary table over every input code (index code - lo) */
     int16_t *table;
     /* RMS_NORM gamma values / GATHER of a quantized constant: per-row scale and zero point */

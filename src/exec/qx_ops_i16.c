@@ -47,8 +47,9 @@ static double unary_f(pdq_op_type t, double v) {
 /* Per-row scale / zero point of a quantized constant along dim 0 (GATHER of the embedding). */
 static pdq_code const_rows(const pdq_tensor *t, qx_prep *p, pdq_status *st) {
     int rows = t->shape[0];
-    if (t->q->n != 1 && (t->q->n != rows || t->q->quantized_dim != 0))
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: %s: %d scales, need 1 or one per row", t->name, t->q->n);
+    if (t->q->block || (t->q->n != 1 && (t->q->n != rows || t->q->quantized_dim != 0)))
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: %s: %d scales%s, need 1 or one per row", t->name, t->q->n,
+                        t->q->block ? " in groups" : "");
     p->row_s = malloc(sizeof(double) * (size_t)rows);
     p->row_zp = malloc(sizeof(int64_t) * (size_t)rows);
     if (!p->row_s || !p->row_zp) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: %s", t->name);

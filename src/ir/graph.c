@@ -334,6 +334,13 @@ static pdq_code check_record(const pdq_graph *g, const pdq_tensor *t, pdq_status
                             (long long)PDQ_G_MAX_ELEMS);
     }
     const pdq_qparams *q = t->q;
+    if (q && q->block) {
+        if (q->block < 0 || t->ndim != 2 || q->quantized_dim != 0 || !q->scale || !q->zero_point ||
+            (int64_t)q->n != (int64_t)t->shape[0] * ((t->shape[1] + q->block - 1) / q->block))
+            return pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: tensor %s: %d scales do not match groups of %d columns",
+                            g->name, t->name, q->n, q->block);
+        return PDQ_OK;
+    }
     if (q && (q->n < 1 || !q->scale || !q->zero_point ||
               (q->n > 1 && (q->quantized_dim < 0 || q->quantized_dim >= t->ndim || t->shape[q->quantized_dim] != q->n))))
         return pdq_fail(st, PDQ_ERR_FORMAT, "graph %s: tensor %s: %d scales do not match quantized_dim %d", g->name,

@@ -191,7 +191,7 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
     if (rc == PDQ_OK)
         rc = pdq_compare_int_fake(ref, m, outdir, var[0].p, o->max_seq, &o->so, m->n_threads, eval, n_eval,
                                   (const int32_t *const *)pids, plen, np, o->verify_steps, &icmp, &vi, st);
-    if (rc == PDQ_ERR_UNSUPPORTED) { /* e.g. group-wise weights: no integer graphs, the rest stands */
+    if (rc == PDQ_ERR_UNSUPPORTED) { /* e.g. act-order groups: no integer graphs, the rest stands */
         snprintf(int_skip, sizeof int_skip, "%s", st->msg);
         rc = PDQ_OK;
         st->code = PDQ_OK;

@@ -444,8 +444,9 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
     return PDQ_OK;
 }
 
-/* A per-row quantized k_proj keeps its float32 row scales on the model (pdq_layer.wk_scale): a
- * k_proj scale fold then scales them, keeping the folded weight (code - zero) * float32 scale. */
+/* A quantized k_proj keeps its float32 row (or contiguous group) scales on the model
+ * (pdq_layer.wk_scale): a k_proj scale fold then scales them, keeping the folded weight (code -
+ * zero) * float32 scale. Act-order groups keep none. */
 static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const char *name, pdq_status *st) {
     int l, end = 0;
     if (sscanf(name, "model.layers.%d.self_attn.k_proj%n", &l, &end) != 1 || name[end] || l < 0 ||
@@ -455,13 +456,27 @@ static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const char 
     snprintf(nm, sizeof nm, "%.127s.scales", name);
     const pdq_st_tensor *ts = pdq_st_find(s, nm);
     int rows = m->cfg.n_kv_heads * m->cfg.head_dim;
-    if (!ts || ts->ndim != 2 || ts->shape[0] != rows || ts->shape[1] != 1)
-        return PDQ_OK; /* grouped: no per-row scale */
-    float *sc = malloc(sizeof(float) * (size_t)rows);
+    int cols = m->cfg.hidden_size;
+    if (!ts || ts->ndim != 2 || ts->shape[0] != rows || ts->shape[1] < 1 || ts->shape[1] > cols)
+        return PDQ_OK;
+    int ng = (int)ts->shape[1], G = cols;
+    if (ng > 1) {
+        snprintf(nm, sizeof nm, "%.127s.g_idx", name);
+        const pdq_st_tensor *tg = pdq_st_find(s, nm);
+        if (!tg || tg->nbytes != sizeof(int32_t) * (size_t)cols) return PDQ_OK;
+        int32_t *gi = malloc(sizeof(int32_t) * (size_t)cols);
+        if (!gi) return pdq_fail(st, PDQ_ERR_NOMEM, "k_proj groups");
+        memcpy(gi, tg->data, sizeof(int32_t) * (size_t)cols); /* mmapped data may be unaligned */
+        G = pdq_gidx_group(gi, cols, ng);
+        free(gi);
+        if (!G) return PDQ_OK; /* act-order groups: no scale per contiguous group */
+    }
+    float *sc = malloc(sizeof(float) * (size_t)rows * ng);
     if (!sc) return pdq_fail(st, PDQ_ERR_NOMEM, "k_proj scales");
-    memcpy(sc, ts->data, sizeof(float) * (size_t)rows); /* mmapped data may be unaligned */
+    memcpy(sc, ts->data, sizeof(float) * (size_t)rows * ng); /* mmapped data may be unaligned */
     free(m->layers[l].wk_scale);
     m->layers[l].wk_scale = sc;
+    m->layers[l].wk_group = ng > 1 ? G : 0;
     return PDQ_OK;
 }
 

@@ -75,20 +75,24 @@ static pdq_code commit(pdq_qmodule *mod, pdq_qresult *r, float *w, const pdq_qsc
     return PDQ_OK;
 }
 
-/* Per-row k_proj scales on the model (pdq_layer.wk_scale), so a k_proj scale fold in the static
- * graphs scales the float32 scales instead of the dequantized weights. */
+/* Per-row (or per-group) k_proj scales on the model (pdq_layer.wk_scale), so a k_proj scale fold
+ * in the static graphs scales the float32 scales instead of the dequantized weights. Act-order
+ * groups keep none (the fold then scales the weights). */
 static pdq_code keep_k_scales(pdq_model *m, const pdq_qmodel *q, pdq_status *st) {
     for (int i = 0; i < q->n; i++) {
         int l, end = 0;
         const pdq_qresult *r = &q->mods[i].r;
         if (sscanf(q->mods[i].name, "model.layers.%d.self_attn.k_proj%n", &l, &end) != 1 || q->mods[i].name[end] ||
-            l < 0 || l >= m->cfg.n_layers || r->ngroups != 1 || !r->scale)
+            l < 0 || l >= m->cfg.n_layers || !r->scale)
             continue;
-        float *s = malloc(sizeof(float) * (size_t)r->rows);
+        int G = pdq_gidx_group(r->g_idx, r->cols, r->ngroups);
+        if (!G) continue;
+        float *s = malloc(sizeof(float) * (size_t)r->rows * r->ngroups);
         if (!s) return pdq_fail(st, PDQ_ERR_NOMEM, "k_proj scales");
-        memcpy(s, r->scale, sizeof(float) * (size_t)r->rows);
+        memcpy(s, r->scale, sizeof(float) * (size_t)r->rows * r->ngroups);
         free(m->layers[l].wk_scale);
         m->layers[l].wk_scale = s;
+        m->layers[l].wk_group = r->ngroups > 1 ? G : 0;
     }
     return PDQ_OK;
 }

@@ -249,10 +249,11 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
             if (!scaled) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "scaled k_proj"); }
             float s = 1.0f / sqrtf((float)hd);
             if (w->wk_scale) {
-                /* quantized rows: the fold scales the row's float32 scale, codes unchanged */
+                /* quantized rows (or groups): the fold scales the float32 scale, codes unchanged */
+                int G = w->wk_group ? w->wk_group : shp[1], ng = (shp[1] + G - 1) / G;
                 for (int r = 0; r < shp[0]; r++) {
-                    float sc = w->wk_scale[r], fs = sc * s;
                     for (int cc = 0; cc < shp[1]; cc++) {
+                        float sc = w->wk_scale[(size_t)r * ng + cc / G], fs = sc * s;
                         size_t k = (size_t)r * shp[1] + cc;
                         double code = sc != 0.0f ? nearbyint((double)wd[k] / (double)sc) : 0.0;
                         scaled[k] = (float)(code * (double)fs);

@@ -53,6 +53,17 @@ check ppl-static-float "awk -v a='$pw' -v b='$wo' 'BEGIN { exit !(a > 1 && (a - 
 err verify-options "'$PDQ' verify --model '$q' --prompt hi --max-seq 64 --steps 1 --layout unrolled" "calibrated with"
 err verify-maxseq "'$PDQ' verify --model '$q' --prompt hi --max-seq 128 --steps 1" "exceeds the calibrated max_seq"
 
+# group-wise weights (groups of 32, the 688-wide down_proj's last one shorter) with the k_proj
+# scale fold: integer execution measured in the report, and `ppl --static` at 2 threads gives
+# the perplexity the report measured at 1, to the last digit printed
+qg="$tmp/qg"
+if "$PDQ" quantize ${common/--wbits 8/--wbits 4 --group 32 --partial-groups} --scale-fusion k_proj --eval "$tmp/eval.txt" \
+    --out "$qg" >"$tmp/logg" 2>&1; then ok grouped-run; else bad grouped-run; cat "$tmp/logg"; fi
+check grouped-int "jq -e '(.activations.integer | has(\"unsupported\") | not) and .activations.integer.vs_fake_quant.top1_agreement >= 0.9 and (.activations.integer.ppl_diff | fabs) < 0.05' '$qg/report.json' >/dev/null"
+pg=$("$PDQ" ppl --model "$qg" --static --text "$tmp/eval.txt" --json --threads 2 2>/dev/null | jq -r .ppl)
+check grouped-ppl-int "jq -e --argjson p '${pg:-0}' '(.activations.integer.ppl_static_int - \$p | fabs) < 1e-6' '$qg/report.json' >/dev/null"
+err grouped-export "'$PDQ' export --model '$qg' --out '$tmp/gx'" "Circle weights are per channel"
+
 # uint8 activations with the EMA observer and the TICO NPU graph options
 q8="$tmp/q8"
 if "$PDQ" quantize ${common/--verify-steps 4/} --abits 8 --observer ema --ema-momentum 0.8 --rope pre_negated_sin --scale-fusion k_proj \
