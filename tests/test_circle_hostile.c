@@ -453,7 +453,78 @@ static void ok_quantized(pdq_circle_model *m) {
     output(m, op(m, CIRCLE_OP_DEQUANTIZE, 1, &y, "yf", CIRCLE_TT_FLOAT32, 2, SH(1, 2), CIRCLE_OPT_DequantizeOptions, NULL));
 }
 
+/* A weight in groups of columns (BlockwiseQuantization): x (1, 6) int16 by w (2, 6) uint4 in
+ * blocks of 4 columns (the second block 2 wide); scales (2, 2) float32, zero points (2, 2) uint8.
+ * The variants damage one value or one reference. */
+static int32_t blockwise_fc(pdq_circle_model *m, const float *bs, const uint8_t *bz, int32_t block) {
+    pdq_status st = {0};
+    float s16 = 1.0f / 1024;
+    int64_t z0 = 0;
+    int32_t x = input(m, "x", CIRCLE_TT_FLOAT32, 2, SH(1, 6));
+    int32_t q = op(m, CIRCLE_OP_QUANTIZE, 1, &x, "xq", CIRCLE_TT_INT16, 2, SH(1, 6), CIRCLE_OPT_QuantizeOptions, NULL);
+    assert_int_equal(pdq_circle_set_quant(m, q, 1, &s16, &z0, 0, &st), PDQ_OK);
+    uint8_t packed[6] = {0x9f, 0x30, 0x7c, 0x12, 0xe5, 0x48}; /* 12 codes, 2 rows */
+    int32_t w = konst(m, "w", CIRCLE_TT_UINT4, 2, SH(2, 6), packed, sizeof packed);
+    int32_t ts = konst(m, "w.block_scales", CIRCLE_TT_FLOAT32, 2, SH(2, 2), bs, 16);
+    int32_t tz = konst(m, "w.block_zero_points", CIRCLE_TT_UINT8, 2, SH(2, 2), bz, 4);
+    assert_int_equal(pdq_circle_set_blockwise(m, w, ts, tz, block, &st), PDQ_OK);
+    int32_t fi[3] = {q, w, -1};
+    pdq_circle_options f = pdq_circle_options_default(CIRCLE_OPT_FullyConnectedOptions);
+    f.fc.keep_num_dims = true;
+    int32_t y = op(m, CIRCLE_OP_FULLY_CONNECTED, 3, fi, "y", CIRCLE_TT_INT16, 2, SH(1, 2), CIRCLE_OPT_FullyConnectedOptions, &f);
+    assert_int_equal(pdq_circle_set_quant(m, y, 1, &s16, &z0, 0, &st), PDQ_OK);
+    output(m, op(m, CIRCLE_OP_DEQUANTIZE, 1, &y, "yf", CIRCLE_TT_FLOAT32, 2, SH(1, 2), CIRCLE_OPT_DequantizeOptions, NULL));
+    return w;
+}
+
+static const float k_bs[4] = {0.1f, 0.05f, 0.02f, 0.2f};
+static const uint8_t k_bz[4] = {8, 7, 0, 15};
+
+static void ok_blockwise(pdq_circle_model *m) { blockwise_fc(m, k_bs, k_bz, 4); }
+
+static void block_scale_zero(pdq_circle_model *m) {
+    const float bs[4] = {0.1f, 0.0f, 0.02f, 0.2f};
+    blockwise_fc(m, bs, k_bz, 4);
+}
+
+static void block_zp_uint4(pdq_circle_model *m) {
+    const uint8_t bz[4] = {8, 7, 16, 15};
+    blockwise_fc(m, k_bs, bz, 4);
+}
+
+/* block_size 2 needs (2, 3) scales; the file has (2, 2) */
+static void block_size_shape(pdq_circle_model *m) { blockwise_fc(m, k_bs, k_bz, 2); }
+
+/* the zero points are the scales' tensor: float32, not uint8 */
+static void block_zp_type(pdq_circle_model *m) {
+    int32_t w = blockwise_fc(m, k_bs, k_bz, 4);
+    m->tensors[w].quant.block_zero_points = m->tensors[w].quant.block_scales;
+}
+
+/* a block scale tensor that an operator also reads */
+static void block_aux_operand(pdq_circle_model *m) {
+    int32_t w = blockwise_fc(m, k_bs, k_bz, 4);
+    m->ops[1].inputs[2] = m->tensors[w].quant.block_scales; /* the FC's bias */
+}
+
+/* blockwise on the float32 input of QUANTIZE's graph: a constant float weight in blocks */
+static void block_float_weight(pdq_circle_model *m) {
+    pdq_status st = {0};
+    int32_t x = input(m, "x", CIRCLE_TT_FLOAT32, 2, SH(1, 4));
+    const float wv[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t w = konst(m, "w", CIRCLE_TT_FLOAT32, 2, SH(2, 4), wv, sizeof wv);
+    int32_t ts = konst(m, "w.block_scales", CIRCLE_TT_FLOAT32, 2, SH(2, 2), k_bs, 16);
+    assert_int_equal(pdq_circle_set_blockwise(m, w, ts, -1, 2, &st), PDQ_OK);
+    int32_t in[2] = {x, w};
+    output(m, op(m, CIRCLE_OP_FULLY_CONNECTED, 2, in, "y", CIRCLE_TT_FLOAT32, 2, SH(1, 2), 0, NULL));
+}
+
 /* ---- reader-level damage the writer refuses: the importer checks in-memory models too */
+
+static void mem_block_index(pdq_circle_model *m) {
+    int32_t w = blockwise_fc(m, k_bs, k_bz, 4);
+    m->tensors[w].quant.block_scales = 99;
+}
 
 static void mem_tensor_index(pdq_circle_model *m) {
     slice_begin_max(m);
@@ -528,6 +599,14 @@ static const hcase k_cases[] = {
     {"ok_data_movement", ok_data_movement, AT_NONE, PDQ_OK, {NULL}},
     {"ok_matmul", ok_matmul, AT_NONE, PDQ_OK, {NULL}},
     {"ok_quantized", ok_quantized, AT_NONE, PDQ_OK, {NULL}},
+    {"ok_blockwise", ok_blockwise, AT_NONE, PDQ_OK, {NULL}},
+    {"block_scale_zero", block_scale_zero, AT_IMPORT, PDQ_ERR_FORMAT, {"'w'", "block 1 of row 0", "scale 0"}},
+    {"block_zp_uint4", block_zp_uint4, AT_IMPORT, PDQ_ERR_FORMAT, {"'w'", "block 0 of row 1", "zero point 16", "uint4"}},
+    {"block_size_shape", block_size_shape, AT_MEMORY, PDQ_ERR_FORMAT, {"'w'", "blockwise scales tensor", "[2, 3]"}},
+    {"block_zp_type", block_zp_type, AT_MEMORY, PDQ_ERR_FORMAT, {"'w'", "blockwise zero_points tensor", "UINT8"}},
+    {"block_aux_operand", block_aux_operand, AT_IMPORT, PDQ_ERR_FORMAT, {"operator 1"}},
+    {"block_float_weight", block_float_weight, AT_IMPORT, PDQ_ERR_UNSUPPORTED, {"'w'", "blockwise quantization of float32"}},
+    {"mem_block_index", mem_block_index, AT_MEMORY, PDQ_ERR_FORMAT, {"'w'", "blockwise scales tensor 99 out of range"}},
     {"mem_tensor_index", mem_tensor_index, AT_MEMORY, PDQ_ERR_FORMAT, {"operator 0", "inputs[1] = 99", "tensors"}},
     {"mem_uint4_buffer", mem_uint4_buffer, AT_MEMORY, PDQ_ERR_FORMAT, {"'w'", "8 bytes", "UINT4 x 8 elements need 4"}},
     {"mem_qdim", mem_qdim, AT_MEMORY, PDQ_ERR_FORMAT, {"'w'", "2 scales", "quantized_dimension 1"}},

@@ -4,8 +4,8 @@
  * int16 logits and K/V cache codes for prefill + 32 greedy decode steps, whole-model and
  * per-layer; the in-memory integer run is identical with 1 and 2 threads and with the scalar
  * kernels; integer mode stays close to fake-quant (the difference is printed). The same with
- * group-wise weights (groups of 32, the last one of the 688-wide down_proj shorter), in memory
- * only: their Circle export is refused with a message that says why. */
+ * group-wise weights (groups of 32, the last one of the 688-wide down_proj shorter; Circle
+ * BlockwiseQuantization in the files). */
 #include "circle/cinterp_share.h"
 #include "testutil.h"
 
@@ -29,7 +29,7 @@ static int argmax(const float *x, int n) {
 }
 
 /* The quantized checkpoint + ptq.json + exported files, as test_circle_export sets them up;
- * group > 0: weights in groups of that many columns, and the export must refuse them. */
+ * group > 0: weights in groups of that many columns. */
 static void make_quantized(char *qdir, char *out, int group) {
     pdq_status st = {0};
     pdq_model *m = NULL;
@@ -75,14 +75,8 @@ static void make_quantized(char *qdir, char *out, int group) {
     eo.max_seq = S;
     eo.quiet = 1;
     eo.quant_dir = qdir;
-    if (group) {
-        assert_int_equal(pdq_export_model(m, out, &eo, &st), PDQ_ERR_UNSUPPORTED);
-        assert_non_null(strstr(st.msg, "per channel"));
-        fprintf(stderr, "grouped export refused: %s\n", st.msg);
-    } else {
-        if (pdq_export_model(m, out, &eo, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
-        assert_int_equal(st.code, PDQ_OK);
-    }
+    if (pdq_export_model(m, out, &eo, &st) != PDQ_OK) fprintf(stderr, "%s\n", st.msg);
+    assert_int_equal(st.code, PDQ_OK);
     pdq_rt_free(rt);
     pdq_ptq_free(ptq);
     pdq_model_free(m);
@@ -224,30 +218,12 @@ static void expect_shared_float_copies(const char *out) {
 
 static void expect_close_to_fake(const char *qdir, const run_rec *i1, int V, size_t nl);
 
-static void test_integer_exact(void **state) {
-    (void)state;
-    char *qdir = tu_mkdtemp(), *out = tu_mkdtemp();
-    make_quantized(qdir, out, 0);
-    expect_shared_codes(qdir);
-    expect_shared_float_copies(out);
+/* The Circle runtime in integer mode on the exported files, both layouts: the in-memory run's
+ * logits and K/V cache codes, bit for bit. */
+static void expect_circle_equal(const char *out, const run_rec *r, int V, int L, int KV, int hd) {
     pdq_status st = {0};
-    pdq_model *m = NULL;
-    assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);
-    int V = m->cfg.vocab_size, L = m->cfg.n_layers, KV = m->cfg.n_kv_heads, hd = m->cfg.head_dim;
-    pdq_model_free(m);
-    size_t cn = (size_t)KV * (S - 1) * hd, nl = (size_t)V * (STEPS + 1), nkv = cn * 2 * (size_t)L;
-
-    run_rec i1, i2, is, ia;
-    run_memory(qdir, PDQ_EXEC_INT, 1, 2, &i1);
-    run_memory(qdir, PDQ_EXEC_INT, 2, 2, &i2);
-    run_memory(qdir, PDQ_EXEC_INT, 2, 0, &is);
-    run_memory(qdir, PDQ_EXEC_INT, 1, 1, &ia);
-    expect_identical(&i1, &i2, nl, nkv, "1 vs 2 threads");
-    expect_identical(&i1, &is, nl, nkv, "SIMD vs scalar");
-    expect_identical(&i1, &ia, nl, nkv, "best SIMD vs AVX2");
-    fprintf(stderr, "in-memory integer: 1 thread == 2 threads == scalar kernels == AVX2 (prefill + %d steps)\n", STEPS);
-
-    /* the Circle runtime in integer mode on the exported files, both layouts */
+    size_t cn = (size_t)KV * (S - 1) * hd;
+    const run_rec i1 = *r;
     pdq_pool *pool = pdq_pool_create(2, &st);
     assert_non_null(pool);
     pdq_exec_opts eo;
@@ -292,6 +268,33 @@ static void test_integer_exact(void **state) {
     free(a);
     pdq_pool_free(pool);
 
+}
+
+
+static void test_integer_exact(void **state) {
+    (void)state;
+    char *qdir = tu_mkdtemp(), *out = tu_mkdtemp();
+    make_quantized(qdir, out, 0);
+    expect_shared_codes(qdir);
+    expect_shared_float_copies(out);
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);
+    int V = m->cfg.vocab_size, L = m->cfg.n_layers, KV = m->cfg.n_kv_heads, hd = m->cfg.head_dim;
+    pdq_model_free(m);
+    size_t cn = (size_t)KV * (S - 1) * hd, nl = (size_t)V * (STEPS + 1), nkv = cn * 2 * (size_t)L;
+
+    run_rec i1, i2, is, ia;
+    run_memory(qdir, PDQ_EXEC_INT, 1, 2, &i1);
+    run_memory(qdir, PDQ_EXEC_INT, 2, 2, &i2);
+    run_memory(qdir, PDQ_EXEC_INT, 2, 0, &is);
+    run_memory(qdir, PDQ_EXEC_INT, 1, 1, &ia);
+    expect_identical(&i1, &i2, nl, nkv, "1 vs 2 threads");
+    expect_identical(&i1, &is, nl, nkv, "SIMD vs scalar");
+    expect_identical(&i1, &ia, nl, nkv, "best SIMD vs AVX2");
+    fprintf(stderr, "in-memory integer: 1 thread == 2 threads == scalar kernels == AVX2 (prefill + %d steps)\n", STEPS);
+
+    expect_circle_equal(out, &i1, V, L, KV, hd);
     expect_close_to_fake(qdir, &i1, V, nl);
     rec_free(&i1);
     rec_free(&i2);
@@ -325,6 +328,7 @@ static void test_integer_grouped(void **state) {
     expect_identical(&i1, &ia, nl, nkv, "grouped: best SIMD vs AVX2");
     fprintf(stderr, "grouped in-memory integer: 1 thread == 2 threads == scalar kernels == AVX2 (prefill + %d steps)\n",
             STEPS);
+    expect_circle_equal(out, &i1, V, L, KV, hd);
     expect_close_to_fake(qdir, &i1, V, nl);
     rec_free(&i1);
     rec_free(&i2);

@@ -19,13 +19,18 @@ extern "C" {
 #define PDQ_CIRCLE_MAX_RANK 16
 #define PDQ_CIRCLE_MAX_IO 1024 /* operator inputs/outputs */
 
-/* QuantizationParameters; all counts 0 = the tensor has no quantization table. */
+/* QuantizationParameters; all counts 0 = the tensor has no quantization table.
+ * block_size > 0: its details are a BlockwiseQuantization (the scale / zero_point arrays are then
+ * absent): a 2-D [rows, cols] weight whose element (r, c) has the scale and zero point at
+ * [r, c / block_size] of the constant tensors block_scales (FLOAT32 [rows, ceil(cols /
+ * block_size)]) and block_zero_points (UINT8, same shape; -1: zero points 0). */
 typedef struct {
     int32_t n_scale, n_zero_point, n_min, n_max;
     float *scale;
     int64_t *zero_point;
     float *min, *max;
     int32_t quantized_dimension;
+    int32_t block_size, block_scales, block_zero_points;
 } pdq_circle_quant;
 
 typedef struct {
@@ -108,6 +113,10 @@ int32_t pdq_circle_add_tensor(pdq_circle_model *m, const char *name, int8_t type
 /* Copies n scale/zero_point values (n == 1: per tensor). */
 pdq_code pdq_circle_set_quant(pdq_circle_model *m, int32_t tensor, int32_t n, const float *scale,
                               const int64_t *zero_point, int32_t quantized_dimension, pdq_status *st);
+/* Blockwise quantization of a 2-D weight: scales / zero_points are the ids of its constant tensors
+ * (pdq_circle_quant). */
+pdq_code pdq_circle_set_blockwise(pdq_circle_model *m, int32_t tensor, int32_t scales, int32_t zero_points,
+                                  int32_t block_size, pdq_status *st);
 /* Index of (code, version) in operator_codes, appended on first use (TICO's first-use order). */
 int32_t pdq_circle_opcode_index(pdq_circle_model *m, int32_t builtin_code, int32_t version, pdq_status *st);
 /* Appends an operator (opcode version 1); opt may be NULL when options_type is 0. */

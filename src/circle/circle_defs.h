@@ -69,7 +69,10 @@ enum { /* table Tensor */
 enum { /* table QuantizationParameters (details is a union: slots 4 and 5) */
     CIRCLE_QPARAM_MIN = 0, CIRCLE_QPARAM_MAX = 1, CIRCLE_QPARAM_SCALE = 2,
     CIRCLE_QPARAM_ZERO_POINT = 3, CIRCLE_QPARAM_DETAILS_TYPE = 4, CIRCLE_QPARAM_DETAILS = 5,
-    CIRCLE_QPARAM_QUANTIZED_DIMENSION = 6
+    CIRCLE_QPARAM_QUANTIZED_DIMENSION = 6,
+    /* QuantizationDetails union tag of BlockwiseQuantization, and its fields */
+    CIRCLE_QDETAILS_BLOCKWISE = 3,
+    CIRCLE_BLOCKWISE_SCALES = 0, CIRCLE_BLOCKWISE_ZERO_POINTS = 1, CIRCLE_BLOCKWISE_BLOCK_SIZE = 2
 };
 enum { /* table Buffer */
     CIRCLE_BUFFER_DATA = 0, CIRCLE_BUFFER_OFFSET = 1, CIRCLE_BUFFER_SIZE = 2

@@ -99,6 +99,20 @@ int32_t pdq_circle_add_tensor(pdq_circle_model *m, const char *name, int8_t type
     return m->n_tensors++;
 }
 
+pdq_code pdq_circle_set_blockwise(pdq_circle_model *m, int32_t tensor, int32_t scales, int32_t zero_points,
+                                  int32_t block_size, pdq_status *st) {
+    if (tensor < 0 || tensor >= m->n_tensors || scales < 0 || scales >= m->n_tensors || zero_points < -1 ||
+        zero_points >= m->n_tensors || block_size <= 0)
+        return pdq_fail(st, PDQ_ERR_ARG, "circle quant: tensor %d, blockwise %d / %d / %d", tensor, scales, zero_points,
+                        block_size);
+    pdq_circle_quant *q = &m->tensors[tensor].quant;
+    quant_free(q);
+    q->block_size = block_size;
+    q->block_scales = scales;
+    q->block_zero_points = zero_points;
+    return PDQ_OK;
+}
+
 pdq_code pdq_circle_set_quant(pdq_circle_model *m, int32_t tensor, int32_t n, const float *scale,
                               const int64_t *zero_point, int32_t quantized_dimension, pdq_status *st) {
     if (tensor < 0 || tensor >= m->n_tensors || n <= 0)
@@ -242,6 +256,35 @@ pdq_code pdq_circle_pack_uint4(const uint8_t *v, uint64_t n, uint8_t *packed, pd
 
 void pdq_circle_unpack_uint4(const uint8_t *packed, uint64_t n, uint8_t *v) { pdq_unpack4(packed, (size_t)n, v); }
 
+/* A BlockwiseQuantization: a 2-D constant whose scale (and zero point) tensors are constants of
+ * [rows, ceil(cols / block_size)] FLOAT32 (UINT8), with buffers. */
+static pdq_code check_blockwise(const pdq_circle_model *m, int32_t i, pdq_code code, pdq_status *st) {
+    const pdq_circle_tensor *t = &m->tensors[i];
+    const pdq_circle_quant *q = &t->quant;
+    const char *nm = t->name ? t->name : "";
+    if (q->n_scale || q->n_zero_point)
+        return pdq_fail(st, code, "tensor %d '%s': blockwise quantization with scale/zero_point arrays too", i, nm);
+    if (q->block_size <= 0 || t->rank != 2 || !t->buffer || t->shape[0] <= 0 || t->shape[1] <= 0)
+        return pdq_fail(st, code, "tensor %d '%s': blockwise quantization (block_size %d) needs a 2-D constant", i, nm,
+                        q->block_size);
+    int64_t groups = ((int64_t)t->shape[1] + q->block_size - 1) / q->block_size;
+    for (int k = 0; k < 2; k++) {
+        int32_t id = k ? q->block_zero_points : q->block_scales;
+        if (k && id == -1) continue;
+        int8_t want = k ? CIRCLE_TT_UINT8 : CIRCLE_TT_FLOAT32;
+        const char *what = k ? "zero_points" : "scales";
+        if (id < 0 || id >= m->n_tensors || id == i)
+            return pdq_fail(st, code, "tensor %d '%s': blockwise %s tensor %d out of range (%d tensors)", i, nm, what, id,
+                            m->n_tensors);
+        const pdq_circle_tensor *u = &m->tensors[id];
+        if (u->type != want || u->rank != 2 || u->shape[0] != t->shape[0] || u->shape[1] != groups || !u->buffer ||
+            u->quant.n_scale || u->quant.block_size)
+            return pdq_fail(st, code, "tensor %d '%s': blockwise %s tensor %d must be a %s constant of [%d, %lld] without "
+                            "quantization", i, nm, what, id, pdq_circle_type_name(want), t->shape[0], (long long)groups);
+    }
+    return PDQ_OK;
+}
+
 static pdq_code check_tensor(const pdq_circle_model *m, int32_t i, pdq_code code, pdq_status *st) {
     const pdq_circle_tensor *t = &m->tensors[i];
     const char *nm = t->name ? t->name : "";
@@ -279,7 +322,7 @@ static pdq_code check_tensor(const pdq_circle_model *m, int32_t i, pdq_code code
                            t->shape[q->quantized_dimension] != q->n_scale))
         return pdq_fail(st, code, "tensor %d '%s': %d scales do not match quantized_dimension %d", i, nm,
                         q->n_scale, q->quantized_dimension);
-    return PDQ_OK;
+    return q->block_size ? check_blockwise(m, i, code, st) : PDQ_OK;
 }
 
 static pdq_code check_ids(const int32_t *ids, int32_t n, int32_t lo, int32_t n_tensors, pdq_code code,

@@ -244,7 +244,18 @@ static pdq_code read_quant(rd *r, const tbl *q, pdq_circle_quant *out, const cha
                            &out->n_zero_point, what);
     if (!rc) rc = get_i32(r, q, CIRCLE_QPARAM_QUANTIZED_DIMENSION, 0, &out->quantized_dimension, what);
     if (!rc) rc = get_u8(r, q, CIRCLE_QPARAM_DETAILS_TYPE, 0, &details, what);
-    if (!rc && details) rc = pdq_fail(r->st, PDQ_ERR_UNSUPPORTED, "%s: quantization details type %u", what, details);
+    if (!rc && details == CIRCLE_QDETAILS_BLOCKWISE) {
+        tbl d;
+        int has = 0;
+        rc = get_table(r, q, CIRCLE_QPARAM_DETAILS, &d, &has, what);
+        if (!rc && !has) rc = bad(r, "%s: blockwise quantization without its table", what);
+        if (!rc) rc = get_i32(r, &d, CIRCLE_BLOCKWISE_SCALES, 0, &out->block_scales, what);
+        if (!rc) rc = get_i32(r, &d, CIRCLE_BLOCKWISE_ZERO_POINTS, 0, &out->block_zero_points, what);
+        if (!rc) rc = get_i32(r, &d, CIRCLE_BLOCKWISE_BLOCK_SIZE, 0, &out->block_size, what);
+        if (!rc && out->block_size <= 0) rc = bad(r, "%s: blockwise block_size %d", what, out->block_size);
+    } else if (!rc && details) {
+        rc = pdq_fail(r->st, PDQ_ERR_UNSUPPORTED, "%s: quantization details type %u", what, details);
+    }
     return rc;
 }
 

@@ -17,6 +17,17 @@
 static fb_ref vec_i32(fb_builder *b, const int32_t *v, int32_t n) { return fb_vec_scalars(b, v, (size_t)n, 4, 0); }
 
 static fb_ref build_quant(fb_builder *b, const pdq_circle_quant *q) {
+    if (q->block_size) { /* BlockwiseQuantization details; the arrays stay absent */
+        fb_table_start(b);
+        fb_add_i32(b, CIRCLE_BLOCKWISE_SCALES, q->block_scales, 0);
+        fb_add_i32(b, CIRCLE_BLOCKWISE_ZERO_POINTS, q->block_zero_points, 0);
+        fb_add_i32(b, CIRCLE_BLOCKWISE_BLOCK_SIZE, q->block_size, 0);
+        fb_ref details = fb_table_end(b);
+        fb_table_start(b);
+        fb_add_u8(b, CIRCLE_QPARAM_DETAILS_TYPE, CIRCLE_QDETAILS_BLOCKWISE, 0);
+        fb_add_ref(b, CIRCLE_QPARAM_DETAILS, details);
+        return fb_table_end(b);
+    }
     if (!q->n_scale && !q->n_zero_point && !q->n_min && !q->n_max) return 0;
     fb_ref mn = q->n_min ? fb_vec_scalars(b, q->min, (size_t)q->n_min, 4, 0) : 0;
     fb_ref mx = q->n_max ? fb_vec_scalars(b, q->max, (size_t)q->n_max, 4, 0) : 0;

@@ -54,13 +54,14 @@ pdq_code pdq_circle_add_gather_std(pdq_circle_model *m, const pdq_graph *g, cons
     return PDQ_OK;
 }
 
-/* "UINT4[const,per-channel]" style description of one operand. */
+/* "UINT4[const,per-channel]" (or "blockwise") style description of one operand. */
 static void operand(const pdq_circle_model *m, int32_t t, char *buf, size_t n) {
     if (t < 0) { snprintf(buf, n, "none"); return; }
     const pdq_circle_tensor *x = &m->tensors[t];
     const char *ty = pdq_circle_type_name(x->type);
-    int konst = x->buffer != 0, pc = x->quant.n_scale > 1;
-    if (konst || pc) snprintf(buf, n, "%s[%s%s%s]", ty, konst ? "const" : "", konst && pc ? "," : "", pc ? "per-channel" : "");
+    int konst = x->buffer != 0;
+    const char *pc = x->quant.block_size ? "blockwise" : x->quant.n_scale > 1 ? "per-channel" : NULL;
+    if (konst || pc) snprintf(buf, n, "%s[%s%s%s]", ty, konst ? "const" : "", konst && pc ? "," : "", pc ? pc : "");
     else snprintf(buf, n, "%s", ty);
 }
 

@@ -1,6 +1,9 @@
 /* IR graph -> Circle model: tensor i of the graph is Circle tensor i, one operator per op, with
  * the options TICO writes (NOTES §3): FC keep_num_dims and bias -1, masks 0 on STRIDED_SLICE,
- * AddOptions left at the schema default (pot_scale_int16 true, as TICO leaves it). */
+ * AddOptions left at the schema default (pot_scale_int16 true, as TICO leaves it). A weight in
+ * groups of columns gets a BlockwiseQuantization whose scale (FLOAT32) and zero point (UINT8)
+ * tensors, [rows, groups], come after the graph's tensors. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +31,29 @@ static pdq_code add_const_buffer(pdq_circle_model *m, const pdq_tensor *t, uint3
     if (b < 0) return st ? st->code : PDQ_ERR_NOMEM;
     *buf = (uint32_t)b;
     return PDQ_OK;
+}
+
+/* The scale and zero point tensors of graph tensor t's groups, and its blockwise quantization. */
+static pdq_code add_blockwise(pdq_circle_model *m, const pdq_tensor *t, int32_t id, pdq_status *st) {
+    const pdq_qparams *q = t->q;
+    int32_t shape[2] = {t->shape[0], (t->shape[1] + q->block - 1) / q->block};
+    uint8_t *zp = malloc((size_t)q->n);
+    if (!zp) return pdq_fail(st, PDQ_ERR_NOMEM, "circle export: zero points of %s", t->name);
+    for (int i = 0; i < q->n; i++) zp[i] = (uint8_t)q->zero_point[i]; /* uint4 / uint8 codes: 0..255 */
+    char nm[512];
+    int32_t bs = pdq_circle_add_buffer(m, q->scale, sizeof(float) * (uint64_t)q->n, 1, st), ts = -1, tz = -1;
+    int32_t bz = bs < 0 ? -1 : pdq_circle_add_buffer(m, zp, (uint64_t)q->n, 1, st);
+    free(zp);
+    if (bz >= 0) {
+        snprintf(nm, sizeof nm, "%s.block_scales", t->name);
+        ts = pdq_circle_add_tensor(m, nm, CIRCLE_TT_FLOAT32, 2, shape, (uint32_t)bs, st);
+    }
+    if (ts >= 0) {
+        snprintf(nm, sizeof nm, "%s.block_zero_points", t->name);
+        tz = pdq_circle_add_tensor(m, nm, CIRCLE_TT_UINT8, 2, shape, (uint32_t)bz, st);
+    }
+    if (tz < 0) return st ? st->code : PDQ_ERR_NOMEM;
+    return pdq_circle_set_blockwise(m, id, ts, tz, q->block, st);
 }
 
 static pdq_code add_op(pdq_circle_model *m, const pdq_graph *g, const pdq_op *op, pdq_status *st) {
@@ -86,17 +112,14 @@ pdq_code pdq_circle_from_graph(const pdq_graph *g, pdq_circle_model *m, pdq_stat
         for (int d = 0; d < t->ndim; d++) shape[d] = t->shape[d];
         int32_t id = pdq_circle_add_tensor(m, t->name, pdq_circle_type_of(t->dtype), t->ndim, shape, buf, st);
         if (id < 0) { rc = st ? st->code : PDQ_ERR_NOMEM; break; }
-        if (t->q && t->q->block) {
-            rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "tensor %s: groups of %d columns; Circle weights are per channel", t->name,
-                          t->q->block);
-            break;
-        }
-        if (t->q && t->q->n > 0) {
+        if (t->q && t->q->n > 0 && !t->q->block) {
             int32_t n = t->q->n;
             float *sc = t->q->scale;
             rc = pdq_circle_set_quant(m, id, n, sc, t->q->zero_point, t->q->quantized_dim, st);
         }
     }
+    for (int i = 0; i < g->n_tensors && rc == PDQ_OK; i++)
+        if (g->tensors[i].q && g->tensors[i].q->block) rc = add_blockwise(m, &g->tensors[i], i, st);
     for (int o = 0; o < g->n_ops && rc == PDQ_OK; o++) rc = add_op(m, g, &g->ops[o], st);
     for (int i = 0; i < g->n_inputs && rc == PDQ_OK; i++) rc = pdq_circle_add_input(m, g->inputs[i], st);
     for (int i = 0; i < g->n_outputs && rc == PDQ_OK; i++) rc = pdq_circle_add_output(m, g->outputs[i], st);

@@ -192,18 +192,26 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
     cJSON_AddStringToObject(root, "token_ids", "int32 (GATHER indices)");
 }
 
+/* Weights in groups of columns, as the manifest describes them. */
+#define BLOCKWISE "in groups of columns: BlockwiseQuantization (block_size columns; FLOAT32 scales and UINT8 zero " \
+                  "points in tensors of [rows, groups]; per-channel where a weight has one group)"
+
 /* What the files are: tag, activation and weight forms, buckets and how the runtime uses them. */
-static void manifest_kind(cJSON *root, const char *tag, int quantized, int hybrid, int wbits, const int *bk, int nb) {
+static void manifest_kind(cJSON *root, const char *tag, int quantized, int hybrid, int wbits, int grouped, const int *bk,
+                          int nb) {
     cJSON_AddStringToObject(root, "file_tag", tag);
     cJSON_AddStringToObject(root, "activations", quantized ? "quantized (int16/uint8 per tensor, QuantizationParameters on every edge)"
                                                            : "float32");
     if (hybrid) {
-        char w[160];
-        snprintf(w, sizeof w, "%s per-channel (quantized_dimension 0) with float32 scales and zero points; float32 activations",
-                 wbits && wbits <= 4 ? "uint4 packed two per byte (low nibble first) / uint8" : "uint8");
+        char w[512];
+        snprintf(w, sizeof w, "%s %s with float32 scales and zero points; float32 activations",
+                 wbits && wbits <= 4 ? "uint4 packed two per byte (low nibble first) / uint8" : "uint8", grouped ? BLOCKWISE
+                 : "per-channel (quantized_dimension 0)");
         cJSON_AddStringToObject(root, "weights", w);
     } else {
-        cJSON_AddStringToObject(root, "weights", quantized ? "uint4/uint8 per-channel codes, norms int16" : "float32");
+        cJSON_AddStringToObject(root, "weights", !quantized ? "float32"
+                                                 : grouped ? "uint4/uint8 codes, " BLOCKWISE ", norms int16"
+                                                           : "uint4/uint8 per-channel codes, norms int16");
     }
     cJSON *b = cJSON_AddArrayToObject(root, "append_buckets");
     for (int i = 0; i < nb; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber(bk[i]));
@@ -271,19 +279,13 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
         qo.so = *pdq_ptq_static_opts(ptq);
         o = &qo;
     }
-    char gmod[256];
-    if (qw && pdq_qweights_grouped(qw, gmod, sizeof gmod)) {
-        pdq_ptq_free(ptq);
-        pdq_qweights_free(qw);
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "export: %s/%s has its weights in groups of columns; Circle weights are "
-                        "per channel (quantize without --group to export)", o->quant_dir, gmod);
-    }
     cJSON *root = cJSON_CreateObject();
     if (!root) { pdq_ptq_free(ptq); pdq_qweights_free(qw); return pdq_fail(st, PDQ_ERR_NOMEM, "manifest"); }
     manifest_head(root, m, o, ptq != NULL);
     int wbits = qw ? pdq_qweights_min_bits(qw) : 0;
     const char *tag = ptq ? ".q" : o->hybrid ? (wbits && wbits <= 4 ? ".w4" : ".w8") : "";
-    manifest_kind(root, tag, ptq != NULL, o->hybrid, wbits, bk, nb);
+    char gmod[256];
+    manifest_kind(root, tag, ptq != NULL, o->hybrid, wbits, qw && pdq_qweights_grouped(qw, gmod, sizeof gmod), bk, nb);
     ectx e = {.dir = outdir, .tag = tag, .files = cJSON_AddObjectToObject(root, "files"), .quiet = o->quiet,
               .st = st, .ptq = ptq, .qw = qw, .hybrid = o->hybrid,
               .needs = cJSON_AddArrayToObject(root, "consumer_requirements")};

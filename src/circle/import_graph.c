@@ -55,6 +55,43 @@ static pdq_code check_q(const pdq_circle_tensor *ct, int ti, pdq_tdtype dt, pdq_
     return PDQ_OK;
 }
 
+/* A blockwise weight's qparams from its scale and zero point tensors (circle_validate checked
+ * their types and shapes): scales finite and > 0, zero points codes of the weight's dtype. */
+static pdq_code set_block_q(const pdq_circle_model *m, pdq_tensor *t, const pdq_circle_quant *cq, pdq_status *st) {
+    if (t->dtype != PDQ_TU4 && t->dtype != PDQ_TU8)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: '%s': blockwise quantization of %s (uint4 / uint8 only)",
+                        t->name, pdq_tdtype_name(t->dtype));
+    int ng = (t->shape[1] + cq->block_size - 1) / cq->block_size;
+    size_t n = (size_t)t->shape[0] * (size_t)ng;
+    if (n > (size_t)INT32_MAX) return pdq_fail(st, PDQ_ERR_LIMIT, "circle import: '%s': %zu block scales", t->name, n);
+    const pdq_circle_buffer *bs = &m->buffers[m->tensors[cq->block_scales].buffer];
+    const pdq_circle_buffer *bz = cq->block_zero_points >= 0 ? &m->buffers[m->tensors[cq->block_zero_points].buffer] : NULL;
+    pdq_qparams *q = calloc(1, sizeof *q);
+    if (q) {
+        q->scale = malloc(sizeof(float) * n);
+        q->zero_point = calloc(n, sizeof(int64_t));
+    }
+    if (!q || !q->scale || !q->zero_point) {
+        if (q) { free(q->scale); free(q->zero_point); free(q); }
+        return pdq_fail(st, PDQ_ERR_NOMEM, "circle import: block qparams of %s", t->name);
+    }
+    memcpy(q->scale, bs->data, sizeof(float) * n); /* sizes checked against the shapes by circle_validate */
+    int hi = t->dtype == PDQ_TU4 ? 15 : 255;
+    pdq_code rc = PDQ_OK;
+    for (size_t i = 0; i < n && rc == PDQ_OK; i++) {
+        if (bz) q->zero_point[i] = bz->data[i];
+        if (!(q->scale[i] > 0) || !(q->scale[i] <= 3.4e38f) || q->zero_point[i] > hi)
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: '%s': block %zu of row %zu: scale %g / zero point %lld (finite "
+                          "scale > 0 and a %s code needed)", t->name, i % (size_t)ng, i / (size_t)ng, (double)q->scale[i],
+                          (long long)q->zero_point[i], pdq_tdtype_name(t->dtype));
+    }
+    if (rc != PDQ_OK) { free(q->scale); free(q->zero_point); free(q); return rc; }
+    q->n = (int)n;
+    q->block = cq->block_size;
+    t->q = q;
+    return PDQ_OK;
+}
+
 static pdq_code set_q(pdq_tensor *t, const pdq_circle_quant *cq, pdq_status *st) {
     if (cq->n_scale <= 0) return PDQ_OK;
     pdq_qparams *q = calloc(1, sizeof *q);
@@ -229,9 +266,10 @@ static pdq_code fold_dequantize(int gathered, pdq_graph *g, int src, const pdq_c
                                 pdq_status *st) {
     const pdq_tensor *t = &g->tensors[src];
     const pdq_qparams *q = t->q;
-    if (!q || t->dtype == PDQ_TF32 || ct->type != CIRCLE_TT_FLOAT32)
+    if (!q || q->block || t->dtype == PDQ_TF32 || ct->type != CIRCLE_TT_FLOAT32)
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: DEQUANTIZE of '%s' (%s, %s qparams) to '%s' (%s)", t->name,
-                        pdq_tdtype_name(t->dtype), q ? "with" : "no", ct->name, pdq_circle_type_name(ct->type));
+                        pdq_tdtype_name(t->dtype), !q ? "no" : q->block ? "blockwise" : "with", ct->name,
+                        pdq_circle_type_name(ct->type));
     int same = ct->rank == t->ndim;
     for (int d = 0; same && d < t->ndim; d++) same = ct->shape[d] == t->shape[d];
     if (!same) return pdq_fail(st, PDQ_ERR_SHAPE, "circle import: DEQUANTIZE '%s' changes the shape of '%s'", ct->name, t->name);
@@ -274,8 +312,15 @@ static pdq_code to_graph(const pdq_circle_model *m, const char *name, int borrow
     int *ids = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
     int *in = malloc(sizeof(int) * (PDQ_CIRCLE_MAX_IO + 1));
     unsigned char *reads = gather_reads(m);
-    if (!ids || !in || !reads) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle import"); goto fail; }
+    /* the scale / zero point tensors of blockwise weights: their qparams, not graph constants */
+    unsigned char *aux = calloc((size_t)nt + 1, 1);
+    if (!ids || !in || !reads || !aux) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "circle import"); goto fail; }
     for (int i = 0; i < nt; i++) ids[i] = -1;
+    for (int i = 0; i < nt; i++)
+        if (m->tensors[i].quant.block_size) {
+            aux[m->tensors[i].quant.block_scales] = 1;
+            if (m->tensors[i].quant.block_zero_points >= 0) aux[m->tensors[i].quant.block_zero_points] = 1;
+        }
     for (int i = 0; i < nt; i++)
         if (!m->tensors[i].name || !*m->tensors[i].name) {
             rc = pdq_fail(st, PDQ_ERR_FORMAT, "circle import: tensor %d has no name", i);
@@ -300,7 +345,7 @@ static pdq_code to_graph(const pdq_circle_model *m, const char *name, int borrow
     /* constants, in tensor order */
     for (int ti = 0; ti < nt; ti++) {
         const pdq_circle_tensor *ct = &m->tensors[ti];
-        if (!ct->buffer || ids[ti] >= 0) continue;
+        if (!ct->buffer || ids[ti] >= 0 || aux[ti]) continue;
         pdq_tdtype dt;
         int shape[PDQ_G_MAX_DIMS];
         if (!dtype_of(ct->type, &dt)) {
@@ -329,7 +374,9 @@ static pdq_code to_graph(const pdq_circle_model *m, const char *name, int borrow
             if (nb) memcpy(data, b->data, nb);
             if ((ids[ti] = pdq_graph_const_owned(g, ct->name, dt, ct->rank, shape, data, st)) < 0) { rc = st->code; goto fail; }
         }
-        if ((rc = set_q(&g->tensors[ids[ti]], &ct->quant, st)) != PDQ_OK) goto fail;
+        if (ct->quant.block_size) rc = set_block_q(m, &g->tensors[ids[ti]], &ct->quant, st);
+        else rc = set_q(&g->tensors[ids[ti]], &ct->quant, st);
+        if (rc != PDQ_OK) goto fail;
     }
     /* operators */
     for (int oi = 0; oi < m->n_ops; oi++) {
@@ -408,12 +455,14 @@ static pdq_code to_graph(const pdq_circle_model *m, const char *name, int borrow
     free(ids);
     free(in);
     free(reads);
+    free(aux);
     *out = g;
     return PDQ_OK;
 fail:
     free(ids);
     free(in);
     free(reads);
+    free(aux);
     pdq_graph_free(g);
     return rc ? rc : PDQ_ERR_FORMAT;
 }

@@ -23,6 +23,9 @@ static void tensor_line(const pdq_circle_model *m, int i) {
     else if (q->n_scale > 1)
         printf("  q: %d channels on dim %d, scale[0] %.6g zp[0] %lld", q->n_scale, q->quantized_dimension, q->scale[0],
                (long long)(q->n_zero_point ? q->zero_point[0] : 0));
+    else if (q->block_size)
+        printf("  q: blockwise, %d columns a block, scales tensor %d, zero points tensor %d", q->block_size, q->block_scales,
+               q->block_zero_points);
     printf("\n");
 }
 

@@ -23,6 +23,12 @@ static cJSON *tensor(const pdq_circle_model *m, int i) {
         for (int k = 0; k < q->n_scale; k++) cJSON_AddItemToArray(s, cJSON_CreateNumber(q->scale[k]));
         for (int k = 0; k < q->n_zero_point; k++) cJSON_AddItemToArray(z, cJSON_CreateNumber((double)q->zero_point[k]));
         cJSON_AddNumberToObject(qj, "quantized_dimension", q->quantized_dimension);
+    } else if (q->block_size) {
+        cJSON *qj = cJSON_AddObjectToObject(o, "quantization");
+        cJSON *b = cJSON_AddObjectToObject(qj, "blockwise");
+        cJSON_AddNumberToObject(b, "block_size", q->block_size);
+        cJSON_AddNumberToObject(b, "scales", q->block_scales);
+        cJSON_AddNumberToObject(b, "zero_points", q->block_zero_points);
     }
     return o;
 }

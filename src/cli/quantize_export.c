@@ -233,7 +233,7 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     fflush(stdout);
     double t0 = now_s();
     pdq_code rc = pdq_export_model(m, cdir, &o, &st);
-    if (rc == PDQ_ERR_UNSUPPORTED && o.hybrid) { /* e.g. group-wise codes: Circle weights are per channel */
+    if (rc == PDQ_ERR_UNSUPPORTED && o.hybrid) { /* e.g. act-order groups: Circle blocks are contiguous columns */
         printf("export: no hybrid form (%s); float .circle files with the dequantized weights instead\n", st.msg);
         o.hybrid = 0;
         o.quant_dir = NULL;

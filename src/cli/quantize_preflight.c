@@ -87,22 +87,14 @@ int quantize_preflight(quantize_plan *p, const pdq_model *m) {
         return ARGS_USAGE_EXIT;
     }
     const pdq_qscheme *s = &p->qo->gptq.scheme;
-    if (p->export_list && s->group > 0) { /* Circle weights carry one scale per output channel */
-        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-            int out, in;
-            pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
-            if (s->group < in) {
-                fprintf(stderr, "pdq quantize: --group %d makes group-wise weights (%s has %d inputs), but Circle "
-                                "weights are per channel: drop --group or --export\n",
-                        s->group, pdq_linear_name((pdq_linear_id)i), in);
-                return ARGS_USAGE_EXIT;
-            }
-        }
-        if (p->qo->lm_head_gptq && p->qo->lm_head_bits && s->group < c->hidden_size) {
-            fprintf(stderr, "pdq quantize: --group %d with --lm-head-gptq makes a group-wise lm_head, but Circle weights "
-                            "are per channel: drop --group, --lm-head-gptq or --export\n", s->group);
-            return ARGS_USAGE_EXIT;
-        }
+    /* Circle holds groups of contiguous columns (BlockwiseQuantization); GPTQ's act-order groups
+     * without static groups are not contiguous */
+    if (p->export_list && s->group > 0 && p->qo->method == PDQ_QM_GPTQ && p->qo->gptq.actorder &&
+        !p->qo->gptq.static_groups) {
+        fprintf(stderr, "pdq quantize: --group %d with act-order GPTQ puts columns in groups out of order, which Circle "
+                        "files cannot hold: add --static-groups (or --no-actorder), or drop --group or --export\n",
+                s->group);
+        return ARGS_USAGE_EXIT;
     }
     if ((quant_act || p->export_list) && c->max_position_embeddings > 0 && p->ro->max_seq > c->max_position_embeddings) {
         fprintf(stderr, "pdq quantize: --max-seq %d exceeds the model's max_position_embeddings %d\n", p->ro->max_seq,
