@@ -435,22 +435,33 @@ static void ok_matmul(pdq_circle_model *m) {
 }
 
 /* int16 activations, uint4 per-channel weights, QUANTIZE and DEQUANTIZE: the requantizing path. */
-static void ok_quantized(pdq_circle_model *m) {
+/* x (1, cols) float32 -> QUANTIZE int16 -> FULLY_CONNECTED by a uint4 constant w (rows, cols) of
+ * the packed codes given -> int16 -> DEQUANTIZE; returns w, whose qparams the caller sets. */
+static int32_t int16_fc(pdq_circle_model *m, int32_t rows, int32_t cols, const uint8_t *packed, uint64_t nb) {
     pdq_status st = {0};
-    float s16 = 1.0f / 1024, sw[2] = {0.1f, 0.05f};
-    int64_t z0 = 0, zw[2] = {8, 7};
-    int32_t x = input(m, "x", CIRCLE_TT_FLOAT32, 2, SH(1, 3));
-    int32_t q = op(m, CIRCLE_OP_QUANTIZE, 1, &x, "xq", CIRCLE_TT_INT16, 2, SH(1, 3), CIRCLE_OPT_QuantizeOptions, NULL);
+    float s16 = 1.0f / 1024;
+    int64_t z0 = 0;
+    int32_t x = input(m, "x", CIRCLE_TT_FLOAT32, 2, SH(1, cols));
+    int32_t q = op(m, CIRCLE_OP_QUANTIZE, 1, &x, "xq", CIRCLE_TT_INT16, 2, SH(1, cols), CIRCLE_OPT_QuantizeOptions, NULL);
     assert_int_equal(pdq_circle_set_quant(m, q, 1, &s16, &z0, 0, &st), PDQ_OK);
-    uint8_t packed[3] = {0x9f, 0x30, 0x7c}; /* 6 codes, 2 rows */
-    int32_t w = konst(m, "w", CIRCLE_TT_UINT4, 2, SH(2, 3), packed, sizeof packed);
-    assert_int_equal(pdq_circle_set_quant(m, w, 2, sw, zw, 0, &st), PDQ_OK);
+    int32_t w = konst(m, "w", CIRCLE_TT_UINT4, 2, SH(rows, cols), packed, nb);
     int32_t fi[3] = {q, w, -1};
     pdq_circle_options f = pdq_circle_options_default(CIRCLE_OPT_FullyConnectedOptions);
     f.fc.keep_num_dims = true;
-    int32_t y = op(m, CIRCLE_OP_FULLY_CONNECTED, 3, fi, "y", CIRCLE_TT_INT16, 2, SH(1, 2), CIRCLE_OPT_FullyConnectedOptions, &f);
+    int32_t y = op(m, CIRCLE_OP_FULLY_CONNECTED, 3, fi, "y", CIRCLE_TT_INT16, 2, SH(1, rows), CIRCLE_OPT_FullyConnectedOptions,
+                   &f);
     assert_int_equal(pdq_circle_set_quant(m, y, 1, &s16, &z0, 0, &st), PDQ_OK);
-    output(m, op(m, CIRCLE_OP_DEQUANTIZE, 1, &y, "yf", CIRCLE_TT_FLOAT32, 2, SH(1, 2), CIRCLE_OPT_DequantizeOptions, NULL));
+    output(m, op(m, CIRCLE_OP_DEQUANTIZE, 1, &y, "yf", CIRCLE_TT_FLOAT32, 2, SH(1, rows), CIRCLE_OPT_DequantizeOptions, NULL));
+    return w;
+}
+
+static void ok_quantized(pdq_circle_model *m) {
+    pdq_status st = {0};
+    float sw[2] = {0.1f, 0.05f};
+    int64_t zw[2] = {8, 7};
+    const uint8_t packed[3] = {0x9f, 0x30, 0x7c}; /* 6 codes, 2 rows */
+    int32_t w = int16_fc(m, 2, 3, packed, sizeof packed);
+    assert_int_equal(pdq_circle_set_quant(m, w, 2, sw, zw, 0, &st), PDQ_OK);
 }
 
 /* A weight in groups of columns (BlockwiseQuantization): x (1, 6) int16 by w (2, 6) uint4 in
@@ -458,22 +469,11 @@ static void ok_quantized(pdq_circle_model *m) {
  * The variants damage one value or one reference. */
 static int32_t blockwise_fc(pdq_circle_model *m, const float *bs, const uint8_t *bz, int32_t block) {
     pdq_status st = {0};
-    float s16 = 1.0f / 1024;
-    int64_t z0 = 0;
-    int32_t x = input(m, "x", CIRCLE_TT_FLOAT32, 2, SH(1, 6));
-    int32_t q = op(m, CIRCLE_OP_QUANTIZE, 1, &x, "xq", CIRCLE_TT_INT16, 2, SH(1, 6), CIRCLE_OPT_QuantizeOptions, NULL);
-    assert_int_equal(pdq_circle_set_quant(m, q, 1, &s16, &z0, 0, &st), PDQ_OK);
-    uint8_t packed[6] = {0x9f, 0x30, 0x7c, 0x12, 0xe5, 0x48}; /* 12 codes, 2 rows */
-    int32_t w = konst(m, "w", CIRCLE_TT_UINT4, 2, SH(2, 6), packed, sizeof packed);
+    const uint8_t packed[6] = {0x9f, 0x30, 0x7c, 0x12, 0xe5, 0x48}; /* 12 codes, 2 rows */
+    int32_t w = int16_fc(m, 2, 6, packed, sizeof packed);
     int32_t ts = konst(m, "w.block_scales", CIRCLE_TT_FLOAT32, 2, SH(2, 2), bs, 16);
     int32_t tz = konst(m, "w.block_zero_points", CIRCLE_TT_UINT8, 2, SH(2, 2), bz, 4);
     assert_int_equal(pdq_circle_set_blockwise(m, w, ts, tz, block, &st), PDQ_OK);
-    int32_t fi[3] = {q, w, -1};
-    pdq_circle_options f = pdq_circle_options_default(CIRCLE_OPT_FullyConnectedOptions);
-    f.fc.keep_num_dims = true;
-    int32_t y = op(m, CIRCLE_OP_FULLY_CONNECTED, 3, fi, "y", CIRCLE_TT_INT16, 2, SH(1, 2), CIRCLE_OPT_FullyConnectedOptions, &f);
-    assert_int_equal(pdq_circle_set_quant(m, y, 1, &s16, &z0, 0, &st), PDQ_OK);
-    output(m, op(m, CIRCLE_OP_DEQUANTIZE, 1, &y, "yf", CIRCLE_TT_FLOAT32, 2, SH(1, 2), CIRCLE_OPT_DequantizeOptions, NULL));
     return w;
 }
 

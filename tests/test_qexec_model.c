@@ -267,51 +267,16 @@ static void expect_circle_equal(const char *out, const run_rec *r, int V, int L,
     }
     free(a);
     pdq_pool_free(pool);
-
 }
 
-
-static void test_integer_exact(void **state) {
-    (void)state;
+/* One quantized model (group 0: per channel), in memory and through its exported files. */
+static void integer_case(int group) {
     char *qdir = tu_mkdtemp(), *out = tu_mkdtemp();
-    make_quantized(qdir, out, 0);
-    expect_shared_codes(qdir);
-    expect_shared_float_copies(out);
-    pdq_status st = {0};
-    pdq_model *m = NULL;
-    assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);
-    int V = m->cfg.vocab_size, L = m->cfg.n_layers, KV = m->cfg.n_kv_heads, hd = m->cfg.head_dim;
-    pdq_model_free(m);
-    size_t cn = (size_t)KV * (S - 1) * hd, nl = (size_t)V * (STEPS + 1), nkv = cn * 2 * (size_t)L;
-
-    run_rec i1, i2, is, ia;
-    run_memory(qdir, PDQ_EXEC_INT, 1, 2, &i1);
-    run_memory(qdir, PDQ_EXEC_INT, 2, 2, &i2);
-    run_memory(qdir, PDQ_EXEC_INT, 2, 0, &is);
-    run_memory(qdir, PDQ_EXEC_INT, 1, 1, &ia);
-    expect_identical(&i1, &i2, nl, nkv, "1 vs 2 threads");
-    expect_identical(&i1, &is, nl, nkv, "SIMD vs scalar");
-    expect_identical(&i1, &ia, nl, nkv, "best SIMD vs AVX2");
-    fprintf(stderr, "in-memory integer: 1 thread == 2 threads == scalar kernels == AVX2 (prefill + %d steps)\n", STEPS);
-
-    expect_circle_equal(out, &i1, V, L, KV, hd);
-    expect_close_to_fake(qdir, &i1, V, nl);
-    rec_free(&i1);
-    rec_free(&i2);
-    rec_free(&is);
-    rec_free(&ia);
-    tu_rmtree(qdir);
-    tu_rmtree(out);
-    free(qdir);
-    free(out);
-}
-
-/* Group-wise weights: the in-memory integer run is identical with 1 and 2 threads, scalar and
- * SIMD kernels, and close to fake-quant. */
-static void test_integer_grouped(void **state) {
-    (void)state;
-    char *qdir = tu_mkdtemp(), *out = tu_mkdtemp();
-    make_quantized(qdir, out, 32);
+    make_quantized(qdir, out, group);
+    if (!group) {
+        expect_shared_codes(qdir);
+        expect_shared_float_copies(out);
+    }
     pdq_status st = {0};
     pdq_model *m = NULL;
     assert_int_equal(pdq_model_load(qdir, &m, &st), PDQ_OK);
@@ -323,11 +288,11 @@ static void test_integer_grouped(void **state) {
     run_memory(qdir, PDQ_EXEC_INT, 2, 2, &i2);
     run_memory(qdir, PDQ_EXEC_INT, 2, 0, &is);
     run_memory(qdir, PDQ_EXEC_INT, 1, 1, &ia);
-    expect_identical(&i1, &i2, nl, nkv, "grouped: 1 vs 2 threads");
-    expect_identical(&i1, &is, nl, nkv, "grouped: SIMD vs scalar");
-    expect_identical(&i1, &ia, nl, nkv, "grouped: best SIMD vs AVX2");
-    fprintf(stderr, "grouped in-memory integer: 1 thread == 2 threads == scalar kernels == AVX2 (prefill + %d steps)\n",
-            STEPS);
+    expect_identical(&i1, &i2, nl, nkv, "1 vs 2 threads");
+    expect_identical(&i1, &is, nl, nkv, "SIMD vs scalar");
+    expect_identical(&i1, &ia, nl, nkv, "best SIMD vs AVX2");
+    fprintf(stderr, "%s in-memory integer: 1 thread == 2 threads == scalar kernels == AVX2 (prefill + %d steps)\n",
+            group ? "grouped" : "per-channel", STEPS);
     expect_circle_equal(out, &i1, V, L, KV, hd);
     expect_close_to_fake(qdir, &i1, V, nl);
     rec_free(&i1);
@@ -338,6 +303,17 @@ static void test_integer_grouped(void **state) {
     tu_rmtree(out);
     free(qdir);
     free(out);
+}
+
+static void test_integer_exact(void **state) {
+    (void)state;
+    integer_case(0);
+}
+
+/* Weights in groups of 32 columns (Circle BlockwiseQuantization in the files). */
+static void test_integer_grouped(void **state) {
+    (void)state;
+    integer_case(32);
 }
 
 /* integer vs fake-quant: a measurement, bounded loosely (a few grid steps of the logits) */
