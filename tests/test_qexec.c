@@ -182,6 +182,11 @@ static void test_fc(void **state) {
     fc_case(PDQ_TU8, PDQ_TU8, 4, 70, 9, 0, 0, 16, 32);     /* uint8 activations with a zero point */
     fc_case(PDQ_TI16, PDQ_TU4, 5, 64, 8, 0, 0, 18, 8);     /* groups of head_dim 8 */
     fc_case(PDQ_TI16, PDQ_TU4, 2, 5632, 8, 1, 1, 17, 128); /* extreme codes */
+    /* grouped decode on the packed exact sums (AVX-512 VNNI: groups of 32k columns) */
+    fc_case(PDQ_TI16, PDQ_TU4, 2, 2048 + 37, 13, 0, 0, 19, 64); /* step quarters in pairs, a short last group */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 300, 5, 0, 1, 20, 96);        /* groups across steps' quarters */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 9000, 6, 1, 1, 21, 8192);     /* int32 lanes flushed inside a group */
+    fc_case(PDQ_TI16, PDQ_TU8, 1, 256, 9, 0, 0, 22, 32);        /* uint8: the tiles group by group */
 }
 
 /* a (H, M, K) x b broadcast over H: adj_y (b is (1, N, K)) or not (b is (1, K, N)); M >= 8 takes

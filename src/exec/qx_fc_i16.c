@@ -26,6 +26,7 @@
 #include "qx_internal.h"
 
 #define SCALAR_BLOCK 256
+#define GROUP_ROWS 64   /* weight rows per call of the grouped exact sums (decode) */
 #define AVX2_BLOCK 2048
 
 void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n) {
@@ -374,7 +375,15 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
         p->any_zw |= z != 0;
         p->sw[i] = xq->s * s; /* the one double product sx * sw[r] (per group: sx * sw[r][g]) */
     }
-    /* grouped weights take the tiles group by group (no packed decode form) */
+    /* grouped decode: the packed exact sums per group where a SIMD kernel has them (uint4, groups
+     * of 32k columns, AVX-512 VNNI), else the tiles group by group */
+    pdq_qctx kc = {.no_avx512 = x->simd < 2};
+    pdq_qmatrix probe = {.type = w->dtype == PDQ_TU4 ? PDQ_QT_U4 : PDQ_QT_U8};
+    if (x->simd && p->rows < 4 && p->ngroups > 1 && pdq_qexact_groups_fast(&kc, &probe, p->group)) {
+        size_t n = (size_t)pdq_pool_threads(x->o.pool) * GROUP_ROWS * ng;
+        if (!(p->gsum = malloc(sizeof(int64_t) * n))) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
+        return packed_decode(p, w, st);
+    }
     if (x->simd && p->rows < 4 && p->ngroups == 1) return packed_decode(p, w, st);
     if (w->dtype == PDQ_TU4) { /* rows of codes unpacked per task: 4 rows per thread */
         p->u4 = 1;
@@ -444,6 +453,25 @@ static void fc_task(void *vc, int task, int thread) {
     int r0 = task * c->chunk, r1 = r0 + c->chunk < p->fout ? r0 + c->chunk : p->fout;
     int in = p->fin;
     int simd = c->x->simd;
+    if (p->qm && p->ngroups > 1) { /* grouped decode: exact sums per row and group, GROUP_ROWS rows a call */
+        int ng = p->ngroups;
+        int64_t *s = p->gsum + (size_t)thread * GROUP_ROWS * ng;
+        for (int m = 0; m < p->rows; m++)
+            for (int a = r0; a < r1; a += GROUP_ROWS) {
+                int b = a + GROUP_ROWS < r1 ? a + GROUP_ROWS : r1;
+                pdq_qexact_groups(&c->kctx, p->qm, p->xbuf + (size_t)m * p->xbytes, p->group, a, b, r1, s);
+                for (int r = a; r < b; r++) {
+                    double v = 0.0;
+                    for (int g = 0; g < ng; g++) {
+                        size_t rg = (size_t)r * ng + g;
+                        int64_t acc = s[(size_t)(r - a) * ng + g] - (int64_t)p->zw[rg] * p->sumx[(size_t)m * ng + g];
+                        v += (double)acc * p->sw[rg];
+                    }
+                    fc_put_v(p, yq, y, m, r, v);
+                }
+            }
+        return;
+    }
     if (p->qm) { /* decode: the packed kernels' exact sums, 256 rows at a time */
         int64_t s[256];
         for (int m = 0; m < p->rows; m++)

@@ -47,6 +47,7 @@ typedef struct {
      * layout, raw codes: zero 0, scale 1), whose exact sums (pdq_qexact_rows) replace p->w's */
     struct pdq_qmatrix *qm;
     uint8_t *xbuf;         /* [rows] prepared activation rows of xbytes each */
+    int64_t *gsum;         /* grouped decode: [threads][GROUP_ROWS][ngroups] exact sums */
     size_t xbytes;
     int64_t *sumx;         /* [rows][ngroups] sums of x over each group's columns */
     /* unary table over every input code (index code - lo) */

@@ -22,6 +22,7 @@ void pdq_qx_prep_free(qx_prep *p) {
     pdq_qmatrix_free(p->qm);
     free(p->qm);
     free(p->xbuf);
+    free(p->gsum);
     free(p->sumx);
     free(p->table);
     free(p->gamma);

@@ -177,6 +177,51 @@ QI_AVX512 void qi_exact_avx512(const pdq_qmatrix *w, const qi_plan *pl, const ui
     }
 }
 
+/* pdq_qexact_groups of a uint4 matrix, G a multiple of 32. Groups of whole steps (G a multiple of
+ * 128) add a group's steps in int32 lanes, flushed to int64 every 32 steps as above; other groups
+ * take each step's quarters (lane 4j + k: row k, columns 32j.. of the step) one by one. */
+QI_AVX512 void qi_exact_groups_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int G, int r0, int r1,
+                                      int rend, int64_t *sums) {
+    const int8_t *planes = qi_planes(pl, xt);
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
+    int ng = (w->cols + G - 1) / G;
+    for (int r = r0; r < r1; r += 4) {
+        qk_rows4 p;
+        int nr = qi_rows4_begin(w, r, r1, pf, &p);
+        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
+        int64_t *o = sums + (size_t)(r - r0) * ng;
+        if (G % 128 == 0) {
+            int spg = G / 128;
+            for (int g = 0; g < ng; g++) {
+                int s0 = g * spg, s1 = s0 + spg < pl->nsteps ? s0 + spg : pl->nsteps;
+                __m512i acc = _mm512_setzero_si512();
+                int64_t tot[4] = {0, 0, 0, 0};
+                for (int s = s0; s < s1; s++) {
+                    acc = _mm512_add_epi32(acc, step4(&p, (size_t)s * 64, rb, planes + (size_t)s * 256));
+                    if ((s - s0 + 1) % 32 == 0 || s + 1 == s1) {
+                        int32_t a[16];
+                        _mm512_storeu_si512(a, acc);
+                        for (int i = 0; i < 16; i++) tot[i & 3] += a[i];
+                        acc = _mm512_setzero_si512();
+                    }
+                }
+                for (int k = 0; k < nr; k++) o[(size_t)k * ng + g] = tot[k];
+            }
+            continue;
+        }
+        for (int k = 0; k < nr; k++)
+            for (int g = 0; g < ng; g++) o[(size_t)k * ng + g] = 0;
+        for (int s = 0; s < pl->nsteps; s++) {
+            int32_t a[16];
+            _mm512_storeu_si512(a, step4(&p, (size_t)s * 64, rb, planes + (size_t)s * 256));
+            for (int j = 0; j < 4 && 128 * s + 32 * j < w->cols; j++) {
+                int g = (128 * s + 32 * j) / G;
+                for (int k = 0; k < nr; k++) o[(size_t)k * ng + g] += a[4 * j + k];
+            }
+        }
+    }
+}
+
 /* Up to QI_TILE_X (4) rows of x against up to QI_TILE_P (4) panels: 16 accumulators of 16 rows,
  * named so that they stay in registers; per block t += xs * S and per group y += scale * t go
  * through memory (once per block, against 16 * B / 2 dot products). Missing x rows and panels

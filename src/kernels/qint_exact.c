@@ -32,6 +32,30 @@ static void exact_scalar(const pdq_qmatrix *w, const int16_t *xq, int r0, int r1
     }
 }
 
+int pdq_qexact_groups_fast(const pdq_qctx *ctx, const pdq_qmatrix *w, int G) {
+    return w->type == PDQ_QT_U4 && G > 0 && G % 32 == 0 && qi_level(ctx) == QI_AVX512_VNNI;
+}
+
+void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int G, int r0, int r1, int rend,
+                       int64_t *s) {
+    qi_plan p;
+    qi_plan_make(w, &p);
+    int ng = (w->cols + G - 1) / G;
+#if defined(__x86_64__) || defined(__i386__)
+    if (pdq_qexact_groups_fast(ctx, w, G)) { qi_exact_groups_avx512(w, &p, buf, G, r0, r1, rend, s); return; }
+#endif
+    (void)rend;
+    const int16_t *xq = qi_xq(&p, buf);
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = pdq_qmatrix_row(w, r);
+        for (int g = 0; g < ng; g++) {
+            int64_t t = 0;
+            for (int c = g * G; c < w->cols && c < (g + 1) * G; c++) t += (int64_t)qk_code(w, row, c) * xq[c];
+            s[(size_t)(r - r0) * ng + g] = t;
+        }
+    }
+}
+
 void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int r0, int r1, int rend,
                      int64_t *s) {
     qi_plan p;

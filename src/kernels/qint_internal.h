@@ -101,6 +101,9 @@ void qi_gemv_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt
  * AVX-VNNI. At one thread the integer executor's decode is bound by these dot products (int16
  * activations take two byte products per code), not by memory. */
 void qi_exact_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, int64_t *s);
+/* The same per group of G columns (G a multiple of 32), uint4: pdq_qexact_groups. */
+void qi_exact_groups_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int G, int r0, int r1, int rend,
+                            int64_t *s);
 void qi_exact_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, int64_t *s);
 void qi_exact_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend,
                         int64_t *s);

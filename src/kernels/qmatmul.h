@@ -133,6 +133,13 @@ size_t pdq_qexact_bytes(const pdq_qmatrix *w);
 void pdq_qexact_prepare(const pdq_qmatrix *w, const int16_t *xq, uint8_t *buf);
 void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int r0, int r1, int rend,
                      int64_t *s);
+/* The same per group of G columns (the last one may be shorter), for grouped weights held as a
+ * per-channel matrix of raw codes: s[(r - r0) * ng + g] over columns [g G, (g + 1) G), ng =
+ * ceil(cols / G). pdq_qexact_groups_fast: this context and CPU have a SIMD kernel for it (uint4, G
+ * a multiple of 32, AVX-512 VNNI); otherwise pdq_qexact_groups runs the scalar reference. */
+int pdq_qexact_groups_fast(const pdq_qctx *ctx, const pdq_qmatrix *w, int G);
+void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int G, int r0, int r1, int rend,
+                       int64_t *s);
 
 /* 1 when this CPU has AVX2 and FMA (what the SIMD kernels need). */
 int pdq_cpu_has_avx2_fma(void);
