@@ -148,12 +148,12 @@ __attribute__((target("avx2"))) void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t 
     }
     for (; j < n; j++) acc[j] += (int64_t)(a * (int32_t)b[j]);
 }
-#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vnni")))
 
 int pdq_qx_cpu_vnni(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vnni");
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
 }
 
 VNNI static __m512i w32(const uint8_t *w) { return _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)w)); }
@@ -243,12 +243,102 @@ VNNI void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
             for (int r = 0; r < 4; r++) res[4 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
     memcpy(out, res, sizeof res);
 }
+
+/* Lane 4q + k: the sum of the four lanes of a's 128-bit lane q for k = 0, of b's for 1, ... */
+VNNI static inline __m512i sum4(__m512i a, __m512i b, __m512i c, __m512i d) {
+    __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+    __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
+}
+
+/* Lane 4n + k: the sum of all 16 lanes of vector k of group n (the 128-bit lanes of sum4's). */
+VNNI static inline __m512i sum16(__m512i w0, __m512i w1, __m512i w2, __m512i w3) {
+    __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i32x4(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_i32x4(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
+    __m512i s23 = _mm512_add_epi32(_mm512_shuffle_i32x4(w2, w3, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_i32x4(w2, w3, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* pdq_qx_tile4x4_u8_vnni over one group: the 16 sums in int32, lane 4m + r, reduced by a shuffle
+ * tree instead of 16 horizontal sums (a group of 32 to 128 columns is a few iterations, so those
+ * dominated). The caller keeps K * max code * 32768 < 2^31. */
+VNNI static inline __m512i tile4x4_i32(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K) {
+    int K32 = K / 32 * 32, k = 0;
+    const int16_t *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
+    __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00,
+            a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+    for (; k < K32; k += 32) {
+        __m512i w0 = w32(w + k), w1 = w32(w + ldw + k), w2 = w32(w + 2 * ldw + k), w3 = w32(w + 3 * ldw + k), xv;
+#define QX_ROW(m)                                           \
+    xv = _mm512_loadu_si512((const void *)(x##m + k));      \
+    a##m##0 = pdq_dpwssd512(a##m##0, xv, w0);               \
+    a##m##1 = pdq_dpwssd512(a##m##1, xv, w1);               \
+    a##m##2 = pdq_dpwssd512(a##m##2, xv, w2);               \
+    a##m##3 = pdq_dpwssd512(a##m##3, xv, w3);
+        QX_ROW(0) QX_ROW(1) QX_ROW(2) QX_ROW(3)
+#undef QX_ROW
+    }
+    __m512i s = sum16(sum4(a00, a01, a02, a03), sum4(a10, a11, a12, a13), sum4(a20, a21, a22, a23),
+                      sum4(a30, a31, a32, a33));
+    if (k == K) return s;
+    int32_t out[16];
+    _mm512_storeu_si512(out, s);
+    for (; k < K; k++)
+        for (int m = 0; m < 4; m++)
+            for (int r = 0; r < 4; r++) out[4 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+    return _mm512_loadu_si512(out);
+}
+
+/* The grouped rule of 4 activation rows against 4 weight rows, every group: v[4m + r] += (double)
+ * (sum - zw[r][g] * sumx[m][g]) * sw[r][g], group by group from the caller's v, the same
+ * operations as the scalar loop (int64 product and difference, one double product, one double
+ * sum), eight lanes at a time. zw, sw: the rows' [ngroups] at row 0, stride ng; sumx the same
+ * for the activation rows. */
+VNNI void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
+                                     const int32_t *zw, const int64_t *sumx, const double *sw, double *v) {
+    int ng = (in + G - 1) / G;
+    __m512d v0 = _mm512_loadu_pd(v), v1 = _mm512_loadu_pd(v + 8);
+    for (int g = 0; g < ng; g++) {
+        int k0 = g * G, K = in - k0 < G ? in - k0 : G;
+        __m512i s = tile4x4_i32(x + k0, ldx, w + k0, ldw, K);
+        /* lanes 4m + r: rows r's zero point and scale, activation rows m's sums */
+        __m512i z = _mm512_set_epi64(zw[3 * ng + g], zw[2 * ng + g], zw[ng + g], zw[g], zw[3 * ng + g], zw[2 * ng + g],
+                                     zw[ng + g], zw[g]);
+        __m512d sc = _mm512_set_pd(sw[3 * ng + g], sw[2 * ng + g], sw[ng + g], sw[g], sw[3 * ng + g], sw[2 * ng + g],
+                                   sw[ng + g], sw[g]);
+        __m512i x01 = _mm512_set_epi64(sumx[ng + g], sumx[ng + g], sumx[ng + g], sumx[ng + g], sumx[g], sumx[g], sumx[g],
+                                       sumx[g]);
+        __m512i x23 = _mm512_set_epi64(sumx[3 * ng + g], sumx[3 * ng + g], sumx[3 * ng + g], sumx[3 * ng + g],
+                                       sumx[2 * ng + g], sumx[2 * ng + g], sumx[2 * ng + g], sumx[2 * ng + g]);
+        __m512i a0 = _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(s)), _mm512_mullo_epi64(z, x01));
+        __m512i a1 = _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(s, 1)), _mm512_mullo_epi64(z, x23));
+        v0 = _mm512_add_pd(v0, _mm512_mul_pd(_mm512_cvtepi64_pd(a0), sc));
+        v1 = _mm512_add_pd(v1, _mm512_mul_pd(_mm512_cvtepi64_pd(a1), sc));
+    }
+    _mm512_storeu_pd(v, v0);
+    _mm512_storeu_pd(v + 8, v1);
+}
 #else
 int pdq_qx_cpu_avx2(void) { return 0; }
 int pdq_qx_cpu_vnni(void) { return 0; }
 void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     for (int m = 0; m < 4; m++)
         for (int r = 0; r < 4; r++) out[4 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
+}
+void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
+                                const int32_t *zw, const int64_t *sumx, const double *sw, double *v) {
+    int ng = (in + G - 1) / G;
+    for (int g = 0; g < ng; g++) {
+        int k0 = g * G, K = in - k0 < G ? in - k0 : G;
+        for (int m = 0; m < 4; m++)
+            for (int r = 0; r < 4; r++) {
+                int64_t a = pdq_qx_dot_u8_scalar(x + m * ldx + k0, w + r * ldw + k0, K) -
+                            (int64_t)zw[(size_t)r * ng + g] * sumx[(size_t)m * ng + g];
+                v[4 * m + r] += (double)a * sw[(size_t)r * ng + g];
+            }
+    }
 }
 void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     pdq_qx_dot4_u8_avx2(x, w, ldw, K, out);
@@ -344,6 +434,8 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
                         w->q ? "" : " without qparams");
     p->group = w->q->block ? w->q->block : p->fin;
     p->ngroups = (p->fin + p->group - 1) / p->group;
+    /* a group's 4 x 4 tile sums fit int32: |sum| <= group * max code * 32768 */
+    p->group_i32 = p->ngroups > 1 && (int64_t)p->group * (w->dtype == PDQ_TU4 ? 15 : 255) * 32768 < INT32_MAX;
     if (w->q->block ? w->q->n != p->fout * p->ngroups : w->q->n != 1 && (w->q->n != p->fout || w->q->quantized_dim != 0))
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: weight %s: %d scales, need 1, one per output row (%d) or "
                         "one per row and group", w->name, w->q->n, p->fout);
@@ -505,6 +597,12 @@ static void fc_task(void *vc, int task, int thread) {
                 tile_sums(simd, xm, (size_t)in, wr, (size_t)in, in, nm, nr, acc);
                 for (int i = 0; i < nm; i++)
                     for (int j = 0; j < nr; j++) fc_store(p, yq, y, m + i, r + j, acc[i * nr + j]);
+            } else if (nm == 4 && nr == 4 && p->group_i32) { /* VNNI 4 x 4: every group in one call */
+                double v[16] = {0};
+                pdq_qx_tile4x4_groups_vnni(xm, (size_t)in, wr, (size_t)in, in, p->group, p->zw + (size_t)r * ng,
+                                           p->sumx + (size_t)m * ng, p->sw + (size_t)r * ng, v);
+                for (int i = 0; i < 4; i++)
+                    for (int j = 0; j < 4; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * 4 + j]);
             } else {
                 double v[16] = {0};
                 for (int g = 0; g < ng; g++) {

@@ -195,17 +195,19 @@ QI_AVX512 void qi_exact_groups_avx512(const pdq_qmatrix *w, const qi_plan *pl, c
             for (int g = 0; g < ng; g++) {
                 int s0 = g * spg, s1 = s0 + spg < pl->nsteps ? s0 + spg : pl->nsteps;
                 __m512i acc = _mm512_setzero_si512();
-                int64_t tot[4] = {0, 0, 0, 0};
+                __m256i tot = _mm256_setzero_si256(); /* row k's int64 sum in lane k */
                 for (int s = s0; s < s1; s++) {
                     acc = _mm512_add_epi32(acc, step4(&p, (size_t)s * 64, rb, planes + (size_t)s * 256));
-                    if ((s - s0 + 1) % 32 == 0 || s + 1 == s1) {
-                        int32_t a[16];
-                        _mm512_storeu_si512(a, acc);
-                        for (int i = 0; i < 16; i++) tot[i & 3] += a[i];
+                    if ((s - s0 + 1) % 32 == 0 || s + 1 == s1) { /* the four quarters of each row, in int32 */
+                        __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
+                        __m128i q4 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+                        tot = _mm256_add_epi64(tot, _mm256_cvtepi32_epi64(q4));
                         acc = _mm512_setzero_si512();
                     }
                 }
-                for (int k = 0; k < nr; k++) o[(size_t)k * ng + g] = tot[k];
+                int64_t t[4];
+                _mm256_storeu_si256((__m256i *)t, tot);
+                for (int k = 0; k < nr; k++) o[(size_t)k * ng + g] = t[k];
             }
             continue;
         }
