@@ -209,6 +209,23 @@ VNNI void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
     memcpy(out, res, sizeof res);
 }
 
+/* The 4 x 4 tile's 16 named accumulators (a<m><r>: activation row m, weight row r) and one
+ * step of 32 columns at k: one weight load per 4 products and one activation load per 4. */
+#define QX_ACC4X4                                                                                                   \
+    __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00, \
+            a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00
+#define QX_ROW4(m)                                     \
+    xv = _mm512_loadu_si512((const void *)(x##m + k)); \
+    a##m##0 = pdq_dpwssd512(a##m##0, xv, w0);          \
+    a##m##1 = pdq_dpwssd512(a##m##1, xv, w1);          \
+    a##m##2 = pdq_dpwssd512(a##m##2, xv, w2);          \
+    a##m##3 = pdq_dpwssd512(a##m##3, xv, w3);
+#define QX_STEP4X4                                                                                                   \
+    {                                                                                                                \
+        __m512i w0 = w32(w + k), w1 = w32(w + ldw + k), w2 = w32(w + 2 * ldw + k), w3 = w32(w + 3 * ldw + k), xv; \
+        QX_ROW4(0) QX_ROW4(1) QX_ROW4(2) QX_ROW4(3)                                                                  \
+    }
+
 /* 4 activation rows against 4 weight rows: 16 named accumulators, one weight load per 4 products
  * and one activation load per 4. */
 VNNI void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
@@ -217,19 +234,8 @@ VNNI void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
     const int16_t *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
     while (k < K32) {
         int e = K32 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K32;
-        __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00,
-                a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
-        for (; k < e; k += 32) {
-            __m512i w0 = w32(w + k), w1 = w32(w + ldw + k), w2 = w32(w + 2 * ldw + k), w3 = w32(w + 3 * ldw + k), xv;
-#define QX_ROW(m)                                           \
-    xv = _mm512_loadu_si512((const void *)(x##m + k));      \
-    a##m##0 = pdq_dpwssd512(a##m##0, xv, w0);                         \
-    a##m##1 = pdq_dpwssd512(a##m##1, xv, w1);                         \
-    a##m##2 = pdq_dpwssd512(a##m##2, xv, w2);                         \
-    a##m##3 = pdq_dpwssd512(a##m##3, xv, w3);
-            QX_ROW(0) QX_ROW(1) QX_ROW(2) QX_ROW(3)
-#undef QX_ROW
-        }
+        QX_ACC4X4;
+        for (; k < e; k += 32) QX_STEP4X4
 #define QX_SUM(m)                                \
     res[4 * m] += qx_hsum_avx512(a##m##0);       \
     res[4 * m + 1] += qx_hsum_avx512(a##m##1);   \
@@ -267,19 +273,8 @@ VNNI static inline __m512i sum16(__m512i w0, __m512i w1, __m512i w2, __m512i w3)
 VNNI static inline __m512i tile4x4_i32(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K) {
     int K32 = K / 32 * 32, k = 0;
     const int16_t *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
-    __m512i a00 = _mm512_setzero_si512(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00,
-            a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
-    for (; k < K32; k += 32) {
-        __m512i w0 = w32(w + k), w1 = w32(w + ldw + k), w2 = w32(w + 2 * ldw + k), w3 = w32(w + 3 * ldw + k), xv;
-#define QX_ROW(m)                                           \
-    xv = _mm512_loadu_si512((const void *)(x##m + k));      \
-    a##m##0 = pdq_dpwssd512(a##m##0, xv, w0);               \
-    a##m##1 = pdq_dpwssd512(a##m##1, xv, w1);               \
-    a##m##2 = pdq_dpwssd512(a##m##2, xv, w2);               \
-    a##m##3 = pdq_dpwssd512(a##m##3, xv, w3);
-        QX_ROW(0) QX_ROW(1) QX_ROW(2) QX_ROW(3)
-#undef QX_ROW
-    }
+    QX_ACC4X4;
+    for (; k < K32; k += 32) QX_STEP4X4
     __m512i s = sum16(sum4(a00, a01, a02, a03), sum4(a10, a11, a12, a13), sum4(a20, a21, a22, a23),
                       sum4(a30, a31, a32, a33));
     if (k == K) return s;
