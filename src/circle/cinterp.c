@@ -68,7 +68,8 @@ static float *dequant_const(const pdq_tensor *t, pdq_status *st) {
     float *out = malloc(sizeof(float) * (n ? n : 1));
     if (!out) { pdq_fail(st, PDQ_ERR_NOMEM, "dequantizing %s", t->name); return NULL; }
     const pdq_qparams *q = t->q;
-    size_t inner = 1;
+    size_t inner = 1, cols = q->block ? (size_t)t->shape[1] : 1;
+    size_t groups = q->block ? (cols + (size_t)q->block - 1) / (size_t)q->block : 1;
     int qd = q->n > 1 ? q->quantized_dim : 0;
     for (int d = qd + 1; d < t->ndim; d++) inner *= (size_t)t->shape[d];
     for (size_t i = 0; i < n; i++) {
@@ -81,10 +82,8 @@ static float *dequant_const(const pdq_tensor *t, pdq_status *st) {
         case PDQ_TI64: v = ((const int64_t *)t->data)[i]; break;
         default: v = 0; break;
         }
-        size_t c = q->block ? i / (size_t)t->shape[1] * (size_t)((t->shape[1] + q->block - 1) / q->block) +
-                                  i % (size_t)t->shape[1] / (size_t)q->block
-                   : q->n > 1 ? (i / inner) % (size_t)q->n
-                              : 0;
+        size_t c = q->n > 1 ? (i / inner) % (size_t)q->n : 0;
+        if (q->block) c = i / cols * groups + i % cols / (size_t)q->block; /* [row][group] */
         out[i] = (float)(((double)v - (double)q->zero_point[c]) * (double)q->scale[c]);
     }
     return out;

@@ -284,8 +284,7 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     manifest_head(root, m, o, ptq != NULL);
     int wbits = qw ? pdq_qweights_min_bits(qw) : 0;
     const char *tag = ptq ? ".q" : o->hybrid ? (wbits && wbits <= 4 ? ".w4" : ".w8") : "";
-    char gmod[256];
-    manifest_kind(root, tag, ptq != NULL, o->hybrid, wbits, qw && pdq_qweights_grouped(qw, gmod, sizeof gmod), bk, nb);
+    manifest_kind(root, tag, ptq != NULL, o->hybrid, wbits, qw && pdq_qweights_grouped(qw), bk, nb);
     ectx e = {.dir = outdir, .tag = tag, .files = cJSON_AddObjectToObject(root, "files"), .quiet = o->quiet,
               .st = st, .ptq = ptq, .qw = qw, .hybrid = o->hybrid,
               .needs = cJSON_AddArrayToObject(root, "consumer_requirements")};

@@ -3,7 +3,7 @@
  *                float32;
  *   linear / embedding / lm_head weights: the checkpoint's codes (UINT4 when bits <= 4, else
  *                UINT8), per-channel scale/zero on dimension 0, or per group of columns
- *                (pdq_qparams.block: in-memory lowering only, a Circle file refuses them);
+ *                (pdq_qparams.block; in a Circle file a BlockwiseQuantization);
  *   norm weights: int16 per channel, code +-32767, scale searched (a few ulps) so that the file
  *                dequantizes to exactly the in-memory (fake-quantized) value.
  * The k_proj weight with scale fusion is (code - zero) * fl(scale / sqrt(hd)) in memory too (the
@@ -154,13 +154,14 @@ static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod
         const pdq_st_tensor *tg = pdq_st_find(w->s, nm);
         if (tg && tg->nbytes != sizeof(int32_t) * (size_t)cols)
             return pdq_fail(st, PDQ_ERR_FORMAT, "quantized export: %s: g_idx is not [%d]", mod, cols);
-        for (int c = 0; tg && c < cols; c++) {
-            int32_t gi;
-            memcpy(&gi, (const char *)tg->data + sizeof gi * (size_t)c, sizeof gi);
-            if (gi != c / G)
-                return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "quantized export: %s: column %d is in group %d, not %d "
-                                "(act-order groups; integer graphs take contiguous groups only)", mod, c, gi, c / G);
-        }
+        int32_t *gi = tg ? malloc(tg->nbytes) : NULL;
+        if (tg && !gi) return pdq_fail(st, PDQ_ERR_NOMEM, "%s", mod);
+        if (gi) memcpy(gi, tg->data, tg->nbytes); /* mmapped data may be unaligned */
+        int contiguous = !gi || pdq_gidx_group(gi, cols, ng) == G;
+        free(gi);
+        if (!contiguous)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "quantized export: %s: g_idx does not put column c in group c / %d "
+                            "(act-order groups; integer graphs take contiguous groups only)", mod, G);
     }
     size_t qc = packed ? (size_t)(cols + 1) / 2 : (size_t)cols, n = (size_t)rows * cols;
     qw_block *bk = calloc(1, sizeof *bk);
@@ -320,16 +321,13 @@ static int ends_with(const char *s, const char *suf) {
 
 static int ends_with_weight(const char *s) { return ends_with(s, ".weight"); }
 
-int pdq_qweights_grouped(const pdq_qweights *w, char *mod, size_t n) {
+int pdq_qweights_grouped(const pdq_qweights *w) {
     const cJSON *e;
     cJSON_ArrayForEach(e, w->desc) {
         char nm[300];
         snprintf(nm, sizeof nm, "%s.scales", e->string);
         const pdq_st_tensor *t = pdq_st_find(w->s, nm);
-        if (t && t->ndim == 2 && t->shape[1] > 1) {
-            snprintf(mod, n, "%s", e->string);
-            return 1;
-        }
+        if (t && t->ndim == 2 && t->shape[1] > 1) return 1;
     }
     return 0;
 }

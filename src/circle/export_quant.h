@@ -20,8 +20,7 @@ pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pd
 pdq_code pdq_export_quantize_weights(pdq_graph *g, pdq_qweights *w, pdq_status *st);
 /* Lowest bit width among the checkpoint's quantized weights (0: none). */
 int pdq_qweights_min_bits(const pdq_qweights *w);
-/* 1, and the first such module's name in mod, when a weight has more than one group of columns
- * (scales [rows, groups > 1]): the in-memory lowering runs them, Circle files cannot hold them. */
-int pdq_qweights_grouped(const pdq_qweights *w, char *mod, size_t n);
+/* 1 when a weight has more than one group of columns (scales [rows, groups > 1]). */
+int pdq_qweights_grouped(const pdq_qweights *w);
 
 #endif

@@ -465,8 +465,8 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     /* grouped decode: the packed exact sums per group where a SIMD kernel has them (uint4, groups
      * of 32k columns, AVX-512 VNNI), else the tiles group by group */
     pdq_qctx kc = {.no_avx512 = x->simd < 2};
-    pdq_qmatrix probe = {.type = w->dtype == PDQ_TU4 ? PDQ_QT_U4 : PDQ_QT_U8};
-    if (x->simd && p->rows < 4 && p->ngroups > 1 && pdq_qexact_groups_fast(&kc, &probe, p->group)) {
+    if (x->simd && p->rows < 4 && p->ngroups > 1 &&
+        pdq_qexact_groups_fast(&kc, w->dtype == PDQ_TU4 ? PDQ_QT_U4 : PDQ_QT_U8, p->group)) {
         size_t n = (size_t)pdq_pool_threads(x->o.pool) * GROUP_ROWS * ng;
         if (!(p->gsum = malloc(sizeof(int64_t) * n))) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
         return packed_decode(p, w, st);
@@ -499,6 +499,12 @@ static inline void fc_put_v(const qx_prep *p, const qx_t *yq, void *y, int m, in
  * the bias, then the output's rule. */
 static inline void fc_put(const qx_prep *p, const qx_t *yq, void *y, int m, int r, int64_t a) {
     fc_put_v(p, yq, y, m, r, (double)a * p->sw[r]);
+}
+
+/* Group g's term of y[m, r] in the grouped rule, from the exact sum a over the group's columns. */
+static inline double group_term(const qx_prep *p, int m, int r, int g, int64_t a) {
+    size_t rg = (size_t)r * p->ngroups + g;
+    return (double)(a - (int64_t)p->zw[rg] * p->sumx[(size_t)m * p->ngroups + g]) * p->sw[rg];
 }
 
 /* ... from the exact sum a = sum x * code of row r, taking the zero point's share out first. */
@@ -549,11 +555,7 @@ static void fc_task(void *vc, int task, int thread) {
                 pdq_qexact_groups(&c->kctx, p->qm, p->xbuf + (size_t)m * p->xbytes, p->group, a, b, r1, s);
                 for (int r = a; r < b; r++) {
                     double v = 0.0;
-                    for (int g = 0; g < ng; g++) {
-                        size_t rg = (size_t)r * ng + g;
-                        int64_t acc = s[(size_t)(r - a) * ng + g] - (int64_t)p->zw[rg] * p->sumx[(size_t)m * ng + g];
-                        v += (double)acc * p->sw[rg];
-                    }
+                    for (int g = 0; g < ng; g++) v += group_term(p, m, r, g, s[(size_t)(r - a) * ng + g]);
                     fc_put_v(p, yq, y, m, r, v);
                 }
             }
@@ -604,11 +606,7 @@ static void fc_task(void *vc, int task, int thread) {
                     int k0 = g * p->group, K = in - k0 < p->group ? in - k0 : p->group;
                     tile_sums(simd, xm + k0, (size_t)in, wr + k0, (size_t)in, K, nm, nr, acc);
                     for (int i = 0; i < nm; i++)
-                        for (int j = 0; j < nr; j++) {
-                            size_t rg = (size_t)(r + j) * ng + g;
-                            int64_t a = acc[i * nr + j] - (int64_t)p->zw[rg] * p->sumx[(size_t)(m + i) * ng + g];
-                            v[i * nr + j] += (double)a * p->sw[rg];
-                        }
+                        for (int j = 0; j < nr; j++) v[i * nr + j] += group_term(p, m + i, r + j, g, acc[i * nr + j]);
                 }
                 for (int i = 0; i < nm; i++)
                     for (int j = 0; j < nr; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * nr + j]);

@@ -38,7 +38,7 @@ typedef struct {
     int32_t *zw;           /* [out][ngroups] weight zero points */
     double *sw;            /* [out][ngroups] sx * weight scale */
     int group, ngroups;    /* columns per group (in: per row) and groups per row */
-    int group_i32;         /* a group's tile sums fit int32 (pdq_qx_tile4x4_u8_vnni_i32) */
+    int group_i32;         /* a group's tile sums fit int32 (pdq_qx_tile4x4_groups_vnni) */
     const float *bias;     /* [out] or NULL */
     int fout, fin, rows;
     int int_path;          /* integer sums (else the double fallback of a float operand) */
@@ -127,6 +127,9 @@ void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, 
 void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* out[m * 4 + r]: 4 activation rows x 4 weight rows (16 accumulators fit AVX-512's 32 registers). */
 void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
+/* v[m * 4 + r] += the grouped rule's terms of 4 activation rows x 4 weight rows over every group
+ * of G columns (zw, sw at weight row 0, sumx at activation row 0, each [rows][ngroups]); needs
+ * G * max code * 32768 < 2^31 (qx_prep.group_i32). */
 void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
                                 const int32_t *zw, const int64_t *sumx, const double *sw, double *v);
 /* out[r] = sum_k x[k] * w[r][k] for 4 weight rows (decode GEMV: one activation load, 4 rows). */
