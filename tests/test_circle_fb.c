@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "circle/circle_defs.h"
-#include "ir/op_table.h"
+#include "ops/op_def.h"
 #include "circle/circle_internal.h"
 #include "circle/fb_builder.h"
 #include "pdq/circle.h"

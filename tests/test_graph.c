@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "ir/arena_plan.h"
-#include "ir/op_table.h"
+#include "ops/op_def.h"
 #include "pdq/graph.h"
 #include "testutil.h"
 
@@ -482,8 +482,9 @@ static void test_arena_steps(void **state) {
     }
 }
 
-/* Every op type has its row: a unique name, a float kernel, a Circle operator that maps back to
- * it (the names against the schema: test_circle_fb); outside the enum there is none. */
+/* Every op type has its row: a unique name, a shape rule, a float kernel, an integer kernel, a
+ * Circle operator that maps back to it (the names against the schema: test_circle_fb); outside the
+ * enum there is none. */
 static void test_op_table(void **state) {
     (void)state;
     for (int t = 0; t < PDQ_OP_COUNT; t++) {
@@ -491,6 +492,15 @@ static void test_op_table(void **state) {
         assert_non_null(d);
         assert_non_null(d->f32);
         assert_non_null(d->infer);
+        /* integer mode runs every op the graphs pdq builds use; MEAN only in float */
+        assert_int_equal(d->qx.prepare != NULL, t != PDQ_OP_MEAN);
+        assert_int_equal(d->qx.run != NULL, t != PDQ_OP_MEAN);
+        /* the one-copy layout ops plan their copy once */
+        assert_int_equal(d->box != NULL, t == PDQ_OP_TRANSPOSE || t == PDQ_OP_SLICE || t == PDQ_OP_STRIDED_SLICE);
+        /* options: written by the ops that have some, read back by the same ops, compared likewise */
+        assert_true(!d->opt_same || (d->circle_put && d->circle_get));
+        assert_int_equal(d->circle_optional_in, t == PDQ_OP_FULLY_CONNECTED ? 2 : 0);
+        assert_int_equal(d->params_at, t == PDQ_OP_MEAN ? 1 : 0);
         assert_string_equal(pdq_op_name((pdq_op_type)t), d->name);
         assert_int_equal(pdq_op_of_circle(d->circle_code), t);
         for (int u = 0; u < t; u++) assert_string_not_equal(pdq_op_def_of((pdq_op_type)u)->name, d->name);

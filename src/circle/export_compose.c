@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/op_def.h"
 #include "pdq/circle_export.h"
 
 static pdq_code copy_q(pdq_tensor *t, const pdq_qparams *q, pdq_status *st) {
@@ -157,16 +158,8 @@ static int tensor_same(const pdq_tensor *a, const pdq_tensor *b) {
 }
 
 static int opt_same(const pdq_op *a, const pdq_op *b) {
-    switch (a->type) {
-    case PDQ_OP_FULLY_CONNECTED: return !a->opt.fc.keep_num_dims == !b->opt.fc.keep_num_dims;
-    case PDQ_OP_BATCH_MATMUL: return !a->opt.bmm.adj_x == !b->opt.bmm.adj_x && !a->opt.bmm.adj_y == !b->opt.bmm.adj_y;
-    case PDQ_OP_MEAN: return !a->opt.mean.keep_dims == !b->opt.mean.keep_dims;
-    case PDQ_OP_RMS_NORM: return a->opt.rms.epsilon == b->opt.rms.epsilon;
-    case PDQ_OP_SOFTMAX: return a->opt.softmax.beta == b->opt.softmax.beta;
-    case PDQ_OP_CONCATENATION: return a->opt.concat.axis == b->opt.concat.axis;
-    case PDQ_OP_GATHER: return a->opt.gather.axis == b->opt.gather.axis;
-    default: return 1;
-    }
+    const pdq_op_def *d = pdq_op_def_of(a->type);
+    return !d || !d->opt_same || d->opt_same(a, b);
 }
 
 #define DIFF(...) do { if (why && n) snprintf(why, n, __VA_ARGS__); return 0; } while (0)

@@ -9,7 +9,7 @@
 
 #include "circle/circle_defs.h"
 #include "circle/export_gather.h"
-#include "ir/op_table.h"
+#include "ops/op_def.h"
 #include "pdq/circle_export.h"
 
 int8_t pdq_circle_type_of(pdq_tdtype dt);
@@ -68,35 +68,13 @@ static pdq_code add_op(pdq_circle_model *m, const pdq_graph *g, const pdq_op *op
     uint8_t ot = (uint8_t)d->circle_options;
     pdq_circle_options o;
     memset(&o, 0, sizeof o);
-    /* the options each op writes (the rest keep the schema's defaults) */
-    switch (op->type) {
-    case PDQ_OP_FULLY_CONNECTED:
-        o.fc.keep_num_dims = op->opt.fc.keep_num_dims != 0;
-        if (n_in == 2) in[n_in++] = -1; /* no bias */
-        break;
-    case PDQ_OP_BATCH_MATMUL:
-        o.bmm.adjoint_lhs = op->opt.bmm.adj_x != 0;
-        o.bmm.adjoint_rhs = op->opt.bmm.adj_y != 0;
-        break;
-    case PDQ_OP_ADD: case PDQ_OP_SUB: o = pdq_circle_options_default(ot); break;
-    case PDQ_OP_MEAN: o.reducer.keep_dims = op->opt.mean.keep_dims != 0; break;
-    case PDQ_OP_RMS_NORM: o.rms_norm.epsilon = op->opt.rms.epsilon; break;
-    case PDQ_OP_SOFTMAX: o.softmax.beta = op->opt.softmax.beta; break;
-    case PDQ_OP_RESHAPE: {
-        const pdq_tensor *s = &g->tensors[op->in[1]];
-        int r = s->shape[0];
-        if (r > PDQ_CIRCLE_MAX_RANK) return pdq_fail(st, PDQ_ERR_LIMIT, "circle export: reshape rank %d", r);
-        o.reshape.rank = r;
-        for (int i = 0; i < r; i++) o.reshape.new_shape[i] = ((const int32_t *)s->data)[i];
-        break;
+    /* the op's options (the rest keep the schema's defaults); an optional operand it leaves out is -1 */
+    if (d->circle_put) {
+        pdq_code rc = d->circle_put(g, op, &o, st);
+        if (rc != PDQ_OK) return rc;
     }
-    case PDQ_OP_CONCATENATION: o.concat.axis = op->opt.concat.axis; break;
-    case PDQ_OP_GATHER:
-        o.gather.axis = op->opt.gather.axis;
-        if (pdq_circle_gather_needs_std(g, op)) return pdq_circle_add_gather_std(m, g, op, &o, st);
-        break;
-    default: break;
-    }
+    if (d->circle_optional_in && n_in == d->circle_optional_in) in[n_in++] = -1;
+    if (pdq_circle_gather_needs_std(g, op)) return pdq_circle_add_gather_std(m, g, op, &o, st);
     return pdq_circle_add_op(m, code, n_in, in, 1, out, ot, &o, st) < 0 ? (st ? st->code : PDQ_ERR_NOMEM) : PDQ_OK;
 }
 

@@ -9,7 +9,7 @@
 
 #include "circle/circle_defs.h"
 #include "circle/circle_internal.h"
-#include "ir/op_table.h"
+#include "ops/op_def.h"
 #include "pdq/circle_export.h"
 #include "pdq/file.h"
 
@@ -140,7 +140,8 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
     for (int i = 0; i < co->n_inputs; i++) {
         int t = co->inputs[i];
         if (t < 0) {
-            if (code == CIRCLE_OP_FULLY_CONNECTED && i == 2) continue; /* absent bias */
+            int type = pdq_op_of_circle(code);
+            if (type >= 0 && i > 0 && i == pdq_op_def_of((pdq_op_type)type)->circle_optional_in) continue; /* FC's bias */
             return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (%s): optional input %d left out", oi,
                             nm ? nm : "?", i);
         }
@@ -174,66 +175,12 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
     op->type = (pdq_op_type)type;
     uint8_t want = (uint8_t)pdq_op_def_of(op->type)->circle_options; /* options_type may also be NONE */
     int has = co->options_type == want && want != CIRCLE_OPT_NONE;
-    /* the options each op reads (absent ones take the schema's defaults) */
-    switch (op->type) {
-    case PDQ_OP_FULLY_CONNECTED:
-        op->opt.fc.keep_num_dims = has ? o->fc.keep_num_dims : 0;
-        if (has && o->fc.fused_activation_function)
-            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (FULLY_CONNECTED): fused activation %d", oi,
-                            o->fc.fused_activation_function);
-        break;
-    case PDQ_OP_BATCH_MATMUL:
-        if (has) { op->opt.bmm.adj_x = o->bmm.adjoint_lhs; op->opt.bmm.adj_y = o->bmm.adjoint_rhs; }
-        break;
-    case PDQ_OP_MEAN: op->opt.mean.keep_dims = has ? o->reducer.keep_dims : 0; break;
-    case PDQ_OP_RMS_NORM:
-        op->opt.rms.epsilon = has ? o->rms_norm.epsilon : 1e-6f;
-        if (!(op->opt.rms.epsilon >= 0) || op->opt.rms.epsilon > 1e30f)
-            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (RMS_NORM): epsilon %g (finite and >= 0 needed)",
-                            oi, (double)op->opt.rms.epsilon);
-        break;
-    case PDQ_OP_SOFTMAX:
-        op->opt.softmax.beta = has ? o->softmax.beta : 1.0f;
-        if (!(op->opt.softmax.beta > -1e30f && op->opt.softmax.beta < 1e30f))
-            return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (SOFTMAX): beta %g (finite needed)", oi,
-                            (double)op->opt.softmax.beta);
-        break;
-    case PDQ_OP_CONCATENATION:
-        if (has) op->opt.concat.axis = o->concat.axis;
-        if (has && o->concat.fused_activation_function)
-            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (CONCATENATION): fused activation", oi);
-        break;
-    case PDQ_OP_STRIDED_SLICE:
-        if (has && (o->strided_slice.begin_mask || o->strided_slice.end_mask || o->strided_slice.ellipsis_mask ||
-                    o->strided_slice.new_axis_mask || o->strided_slice.shrink_axis_mask || o->strided_slice.offset))
-            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (STRIDED_SLICE): non-zero masks", oi);
-        break;
-    case PDQ_OP_GATHER:
-        if (has) {
-            op->opt.gather.axis = o->gather.axis;
-            if (o->gather.batch_dims)
-                return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (GATHER): batch_dims %d", oi,
-                                o->gather.batch_dims);
-        }
-        break;
-    default: break; /* no options read */
-    }
     if (co->options_type != CIRCLE_OPT_NONE && co->options_type != want)
         return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): options type %u, expected %u", oi, nm,
                         co->options_type, want);
-    if (co->options_type == CIRCLE_OPT_AddOptions && o->add.fused_activation_function)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (ADD): fused activation", oi);
-    if (co->options_type == CIRCLE_OPT_MulOptions && o->mul.fused_activation_function)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (MUL): fused activation", oi);
-    if (co->options_type == CIRCLE_OPT_SubOptions && o->sub.fused_activation_function)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (SUB): fused activation %d", oi,
-                        o->sub.fused_activation_function);
-    if (co->options_type == CIRCLE_OPT_DivOptions && o->div.fused_activation_function)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (DIV): fused activation %d", oi,
-                        o->div.fused_activation_function);
-    if (co->options_type == CIRCLE_OPT_FullyConnectedOptions && o->fc.weights_format)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (FULLY_CONNECTED): weights_format %d (DEFAULT only)",
-                        oi, o->fc.weights_format);
+    /* the op's options (absent ones take the schema's defaults) */
+    const pdq_op_def *d = pdq_op_def_of(op->type);
+    if (d->circle_get) return d->circle_get(o, has, op, oi, st);
     return PDQ_OK;
 }
 

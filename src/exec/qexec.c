@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "ir/arena_plan.h"
+#include "ops/op_def.h"
 #include "qx_internal.h"
 
 const char *pdq_exec_mode_name(pdq_exec_mode m) {
@@ -181,9 +182,9 @@ pdq_code pdq_qexec_create(const pdq_graph *g, const pdq_exec_opts *o, pdq_qexec 
         if (g->tensors[t].kind != PDQ_TK_CONST) rc = describe(g, t, &x->t[t], st);
     if (rc == PDQ_OK) rc = plan(x, st);
     for (int i = 0; i < g->n_ops && rc == PDQ_OK; i++) {
-        const qx_kernel *k = pdq_qx_kernel_of(g->ops[i].type);
-        rc = k ? k->prepare(x, i, st)
-               : pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: no kernel for %s", pdq_op_name(g->ops[i].type));
+        const pdq_op_def *d = pdq_op_def_of(g->ops[i].type);
+        rc = d && d->qx.prepare ? d->qx.prepare(x, i, st)
+                                : pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: no kernel for %s", pdq_op_name(g->ops[i].type));
         if (rc != PDQ_OK) rc = pdq_wrap(st, "graph %s op %d (%s)", g->name, i, pdq_op_name(g->ops[i].type));
     }
     if (rc != PDQ_OK) { pdq_qexec_free(x); return rc; }
@@ -232,7 +233,7 @@ static void level_task(void *vc, int task, int thread) {
     pdq_qexec *x = c->x;
     int o = x->order[c->at + task];
     pdq_status st = {0};
-    if (pdq_qx_kernel_of(x->g->ops[o].type)->run(x, o, &st) != PDQ_OK && atomic_exchange(&c->lock, 1) == 0) {
+    if (pdq_op_def_of(x->g->ops[o].type)->qx.run(x, o, &st) != PDQ_OK && atomic_exchange(&c->lock, 1) == 0) {
         c->st = st;
         c->failed = o;
     }
@@ -260,7 +261,7 @@ pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st) {
         int n_small = x->o.pool && pdq_pool_threads(x->o.pool) > 1 && b - sa > 1 ? b - sa : 0;
         for (int p = a; p < b - n_small; p++) {
             int o = x->order[p];
-            pdq_code rc = pdq_qx_kernel_of(g->ops[o].type)->run(x, o, st); /* prepared: it has one */
+            pdq_code rc = pdq_op_def_of(g->ops[o].type)->qx.run(x, o, st); /* prepared: it has one */
             if (rc != PDQ_OK) return pdq_wrap(st, "graph %s op %d (%s)", g->name, o, pdq_op_name(g->ops[o].type));
         }
         if (n_small) {

@@ -635,7 +635,8 @@ static void fc_float_task(void *vc, int task, int thread) {
         }
 }
 
-void pdq_qx_fc_run(pdq_qexec *x, int oi) {
+pdq_code pdq_qx_fc_run(pdq_qexec *x, int oi, pdq_status *st) {
+    (void)st;
     const pdq_op *op = &x->g->ops[oi];
     qx_prep *p = &x->prep[oi];
     fc_ctx c = {.x = x, .op = op, .p = p, .chunk = 16};
@@ -648,7 +649,7 @@ void pdq_qx_fc_run(pdq_qexec *x, int oi) {
     int tasks = (p->fout + c.chunk - 1) / c.chunk;
     if (!p->int_path) {
         pdq_qx_par(x, tasks, fc_float_task, &c);
-        return;
+        return PDQ_OK;
     }
     const qx_t *xq = &x->t[op->in[0]];
     size_t nx = (size_t)p->rows * p->fin;
@@ -672,4 +673,5 @@ void pdq_qx_fc_run(pdq_qexec *x, int oi) {
         for (int m = 0; m < p->rows; m++) pdq_qexact_prepare(p->qm, c.xs + (size_t)m * p->fin, p->xbuf + (size_t)m * p->xbytes);
     c.kctx = (pdq_qctx){.no_avx512 = x->simd < 2}; /* simd 0 never reaches the packed kernels */
     pdq_qx_par(x, tasks, fc_task, &c);
+    return PDQ_OK;
 }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir/ops.h"
+#include "ir/layout.h"
 #include "pdq/qexec.h"
 #include "pdq/requant.h"
 
@@ -116,8 +116,9 @@ static inline int64_t qx_code(const qx_t *q, const void *p, size_t i) {
 /* Parallel loop over tasks (the pool, or in order on the caller). */
 void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx);
 
+/* FULLY_CONNECTED's integer kernel (qx_fc_i16.c). */
 pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int op_index, pdq_status *st);
-void pdq_qx_fc_run(pdq_qexec *x, int op_index);
+pdq_code pdq_qx_fc_run(pdq_qexec *x, int op_index, pdq_status *st);
 /* Exact dot products of int16 activations with byte codes (sum x[k] * w[k]). */
 int64_t pdq_qx_dot_u8_scalar(const int16_t *x, const uint8_t *w, int n);
 int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n);
@@ -158,13 +159,51 @@ int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t *y, i
 int pdq_qx_scale_i16_avx2(const qx_t *xq, const int16_t *x, double inv, const double *gamma, int gn, const qx_t *yq,
                           int16_t *y, int n);
 
-/* An op's integer kernel: prepare once per executor (tables, constants, scratch), run per call. */
-typedef struct {
-    pdq_code (*prepare)(pdq_qexec *x, int op_index, pdq_status *st);
-    pdq_code (*run)(pdq_qexec *x, int op_index, pdq_status *st);
-} qx_kernel;
-/* The kernel of op type t, or NULL when integer mode has none (MEAN). */
-const qx_kernel *pdq_qx_kernel_of(pdq_op_type t);
 void pdq_qx_prep_free(qx_prep *p);
+
+/* ---------------------------------------------------------------- what the ops' integer kernels share (qx_util.c) */
+
+/* The names an op's integer kernel works with, given x and its index oi. */
+#define QX_OP_HEAD                                   \
+    const pdq_graph *g = x->g;                       \
+    const pdq_op *op = &g->ops[oi];                  \
+    qx_prep *p = &x->prep[oi];                       \
+    const qx_t *yq = &x->t[op->out[0]];              \
+    const pdq_tensor *a = &g->tensors[op->in[0]];    \
+    (void)p; (void)yq; (void)a
+
+static inline int qx_same_grid(const qx_t *a, const qx_t *b) {
+    return a->dt == b->dt && a->quant == b->quant && a->s == b->s && a->zp == b->zp;
+}
+/* Code (or integer value) of element i of an integer constant. */
+int64_t pdq_qx_const_code(const pdq_tensor *t, size_t i);
+/* Value of element i of a constant (codes with per-channel qparams along quantized_dim, or plain). */
+double pdq_qx_const_value(const pdq_tensor *t, size_t i);
+/* A constant operand of an element-wise op read through q: float constants as they are,
+ * per-tensor quantized ones as codes (per-channel constants are not element-wise operands). */
+pdq_code pdq_qx_const_desc(const pdq_tensor *t, qx_t *q, pdq_status *st);
+/* Rows per task: at least 1024 elements a task, else an even share for each thread. */
+size_t pdq_qx_rows_per(size_t outer, int inner, int threads);
+
+/* A row op's run over its input's rows (of its last dim; of 1 element when per_element), split
+ * in tasks of whole rows: fn(ctx, task, thread) with ctx a qx_rows. */
+typedef struct {
+    pdq_qexec *x;
+    const pdq_op *op;
+    const qx_prep *p;
+    size_t rows, rows_per_task;
+    int c;
+} qx_rows;
+void pdq_qx_rows_run(pdq_qexec *x, const pdq_op *op, pdq_pool_fn fn, int per_element);
+/* The task's rows [*r0, *r1). */
+static inline void qx_rows_of(const qx_rows *c, int task, size_t *r0, size_t *r1) {
+    *r0 = (size_t)task * c->rows_per_task;
+    *r1 = *r0 + c->rows_per_task < c->rows ? *r0 + c->rows_per_task : c->rows;
+}
+
+/* The layout ops' integer kernel: codes move as stored, on the input's grid (every data input's,
+ * for a concatenation); a one-copy op runs its planned box. */
+pdq_code pdq_qx_move_prepare(pdq_qexec *x, int oi, pdq_status *st);
+pdq_code pdq_qx_move_run(pdq_qexec *x, int oi, pdq_status *st);
 
 #endif

@@ -8,7 +8,7 @@
 #endif
 #include <string.h>
 
-#include "ir/op_table.h"
+#include "ops/op_def.h"
 
 const char *pdq_op_name(pdq_op_type t) {
     const pdq_op_def *d = pdq_op_def_of(t);
@@ -353,7 +353,8 @@ static pdq_code check_record(const pdq_graph *g, const pdq_tensor *t, pdq_status
 static pdq_code check_op_dtypes(const pdq_graph *g, int o, pdq_status *st) {
     const pdq_op *op = &g->ops[o];
     if (pdq_op_is_data_move(op->type)) return PDQ_OK; /* any dtype */
-    int n = op->type == PDQ_OP_MEAN ? 1 : op->n_in;
+    const pdq_op_def *d = pdq_op_def_of(op->type);
+    int n = d->params_at && d->params_at < op->n_in ? d->params_at : op->n_in;
     for (int i = 0; i < n; i++) {
         const pdq_tensor *t = &g->tensors[op->in[i]];
         if (t->dtype != PDQ_TF32 && !t->q)

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "arena_plan.h"
-#include "ops.h"
-#include "op_table.h"
+#include "layout.h"
+#include "ops/op_def.h"
 
 struct pdq_interp {
     const pdq_graph *g;
@@ -20,25 +20,27 @@ struct pdq_interp {
 };
 
 
-static int is_float_op(pdq_op_type t) {
-    return !(t == PDQ_OP_RESHAPE || t == PDQ_OP_TRANSPOSE || t == PDQ_OP_CONCATENATION ||
-             t == PDQ_OP_STRIDED_SLICE || t == PDQ_OP_SLICE || t == PDQ_OP_GATHER);
+/* The float interpreter runs float32 values: an op that computes (not a layout op) takes float32
+ * operands, its int32 shape parameters aside. */
+static pdq_code check_float(const pdq_graph *g, pdq_status *st) {
+    for (int o = 0; o < g->n_ops; o++) {
+        const pdq_op *op = &g->ops[o];
+        const pdq_op_def *d = pdq_op_def_of(op->type);
+        if (d->kind == PDQ_OPK_DATA_MOVE) continue;
+        int n = d->params_at && d->params_at < op->n_in ? d->params_at : op->n_in;
+        for (int i = 0; i < n; i++)
+            if (g->tensors[op->in[i]].dtype != PDQ_TF32)
+                return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "graph %s: float interpreter: %s input %s is %s", g->name,
+                                pdq_op_name(op->type), g->tensors[op->in[i]].name,
+                                pdq_tdtype_name(g->tensors[op->in[i]].dtype));
+    }
+    return PDQ_OK;
 }
 
 pdq_code pdq_interp_create(const pdq_graph *g, pdq_interp **out, pdq_status *st) {
     pdq_code rc = pdq_graph_validate(g, st);
+    if (rc == PDQ_OK) rc = check_float(g, st);
     if (rc != PDQ_OK) return rc;
-    for (int o = 0; o < g->n_ops; o++) {
-        const pdq_op *op = &g->ops[o];
-        if (is_float_op(op->type))
-            for (int i = 0; i < op->n_in; i++)
-                if (g->tensors[op->in[i]].dtype != PDQ_TF32 && !(op->type == PDQ_OP_MEAN && i == 1))
-                    return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "graph %s: float interpreter: %s input %s is %s",
-                                    g->name, pdq_op_name(op->type), g->tensors[op->in[i]].name,
-                                    pdq_tdtype_name(g->tensors[op->in[i]].dtype));
-        if (op->type == PDQ_OP_GATHER && g->tensors[op->in[1]].dtype != PDQ_TI32)
-            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "graph %s: GATHER indices must be int32", g->name);
-    }
     int n = g->n_tensors;
     pdq_interp *ip = calloc(1, sizeof *ip);
     if (ip) {

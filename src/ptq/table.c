@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/op_table.h"
+#include "ops/op_def.h"
 #include "ptq_internal.h"
 
 void pdq_ptq_opts_default(pdq_ptq_opts *o) {

@@ -1,12 +1,34 @@
-/* Data-movement kernels: RESHAPE, TRANSPOSE, CONCATENATION, STRIDED_SLICE, SLICE, GATHER.
- * They move elements of any dtype (by element size). */
+/* The layout arithmetic the kernels share: shapes and strides padded to 6 dims, and the strided
+ * box copy that TRANSPOSE, SLICE and STRIDED_SLICE are (planned once, run by the float kernel and
+ * the integer executor alike). Elements of any dtype move by their size. */
 #include <stdint.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
-#include "ops.h"
+#include "ir/layout.h"
+
+void pdq_k_shape6(const pdq_tensor *t, int *s6) {
+    int pad = PDQ_G_MAX_DIMS - t->ndim;
+    for (int i = 0; i < PDQ_G_MAX_DIMS; i++) s6[i] = i < pad ? 1 : t->shape[i - pad];
+}
+
+void pdq_k_strides6(const pdq_tensor *t, const int *out6, long *str6) {
+    int s6[PDQ_G_MAX_DIMS];
+    pdq_k_shape6(t, s6);
+    long acc = 1;
+    for (int i = PDQ_G_MAX_DIMS - 1; i >= 0; i--) {
+        str6[i] = (s6[i] == 1 && out6[i] != 1) ? 0 : acc;
+        acc *= s6[i];
+    }
+}
+
+void pdq_k_dense_strides6(const int *s6, long *str6) {
+    long acc = 1;
+    for (int d = PDQ_G_MAX_DIMS - 1; d >= 0; d--) { str6[d] = acc; acc *= s6[d]; }
+}
+
 
 /* dst[i] = src[i * stride] for n elements of esz bytes. A constant size per loop, so each
  * memcpy is one move: a call per element made the decode graph's K transposes a tenth of
@@ -82,7 +104,7 @@ static void transpose_2d(char *dst, const char *src, size_t rows, size_t cols, l
 /* Plans the copy of a strided 6-d box: dst contiguous of shape box6, src at offset off with
  * strides sstr6. Dims of size 1 drop out and a dim that steps exactly over the next inner one
  * merges with it, so a slice of whole rows is one long copy. */
-static void plan_box(const int *box6, const long *sstr6, long off, size_t esz, pdq_k_box *b) {
+void pdq_k_box_strided(const int *box6, const long *sstr6, long off, size_t esz, pdq_k_box *b) {
     memset(b, 0, sizeof *b);
     b->off = off;
     b->esz = esz;
@@ -131,108 +153,3 @@ void pdq_k_box_copy(const pdq_k_box *b, void *dstv, const void *srcv) {
     }
 }
 
-static void dense_strides6(const int *s6, long *str6) {
-    long acc = 1;
-    for (int d = PDQ_G_MAX_DIMS - 1; d >= 0; d--) { str6[d] = acc; acc *= s6[d]; }
-}
-
-static void transpose_plan(const pdq_graph *g, const pdq_op *op, pdq_k_box *b) {
-    const pdq_tensor *x = &g->tensors[op->in[0]], *o = &g->tensors[op->out[0]];
-    const int32_t *perm = g->tensors[op->in[1]].data;
-    int x6[PDQ_G_MAX_DIMS], o6[PDQ_G_MAX_DIMS];
-    long xs6[PDQ_G_MAX_DIMS], src6[PDQ_G_MAX_DIMS];
-    pdq_k_shape6(x, x6);
-    pdq_k_shape6(o, o6);
-    dense_strides6(x6, xs6);
-    int pad = PDQ_G_MAX_DIMS - x->ndim;
-    for (int d = 0; d < PDQ_G_MAX_DIMS; d++) src6[d] = d < pad ? 0 : xs6[pad + perm[d - pad]];
-    plan_box(o6, src6, 0, pdq_tdtype_size(x->dtype), b);
-}
-
-static void concat(const pdq_graph *g, const pdq_op *op, void *const *ptrs, size_t esz) {
-    const pdq_tensor *o = &g->tensors[op->out[0]];
-    int axis = op->opt.concat.axis < 0 ? op->opt.concat.axis + o->ndim : op->opt.concat.axis;
-    size_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++) outer *= (size_t)o->shape[d];
-    for (int d = axis + 1; d < o->ndim; d++) inner *= (size_t)o->shape[d];
-    size_t orow = (size_t)o->shape[axis] * inner * esz;
-    char *od = ptrs[op->out[0]];
-    size_t at = 0;
-    for (int i = 0; i < op->n_in; i++) {
-        const pdq_tensor *x = &g->tensors[op->in[i]];
-        size_t xrow = (size_t)x->shape[axis] * inner * esz;
-        const char *xd = ptrs[op->in[i]];
-        for (size_t r = 0; r < outer; r++) memcpy(od + r * orow + at, xd + r * xrow, xrow);
-        at += xrow;
-    }
-}
-
-static void slice_plan(const pdq_graph *g, const pdq_op *op, int strided, pdq_k_box *bx) {
-    const pdq_tensor *x = &g->tensors[op->in[0]], *o = &g->tensors[op->out[0]];
-    const int32_t *b = g->tensors[op->in[1]].data;
-    const int32_t *s = strided ? g->tensors[op->in[3]].data : NULL;
-    int x6[PDQ_G_MAX_DIMS], o6[PDQ_G_MAX_DIMS];
-    long xs6[PDQ_G_MAX_DIMS], src6[PDQ_G_MAX_DIMS];
-    pdq_k_shape6(x, x6);
-    pdq_k_shape6(o, o6);
-    dense_strides6(x6, xs6);
-    int pad = PDQ_G_MAX_DIMS - x->ndim;
-    long off = 0;
-    for (int d = 0; d < PDQ_G_MAX_DIMS; d++) {
-        int step = (d < pad || !s) ? 1 : s[d - pad];
-        src6[d] = xs6[d] * step;
-        if (d >= pad) off += (long)b[d - pad] * xs6[d];
-    }
-    plan_box(o6, src6, off, pdq_tdtype_size(x->dtype), bx);
-}
-
-int pdq_k_box_plan(const pdq_graph *g, const pdq_op *op, pdq_k_box *b) {
-    int n_par = op->type == PDQ_OP_TRANSPOSE ? 1 : op->type == PDQ_OP_SLICE ? 2 : op->type == PDQ_OP_STRIDED_SLICE ? 3 : 0;
-    if (!n_par) return 0;
-    for (int i = 1; i <= n_par; i++)
-        if (g->tensors[op->in[i]].kind != PDQ_TK_CONST) return 0;
-    if (op->type == PDQ_OP_TRANSPOSE) transpose_plan(g, op, b);
-    else slice_plan(g, op, op->type == PDQ_OP_STRIDED_SLICE, b);
-    return 1;
-}
-
-static pdq_code gather(const pdq_graph *g, const pdq_op *op, void *const *ptrs, size_t esz,
-                       pdq_status *st) {
-    const pdq_tensor *p = &g->tensors[op->in[0]], *ix = &g->tensors[op->in[1]];
-    int axis = op->opt.gather.axis < 0 ? op->opt.gather.axis + p->ndim : op->opt.gather.axis;
-    size_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++) outer *= (size_t)p->shape[d];
-    for (int d = axis + 1; d < p->ndim; d++) inner *= (size_t)p->shape[d];
-    size_t ni = pdq_tensor_count(ix);
-    const int32_t *idx = ptrs[op->in[1]];
-    const char *pd = ptrs[op->in[0]];
-    char *od = ptrs[op->out[0]];
-    int n_axis = p->shape[axis];
-    for (size_t i = 0; i < ni; i++)
-        if (idx[i] < 0 || idx[i] >= n_axis)
-            return pdq_fail(st, PDQ_ERR_ARG, "GATHER %s: index %d out of range [0,%d)", p->name, idx[i], n_axis);
-    size_t blk = inner * esz;
-    for (size_t r = 0; r < outer; r++)
-        for (size_t i = 0; i < ni; i++)
-            memcpy(od + (r * ni + i) * blk, pd + (r * (size_t)n_axis + (size_t)idx[i]) * blk, blk);
-    return PDQ_OK;
-}
-
-pdq_code pdq_k_shape(const pdq_graph *g, const pdq_op *op, void *const *ptrs, pdq_status *st) {
-    size_t esz = pdq_tdtype_size(g->tensors[op->in[0]].dtype);
-    pdq_k_box box;
-    switch (op->type) {
-    case PDQ_OP_RESHAPE:
-        if (ptrs[op->out[0]] != ptrs[op->in[0]])
-            memcpy(ptrs[op->out[0]], ptrs[op->in[0]], pdq_tensor_count(&g->tensors[op->in[0]]) * esz);
-        return PDQ_OK;
-    case PDQ_OP_TRANSPOSE: transpose_plan(g, op, &box); break;
-    case PDQ_OP_STRIDED_SLICE: slice_plan(g, op, 1, &box); break;
-    case PDQ_OP_SLICE: slice_plan(g, op, 0, &box); break;
-    case PDQ_OP_CONCATENATION: concat(g, op, ptrs, esz); return PDQ_OK;
-    case PDQ_OP_GATHER: return gather(g, op, ptrs, esz, st);
-    default: return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "shape kernel: op %s", pdq_op_name(op->type));
-    }
-    pdq_k_box_copy(&box, ptrs[op->out[0]], ptrs[op->in[0]]);
-    return PDQ_OK;
-}
