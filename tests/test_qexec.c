@@ -187,6 +187,8 @@ static void test_fc(void **state) {
     fc_case(PDQ_TI16, PDQ_TU4, 1, 300, 5, 0, 1, 20, 96);        /* groups across steps' quarters */
     fc_case(PDQ_TI16, PDQ_TU4, 1, 9000, 6, 1, 1, 21, 8192);     /* int32 lanes flushed inside a group */
     fc_case(PDQ_TI16, PDQ_TU8, 1, 256, 9, 0, 0, 22, 32);        /* uint8: the tiles group by group */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 1024 + 64, 21, 0, 0, 23, 32); /* the rule 8 rows x 8 groups a block, tails of both */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 4096, 16, 1, 1, 24, 128);     /* extreme codes, whole blocks, exact sums out */
 }
 
 /* a (H, M, K) x b broadcast over H: adj_y (b is (1, N, K)) or not (b is (1, K, N)); M >= 8 takes

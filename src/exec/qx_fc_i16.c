@@ -292,7 +292,7 @@ VNNI static inline __m512i tile4x4_i32(const int16_t *x, size_t ldx, const uint8
  * sum), eight lanes at a time. zw, sw: the rows' [ngroups] at row 0, stride ng; sumx the same
  * for the activation rows. */
 VNNI void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
-                                     const int32_t *zw, const int64_t *sumx, const double *sw, double *v) {
+                                     const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v) {
     int ng = (in + G - 1) / G;
     __m512d v0 = _mm512_loadu_pd(v), v1 = _mm512_loadu_pd(v + 8);
     for (int g = 0; g < ng; g++) {
@@ -301,8 +301,9 @@ VNNI void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t
         /* lanes 4m + r: rows r's zero point and scale, activation rows m's sums */
         __m512i z = _mm512_set_epi64(zw[3 * ng + g], zw[2 * ng + g], zw[ng + g], zw[g], zw[3 * ng + g], zw[2 * ng + g],
                                      zw[ng + g], zw[g]);
-        __m512d sc = _mm512_set_pd(sw[3 * ng + g], sw[2 * ng + g], sw[ng + g], sw[g], sw[3 * ng + g], sw[2 * ng + g],
-                                   sw[ng + g], sw[g]);
+        double s0 = sx * (double)sw[g], s1 = sx * (double)sw[ng + g], s2 = sx * (double)sw[2 * ng + g],
+               s3 = sx * (double)sw[3 * ng + g];
+        __m512d sc = _mm512_set_pd(s3, s2, s1, s0, s3, s2, s1, s0);
         __m512i x01 = _mm512_set_epi64(sumx[ng + g], sumx[ng + g], sumx[ng + g], sumx[ng + g], sumx[g], sumx[g], sumx[g],
                                        sumx[g]);
         __m512i x23 = _mm512_set_epi64(sumx[3 * ng + g], sumx[3 * ng + g], sumx[3 * ng + g], sumx[3 * ng + g],
@@ -315,6 +316,55 @@ VNNI void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t
     _mm512_storeu_pd(v, v0);
     _mm512_storeu_pd(v + 8, v1);
 }
+/* The grouped rule of one activation row against n weight rows, from their exact sums per group
+ * (s: [n][ng]): v[r] = sum over g in order from 0.0 of (double)(s[r][g] - zw[r][g] * sumx[g]) *
+ * sw[r][g], each term by the scalar loop's operations (int64 product and difference, one double
+ * product). 8 rows x 8 groups a block: the terms with lanes over groups (the rows' contiguous
+ * loads), transposed in registers to lanes over rows, then added group by group, so every row's
+ * sum has the scalar rule's order. zw * sumx by vpmuldq: exact while |sumx| < 2^31, which
+ * G * 32768 < 2^31 (G < 65536, the caller's check) keeps. zw, sw: the rows' [ng] at row 0. */
+VNNI void pdq_qx_group_rows_vnni(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx,
+                                 const float *sw, double sx, double *v) {
+    for (int r0 = 0; r0 < n; r0 += 8) {
+        int nr = n - r0 < 8 ? n - r0 : 8;
+        __m512d acc = _mm512_setzero_pd(), vsx = _mm512_set1_pd(sx);
+        for (int g0 = 0; g0 < ng; g0 += 8) {
+            int ng8 = ng - g0 < 8 ? ng - g0 : 8;
+            __mmask8 k = (__mmask8)((1u << ng8) - 1);
+            __m512i xs = _mm512_maskz_loadu_epi64(k, sumx + g0);
+            __m512d T[8], t[8], u[8], C[8];
+            for (int i = 0; i < 8; i++) {
+                if (i >= nr) { T[i] = _mm512_setzero_pd(); continue; }
+                size_t o = (size_t)(r0 + i) * ng + g0;
+                __m512i z = _mm512_cvtepu8_epi64(_mm512_castsi512_si128(_mm512_maskz_loadu_epi8((__mmask64)k, zw + o)));
+                __m512i d = _mm512_sub_epi64(_mm512_maskz_loadu_epi64(k, s + o), _mm512_mul_epi32(z, xs));
+                __m512d sc = _mm512_mul_pd(vsx, _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)k, sw + o))));
+                T[i] = _mm512_mul_pd(_mm512_cvtepi64_pd(d), sc);
+            }
+            /* T[i] lane j (row i, group j) -> C[j] lane i */
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm512_unpacklo_pd(T[i], T[i + 1]);     /* groups 0 2 4 6 of rows i, i + 1 */
+                t[i + 1] = _mm512_unpackhi_pd(T[i], T[i + 1]); /* groups 1 3 5 7 */
+            }
+            for (int h = 0; h < 8; h += 4) {
+                u[h] = _mm512_shuffle_f64x2(t[h], t[h + 2], 0x88);     /* groups 0 4 of rows h .. h + 3 */
+                u[h + 1] = _mm512_shuffle_f64x2(t[h], t[h + 2], 0xDD); /* groups 2 6 */
+                u[h + 2] = _mm512_shuffle_f64x2(t[h + 1], t[h + 3], 0x88); /* groups 1 5 */
+                u[h + 3] = _mm512_shuffle_f64x2(t[h + 1], t[h + 3], 0xDD); /* groups 3 7 */
+            }
+            C[0] = _mm512_shuffle_f64x2(u[0], u[4], 0x88);
+            C[4] = _mm512_shuffle_f64x2(u[0], u[4], 0xDD);
+            C[2] = _mm512_shuffle_f64x2(u[1], u[5], 0x88);
+            C[6] = _mm512_shuffle_f64x2(u[1], u[5], 0xDD);
+            C[1] = _mm512_shuffle_f64x2(u[2], u[6], 0x88);
+            C[5] = _mm512_shuffle_f64x2(u[2], u[6], 0xDD);
+            C[3] = _mm512_shuffle_f64x2(u[3], u[7], 0x88);
+            C[7] = _mm512_shuffle_f64x2(u[3], u[7], 0xDD);
+            for (int j = 0; j < ng8; j++) acc = _mm512_add_pd(acc, C[j]);
+        }
+        _mm512_mask_storeu_pd(v + r0, (__mmask8)((1u << nr) - 1), acc);
+    }
+}
 #else
 int pdq_qx_cpu_avx2(void) { return 0; }
 int pdq_qx_cpu_vnni(void) { return 0; }
@@ -323,7 +373,7 @@ void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size
         for (int r = 0; r < 4; r++) out[4 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
 }
 void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
-                                const int32_t *zw, const int64_t *sumx, const double *sw, double *v) {
+                                const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v) {
     int ng = (in + G - 1) / G;
     for (int g = 0; g < ng; g++) {
         int k0 = g * G, K = in - k0 < G ? in - k0 : G;
@@ -331,12 +381,21 @@ void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, 
             for (int r = 0; r < 4; r++) {
                 int64_t a = pdq_qx_dot_u8_scalar(x + m * ldx + k0, w + r * ldw + k0, K) -
                             (int64_t)zw[(size_t)r * ng + g] * sumx[(size_t)m * ng + g];
-                v[4 * m + r] += (double)a * sw[(size_t)r * ng + g];
+                v[4 * m + r] += (double)a * (sx * (double)sw[(size_t)r * ng + g]);
             }
     }
 }
 void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     pdq_qx_dot4_u8_avx2(x, w, ldw, K, out);
+}
+void pdq_qx_group_rows_vnni(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx, const float *sw,
+                            double sx, double *v) {
+    for (int r = 0; r < n; r++) {
+        v[r] = 0.0;
+        for (int g = 0; g < ng; g++)
+            v[r] += (double)(s[(size_t)r * ng + g] - (int64_t)zw[(size_t)r * ng + g] * sumx[g]) *
+                    (sx * (double)sw[(size_t)r * ng + g]);
+    }
 }
 void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     pdq_qx_tile4x2_u8_avx2(x, ldx, w, ldw, K, out);
@@ -443,24 +502,34 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
                         xt->name, (long long)xq->zp);
     p->int_path = 1;
     p->w = w->data;
-    size_t ng = (size_t)p->ngroups;
-    p->zw = malloc(sizeof(int32_t) * (size_t)p->fout * ng);
-    p->sw = malloc(sizeof(double) * (size_t)p->fout * ng);
+    size_t ng = (size_t)p->ngroups, nq = (size_t)p->fout * ng;
+    p->sx = xq->s;
+    if (ng > 1) { /* the graph's scales as they are, zero points a byte each: 5 bytes a group to read */
+        p->gz = malloc(nq);
+        p->gs = w->q->scale;
+    } else {
+        p->zw = malloc(sizeof(int32_t) * nq);
+        p->sw = malloc(sizeof(double) * nq);
+    }
     p->sumx = malloc(sizeof(int64_t) * (size_t)(p->rows ? p->rows : 1) * ng);
     if (xq->dt == PDQ_TU8) p->xs = malloc(sizeof(int16_t) * pdq_tensor_count(xt));
-    if (!p->zw || !p->sw || !p->sumx || (xq->dt == PDQ_TU8 && !p->xs))
+    if ((ng > 1 ? !p->gz : !p->zw || !p->sw) || !p->sumx || (xq->dt == PDQ_TU8 && !p->xs))
         return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
     int hi = w->dtype == PDQ_TU4 ? 15 : 255;
-    for (size_t i = 0; i < (size_t)p->fout * ng; i++) {
+    for (size_t i = 0; i < nq; i++) {
         size_t c = w->q->n == 1 ? 0 : i;
         int64_t z = w->q->zero_point[c];
         double s = (double)w->q->scale[c];
         if (z < 0 || z > hi || !(s >= 0))
             return pdq_fail(st, PDQ_ERR_FORMAT, "integer mode: weight %s row %zu group %zu: zero point %lld / scale %g",
                             w->name, i / ng, i % ng, (long long)z, s);
-        p->zw[i] = (int32_t)z;
         p->any_zw |= z != 0;
-        p->sw[i] = xq->s * s; /* the one double product sx * sw[r] (per group: sx * sw[r][g]) */
+        if (ng > 1) {
+            p->gz[i] = (uint8_t)z;
+        } else {
+            p->zw[i] = (int32_t)z;
+            p->sw[i] = xq->s * s; /* the one double product sx * sw[r] */
+        }
     }
     /* grouped decode: the packed exact sums per group where a SIMD kernel has them (uint4, groups
      * of 32k columns, AVX-512 VNNI), else the tiles group by group */
@@ -504,7 +573,7 @@ static inline void fc_put(const qx_prep *p, const qx_t *yq, void *y, int m, int 
 /* Group g's term of y[m, r] in the grouped rule, from the exact sum a over the group's columns. */
 static inline double group_term(const qx_prep *p, int m, int r, int g, int64_t a) {
     size_t rg = (size_t)r * p->ngroups + g;
-    return (double)(a - (int64_t)p->zw[rg] * p->sumx[(size_t)m * p->ngroups + g]) * p->sw[rg];
+    return (double)(a - (int64_t)p->gz[rg] * p->sumx[(size_t)m * p->ngroups + g]) * (p->sx * (double)p->gs[rg]);
 }
 
 /* ... from the exact sum a = sum x * code of row r, taking the zero point's share out first. */
@@ -553,11 +622,20 @@ static void fc_task(void *vc, int task, int thread) {
             for (int a = r0; a < r1; a += GROUP_ROWS) {
                 int b = a + GROUP_ROWS < r1 ? a + GROUP_ROWS : r1;
                 pdq_qexact_groups(&c->kctx, p->qm, p->xbuf + (size_t)m * p->xbytes, p->group, a, b, r1, s);
-                for (int r = a; r < b; r++) {
-                    double v = 0.0;
-                    for (int g = 0; g < ng; g++) v += group_term(p, m, r, g, s[(size_t)(r - a) * ng + g]);
-                    fc_put_v(p, yq, y, m, r, v);
+                double v[GROUP_ROWS];
+                if (simd == 2 && p->group < 65536) {
+                    pdq_qx_group_rows_vnni(s, ng, b - a, p->gz + (size_t)a * ng, p->sumx + (size_t)m * ng,
+                                           p->gs + (size_t)a * ng, p->sx, v);
+                } else {
+                    for (int r = a; r < b; r++) {
+                        v[r - a] = 0.0;
+                        for (int g = 0; g < ng; g++) v[r - a] += group_term(p, m, r, g, s[(size_t)(r - a) * ng + g]);
+                    }
                 }
+                int r = a; /* int16 outputs four at a time, the rest by fc_put_v */
+                if (simd && !p->bias && yq->dt == PDQ_TI16)
+                    r += pdq_qx_codes_i16_avx2(v, yq, (int16_t *)y + (size_t)m * p->fout + a, b - a);
+                for (; r < b; r++) fc_put_v(p, yq, y, m, r, v[r - a]);
             }
         return;
     }
@@ -596,10 +674,14 @@ static void fc_task(void *vc, int task, int thread) {
                     for (int j = 0; j < nr; j++) fc_store(p, yq, y, m + i, r + j, acc[i * nr + j]);
             } else if (nm == 4 && nr == 4 && p->group_i32) { /* VNNI 4 x 4: every group in one call */
                 double v[16] = {0};
-                pdq_qx_tile4x4_groups_vnni(xm, (size_t)in, wr, (size_t)in, in, p->group, p->zw + (size_t)r * ng,
-                                           p->sumx + (size_t)m * ng, p->sw + (size_t)r * ng, v);
-                for (int i = 0; i < 4; i++)
-                    for (int j = 0; j < 4; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * 4 + j]);
+                pdq_qx_tile4x4_groups_vnni(xm, (size_t)in, wr, (size_t)in, in, p->group, p->gz + (size_t)r * ng,
+                                           p->sumx + (size_t)m * ng, p->gs + (size_t)r * ng, p->sx, v);
+                for (int i = 0; i < 4; i++) {
+                    int j = !p->bias && yq->dt == PDQ_TI16
+                                ? pdq_qx_codes_i16_avx2(v + i * 4, yq, (int16_t *)y + (size_t)(m + i) * p->fout + r, 4)
+                                : 0;
+                    for (; j < 4; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * 4 + j]);
+                }
             } else {
                 double v[16] = {0};
                 for (int g = 0; g < ng; g++) {

@@ -35,8 +35,12 @@ typedef struct {
     int u4;                /* prefill rows of a uint4 weight: unpacked per task into wrows */
     uint8_t *wrows;        /* [threads][4][in] codes of the rows a task is at */
     const float *wf;       /* float weight (fallback path) */
-    int32_t *zw;           /* [out][ngroups] weight zero points */
-    double *sw;            /* [out][ngroups] sx * weight scale */
+    int32_t *zw;           /* [out] weight zero points (one group) */
+    double *sw;            /* [out] sx * weight scale (one group) */
+    uint8_t *gz;           /* groups: [out][ngroups] weight zero points */
+    const float *gs;       /* groups: [out][ngroups] weight scales (the graph's own array); a term's
+                              multiplier is sx * (double)gs, exact (two float32 mantissas) */
+    double sx;             /* the activation scale */
     int group, ngroups;    /* columns per group (in: per row) and groups per row */
     int group_i32;         /* a group's tile sums fit int32 (pdq_qx_tile4x4_groups_vnni) */
     const float *bias;     /* [out] or NULL */
@@ -129,10 +133,15 @@ void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size
 /* out[m * 4 + r]: 4 activation rows x 4 weight rows (16 accumulators fit AVX-512's 32 registers). */
 void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* v[m * 4 + r] += the grouped rule's terms of 4 activation rows x 4 weight rows over every group
- * of G columns (zw, sw at weight row 0, sumx at activation row 0, each [rows][ngroups]); needs
+ * of G columns (zw, sw at weight row 0, sumx at activation row 0, each [rows][ngroups]; a term's multiplier sx * sw); needs
  * G * max code * 32768 < 2^31 (qx_prep.group_i32). */
 void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
-                                const int32_t *zw, const int64_t *sumx, const double *sw, double *v);
+                                const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v);
+/* v[r] = the grouped rule of one activation row (sums of x per group: sumx) against n weight rows
+ * from their exact sums per group (s, zw, sw: [n][ng]; a term's multiplier sx * sw), each row's terms summed in group order
+ * from 0.0, as the scalar loop sums them (decode). */
+void pdq_qx_group_rows_vnni(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx, const float *sw,
+                            double sx, double *v);
 /* out[r] = sum_k x[k] * w[r][k] for 4 weight rows (decode GEMV: one activation load, 4 rows). */
 void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */
@@ -153,6 +162,8 @@ int pdq_qx_bin_i16_avx2(pdq_op_type t, const qx_t *aq, const int16_t *a, int sa,
  * FULLY_CONNECTED and BATCH_MATMUL); stops early at a sum of 2^51 or more in magnitude: */
 int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const qx_t *yq,
                          int16_t *y, int n);
+/* y = code(v[i]) (grouped FULLY_CONNECTED's values): */
+int pdq_qx_codes_i16_avx2(const double *v, const qx_t *yq, int16_t *y, int n);
 /* y = code(v[i] / d) (SOFTMAX's terms over their sum): */
 int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t *y, int n);
 /* y = code(value(x[i]) * inv * gamma[gn == 1 ? 0 : i]) (RMS_NORM's scaling): */

@@ -92,6 +92,13 @@ AVX2 int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t 
     return i;
 }
 
+AVX2 int pdq_qx_codes_i16_avx2(const double *v, const qx_t *yq, int16_t *y, int n) {
+    grid4 g = grid_of(yq);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) store4(y + i, code4(_mm256_loadu_pd(v + i), &g));
+    return i;
+}
+
 AVX2 int pdq_qx_scale_i16_avx2(const qx_t *xq, const int16_t *x, double inv, const double *gamma, int gn,
                                const qx_t *yq, int16_t *y, int n) {
     grid4 g = grid_of(yq);
@@ -171,6 +178,10 @@ int pdq_qx_bin_i16_avx2(pdq_op_type t, const qx_t *aq, const int16_t *a, int sa,
 }
 int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t *y, int n) {
     (void)v, (void)d, (void)yq, (void)y, (void)n;
+    return 0;
+}
+int pdq_qx_codes_i16_avx2(const double *v, const qx_t *yq, int16_t *y, int n) {
+    (void)v, (void)yq, (void)y, (void)n;
     return 0;
 }
 int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const qx_t *yq,

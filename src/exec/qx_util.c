@@ -10,6 +10,7 @@
 void pdq_qx_prep_free(qx_prep *p) {
     free(p->zw);
     free(p->sw);
+    free(p->gz);
     free(p->xs);
     free(p->wrows);
     pdq_qmatrix_free(p->qm);
