@@ -24,6 +24,10 @@ int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 1, ngemm = argc > 2 ? atoi(argv[2]) : 128;
     const char *kern = argc > 3 ? argv[3] : "auto";
     int group = argc > 4 ? atoi(argv[4]) : 0;
+    if (threads < 1 || ngemm < 1 || group < 0) { /* the GEMV uses the first of the GEMM's rows */
+        fprintf(stderr, "usage: bench_qmatmul [threads >= 1] [n_gemm >= 1] [kernel] [group >= 0]\n");
+        return 2;
+    }
     pdq_status st = {0};
     pdq_pool *pool = pdq_pool_create(threads, &st);
     pdq_qctx ctx = {.pool = pool, .force_scalar = strcmp(kern, "scalar") == 0,
