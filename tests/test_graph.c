@@ -482,6 +482,51 @@ static void test_arena_steps(void **state) {
     }
 }
 
+/* Ops added without options take their own defaults (each op's row), not another op's: the
+ * options are a union, and a BATCH_MATMUL, CONCATENATION or GATHER must not read FC's
+ * keep_num_dims 1 as adj_x or axis 1. */
+static void test_default_options(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    pdq_graph *g;
+    assert_int_equal(pdq_graph_new("defaults", &g, &st), PDQ_OK);
+    int as[2] = {2, 3}, bs[2] = {3, 4}, ts[2] = {5, 3};
+    int a = pdq_graph_input(g, "a", PDQ_TF32, 2, as, &st), b = pdq_graph_input(g, "b", PDQ_TF32, 2, bs, &st);
+    int in[2] = {a, b};
+    int bmm = pdq_graph_op(g, PDQ_OP_BATCH_MATMUL, in, 2, NULL, "bmm", &st);
+    assert_true(bmm >= 0);
+    assert_int_equal(g->tensors[bmm].shape[0], 2);
+    assert_int_equal(g->tensors[bmm].shape[1], 4);
+    in[1] = a;
+    int cat = pdq_graph_op(g, PDQ_OP_CONCATENATION, in, 2, NULL, "cat", &st);
+    assert_true(cat >= 0);
+    assert_int_equal(g->tensors[cat].shape[0], 4); /* axis 0 */
+    assert_int_equal(g->tensors[cat].shape[1], 3);
+    int32_t ids[1] = {4};
+    int table = pdq_graph_input(g, "table", PDQ_TF32, 2, ts, &st);
+    int gin[2] = {table, pdq_graph_const_i32(g, "ids", 1, ids, &st)};
+    int gat = pdq_graph_op(g, PDQ_OP_GATHER, gin, 2, NULL, "gather", &st);
+    assert_true(gat >= 0); /* axis 0: row 4 of 5 */
+    assert_int_equal(g->tensors[gat].shape[0], 1);
+    assert_int_equal(g->tensors[gat].shape[1], 3);
+    int32_t ax[1] = {1};
+    int min[2] = {a, pdq_graph_const_i32(g, "axes", 1, ax, &st)};
+    int mean = pdq_graph_op(g, PDQ_OP_MEAN, min, 2, NULL, "mean", &st);
+    assert_true(mean >= 0);
+    assert_int_equal(g->tensors[mean].ndim, 1); /* keep_dims 0 */
+    int fc_in[2] = {a, pdq_graph_input(g, "w", PDQ_TF32, 2, (int[]){7, 3}, &st)};
+    assert_true(pdq_graph_op(g, PDQ_OP_FULLY_CONNECTED, fc_in, 2, NULL, "fc", &st) >= 0);
+    int sm = pdq_graph_op(g, PDQ_OP_SOFTMAX, &a, 1, NULL, "softmax", &st);
+    assert_true(sm >= 0);
+    for (int o = 0; o < g->n_ops; o++) {
+        const pdq_op *op = &g->ops[o];
+        if (op->type == PDQ_OP_BATCH_MATMUL) assert_true(!op->opt.bmm.adj_x && !op->opt.bmm.adj_y);
+        if (op->type == PDQ_OP_FULLY_CONNECTED) assert_int_equal(op->opt.fc.keep_num_dims, 1);
+        if (op->type == PDQ_OP_SOFTMAX) assert_true(op->opt.softmax.beta == 1.0f);
+    }
+    pdq_graph_free(g);
+}
+
 /* Every op type has its row: a unique name, a shape rule, a float kernel, an integer kernel, a
  * Circle operator that maps back to it (the names against the schema: test_circle_fb); outside the
  * enum there is none. */
@@ -522,7 +567,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fc_and_bmm),     cmocka_unit_test(test_elementwise),
         cmocka_unit_test(test_data_movement),  cmocka_unit_test(test_shape_errors),
-        cmocka_unit_test(test_arena_and_hook), cmocka_unit_test(test_arena_steps), cmocka_unit_test(test_op_table),
+        cmocka_unit_test(test_arena_and_hook), cmocka_unit_test(test_arena_steps), cmocka_unit_test(test_op_table), cmocka_unit_test(test_default_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -142,8 +142,8 @@ int pdq_graph_const_i32(pdq_graph *g, const char *name, int n, const int32_t *v,
 pdq_code pdq_graph_mark_output(pdq_graph *g, int tid, pdq_status *st);
 
 /* Adds an op, infers and validates the output shape, creates the output tensor `out_name`
- * (intermediate) and returns its id, or -1 with st filled. `opt` may be NULL (defaults:
- * keep_num_dims 1, beta 1, epsilon 1e-6, axes 0). */
+ * (intermediate) and returns its id, or -1 with st filled. `opt` may be NULL (each op's
+ * defaults: keep_num_dims 1, beta 1, epsilon 1e-6; axes 0, keep_dims 0, no adjoints). */
 int pdq_graph_op(pdq_graph *g, pdq_op_type type, const int *in, int n_in, const pdq_op *opt,
                  const char *out_name, pdq_status *st);
 

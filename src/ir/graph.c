@@ -285,12 +285,9 @@ int pdq_graph_op(pdq_graph *g, pdq_op_type type, const int *in, int n_in, const 
                  const char *out_name, pdq_status *st) {
     pdq_op op;
     memset(&op, 0, sizeof op);
+    const pdq_op_def *d = pdq_op_def_of(type);
     if (opt) op = *opt;
-    else {
-        op.opt.fc.keep_num_dims = 1;
-        if (type == PDQ_OP_SOFTMAX) op.opt.softmax.beta = 1.0f;
-        if (type == PDQ_OP_RMS_NORM) op.opt.rms.epsilon = 1e-6f;
-    }
+    else if (d && d->opt_default) d->opt_default(&op); /* the rest zero: axes 0, no transposes */
     op.type = type;
     op.n_in = n_in;
     op.n_out = 1;

@@ -78,9 +78,12 @@ static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int
 
 static int opt_same(const pdq_op *a, const pdq_op *b) { return !a->opt.fc.keep_num_dims == !b->opt.fc.keep_num_dims; }
 
+static void opt_default(pdq_op *op) { op->opt.fc.keep_num_dims = 1; }
+
 const pdq_op_def pdq_op_fully_connected = {
     .name = "FULLY_CONNECTED", .kind = PDQ_OPK_LINALG, .grid = PDQ_GRID_OWN,
     .infer = infer, .f32 = f32, .qx = {pdq_qx_fc_prepare, pdq_qx_fc_run},
     .circle_code = CIRCLE_OP_FULLY_CONNECTED, .circle_options = CIRCLE_OPT_FullyConnectedOptions,
     .circle_optional_in = 2, .circle_put = circle_put, .circle_get = circle_get, .opt_same = opt_same,
+    .opt_default = opt_default,
 };

@@ -56,6 +56,8 @@ typedef pdq_code (*pdq_circle_put_fn)(const pdq_graph *g, const pdq_op *op, pdq_
 typedef pdq_code (*pdq_circle_get_fn)(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st);
 /* Whether two ops of this type have the same options. */
 typedef int (*pdq_opt_same_fn)(const pdq_op *a, const pdq_op *b);
+/* The op's default options (pdq_graph_op without options), on zeroed ones. */
+typedef void (*pdq_opt_default_fn)(pdq_op *op);
 
 typedef struct {
     const char *name;     /* the Circle/TFLite name: "FULLY_CONNECTED", ... */
@@ -73,6 +75,7 @@ typedef struct {
     pdq_circle_put_fn circle_put; /* NULL: no options to write */
     pdq_circle_get_fn circle_get; /* NULL: no options to read */
     pdq_opt_same_fn opt_same;     /* NULL: no options */
+    pdq_opt_default_fn opt_default; /* NULL: zeroed options are the defaults */
 } pdq_op_def;
 
 /* The row of t, or NULL when t is not an op type. */

@@ -114,9 +114,12 @@ static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int
 
 static int opt_same(const pdq_op *a, const pdq_op *b) { return a->opt.rms.epsilon == b->opt.rms.epsilon; }
 
+static void opt_default(pdq_op *op) { op->opt.rms.epsilon = 1e-6f; }
+
 const pdq_op_def pdq_op_rms_norm = {
     .name = "RMS_NORM", .kind = PDQ_OPK_ELEMENTWISE, .grid = PDQ_GRID_OWN,
     .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},
     .circle_code = CIRCLE_OP_RMS_NORM, .circle_options = CIRCLE_OPT_RmsNormOptions,
     .circle_put = circle_put, .circle_get = circle_get, .opt_same = opt_same,
+    .opt_default = opt_default,
 };

@@ -109,9 +109,12 @@ static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int
 
 static int opt_same(const pdq_op *a, const pdq_op *b) { return a->opt.softmax.beta == b->opt.softmax.beta; }
 
+static void opt_default(pdq_op *op) { op->opt.softmax.beta = 1.0f; }
+
 const pdq_op_def pdq_op_softmax = {
     .name = "SOFTMAX", .kind = PDQ_OPK_ELEMENTWISE, .grid = PDQ_GRID_OWN,
     .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},
     .circle_code = CIRCLE_OP_SOFTMAX, .circle_options = CIRCLE_OPT_SoftmaxOptions,
     .circle_put = circle_put, .circle_get = circle_get, .opt_same = opt_same,
+    .opt_default = opt_default,
 };
