@@ -35,7 +35,8 @@ static const char *k_usage =
     "  --decode-prompt N  prompt tokens before a decode test (default 16)\n"
     "  --kernel K       packed kernels: auto (the fastest this CPU has), avx2 (no AVX-512), avx2-int\n"
     "                   (AVX2 without VNNI) or scalar, all the same bits; f32: uint4/uint8 weights on\n"
-    "                   the float kernels instead of the integer path (A/B; last bits differ)\n"
+    "                   the float kernels instead of the integer path (A/B; last bits differ); Circle\n"
+    "                   rows in integer mode: the executor's level (scalar, avx2; f32 does not apply)\n"
     "  --json, -o json  JSON rows (the format is documented in README.md, \"Packed weights\")\n"
     EXEC_ARGS_USAGE
     "                   (Circle exports; the prefill of a Circle pair is its max_seq graph, and\n"
@@ -169,6 +170,7 @@ static void random_ids(int32_t *ids, int len, int vocab) {
 typedef struct {
     const int *P, *N, *T;
     int np, nn, nt, reps, dprompt, json;
+    int kpath; /* --kernel: 0 auto, 1 scalar, 2 avx2, 3 avx2-int, 4 f32 */
     pdq_exec_mode mode;
 } bench_plan;
 
@@ -183,6 +185,8 @@ static int circle_rows(const char *dir, const bench_plan *b, row_t *rows, int *n
         pdq_exec_opts_default(&eo);
         eo.mode = b->mode;
         eo.pool = pool;
+        eo.force_scalar = b->kpath == 1; /* the integer executor's SIMD level, as --kernel says */
+        eo.no_avx512 = b->kpath == 2 || b->kpath == 3;
         pdq_set_threads(NULL, b->T[ti]);
         pdq_crt *rt = NULL;
         double t0 = now();
@@ -219,7 +223,7 @@ static int circle_rows(const char *dir, const bench_plan *b, row_t *rows, int *n
             if (test) snprintf(test, 32, n ? "tg%d" : "pp%d", n ? n : p);
             r->model = dir;
             r->path = paths[b->mode];
-            r->kernel = b->mode == PDQ_EXEC_INT ? "int" : "float";
+            r->kernel = b->mode != PDQ_EXEC_INT ? "float" : b->kpath == 1 ? "int-scalar" : b->kpath == 2 || b->kpath == 3 ? "int-avx2" : "int";
             r->test = test ? test : "?";
             r->n_prompt = n ? b->dprompt : p;
             r->n_gen = n;
@@ -330,7 +334,7 @@ int cmd_bench(int argc, char **argv) {
                      .no_int = kpath == 4};
     const char *kernel = pdq_qmatmul_path(&probe);
     bench_plan plan = {.P = P, .N = N, .T = Tn, .np = np, .nn = nn, .nt = nt, .reps = (int)reps, .dprompt = (int)dprompt,
-                       .json = json, .mode = ex.mode};
+                       .json = json, .kpath = kpath, .mode = ex.mode};
     for (int mi = 0; rows && samples && cpu_samples && mi < nmod && !status; mi++) {
         if (is_circle_dir(models[mi])) {
             status = circle_rows(models[mi], &plan, rows, &nrows, samples, cpu_samples);
