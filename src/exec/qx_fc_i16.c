@@ -134,6 +134,53 @@ __attribute__((target("avx2"))) void pdq_qx_dot4_u8_avx2(const int16_t *x, const
     memcpy(out, res, sizeof res);
 }
 
+/* Exact int64 -> double for |v| < 2^51 (AVX2 has no vcvtqq2pd): v + (2^52 + 2^51) lands in the
+ * mantissa of a double of that exponent, and subtracting the constant leaves v exactly. */
+__attribute__((target("avx2"))) static inline __m256d i64_to_pd(__m256i v) {
+    const __m256d magic = _mm256_set1_pd(6755399441055744.0);
+    return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(v, _mm256_castpd_si256(magic))), magic);
+}
+
+/* pdq_qx_group_rows_vnni in AVX2: 4 rows x 4 groups a block, the terms with lanes over groups,
+ * transposed to lanes over rows and added group by group; groups past the last whole 4 and rows
+ * past the last whole 4 by the scalar loop, after them in the same order. Needs |sumx| < 2^31
+ * (vpmuldq) and |s - zw * sumx| < 2^51, which G < 65536 keeps. */
+__attribute__((target("avx2"))) void pdq_qx_group_rows_avx2(const int64_t *s, int ng, int n, const uint8_t *zw,
+                                                           const int64_t *sumx, const float *sw, double sx, double *v) {
+    int ng4 = ng / 4 * 4, n4 = n / 4 * 4;
+    __m256d vsx = _mm256_set1_pd(sx);
+    for (int r0 = 0; r0 < n4; r0 += 4) {
+        __m256d acc = _mm256_setzero_pd();
+        for (int g0 = 0; g0 < ng4; g0 += 4) {
+            __m256i xs = _mm256_loadu_si256((const __m256i *)(sumx + g0));
+            __m256d T[4];
+            for (int i = 0; i < 4; i++) {
+                size_t o = (size_t)(r0 + i) * ng + g0;
+                int32_t zb;
+                memcpy(&zb, zw + o, 4);
+                __m256i z = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(zb));
+                __m256i d = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(s + o)), _mm256_mul_epi32(z, xs));
+                __m256d sc = _mm256_mul_pd(vsx, _mm256_cvtps_pd(_mm_loadu_ps(sw + o)));
+                T[i] = _mm256_mul_pd(i64_to_pd(d), sc);
+            }
+            /* T[i] lane j (row i, group j) -> C[j] lane i */
+            __m256d t0 = _mm256_unpacklo_pd(T[0], T[1]), t1 = _mm256_unpackhi_pd(T[0], T[1]);
+            __m256d t2 = _mm256_unpacklo_pd(T[2], T[3]), t3 = _mm256_unpackhi_pd(T[2], T[3]);
+            acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(t0, t2, 0x20)); /* group 0 */
+            acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(t1, t3, 0x20)); /* group 1 */
+            acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(t0, t2, 0x31)); /* group 2 */
+            acc = _mm256_add_pd(acc, _mm256_permute2f128_pd(t1, t3, 0x31)); /* group 3 */
+        }
+        _mm256_storeu_pd(v + r0, acc);
+    }
+    for (int r = 0; r < n; r++) {
+        if (r >= n4) v[r] = 0.0;
+        for (int g = r < n4 ? ng4 : 0; g < ng; g++)
+            v[r] += (double)(s[(size_t)r * ng + g] - (int64_t)zw[(size_t)r * ng + g] * sumx[g]) *
+                    (sx * (double)sw[(size_t)r * ng + g]);
+    }
+}
+
 __attribute__((target("avx2"))) void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n) {
     __m256i av = _mm256_set1_epi32(a);
     int j = 0;
@@ -404,6 +451,10 @@ void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, 
     for (int r = 0; r < 4; r++) out[r] = pdq_qx_dot_u8_scalar(x, w + r * ldw, K);
 }
 void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n) { pdq_qx_axpy_i16_scalar(acc, a, b, n); }
+void pdq_qx_group_rows_avx2(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx, const float *sw,
+                            double sx, double *v) {
+    pdq_qx_group_rows_vnni(s, ng, n, zw, sumx, sw, sx, v);
+}
 void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     for (int m = 0; m < 4; m++)
         for (int r = 0; r < 2; r++) out[2 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
@@ -532,7 +583,7 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
         }
     }
     /* grouped decode: the packed exact sums per group where a SIMD kernel has them (uint4, groups
-     * of 32k columns, AVX-512 VNNI), else the tiles group by group */
+     * of 32k columns, AVX2 or AVX-512 VNNI), else the tiles group by group */
     pdq_qctx kc = {.no_avx512 = x->simd < 2};
     if (x->simd && p->rows < 4 && p->ngroups > 1 &&
         pdq_qexact_groups_fast(&kc, w->dtype == PDQ_TU4 ? PDQ_QT_U4 : PDQ_QT_U8, p->group)) {
@@ -623,9 +674,9 @@ static void fc_task(void *vc, int task, int thread) {
                 int b = a + GROUP_ROWS < r1 ? a + GROUP_ROWS : r1;
                 pdq_qexact_groups(&c->kctx, p->qm, p->xbuf + (size_t)m * p->xbytes, p->group, a, b, r1, s);
                 double v[GROUP_ROWS];
-                if (simd == 2 && p->group < 65536) {
-                    pdq_qx_group_rows_vnni(s, ng, b - a, p->gz + (size_t)a * ng, p->sumx + (size_t)m * ng,
-                                           p->gs + (size_t)a * ng, p->sx, v);
+                if (simd && p->group < 65536) {
+                    (simd == 2 ? pdq_qx_group_rows_vnni : pdq_qx_group_rows_avx2)(
+                        s, ng, b - a, p->gz + (size_t)a * ng, p->sumx + (size_t)m * ng, p->gs + (size_t)a * ng, p->sx, v);
                 } else {
                     for (int r = a; r < b; r++) {
                         v[r - a] = 0.0;

@@ -154,6 +154,83 @@ QI_TARGET void QI_NAME(qi_exact)(const pdq_qmatrix *w, const qi_plan *pl, const 
     QI_NAME(gemv_rows)(w, pl, xt, r0, r1, rend, NULL, s, 1);
 }
 
+/* pdq_qexact_groups (uint4, G a multiple of 32): each step's four 32-column quarters of the 4
+ * rows (the halves of step_row, reduced per quad) go to their group's int32 lanes, flushed into
+ * the int64 sums at a group's end or after 128 quarters (a quarter is at most 32 * 15 * 32768 <
+ * 2^24, so 128 of them stay below 2^31). sums: [r1 - r0][ngroups]. */
+__attribute__((always_inline)) QI_TARGET static inline void QI_NAME(groups_rows)(const pdq_qmatrix *w,
+                                                                               const qi_plan *pl, const uint8_t *xt,
+                                                                               int G, int r0, int r1, int rend,
+                                                                               int64_t *sums, int whole) {
+    const int8_t *planes = qi_planes(pl, xt);
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
+    int ng = (w->cols + G - 1) / G;
+    for (int r = r0; r < r1; r += 4) {
+        qk_rows4 p;
+        int nr = qi_rows4_begin(w, r, r1, pf, &p);
+        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
+        int64_t *o = sums + (size_t)(r - r0) * ng;
+        for (int k = 0; k < nr; k++)
+            for (int g = 0; g < ng; g++) o[(size_t)k * ng + g] = 0;
+        __m128i acc = _mm_setzero_si128();
+        int gcur = 0, nq = 0;
+#define QI_FLUSH()                                                                   \
+    do {                                                                             \
+        int32_t a_[4];                                                               \
+        _mm_storeu_si128((__m128i *)a_, acc);                                        \
+        for (int k = 0; k < nr; k++) o[(size_t)k * ng + gcur] += a_[k];              \
+        acc = _mm_setzero_si128();                                                   \
+        nq = 0;                                                                      \
+    } while (0)
+        for (int s = 0; s < pl->nsteps; s++) {
+            size_t off = (size_t)s * 64;
+            const int8_t *x4 = planes + (size_t)s * 256;
+            __m256i va[4], vb[4];
+            if (off + 64 <= rb) {
+                for (int k = 0; k < 4; k++) {
+                    const uint8_t *c = qk_rows4_at(&p, k, off);
+                    _mm_prefetch((const char *)(c + p.pf), _MM_HINT_T1);
+                    QI_NAME(step_row)(c, x4, &va[k], whole ? NULL : &vb[k]);
+                }
+            } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
+                for (int k = 0; k < 4; k++) {
+                    uint8_t tail[64] = {0};
+                    memcpy(tail, qk_rows4_at(&p, k, off), rb - off);
+                    QI_NAME(step_row)(tail, x4, &va[k], whole ? NULL : &vb[k]);
+                }
+            }
+            __m256i qa = QI_NAME(reduce4)(va);
+            if (whole) { /* the step's 4 quarters at once */
+                int g = 128 * s / G;
+                if (g != gcur || nq + 4 > 128) QI_FLUSH();
+                gcur = g;
+                acc = _mm_add_epi32(acc, _mm_add_epi32(_mm256_castsi256_si128(qa), _mm256_extracti128_si256(qa, 1)));
+                nq += 4;
+                continue;
+            }
+            __m256i qb = QI_NAME(reduce4)(vb);
+            __m128i q[4] = {_mm256_castsi256_si128(qa), _mm256_extracti128_si256(qa, 1), _mm256_castsi256_si128(qb),
+                            _mm256_extracti128_si256(qb, 1)};
+            for (int j = 0; j < 4 && 128 * s + 32 * j < w->cols; j++) {
+                int g = (128 * s + 32 * j) / G;
+                if (g != gcur || nq == 128) QI_FLUSH();
+                gcur = g;
+                acc = _mm_add_epi32(acc, q[j]);
+                nq++;
+            }
+        }
+        QI_FLUSH();
+#undef QI_FLUSH
+    }
+}
+
+QI_TARGET void QI_NAME(qi_exact_groups)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int G, int r0,
+                                        int r1, int rend, int64_t *sums) {
+    /* whole: a step lies in one group, its halves summed before widening, one reduction */
+    if (G % 128 == 0) QI_NAME(groups_rows)(w, pl, xt, G, r0, r1, rend, sums, 1);
+    else QI_NAME(groups_rows)(w, pl, xt, G, r0, r1, rend, sums, 0);
+}
+
 /* Up to 4 rows of x against up to QI_TILE_P panels, one panel at a time: 8 accumulators (4 x
  * rows times the two 8-row halves of the panel). */
 QI_TARGET void QI_NAME(qi_tile)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *const *xr, int ni,

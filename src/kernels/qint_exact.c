@@ -33,7 +33,7 @@ static void exact_scalar(const pdq_qmatrix *w, const int16_t *xq, int r0, int r1
 }
 
 int pdq_qexact_groups_fast(const pdq_qctx *ctx, pdq_qtype type, int G) {
-    return type == PDQ_QT_U4 && G > 0 && G % 32 == 0 && qi_level(ctx) == QI_AVX512_VNNI;
+    return type == PDQ_QT_U4 && G > 0 && G % 32 == 0 && qi_level(ctx) != QI_SCALAR;
 }
 
 void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int G, int r0, int r1, int rend,
@@ -42,7 +42,13 @@ void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t 
     qi_plan_make(w, &p);
     int ng = (w->cols + G - 1) / G;
 #if defined(__x86_64__) || defined(__i386__)
-    if (pdq_qexact_groups_fast(ctx, w->type, G)) { qi_exact_groups_avx512(w, &p, buf, G, r0, r1, rend, s); return; }
+    if (pdq_qexact_groups_fast(ctx, w->type, G)) {
+        int level = qi_level(ctx);
+        if (level == QI_AVX512_VNNI) qi_exact_groups_avx512(w, &p, buf, G, r0, r1, rend, s);
+        else if (level == QI_AVX2_VNNI) qi_exact_groups_avx2_vnni(w, &p, buf, G, r0, r1, rend, s);
+        else qi_exact_groups_avx2(w, &p, buf, G, r0, r1, rend, s);
+        return;
+    }
 #endif
     (void)rend;
     const int16_t *xq = qi_xq(&p, buf);

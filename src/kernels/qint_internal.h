@@ -105,6 +105,10 @@ void qi_exact_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, 
 void qi_exact_groups_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int G, int r0, int r1, int rend,
                             int64_t *s);
 void qi_exact_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, int64_t *s);
+void qi_exact_groups_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int G, int r0, int r1, int rend,
+                          int64_t *s);
+void qi_exact_groups_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int G, int r0, int r1,
+                               int rend, int64_t *s);
 void qi_exact_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend,
                         int64_t *s);
 void qi_exact_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend,

@@ -136,7 +136,7 @@ void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *b
 /* The same per group of G columns (the last one may be shorter), for grouped weights held as a
  * per-channel matrix of raw codes: s[(r - r0) * ng + g] over columns [g G, (g + 1) G), ng =
  * ceil(cols / G). pdq_qexact_groups_fast: this context and CPU have a SIMD kernel for it (uint4, G
- * a multiple of 32, AVX-512 VNNI); otherwise pdq_qexact_groups runs the scalar reference. */
+ * a multiple of 32, AVX2 or AVX-512 VNNI); otherwise pdq_qexact_groups runs the scalar reference. */
 int pdq_qexact_groups_fast(const pdq_qctx *ctx, pdq_qtype type, int G);
 void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int G, int r0, int r1, int rend,
                        int64_t *s);
