@@ -110,6 +110,56 @@ __attribute__((target("avx2"))) void pdq_qx_tile4x2_u8_avx2(const int16_t *x, si
             for (int r = 0; r < 2; r++) res[2 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
     memcpy(out, res, sizeof res);
 }
+/* The grouped rule of 4 activation rows against 2 weight rows, every group (pdq_qx_tile4x4_groups_vnni
+ * in AVX2): a group's 8 sums in int32 registers (p->group_i32: they fit), reduced by hadd into
+ * one vector, then v[2m + r] += ((double)sum - zw[r][g] * sumx[m][g]) * (sx * sw[r][g]) four
+ * lanes at a time. Every step is exact until the one product and the one sum, which are the
+ * scalar loop's: the int32 -> double conversion, zw * sumx (< 2^39) and the difference (< 2^53)
+ * are integers a double holds. */
+__attribute__((target("avx2"))) void pdq_qx_tile4x2_groups_avx2(const int16_t *x, size_t ldx, const uint8_t *w,
+                                                                size_t ldw, int in, int G, const uint8_t *zw,
+                                                                const int64_t *sumx, const float *sw, double sx,
+                                                                double *v) {
+    int ng = (in + G - 1) / G;
+    const int16_t *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
+    __m256d v0 = _mm256_loadu_pd(v), v1 = _mm256_loadu_pd(v + 4);
+    for (int g = 0; g < ng; g++) {
+        int k0 = g * G, K = in - k0 < G ? in - k0 : G, k1 = k0 + K / 16 * 16, k = k0;
+        __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+        for (; k < k1; k += 16) {
+            __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));
+            __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + ldw + k))), xv;
+#define QX_ROW(m)                                              \
+    xv = _mm256_loadu_si256((const __m256i *)(x##m + k));     \
+    madd_acc(&a##m##0, xv, w0);                                \
+    madd_acc(&a##m##1, xv, w1);
+            QX_ROW(0) QX_ROW(1) QX_ROW(2) QX_ROW(3)
+#undef QX_ROW
+        }
+        /* lane 2m + r: the sum of a<m><r> */
+        __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(a00, a01), _mm256_hadd_epi32(a10, a11));
+        __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(a20, a21), _mm256_hadd_epi32(a30, a31));
+        __m256i S = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+        if (k < k0 + K) { /* the group's last columns, fewer than 16 */
+            int32_t t[8];
+            _mm256_storeu_si256((__m256i *)t, S);
+            for (; k < k0 + K; k++)
+                for (int m = 0; m < 4; m++)
+                    for (int r = 0; r < 2; r++) t[2 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+            S = _mm256_loadu_si256((const __m256i *)t);
+        }
+        double z0 = zw[g], z1 = zw[ng + g], s0 = sx * (double)sw[g], s1 = sx * (double)sw[ng + g];
+        double m0 = (double)sumx[g], m1 = (double)sumx[ng + g], m2 = (double)sumx[2 * ng + g], m3 = (double)sumx[3 * ng + g];
+        __m256d z = _mm256_set_pd(z1, z0, z1, z0), sc = _mm256_set_pd(s1, s0, s1, s0);
+        __m256d d0 = _mm256_sub_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(S)), _mm256_mul_pd(z, _mm256_set_pd(m1, m1, m0, m0)));
+        __m256d d1 = _mm256_sub_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(S, 1)), _mm256_mul_pd(z, _mm256_set_pd(m3, m3, m2, m2)));
+        v0 = _mm256_add_pd(v0, _mm256_mul_pd(d0, sc));
+        v1 = _mm256_add_pd(v1, _mm256_mul_pd(d1, sc));
+    }
+    _mm256_storeu_pd(v, v0);
+    _mm256_storeu_pd(v + 4, v1);
+}
+
 __attribute__((target("avx2"))) void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K,
                                                          int64_t *out) {
     int64_t res[4] = {0};
@@ -455,6 +505,19 @@ void pdq_qx_group_rows_avx2(const int64_t *s, int ng, int n, const uint8_t *zw, 
                             double sx, double *v) {
     pdq_qx_group_rows_vnni(s, ng, n, zw, sumx, sw, sx, v);
 }
+void pdq_qx_tile4x2_groups_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
+                                const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v) {
+    int ng = (in + G - 1) / G;
+    for (int g = 0; g < ng; g++) {
+        int k0 = g * G, K = in - k0 < G ? in - k0 : G;
+        for (int m = 0; m < 4; m++)
+            for (int r = 0; r < 2; r++) {
+                int64_t a = pdq_qx_dot_u8_scalar(x + m * ldx + k0, w + r * ldw + k0, K) -
+                            (int64_t)zw[(size_t)r * ng + g] * sumx[(size_t)m * ng + g];
+                v[2 * m + r] += (double)a * (sx * (double)sw[(size_t)r * ng + g]);
+            }
+    }
+}
 void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
     for (int m = 0; m < 4; m++)
         for (int r = 0; r < 2; r++) out[2 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
@@ -733,6 +796,12 @@ static void fc_task(void *vc, int task, int thread) {
                                 : 0;
                     for (; j < 4; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * 4 + j]);
                 }
+            } else if (nm == 4 && nr == 2 && p->group_i32) { /* AVX2 4 x 2: every group in one call */
+                double v[8] = {0};
+                pdq_qx_tile4x2_groups_avx2(xm, (size_t)in, wr, (size_t)in, in, p->group, p->gz + (size_t)r * ng,
+                                           p->sumx + (size_t)m * ng, p->gs + (size_t)r * ng, p->sx, v);
+                for (int i = 0; i < 4; i++)
+                    for (int j = 0; j < 2; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * 2 + j]);
             } else {
                 double v[16] = {0};
                 for (int g = 0; g < ng; g++) {

@@ -144,6 +144,9 @@ void pdq_qx_group_rows_vnni(const int64_t *s, int ng, int n, const uint8_t *zw, 
                             double sx, double *v);
 void pdq_qx_group_rows_avx2(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx, const float *sw,
                             double sx, double *v);
+/* The same for 4 activation rows x 2 weight rows in AVX2: v[m * 2 + r] (same condition). */
+void pdq_qx_tile4x2_groups_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
+                                const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v);
 /* out[r] = sum_k x[k] * w[r][k] for 4 weight rows (decode GEMV: one activation load, 4 rows). */
 void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
 /* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */
