@@ -79,6 +79,21 @@ __attribute__((target("avx2"))) static inline void madd_acc(__m256i *a, __m256i 
     __asm__("vpmaddwd %2, %3, %1\n\tvpaddd %1, %0, %0" : "+x"(*a), "=&x"(t) : "x"(x), "x"(w));
 }
 
+/* The 4 x 2 AVX2 tile's 8 named accumulators (a<m><r>: activation row m, weight row r) and one
+ * step of 16 columns at k. */
+#define QX_ACC4X2 \
+    __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00
+#define QX_ROW2(m)                                         \
+    xv = _mm256_loadu_si256((const __m256i *)(x##m + k)); \
+    madd_acc(&a##m##0, xv, w0);                            \
+    madd_acc(&a##m##1, xv, w1);
+#define QX_STEP4X2                                                                      \
+    {                                                                                   \
+        __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));  \
+        __m256i xv, w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + ldw + k))); \
+        QX_ROW2(0) QX_ROW2(1) QX_ROW2(2) QX_ROW2(3)                                     \
+    }
+
 /* Prefill (GEMM): each weight load serves 4 activation rows, each activation load 2 weight rows;
  * the 8 accumulators are named so that they stay in registers. */
 __attribute__((target("avx2"))) void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw,
@@ -88,17 +103,8 @@ __attribute__((target("avx2"))) void pdq_qx_tile4x2_u8_avx2(const int16_t *x, si
     const int16_t *x0 = x, *x1 = x + ldx, *x2 = x + 2 * ldx, *x3 = x + 3 * ldx;
     while (k < K16) {
         int e = K16 - k > AVX2_BLOCK ? k + AVX2_BLOCK : K16;
-        __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-        for (; k < e; k += 16) {
-            __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));
-            __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + ldw + k))), xv;
-#define QX_ROW(m)                                              \
-    xv = _mm256_loadu_si256((const __m256i *)(x##m + k));     \
-    madd_acc(&a##m##0, xv, w0);                                \
-    madd_acc(&a##m##1, xv, w1);
-            QX_ROW(0) QX_ROW(1) QX_ROW(2) QX_ROW(3)
-#undef QX_ROW
-        }
+        QX_ACC4X2;
+        for (; k < e; k += 16) QX_STEP4X2
 #define QX_SUM(m)                          \
     res[2 * m] += qx_hsum_avx2(a##m##0);   \
     res[2 * m + 1] += qx_hsum_avx2(a##m##1);
@@ -125,17 +131,8 @@ __attribute__((target("avx2"))) void pdq_qx_tile4x2_groups_avx2(const int16_t *x
     __m256d v0 = _mm256_loadu_pd(v), v1 = _mm256_loadu_pd(v + 4);
     for (int g = 0; g < ng; g++) {
         int k0 = g * G, K = in - k0 < G ? in - k0 : G, k1 = k0 + K / 16 * 16, k = k0;
-        __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-        for (; k < k1; k += 16) {
-            __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + k)));
-            __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(w + ldw + k))), xv;
-#define QX_ROW(m)                                              \
-    xv = _mm256_loadu_si256((const __m256i *)(x##m + k));     \
-    madd_acc(&a##m##0, xv, w0);                                \
-    madd_acc(&a##m##1, xv, w1);
-            QX_ROW(0) QX_ROW(1) QX_ROW(2) QX_ROW(3)
-#undef QX_ROW
-        }
+        QX_ACC4X2;
+        for (; k < k1; k += 16) QX_STEP4X2
         /* lane 2m + r: the sum of a<m><r> */
         __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(a00, a01), _mm256_hadd_epi32(a10, a11));
         __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(a20, a21), _mm256_hadd_epi32(a30, a31));

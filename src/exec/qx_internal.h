@@ -211,6 +211,14 @@ typedef struct {
     int c;
 } qx_rows;
 void pdq_qx_rows_run(pdq_qexec *x, const pdq_op *op, pdq_pool_fn fn, int per_element);
+/* A row task's names: its qx_rows c, input and output descriptors and data, and its rows [r0, r1). */
+#define QX_ROWS_HEAD(vc, task)                                                  \
+    const qx_rows *c = vc;                                                      \
+    const qx_t *xq = &c->x->t[c->op->in[0]], *yq = &c->x->t[c->op->out[0]];     \
+    const void *xd = c->x->ptrs[c->op->in[0]];                                  \
+    void *yd = c->x->ptrs[c->op->out[0]];                                       \
+    size_t r0, r1;                                                              \
+    qx_rows_of(c, task, &r0, &r1)
 /* The task's rows [*r0, *r1). */
 static inline void qx_rows_of(const qx_rows *c, int task, size_t *r0, size_t *r1) {
     *r0 = (size_t)task * c->rows_per_task;

@@ -43,6 +43,26 @@ QI_TARGET static inline void QI_NAME(step_row)(const uint8_t *c, const int8_t *x
 }
 #undef QI_WIDEN
 
+/* step_row of the 4 rows' step at byte off (vb NULL: one block), prefetching p->pf ahead; the
+ * rows' last bytes are copied, zero-padded: past them lie the next row or the buffer's end. */
+__attribute__((always_inline)) QI_TARGET static inline void QI_NAME(step_rows4)(const qk_rows4 *p, size_t off,
+                                                                              size_t rb, const int8_t *x4,
+                                                                              __m256i *va, __m256i *vb) {
+    if (off + 64 <= rb) {
+        for (int k = 0; k < 4; k++) {
+            const uint8_t *c = qk_rows4_at(p, k, off);
+            _mm_prefetch((const char *)(c + p->pf), _MM_HINT_T1);
+            QI_NAME(step_row)(c, x4, &va[k], vb ? &vb[k] : NULL);
+        }
+        return;
+    }
+    for (int k = 0; k < 4; k++) {
+        uint8_t tail[64] = {0};
+        memcpy(tail, qk_rows4_at(p, k, off), rb - off);
+        QI_NAME(step_row)(tail, x4, &va[k], vb ? &vb[k] : NULL);
+    }
+}
+
 /* Lane 4j + k (j < 2) of the result: row k's sum over the 4 lanes of quad j of v[k]. */
 QI_TARGET static inline __m256i QI_NAME(reduce4)(const __m256i *v) {
     __m256i a = _mm256_add_epi32(_mm256_unpacklo_epi32(v[0], v[1]), _mm256_unpackhi_epi32(v[0], v[1]));
@@ -90,19 +110,7 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(c
             size_t off = (size_t)s * 64;
             const int8_t *x4 = planes + (size_t)s * 256;
             __m256i va[4], vb[4];
-            if (off + 64 <= rb) {
-                for (int k = 0; k < 4; k++) {
-                    const uint8_t *c = qk_rows4_at(&p, k, off);
-                    _mm_prefetch((const char *)(c + p.pf), _MM_HINT_T1);
-                    QI_NAME(step_row)(c, x4, &va[k], one ? NULL : &vb[k]);
-                }
-            } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
-                for (int k = 0; k < 4; k++) {
-                    uint8_t tail[64] = {0};
-                    memcpy(tail, qk_rows4_at(&p, k, off), rb - off);
-                    QI_NAME(step_row)(tail, x4, &va[k], one ? NULL : &vb[k]);
-                }
-            }
+            QI_NAME(step_rows4)(&p, off, rb, x4, va, one ? NULL : vb);
             __m256i qa = QI_NAME(reduce4)(va); /* quads 0, 1 (of both halves when one) */
             __m128i q0 = _mm256_castsi256_si128(qa), q1 = _mm256_extracti128_si256(qa, 1);
             if (one && !y) {
@@ -186,19 +194,7 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(groups_rows)
             size_t off = (size_t)s * 64;
             const int8_t *x4 = planes + (size_t)s * 256;
             __m256i va[4], vb[4];
-            if (off + 64 <= rb) {
-                for (int k = 0; k < 4; k++) {
-                    const uint8_t *c = qk_rows4_at(&p, k, off);
-                    _mm_prefetch((const char *)(c + p.pf), _MM_HINT_T1);
-                    QI_NAME(step_row)(c, x4, &va[k], whole ? NULL : &vb[k]);
-                }
-            } else { /* the row's last bytes, copied: past them lie the next row or the buffer's end */
-                for (int k = 0; k < 4; k++) {
-                    uint8_t tail[64] = {0};
-                    memcpy(tail, qk_rows4_at(&p, k, off), rb - off);
-                    QI_NAME(step_row)(tail, x4, &va[k], whole ? NULL : &vb[k]);
-                }
-            }
+            QI_NAME(step_rows4)(&p, off, rb, x4, va, whole ? NULL : vb);
             __m256i qa = QI_NAME(reduce4)(va);
             if (whole) { /* the step's 4 quarters at once */
                 int g = 128 * s / G;

@@ -54,12 +54,7 @@ static pdq_code qx_prepare(pdq_qexec *x, int oi, pdq_status *st) {
 }
 
 static void softmax_task(void *vc, int task, int thread) {
-    const qx_rows *c = vc;
-    const qx_t *xq = &c->x->t[c->op->in[0]], *yq = &c->x->t[c->op->out[0]];
-    const void *xd = c->x->ptrs[c->op->in[0]];
-    void *yd = c->x->ptrs[c->op->out[0]];
-    size_t r0, r1;
-    qx_rows_of(c, task, &r0, &r1);
+    QX_ROWS_HEAD(vc, task);
     int C = c->c;
     double beta = (double)c->op->opt.softmax.beta;
     for (size_t r = r0; r < r1; r++) {

@@ -56,12 +56,7 @@ static pdq_code qx_prepare(pdq_qexec *x, int oi, pdq_status *st) {
 
 static void unary_task(void *vc, int task, int thread) {
     (void)thread;
-    const qx_rows *c = vc;
-    const qx_t *xq = &c->x->t[c->op->in[0]], *yq = &c->x->t[c->op->out[0]];
-    const void *xd = c->x->ptrs[c->op->in[0]];
-    void *yd = c->x->ptrs[c->op->out[0]];
-    size_t r0, r1;
-    qx_rows_of(c, task, &r0, &r1);
+    QX_ROWS_HEAD(vc, task);
     size_t i0 = r0 * (size_t)c->c, i1 = r1 * (size_t)c->c;
     const int16_t *tab = c->p->table;
     if (tab && yq->dt == PDQ_TI16) {
