@@ -16,7 +16,9 @@
 
 #include "args.h"
 #include "commands.h"
+#include "common.h"
 #include "exec_args.h"
+#include "ptq_args.h"
 #include "kernels/qmatmul.h"
 #include "pdq/file.h"
 #include "pdq/model.h"
@@ -24,7 +26,7 @@
 
 static const char *k_usage =
     "usage: pdq bench --model DIR [--model DIR ...] [-p LIST] [-n LIST] [-t LIST] [-r N]\n"
-    "                 [--decode-prompt N] [--kernel auto|avx2|avx2-int|scalar|f32] [--json | -o md|json]\n"
+    "                 [--decode-prompt N] [--kernel auto|avx2|avx2-int|scalar|f32] [--static] [--json | -o md|json]\n"
     "  --model DIR      a HF checkpoint (f32 reference path), a quantized OUTDIR (packed weight-only\n"
     "                   path) or a Circle export (circle-int / -fake / -float path, by --mode);\n"
     "                   repeatable, or a comma-separated list\n"
@@ -37,6 +39,9 @@ static const char *k_usage =
     "                   (AVX2 without VNNI) or scalar, all the same bits; f32: uint4/uint8 weights on\n"
     "                   the float kernels instead of the integer path (A/B; last bits differ); Circle\n"
     "                   rows in integer mode: the executor's level (scalar, avx2; f32 does not apply)\n"
+    "  --static         checkpoints and OUTDIRs through the in-memory static runtime (prefill and\n"
+    "                   decode graphs, external KV cache, max_seq the longest test): static-float on a\n"
+    "                   float checkpoint, static-fake / static-int (--mode) on an OUTDIR with ptq.json\n"
     "  --json, -o json  JSON rows (the format is documented in README.md, \"Packed weights\")\n"
     EXEC_ARGS_USAGE
     "                   (Circle exports; the prefill of a Circle pair is its max_seq graph, and\n"
@@ -174,6 +179,98 @@ typedef struct {
     pdq_exec_mode mode;
 } bench_plan;
 
+/* The static runtime's form of run_once: prefill p tokens, or decode n after a prefill of the
+ * decode prompt (the prefill graph is the runtime's max_seq graph, as a Circle pair's). */
+static double static_once(pdq_rt *rt, const int32_t *ids, int p, int n, int decode_prompt, float *logits,
+                          double *cpu_rate) {
+    pdq_status st = {0};
+    double rate = -1;
+    int len = n ? decode_prompt : p;
+    double t0 = now(), c0 = cpu_now();
+    pdq_code rc = pdq_rt_prefill_rows(rt, 1, &ids, &len, PDQ_PAD_LEFT, logits, &st);
+    if (n) {
+        t0 = now(), c0 = cpu_now();
+        for (int i = 0; rc == PDQ_OK && i < n; i++) rc = pdq_rt_decode(rt, 1, &ids[decode_prompt + i], logits, &st);
+    }
+    double t1 = now(), c1 = cpu_now();
+    if (rc == PDQ_OK) rate = (n ? n : p) / (t1 - t0), *cpu_rate = (n ? n : p) / (c1 - c0);
+    else fprintf(stderr, "pdq bench: %s\n", st.msg);
+    return rate;
+}
+
+/* Rows of the in-memory static runtime (--static): the prefill and decode graphs over an external
+ * KV cache, built once per thread count with max_seq the longest test, on a float checkpoint
+ * (static-float) or a quantized OUTDIR with ptq.json in --mode (static-fake, static-int). */
+static int static_rows(const char *dir, const bench_plan *b, const cli_exec *mode, row_t *rows, int *nrows,
+                       double *samples, double *cpu_samples) {
+    static const char *const paths[] = {"static-fake", "static-float", "static-int"}; /* by pdq_exec_mode */
+    int status = 0;
+    int maxp = 0, maxn = 0;
+    for (int i = 0; i < b->np; i++) maxp = b->P[i] > maxp ? b->P[i] : maxp;
+    for (int i = 0; i < b->nn; i++) maxn = b->N[i] > maxn ? b->N[i] : maxn;
+    int S = maxp > b->dprompt + maxn ? maxp : b->dprompt + maxn;
+    for (int ti = 0; ti < b->nt && !status; ti++) {
+        cli_exec ex = {.mode = mode->mode, .given = mode->given};
+        pdq_rt *rt = NULL;
+        pdq_ptq *ptq = NULL;
+        double t0 = now();
+        pdq_model *m = cli_load_model("bench", dir, b->T[ti]);
+        if (!m || cli_static_runtime("bench", dir, m, 1, S, NULL, 0, &rt, &ptq) ||
+            cli_exec_rt(&ex, "bench", dir, rt, ptq, b->T[ti])) {
+            pdq_rt_free(rt);
+            pdq_ptq_free(ptq);
+            pdq_model_free(m);
+            cli_exec_free(&ex);
+            return 1;
+        }
+        double load_s = now() - t0;
+        pdq_exec_mode run_mode = ptq ? ex.mode : PDQ_EXEC_FLOAT;
+        int V = m->cfg.vocab_size;
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)S);
+        float *logits = malloc(sizeof(float) * (size_t)V);
+        if (!ids || !logits) status = 1;
+        else random_ids(ids, S, V);
+        for (int k = 0; !status && k < b->np + b->nn; k++) {
+            int p = k < b->np ? b->P[k] : 0, n = k < b->np ? 0 : b->N[k - b->np];
+            if ((k < b->np && p == 0) || (k >= b->np && n == 0)) continue;
+            row_t *r = &rows[*nrows];
+            r->samples = samples + (size_t)*nrows * b->reps;
+            r->cpu_samples = cpu_samples + (size_t)*nrows * b->reps;
+            double cpu_rate = 0, sd_unused;
+            if (static_once(rt, ids, p, n, b->dprompt, logits, &cpu_rate) < 0) { status = 1; break; } /* warm-up */
+            for (int rep = 0; rep < b->reps && !status; rep++)
+                if ((r->samples[rep] = static_once(rt, ids, p, n, b->dprompt, logits, &r->cpu_samples[rep])) < 0) status = 1;
+            if (status) break;
+            stats(r->cpu_samples, b->reps, &r->cpu_ts, &sd_unused);
+            char *test = malloc(32);
+            if (test) snprintf(test, 32, n ? "tg%d" : "pp%d", n ? n : p);
+            r->model = dir;
+            r->path = paths[run_mode];
+            r->kernel = run_mode == PDQ_EXEC_INT ? "int" : "blas";
+            r->test = test ? test : "?";
+            r->n_prompt = n ? b->dprompt : p;
+            r->n_gen = n;
+            r->threads = b->T[ti];
+            r->reps = b->reps;
+            r->load_s = load_s;
+            r->weight_bytes = 0; /* the graphs' own copies: no packed figure to divide by */
+            stats(r->samples, b->reps, &r->mean, &r->sd);
+            (*nrows)++;
+            if (!b->json) fprintf(stderr, "pdq bench: %s %s t=%d %s: %.2f t/s\n", dir, r->path, b->T[ti], r->test, r->mean);
+        }
+        free(ids);
+        free(logits);
+        pdq_rt_free(rt);
+        pdq_ptq_free(ptq);
+        pdq_model_free(m);
+        cli_exec_free(&ex);
+    }
+    double rss = peak_rss_mib();
+    for (int i = 0; i < *nrows; i++)
+        if (rows[i].model == dir) rows[i].rss = rss;
+    return status;
+}
+
 /* Rows of one Circle export: the pair opened once per thread count (its pool), every test. */
 static int circle_rows(const char *dir, const bench_plan *b, row_t *rows, int *nrows, double *samples, double *cpu_samples) {
     static const char *const paths[] = {"circle-fake", "circle-float", "circle-int"}; /* by pdq_exec_mode */
@@ -268,11 +365,11 @@ static void print_md(const row_t *rows, int n) {
     printf("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const row_t *r = &rows[i];
-        char gb[32] = "–";
-        if (r->n_gen) snprintf(gb, sizeof gb, "%.2f", r->mean * (double)r->weight_bytes / 1e9);
-        printf("| %s | %s | %.1f | %d | %s | %.2f ± %.2f | %.2f | %s | %.2f | %.0f |\n", r->model, r->path,
-               (double)r->weight_bytes / (1024.0 * 1024.0), r->threads, r->test, r->mean, r->sd, r->cpu_ts, gb, r->load_s,
-               r->rss);
+        char gb[32] = "–", mib[32] = "–"; /* static rows have no packed weight figure */
+        if (r->n_gen && r->weight_bytes) snprintf(gb, sizeof gb, "%.2f", r->mean * (double)r->weight_bytes / 1e9);
+        if (r->weight_bytes) snprintf(mib, sizeof mib, "%.1f", (double)r->weight_bytes / (1024.0 * 1024.0));
+        printf("| %s | %s | %s | %d | %s | %.2f ± %.2f | %.2f | %s | %.2f | %.0f |\n", r->model, r->path, mib,
+               r->threads, r->test, r->mean, r->sd, r->cpu_ts, gb, r->load_s, r->rss);
     }
 }
 
@@ -289,6 +386,7 @@ int cmd_bench(int argc, char **argv) {
     long dprompt = args_int(&a, "--decode-prompt", 16);
     const char *fmt = args_str(&a, "-o"), *kern = args_str(&a, "--kernel");
     int json = args_flag(&a, "--json") || (fmt && strcmp(fmt, "json") == 0);
+    int stat_rt = args_flag(&a, "--static");
     cli_exec ex;
     if (cli_exec_read(&a, &ex)) return 2;
     if (args_finish(&a)) { fputs(k_usage, stderr); return 2; }
@@ -338,6 +436,10 @@ int cmd_bench(int argc, char **argv) {
     for (int mi = 0; rows && samples && cpu_samples && mi < nmod && !status; mi++) {
         if (is_circle_dir(models[mi])) {
             status = circle_rows(models[mi], &plan, rows, &nrows, samples, cpu_samples);
+            continue;
+        }
+        if (stat_rt) {
+            status = static_rows(models[mi], &plan, &ex, rows, &nrows, samples, cpu_samples);
             continue;
         }
         pdq_status st = {0};

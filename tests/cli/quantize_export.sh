@@ -66,6 +66,13 @@ js=$("$PDQ" bench --model "$q/circle" -p 0 -n 4 -t 1 -r 1 --mode fake --json 2>/
 check bench-circle-fake "jq -e '.[0].path == \"circle-fake\" and .[0].avg_ts > 0' <<<\"\$js\" >/dev/null"
 check bench-circle-fake-bytes "jq -e --argjson w $(( 4 * (elems + V * D) )) '.[0].weight_bytes >= \$w and .[0].weight_bytes < \$w * 1.01' <<<\"\$js\" >/dev/null"
 err bench-circle-too-long "'$PDQ' bench --model '$q/circle' -p 0 -n 20 -t 1 -r 1" "decode-prompt + n needs 36 positions, the export has max_seq 32"
+# pdq bench --static: the in-memory static runtime of the same OUTDIR in integer and fake-quant
+# mode, and of the float checkpoint; --mode int without ptq.json is an error naming it
+js=$("$PDQ" bench --model "$q" --static -p 16 -n 8 -t 1,2 -r 2 --json 2>/dev/null)
+check bench-static-int "jq -e 'length == 4 and all(.[]; .path == \"static-int\" and .avg_ts > 0 and (.samples_ts | length) == 2 and .peak_rss_mib > 0) and ([.[].test] == [\"pp16\", \"tg8\", \"pp16\", \"tg8\"])' <<<\"\$js\" >/dev/null"
+js=$("$PDQ" bench --model "$q" --model $M --static --mode fake -p 0 -n 4 -t 1 -r 1 --json 2>/dev/null)
+check bench-static-fake-float "jq -e 'length == 2 and .[0].path == \"static-fake\" and .[1].path == \"static-float\" and all(.[]; .avg_ts > 0 and .n_prompt == 16)' <<<\"\$js\" >/dev/null"
+err bench-static-int-float "'$PDQ' bench --model $M --static --mode int -p 8 -n 0 -t 1 -r 1" "--mode int needs a quantized checkpoint with ptq.json"
 check logits-compared "jq -e '.export.quality.logits_vs_in_memory.differing_logits == 0 and .export.quality.logits_vs_in_memory.windows > 0 and .export.quality.logits_vs_in_memory.max_code_steps == 0' '$q/report.json' >/dev/null"
 # the hybrid form of the same checkpoint: float activations, the packed codes; runs back exactly
 h="$tmp/h"
