@@ -98,7 +98,9 @@ static void stats(const double *x, int n, double *mean, double *sd) {
 
 /* One timed run: tokens/s of wall time (and *cpu_rate per CPU second of the process), or < 0 on
  * error (message printed). */
-static double run_once(pdq_model *m, const int32_t *ids, int p, int n, int decode_prompt, double *cpu_rate) {
+static double run_once(void *mv, const int32_t *ids, int p, int n, int decode_prompt, float *unused, double *cpu_rate) {
+    (void)unused;
+    pdq_model *m = mv;
     pdq_status st = {0};
     pdq_kvcache kv = {0};
     int V = m->cfg.vocab_size;
@@ -131,8 +133,9 @@ static double run_once(pdq_model *m, const int32_t *ids, int p, int n, int decod
 
 /* The Circle runtime's form of run_once: prefill p tokens, or decode n after a prefill of the
  * decode prompt. */
-static double circle_once(pdq_crt *rt, const int32_t *ids, int p, int n, int decode_prompt, float *logits,
+static double circle_once(void *rtv, const int32_t *ids, int p, int n, int decode_prompt, float *logits,
                           double *cpu_rate) {
+    pdq_crt *rt = rtv;
     pdq_status st = {0};
     double rate = -1;
     if (n == 0) {
@@ -179,10 +182,71 @@ typedef struct {
     pdq_exec_mode mode;
 } bench_plan;
 
+/* One runtime under test at one thread count: once() times a test on rt (prefill p tokens, or
+ * decode n after the decode prompt), ids and logits its scratch. */
+typedef double (*once_fn)(void *rt, const int32_t *ids, int p, int n, int decode_prompt, float *logits, double *cpu_rate);
+typedef struct {
+    const char *dir, *path, *kernel;
+    int threads, max_seq; /* max_seq 0: no limit */
+    double load_s;
+    size_t weight_bytes;
+    once_fn once;
+    void *rt;
+    const int32_t *ids;
+    float *logits;
+} bench_target;
+
+/* Every -p and -n test of t: a warm-up and -r timed runs, a row each. 0, or 1 / 2 after an error
+ * (2: a test does not fit max_seq). */
+static int test_rows(const bench_plan *b, const bench_target *t, row_t *rows, int *nrows, double *samples,
+                     double *cpu_samples) {
+    for (int k = 0; k < b->np + b->nn; k++) {
+        int p = k < b->np ? b->P[k] : 0, n = k < b->np ? 0 : b->N[k - b->np];
+        if ((k < b->np && p == 0) || (k >= b->np && n == 0)) continue;
+        if (t->max_seq && (p > t->max_seq || (n && b->dprompt + n > t->max_seq))) {
+            fprintf(stderr, "pdq bench: %s: %s needs %d positions, the export has max_seq %d\n", t->dir,
+                    n ? "decode-prompt + n" : "-p", n ? b->dprompt + n : p, t->max_seq);
+            return 2;
+        }
+        row_t *r = &rows[*nrows];
+        r->samples = samples + (size_t)*nrows * b->reps;
+        r->cpu_samples = cpu_samples + (size_t)*nrows * b->reps;
+        double cpu_rate = 0, sd_unused;
+        if (t->once(t->rt, t->ids, p, n, b->dprompt, t->logits, &cpu_rate) < 0) return 1; /* warm-up */
+        for (int rep = 0; rep < b->reps; rep++)
+            if ((r->samples[rep] = t->once(t->rt, t->ids, p, n, b->dprompt, t->logits, &r->cpu_samples[rep])) < 0) return 1;
+        stats(r->cpu_samples, b->reps, &r->cpu_ts, &sd_unused);
+        char *test = malloc(32);
+        if (test) snprintf(test, 32, n ? "tg%d" : "pp%d", n ? n : p);
+        r->model = t->dir;
+        r->path = t->path;
+        r->kernel = t->kernel;
+        r->test = test ? test : "?";
+        r->n_prompt = n ? b->dprompt : p;
+        r->n_gen = n;
+        r->threads = t->threads;
+        r->reps = b->reps;
+        r->load_s = t->load_s;
+        r->weight_bytes = t->weight_bytes;
+        stats(r->samples, b->reps, &r->mean, &r->sd);
+        (*nrows)++;
+        if (!b->json) fprintf(stderr, "pdq bench: %s %s t=%d %s: %.2f t/s\n", t->dir, r->path, t->threads, r->test, r->mean);
+    }
+    return 0;
+}
+
+/* The peak RSS of the process after dir's tests, on each of its rows. */
+static void set_rss(const char *dir, row_t *rows, int nrows) {
+    double rss = peak_rss_mib();
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].model == dir) rows[i].rss = rss;
+}
+
 /* The static runtime's form of run_once: prefill p tokens, or decode n after a prefill of the
  * decode prompt (the prefill graph is the runtime's max_seq graph, as a Circle pair's). */
-static double static_once(pdq_rt *rt, const int32_t *ids, int p, int n, int decode_prompt, float *logits,
+static double static_once(void *rtv, const int32_t *ids, int p, int n, int decode_prompt, float *logits,
                           double *cpu_rate) {
+    pdq_rt *rt = rtv;
     pdq_status st = {0};
     double rate = -1;
     int len = n ? decode_prompt : p;
@@ -230,34 +294,10 @@ static int static_rows(const char *dir, const bench_plan *b, const cli_exec *mod
         float *logits = malloc(sizeof(float) * (size_t)V);
         if (!ids || !logits) status = 1;
         else random_ids(ids, S, V);
-        for (int k = 0; !status && k < b->np + b->nn; k++) {
-            int p = k < b->np ? b->P[k] : 0, n = k < b->np ? 0 : b->N[k - b->np];
-            if ((k < b->np && p == 0) || (k >= b->np && n == 0)) continue;
-            row_t *r = &rows[*nrows];
-            r->samples = samples + (size_t)*nrows * b->reps;
-            r->cpu_samples = cpu_samples + (size_t)*nrows * b->reps;
-            double cpu_rate = 0, sd_unused;
-            if (static_once(rt, ids, p, n, b->dprompt, logits, &cpu_rate) < 0) { status = 1; break; } /* warm-up */
-            for (int rep = 0; rep < b->reps && !status; rep++)
-                if ((r->samples[rep] = static_once(rt, ids, p, n, b->dprompt, logits, &r->cpu_samples[rep])) < 0) status = 1;
-            if (status) break;
-            stats(r->cpu_samples, b->reps, &r->cpu_ts, &sd_unused);
-            char *test = malloc(32);
-            if (test) snprintf(test, 32, n ? "tg%d" : "pp%d", n ? n : p);
-            r->model = dir;
-            r->path = paths[run_mode];
-            r->kernel = run_mode == PDQ_EXEC_INT ? "int" : "blas";
-            r->test = test ? test : "?";
-            r->n_prompt = n ? b->dprompt : p;
-            r->n_gen = n;
-            r->threads = b->T[ti];
-            r->reps = b->reps;
-            r->load_s = load_s;
-            r->weight_bytes = 0; /* the graphs' own copies: no packed figure to divide by */
-            stats(r->samples, b->reps, &r->mean, &r->sd);
-            (*nrows)++;
-            if (!b->json) fprintf(stderr, "pdq bench: %s %s t=%d %s: %.2f t/s\n", dir, r->path, b->T[ti], r->test, r->mean);
-        }
+        bench_target t = {.dir = dir, .path = paths[run_mode], .kernel = run_mode == PDQ_EXEC_INT ? "int" : "blas",
+                          .threads = b->T[ti], .load_s = load_s, .once = static_once, .rt = rt, .ids = ids,
+                          .logits = logits}; /* weight_bytes 0: the graphs' own copies, no packed figure */
+        if (!status) status = test_rows(b, &t, rows, nrows, samples, cpu_samples);
         free(ids);
         free(logits);
         pdq_rt_free(rt);
@@ -265,9 +305,7 @@ static int static_rows(const char *dir, const bench_plan *b, const cli_exec *mod
         pdq_model_free(m);
         cli_exec_free(&ex);
     }
-    double rss = peak_rss_mib();
-    for (int i = 0; i < *nrows; i++)
-        if (rows[i].model == dir) rows[i].rss = rss;
+    set_rss(dir, rows, *nrows);
     return status;
 }
 
@@ -298,48 +336,17 @@ static int circle_rows(const char *dir, const bench_plan *b, row_t *rows, int *n
         float *logits = malloc(sizeof(float) * (size_t)V);
         if (!ids || !logits) status = 1;
         else random_ids(ids, len, V);
-        for (int k = 0; !status && k < b->np + b->nn; k++) {
-            int p = k < b->np ? b->P[k] : 0, n = k < b->np ? 0 : b->N[k - b->np];
-            if ((k < b->np && p == 0) || (k >= b->np && n == 0)) continue;
-            if (p > S || (n && b->dprompt + n > S)) {
-                fprintf(stderr, "pdq bench: %s: %s needs %d positions, the export has max_seq %d\n", dir,
-                        n ? "decode-prompt + n" : "-p", n ? b->dprompt + n : p, S);
-                status = 2;
-                break;
-            }
-            row_t *r = &rows[*nrows];
-            r->samples = samples + (size_t)*nrows * b->reps;
-            r->cpu_samples = cpu_samples + (size_t)*nrows * b->reps;
-            double cpu_rate = 0, sd_unused;
-            if (circle_once(rt, ids, p, n, b->dprompt, logits, &cpu_rate) < 0) { status = 1; break; } /* warm-up */
-            for (int rep = 0; rep < b->reps && !status; rep++)
-                if ((r->samples[rep] = circle_once(rt, ids, p, n, b->dprompt, logits, &r->cpu_samples[rep])) < 0) status = 1;
-            if (status) break;
-            stats(r->cpu_samples, b->reps, &r->cpu_ts, &sd_unused);
-            char *test = malloc(32);
-            if (test) snprintf(test, 32, n ? "tg%d" : "pp%d", n ? n : p);
-            r->model = dir;
-            r->path = paths[b->mode];
-            r->kernel = b->mode != PDQ_EXEC_INT ? "float" : b->kpath == 1 ? "int-scalar" : b->kpath == 2 || b->kpath == 3 ? "int-avx2" : "int";
-            r->test = test ? test : "?";
-            r->n_prompt = n ? b->dprompt : p;
-            r->n_gen = n;
-            r->threads = b->T[ti];
-            r->reps = b->reps;
-            r->load_s = load_s;
-            r->weight_bytes = pdq_crt_decode_weight_bytes(rt);
-            stats(r->samples, b->reps, &r->mean, &r->sd);
-            (*nrows)++;
-            if (!b->json) fprintf(stderr, "pdq bench: %s %s t=%d %s: %.2f t/s\n", dir, r->path, b->T[ti], r->test, r->mean);
-        }
+        bench_target t = {.dir = dir, .path = paths[b->mode], .threads = b->T[ti], .max_seq = S, .load_s = load_s,
+                          .weight_bytes = pdq_crt_decode_weight_bytes(rt), .once = circle_once, .rt = rt, .ids = ids,
+                          .logits = logits};
+        t.kernel = b->mode != PDQ_EXEC_INT ? "float" : b->kpath == 1 ? "int-scalar" : b->kpath == 2 || b->kpath == 3 ? "int-avx2" : "int";
+        if (!status) status = test_rows(b, &t, rows, nrows, samples, cpu_samples);
         free(ids);
         free(logits);
         pdq_crt_free(rt);
         pdq_pool_free(pool);
     }
-    double rss = peak_rss_mib();
-    for (int i = 0; i < *nrows; i++)
-        if (rows[i].model == dir) rows[i].rss = rss;
+    set_rss(dir, rows, *nrows);
     return status;
 }
 
@@ -460,40 +467,15 @@ int cmd_bench(int argc, char **argv) {
                     m->cfg.max_position_embeddings);
         int32_t *ids = malloc(sizeof(int32_t) * (size_t)len);
         if (ids) random_ids(ids, len, m->cfg.vocab_size);
+        else status = 1;
         for (int ti = 0; ids && ti < nt && !status; ti++) {
             pdq_set_threads(m, Tn[ti]);
-            for (int k = 0; k < np + nn && !status; k++) {
-                int p = k < np ? P[k] : 0, n = k < np ? 0 : N[k - np];
-                if ((k < np && p == 0) || (k >= np && n == 0)) continue;
-                row_t *r = &rows[nrows];
-                r->samples = samples + (size_t)nrows * reps;
-                r->cpu_samples = cpu_samples + (size_t)nrows * reps;
-                double cpu_rate = 0, sd_unused;
-                if (run_once(m, ids, p, n, (int)dprompt, &cpu_rate) < 0) { status = 1; break; } /* warm-up */
-                for (int rep = 0; rep < reps && !status; rep++)
-                    if ((r->samples[rep] = run_once(m, ids, p, n, (int)dprompt, &r->cpu_samples[rep])) < 0) status = 1;
-                if (status) break;
-                stats(r->cpu_samples, (int)reps, &r->cpu_ts, &sd_unused);
-                char *test = malloc(32);
-                if (test) snprintf(test, 32, n ? "tg%d" : "pp%d", n ? n : p);
-                r->model = models[mi];
-                r->path = packed ? "packed" : "f32";
-                r->kernel = packed ? kernel : "blas";
-                r->test = test ? test : "?";
-                r->n_prompt = n ? (int)dprompt : p;
-                r->n_gen = n;
-                r->threads = Tn[ti];
-                r->reps = (int)reps;
-                r->weight_bytes = wbytes;
-                r->load_s = load_s;
-                stats(r->samples, (int)reps, &r->mean, &r->sd);
-                nrows++;
-                if (!json) fprintf(stderr, "pdq bench: %s %s t=%d %s: %.2f t/s\n", models[mi], r->path, Tn[ti], r->test, r->mean);
-            }
+            bench_target t = {.dir = models[mi], .path = packed ? "packed" : "f32", .kernel = packed ? kernel : "blas",
+                              .threads = Tn[ti], .load_s = load_s, .weight_bytes = wbytes, .once = run_once, .rt = m,
+                              .ids = ids};
+            status = test_rows(&plan, &t, rows, &nrows, samples, cpu_samples);
         }
-        double rss = peak_rss_mib();
-        for (int i = 0; i < nrows; i++)
-            if (rows[i].model == models[mi]) rows[i].rss = rss;
+        set_rss(models[mi], rows, nrows);
         free(ids);
         pdq_model_free(m);
     }
