@@ -223,8 +223,7 @@ __attribute__((target("avx2"))) void pdq_qx_group_rows_avx2(const int64_t *s, in
     for (int r = 0; r < n; r++) {
         if (r >= n4) v[r] = 0.0;
         for (int g = r < n4 ? ng4 : 0; g < ng; g++)
-            v[r] += (double)(s[(size_t)r * ng + g] - (int64_t)zw[(size_t)r * ng + g] * sumx[g]) *
-                    (sx * (double)sw[(size_t)r * ng + g]);
+            v[r] += qx_group_term(s[(size_t)r * ng + g], zw[(size_t)r * ng + g], sumx[g], sw[(size_t)r * ng + g], sx);
     }
 }
 
@@ -473,9 +472,8 @@ void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, 
         int k0 = g * G, K = in - k0 < G ? in - k0 : G;
         for (int m = 0; m < 4; m++)
             for (int r = 0; r < 4; r++) {
-                int64_t a = pdq_qx_dot_u8_scalar(x + m * ldx + k0, w + r * ldw + k0, K) -
-                            (int64_t)zw[(size_t)r * ng + g] * sumx[(size_t)m * ng + g];
-                v[4 * m + r] += (double)a * (sx * (double)sw[(size_t)r * ng + g]);
+                v[4 * m + r] += qx_group_term(pdq_qx_dot_u8_scalar(x + m * ldx + k0, w + r * ldw + k0, K),
+                                              zw[(size_t)r * ng + g], sumx[(size_t)m * ng + g], sw[(size_t)r * ng + g], sx);
             }
     }
 }
@@ -487,8 +485,7 @@ void pdq_qx_group_rows_vnni(const int64_t *s, int ng, int n, const uint8_t *zw, 
     for (int r = 0; r < n; r++) {
         v[r] = 0.0;
         for (int g = 0; g < ng; g++)
-            v[r] += (double)(s[(size_t)r * ng + g] - (int64_t)zw[(size_t)r * ng + g] * sumx[g]) *
-                    (sx * (double)sw[(size_t)r * ng + g]);
+            v[r] += qx_group_term(s[(size_t)r * ng + g], zw[(size_t)r * ng + g], sumx[g], sw[(size_t)r * ng + g], sx);
     }
 }
 void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
@@ -509,9 +506,8 @@ void pdq_qx_tile4x2_groups_avx2(const int16_t *x, size_t ldx, const uint8_t *w, 
         int k0 = g * G, K = in - k0 < G ? in - k0 : G;
         for (int m = 0; m < 4; m++)
             for (int r = 0; r < 2; r++) {
-                int64_t a = pdq_qx_dot_u8_scalar(x + m * ldx + k0, w + r * ldw + k0, K) -
-                            (int64_t)zw[(size_t)r * ng + g] * sumx[(size_t)m * ng + g];
-                v[2 * m + r] += (double)a * (sx * (double)sw[(size_t)r * ng + g]);
+                v[2 * m + r] += qx_group_term(pdq_qx_dot_u8_scalar(x + m * ldx + k0, w + r * ldw + k0, K),
+                                              zw[(size_t)r * ng + g], sumx[(size_t)m * ng + g], sw[(size_t)r * ng + g], sx);
             }
     }
 }
@@ -684,7 +680,20 @@ static inline void fc_put(const qx_prep *p, const qx_t *yq, void *y, int m, int 
 /* Group g's term of y[m, r] in the grouped rule, from the exact sum a over the group's columns. */
 static inline double group_term(const qx_prep *p, int m, int r, int g, int64_t a) {
     size_t rg = (size_t)r * p->ngroups + g;
-    return (double)(a - (int64_t)p->gz[rg] * p->sumx[(size_t)m * p->ngroups + g]) * (p->sx * (double)p->gs[rg]);
+    return qx_group_term(a, p->gz[rg], p->sumx[(size_t)m * p->ngroups + g], p->gs[rg], p->sx);
+}
+
+/* y[m + i][r + j] from v[i * nr + j], values before the bias (nm x nr, row stride nr): each
+ * activation row's int16 outputs four at a time where there is no bias (simd), the rest by
+ * fc_put_v. */
+static void fc_put_tile(const qx_prep *p, const qx_t *yq, void *y, int simd, int m, int nm, int r, int nr,
+                        const double *v) {
+    for (int i = 0; i < nm; i++) {
+        int j = simd && !p->bias && yq->dt == PDQ_TI16
+                    ? pdq_qx_codes_i16_avx2(v + (size_t)i * nr, yq, (int16_t *)y + (size_t)(m + i) * p->fout + r, nr)
+                    : 0;
+        for (; j < nr; j++) fc_put_v(p, yq, y, m + i, r + j, v[(size_t)i * nr + j]);
+    }
 }
 
 /* ... from the exact sum a = sum x * code of row r, taking the zero point's share out first. */
@@ -743,10 +752,7 @@ static void fc_task(void *vc, int task, int thread) {
                         for (int g = 0; g < ng; g++) v[r - a] += group_term(p, m, r, g, s[(size_t)(r - a) * ng + g]);
                     }
                 }
-                int r = a; /* int16 outputs four at a time, the rest by fc_put_v */
-                if (simd && !p->bias && yq->dt == PDQ_TI16)
-                    r += pdq_qx_codes_i16_avx2(v, yq, (int16_t *)y + (size_t)m * p->fout + a, b - a);
-                for (; r < b; r++) fc_put_v(p, yq, y, m, r, v[r - a]);
+                fc_put_tile(p, yq, y, simd, m, 1, a, b - a, v);
             }
         return;
     }
@@ -787,18 +793,12 @@ static void fc_task(void *vc, int task, int thread) {
                 double v[16] = {0};
                 pdq_qx_tile4x4_groups_vnni(xm, (size_t)in, wr, (size_t)in, in, p->group, p->gz + (size_t)r * ng,
                                            p->sumx + (size_t)m * ng, p->gs + (size_t)r * ng, p->sx, v);
-                for (int i = 0; i < 4; i++) {
-                    int j = !p->bias && yq->dt == PDQ_TI16
-                                ? pdq_qx_codes_i16_avx2(v + i * 4, yq, (int16_t *)y + (size_t)(m + i) * p->fout + r, 4)
-                                : 0;
-                    for (; j < 4; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * 4 + j]);
-                }
+                fc_put_tile(p, yq, y, simd, m, 4, r, 4, v);
             } else if (nm == 4 && nr == 2 && p->group_i32) { /* AVX2 4 x 2: every group in one call */
                 double v[8] = {0};
                 pdq_qx_tile4x2_groups_avx2(xm, (size_t)in, wr, (size_t)in, in, p->group, p->gz + (size_t)r * ng,
                                            p->sumx + (size_t)m * ng, p->gs + (size_t)r * ng, p->sx, v);
-                for (int i = 0; i < 4; i++)
-                    for (int j = 0; j < 2; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * 2 + j]);
+                fc_put_tile(p, yq, y, simd, m, 4, r, 2, v);
             } else {
                 double v[16] = {0};
                 for (int g = 0; g < ng; g++) {
@@ -807,8 +807,7 @@ static void fc_task(void *vc, int task, int thread) {
                     for (int i = 0; i < nm; i++)
                         for (int j = 0; j < nr; j++) v[i * nr + j] += group_term(p, m + i, r + j, g, acc[i * nr + j]);
                 }
-                for (int i = 0; i < nm; i++)
-                    for (int j = 0; j < nr; j++) fc_put_v(p, yq, y, m + i, r + j, v[i * nr + j]);
+                fc_put_tile(p, yq, y, simd, m, nm, r, nr, v);
             }
             m += nm;
         }

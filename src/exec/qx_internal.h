@@ -117,6 +117,13 @@ static inline int64_t qx_code(const qx_t *q, const void *p, size_t i) {
     return q->dt == PDQ_TI16 ? ((const int16_t *)p)[i] : ((const uint8_t *)p)[i];
 }
 
+/* One term of the grouped rule (include/pdq/qexec.h): the exact sum a over a group's columns less
+ * the zero point's share, times sx * the group's float32 scale, in double. Every grouped path
+ * computes exactly this value; the vector ones lane by lane. */
+static inline double qx_group_term(int64_t a, int zw, int64_t sumx, float sw, double sx) {
+    return (double)(a - (int64_t)zw * sumx) * (sx * (double)sw);
+}
+
 /* Parallel loop over tasks (the pool, or in order on the caller). */
 void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx);
 

@@ -87,14 +87,14 @@ void pdq_qx_rows_run(pdq_qexec *x, const pdq_op *op, pdq_pool_fn fn, int per_ele
 
 pdq_code pdq_qx_move_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     QX_OP_HEAD;
-    int n_data = op->type == PDQ_OP_CONCATENATION ? op->n_in : 1;
+    const pdq_op_def *d = pdq_op_def_of(op->type);
+    int n_data = d->grid == PDQ_GRID_OF_ALL ? op->n_in : 1; /* all inputs are data where they share one grid */
     for (int i = 0; i < n_data; i++) {
         const pdq_tensor *t = &g->tensors[op->in[i]];
         if (t->kind == PDQ_TK_CONST || !qx_same_grid(&x->t[op->in[i]], yq))
             return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "integer mode: %s moves %s onto another grid or dtype (%s); layout "
                             "ops keep their input's grid", pdq_op_name(op->type), t->name, g->tensors[op->out[0]].name);
     }
-    const pdq_op_def *d = pdq_op_def_of(op->type);
     p->has_box = d->box && d->box(g, op, &p->box); /* decode runs some hundred of these per layer */
     return PDQ_OK;
 }

@@ -351,7 +351,7 @@ static pdq_code check_op_dtypes(const pdq_graph *g, int o, pdq_status *st) {
     const pdq_op *op = &g->ops[o];
     if (pdq_op_is_data_move(op->type)) return PDQ_OK; /* any dtype */
     const pdq_op_def *d = pdq_op_def_of(op->type);
-    int n = d->params_at && d->params_at < op->n_in ? d->params_at : op->n_in;
+    int n = pdq_op_n_values(d, op);
     for (int i = 0; i < n; i++) {
         const pdq_tensor *t = &g->tensors[op->in[i]];
         if (t->dtype != PDQ_TF32 && !t->q)

@@ -27,7 +27,7 @@ static pdq_code check_float(const pdq_graph *g, pdq_status *st) {
         const pdq_op *op = &g->ops[o];
         const pdq_op_def *d = pdq_op_def_of(op->type);
         if (d->kind == PDQ_OPK_DATA_MOVE) continue;
-        int n = d->params_at && d->params_at < op->n_in ? d->params_at : op->n_in;
+        int n = pdq_op_n_values(d, op);
         for (int i = 0; i < n; i++)
             if (g->tensors[op->in[i]].dtype != PDQ_TF32)
                 return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "graph %s: float interpreter: %s input %s is %s", g->name,

@@ -87,6 +87,11 @@ static inline int pdq_op_is_data_move(pdq_op_type t) {
     return d && d->kind == PDQ_OPK_DATA_MOVE;
 }
 
+/* How many of op's operands are values (before its int32 shape parameters). */
+static inline int pdq_op_n_values(const pdq_op_def *d, const pdq_op *op) {
+    return d->params_at && d->params_at < op->n_in ? d->params_at : op->n_in;
+}
+
 /* Each op's row, defined in its file. */
 extern const pdq_op_def pdq_op_fully_connected, pdq_op_batch_matmul, pdq_op_add, pdq_op_sub, pdq_op_mul, pdq_op_div,
     pdq_op_mean, pdq_op_rsqrt, pdq_op_neg, pdq_op_logistic, pdq_op_rms_norm, pdq_op_softmax, pdq_op_reshape,
