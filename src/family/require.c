@@ -13,14 +13,15 @@ typedef struct {
 #define STATIC (1u << PDQ_PATH_STATIC)
 #define QUANT (1u << PDQ_PATH_QUANTIZE)
 #define EXPORT (1u << PDQ_PATH_EXPORT)
+#define TRANSFORM (1u << PDQ_PATH_TRANSFORM)
 
 static const char *const k_path_names[] = {"the reference model", "the static graphs (verify, PTQ)",
                                            "the Circle export", "quantization", "the transforms"};
 
 pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) {
     const feature f[] = {
-        {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT},
-        {"q/k head norms", "model_type", c->qk_norm, REF | STATIC | QUANT | EXPORT},
+        {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        {"q/k head norms", "model_type", c->qk_norm, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT},
         /* the static runtime's RoPE table is one: it refuses a max_seq past the original length */
         {"longrope scaling", "rope_scaling.type", c->rope_type == PDQ_ROPE_LONGROPE, REF | STATIC | QUANT},

@@ -52,12 +52,20 @@ for fam in qwen2 qwen3 llama-bias; do
     pq=$("$PDQ" ppl --model "$q" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
     ph=$("$PDQ" ppl --model "$q/hf" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
     check "$fam-packed-vs-hf" "awk -v a='$pq' -v b='$ph' 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d / b < 1e-3) }'"
+    # every transform at once keeps the function: biases follow their outputs through R1, R2, CLE
+    "$PDQ" quantize --model "$m" --calib $C --method rtn --wbits 8 --abits none --transform r1,r2,cle,smooth \
+        --smooth-nsamples 2 --seq-len 64 --save-transformed --out "$tmp/$fam-t" --quiet >/dev/null 2>&1 || bad "$fam transform"
+    p0=$("$PDQ" ppl --model "$m" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
+    p1=$("$PDQ" ppl --model "$tmp/$fam-t/transformed" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
+    check "$fam-transforms-preserve" "awk -v a='$p0' -v b='$p1' 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d / a < 1e-5) }'"
 done
 
-# what no path computes yet is refused before any work, by name
+# what no path computes yet is refused before any work, by name (for mistral: the window)
 m=$tmp/mistral-src
 mkdir -p "$m" && cp "$F/mistral/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
 err mistral-export "'$PDQ' quantize --model '$m' --method rtn --wbits 4 --calib $C --max-seq 32 --export circle-full --out '$tmp/mq'" \
     "a sliding attention window (config.json 'sliding_window') not yet supported by the Circle export"
 check mistral-no-output "[ ! -e '$tmp/mq/model.q.safetensors' ]"
+err mistral-transform "'$PDQ' quantize --model '$m' --method rtn --wbits 4 --transform r1 --out '$tmp/mt'" \
+    "a sliding attention window (config.json 'sliding_window') not yet supported by the transforms"
 exit $fail
