@@ -53,6 +53,7 @@ pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, 
         const pdq_tensor *x = &src->tensors[t];
         if (x->kind != PDQ_TK_CONST) continue;
         ids[t] = pdq_graph_const(dst, x->name, x->dtype, x->ndim, x->shape, x->data, x->owned, st);
+        if (ids[t] >= 0) dst->tensors[ids[t]].role = x->role;
         if (ids[t] < 0) rc = st ? st->code : PDQ_ERR_ARG;
         else rc = copy_q(&dst->tensors[ids[t]], x->q, st);
     }

@@ -113,6 +113,7 @@ static int head_norm(lctx *l, int x, const float *gamma, float fold, const char 
     char gname[160];
     snprintf(gname, sizeof gname, "%s.weight", name);
     int g = fold != 1.0f ? scaled_const(l->b, hs[0], gamma, fold, gname) : pdq_b_const(l->b, 1, hs, gamma, 0, "%s", gname);
+    pdq_b_role(l->b, g, gamma == l->w->q_norm ? PDQ_ROLE_Q_NORM : PDQ_ROLE_K_NORM);
     pdq_op rms;
     memset(&rms, 0, sizeof rms);
     rms.opt.rms.epsilon = l->c->rms_norm_eps;
@@ -352,8 +353,9 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
                                             pdq_linear_name((pdq_linear_id)i));
     }
     int ds[1] = {D};
-    int g_in = pdq_b_const(&b, 1, ds, w->attn_norm, 0, "input_layernorm.weight");
-    int g_post = pdq_b_const(&b, 1, ds, w->ffn_norm, 0, "post_attention_layernorm.weight");
+    int g_in = pdq_b_role(&b, pdq_b_const(&b, 1, ds, w->attn_norm, 0, "input_layernorm.weight"), PDQ_ROLE_ATTN_NORM);
+    int g_post =
+        pdq_b_role(&b, pdq_b_const(&b, 1, ds, w->ffn_norm, 0, "post_attention_layernorm.weight"), PDQ_ROLE_FFN_NORM);
     if (o->scale == PDQ_RT_SCALE_LOGITS) {
         float s = 1.0f / sqrtf((float)hd);
         int one[1] = {1};
