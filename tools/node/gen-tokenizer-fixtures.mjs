@@ -157,7 +157,8 @@ for (const name of ["qwen3", "llama3", "phi3", "gemma3"]) {
     const opts = { add_generation_prompt: true, return_tensor: false };
     try {
       const text = tok.apply_chat_template(messages, { ...opts, tokenize: false });
-      const ids = tok.apply_chat_template(messages, { ...opts, tokenize: true });
+      const r = tok.apply_chat_template(messages, { ...opts, tokenize: true });
+      const ids = Array.isArray(r) ? r : Array.from(r.input_ids); /* a {input_ids, attention_mask} dict in 4.x */
       return { messages, text, ids };
     } catch (e) {
       return { messages, error: String(e.message || e) };
