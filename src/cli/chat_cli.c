@@ -16,3 +16,10 @@ pdq_code cli_chat_template(const char *dir, const char *name, pdq_chat_template 
     }
     return rc;
 }
+
+pdq_code cli_stop_ids(const char *dir, const pdq_config *cfg, pdq_stop_ids *out, pdq_status *st) {
+    out->n = 0;
+    pdq_code rc = PDQ_OK;
+    for (int i = 0; i < cfg->n_eos && !rc; i++) rc = pdq_stop_ids_add(out, cfg->eos_token_ids[i], st);
+    return rc ? rc : pdq_stop_ids_add_generation_config(out, dir, cfg->vocab_size, st);
+}
