@@ -199,6 +199,10 @@ static void test_errors(void **s) {
     assert_string_equal(t.bos, "<|begin_of_text|>");
     write_cfg(dir, "{\"chat_template\": ");
     assert_int_equal(pdq_chat_template_load(dir, NULL, &t, &st), PDQ_ERR_FORMAT);
+    /* an overlong bos_token is refused with its size (this read freed memory once: found by fuzz_chat) */
+    write_cfg(dir, "{\"bos_token\": \"<s>0123456789012345678901234567890123456789012345678901234567890123456789\"}");
+    assert_int_equal(pdq_chat_template_load(dir, NULL, &t, &st), PDQ_ERR_LIMIT);
+    assert_non_null(strstr(st.msg, "bos_token of 73 bytes"));
     tu_rmtree(dir);
     free(dir);
     /* conversation files and what the templates refuse */

@@ -79,9 +79,10 @@ pdq_code pdq_chat_template_load(const char *dir, const char *name, pdq_chat_temp
         }
     }
     const char *bos = token_text(cJSON_GetObjectItemCaseSensitive(cfg, "bos_token"));
-    if (bos && strlen(bos) >= sizeof out->bos) {
+    size_t bos_len = bos ? strlen(bos) : 0;
+    if (bos_len >= sizeof out->bos) {
         cJSON_Delete(cfg);
-        return pdq_fail(st, PDQ_ERR_LIMIT, "%s: bos_token of %zu bytes exceeds %zu", path, strlen(bos), sizeof out->bos - 1);
+        return pdq_fail(st, PDQ_ERR_LIMIT, "%s: bos_token of %zu bytes exceeds %zu", path, bos_len, sizeof out->bos - 1);
     }
     if (bos) memcpy(out->bos, bos, strlen(bos) + 1);
     const char *tmpl = template_text(cJSON_GetObjectItemCaseSensitive(cfg, "chat_template")), *from = path;
