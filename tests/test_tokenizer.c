@@ -252,6 +252,47 @@ static void test_minimal(void **s) {
     free(dir);
 }
 
+/* Split behaviours against HF's definition ("the-final--countdown" on '-': Isolated keeps "-"
+ * alone, MergedWithPrevious glues it to the piece before, MergedWithNext to the one after), seen
+ * through merges that can only apply inside a piece: "a -" and "- b". Also NFC: "e" + U+0301
+ * composes to the vocab's "é" (U+00E9). */
+static void encode_with(const char *pre, const char *text, const int32_t *want, size_t n_want) {
+    char *dir = tu_mkdtemp(), path[600], js[1024];
+    snprintf(js, sizeof js,
+             "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"-\": 1, \"b\": 2, \"a-\": 3, \"-b\": 4, \"\u00e9\": 5, \"e\": 6},"
+             " \"merges\": [\"a -\", \"- b\"]}, \"normalizer\": {\"type\": \"NFC\"}%s}", pre);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    assert_int_equal(tu_write_file(path, js, strlen(js)), 0);
+    pdq_status st = {0};
+    pdq_tokenizer *t = NULL;
+    assert_int_equal(pdq_tokenizer_load(dir, &t, &st), PDQ_OK);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(pdq_tokenizer_encode(t, text, strlen(text), 0, &ids, &n, &st), PDQ_OK);
+    assert_int_equal(n, n_want);
+    for (size_t i = 0; i < n; i++) assert_int_equal(ids[i], want[i]);
+    free(ids);
+    pdq_tokenizer_free(t);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_split_behaviors(void **s) {
+    (void)s;
+    const char *split = ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \"-\"}, \"behavior\": \"%s\"}";
+    char pre[256];
+    snprintf(pre, sizeof pre, split, "Isolated");
+    encode_with(pre, "a-b", (const int32_t[]){0, 1, 2}, 3);
+    snprintf(pre, sizeof pre, split, "MergedWithPrevious");
+    encode_with(pre, "a-b", (const int32_t[]){3, 2}, 2);
+    encode_with(pre, "a--b", (const int32_t[]){3, 1, 2}, 3); /* "a-", "-", "b" */
+    snprintf(pre, sizeof pre, split, "MergedWithNext");
+    encode_with(pre, "a-b", (const int32_t[]){0, 4}, 2);
+    snprintf(pre, sizeof pre, split, "Removed");
+    encode_with(pre, "a-b", (const int32_t[]){0, 2}, 2);
+    encode_with("", "e\xcc\x81" "e", (const int32_t[]){5, 6}, 2); /* NFC: e + U+0301 -> U+00E9 */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama2_cases),     cmocka_unit_test(test_llama3_cases),
@@ -260,7 +301,7 @@ int main(void) {
         cmocka_unit_test(test_bundled_prompts),
         cmocka_unit_test(test_metadata),         cmocka_unit_test(test_corpus_test_split),
         cmocka_unit_test(test_corpus_train_split), cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_minimal),
+        cmocka_unit_test(test_minimal),          cmocka_unit_test(test_split_behaviors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
