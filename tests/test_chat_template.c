@@ -39,15 +39,23 @@ static int ids_match(const int32_t *a, size_t n, const cJSON *want) {
     return 1;
 }
 
-/* Each conversation: text and ids equal the fixture's. */
-static void check_template(const char *name, pdq_chat_kind want_kind) {
+/* The named tokenizer and its detected template; NULL (test skipped) when its files are absent. */
+static pdq_tokenizer *open_named(const char *name, pdq_chat_template *t) {
     char dir[512];
-    if (!tu_tokenizer_dir(name, dir, sizeof dir)) { skip(); return; }
+    if (!tu_tokenizer_dir(name, dir, sizeof dir)) return NULL;
     pdq_status st = {0};
     pdq_tokenizer *tok = NULL;
-    pdq_chat_template t;
     assert_int_equal(pdq_tokenizer_load(dir, &tok, &st), PDQ_OK);
-    assert_int_equal(pdq_chat_template_load(dir, NULL, &t, &st), PDQ_OK);
+    assert_int_equal(pdq_chat_template_load(dir, NULL, t, &st), PDQ_OK);
+    return tok;
+}
+
+/* Each conversation: text and ids equal the fixture's. */
+static void check_template(const char *name, pdq_chat_kind want_kind) {
+    pdq_status st = {0};
+    pdq_chat_template t;
+    pdq_tokenizer *tok = open_named(name, &t);
+    if (!tok) { skip(); return; }
     assert_string_equal(pdq_chat_template_name(t.kind), pdq_chat_template_name(want_kind));
     cJSON *fx = load_fixture(name);
     const cJSON *c;
@@ -89,13 +97,10 @@ static void test_gemma3(void **s) { (void)s; check_template("gemma3", PDQ_CHAT_G
  * conversations that alternate user/assistant and end with the user, whose replies are already in
  * the form the template writes them (no surrounding whitespace, no <think> block). */
 static void check_running_chat(const char *name) {
-    char dir[512];
-    if (!tu_tokenizer_dir(name, dir, sizeof dir)) { skip(); return; }
     pdq_status st = {0};
-    pdq_tokenizer *tok = NULL;
     pdq_chat_template t;
-    assert_int_equal(pdq_tokenizer_load(dir, &tok, &st), PDQ_OK);
-    assert_int_equal(pdq_chat_template_load(dir, NULL, &t, &st), PDQ_OK);
+    pdq_tokenizer *tok = open_named(name, &t);
+    if (!tok) { skip(); return; }
     int32_t *eot = NULL;
     size_t ne = 0;
     assert_int_equal(pdq_tokenizer_encode(tok, pdq_chat_end_of_turn(&t), strlen(pdq_chat_end_of_turn(&t)), 0, &eot, &ne, &st), PDQ_OK);

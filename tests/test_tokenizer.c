@@ -229,16 +229,24 @@ static void test_bad_input(void **s) {
                       PDQ_ERR_FORMAT, "not valid UTF-8 (byte");
 }
 
-/* A minimal tokenizer.json without tokenizer_config.json loads and merges as declared. */
-static void test_minimal(void **s) {
-    (void)s;
+/* A tokenizer from tokenizer.json text alone (written to a scratch directory, removed again). */
+static pdq_tokenizer *load_text(const char *js) {
     char *dir = tu_mkdtemp(), path[600];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    const char *js = "{" MINI_MODEL "}";
     assert_int_equal(tu_write_file(path, js, strlen(js)), 0);
     pdq_status st = {0};
     pdq_tokenizer *t = NULL;
     assert_int_equal(pdq_tokenizer_load(dir, &t, &st), PDQ_OK);
+    tu_rmtree(dir);
+    free(dir);
+    return t;
+}
+
+/* A minimal tokenizer.json without tokenizer_config.json loads and merges as declared. */
+static void test_minimal(void **s) {
+    (void)s;
+    pdq_status st = {0};
+    pdq_tokenizer *t = load_text("{" MINI_MODEL "}");
     int32_t *ids = NULL;
     size_t n = 0;
     assert_int_equal(pdq_tokenizer_encode(t, "abab", 4, 1, &ids, &n, &st), PDQ_OK);
@@ -248,8 +256,6 @@ static void test_minimal(void **s) {
     free(ids);
     assert_int_equal(pdq_tokenizer_bos_id(t), -1);
     pdq_tokenizer_free(t);
-    tu_rmtree(dir);
-    free(dir);
 }
 
 /* Split behaviours against HF's definition ("the-final--countdown" on '-': Isolated keeps "-"
@@ -257,15 +263,12 @@ static void test_minimal(void **s) {
  * through merges that can only apply inside a piece: "a -" and "- b". Also NFC: "e" + U+0301
  * composes to the vocab's "é" (U+00E9). */
 static void encode_with(const char *pre, const char *text, const int32_t *want, size_t n_want) {
-    char *dir = tu_mkdtemp(), path[600], js[1024];
+    char js[1024];
     snprintf(js, sizeof js,
              "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"-\": 1, \"b\": 2, \"a-\": 3, \"-b\": 4, \"\u00e9\": 5, \"e\": 6},"
              " \"merges\": [\"a -\", \"- b\"]}, \"normalizer\": {\"type\": \"NFC\"}%s}", pre);
-    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    assert_int_equal(tu_write_file(path, js, strlen(js)), 0);
     pdq_status st = {0};
-    pdq_tokenizer *t = NULL;
-    assert_int_equal(pdq_tokenizer_load(dir, &t, &st), PDQ_OK);
+    pdq_tokenizer *t = load_text(js);
     int32_t *ids = NULL;
     size_t n = 0;
     assert_int_equal(pdq_tokenizer_encode(t, text, strlen(text), 0, &ids, &n, &st), PDQ_OK);
@@ -273,8 +276,6 @@ static void encode_with(const char *pre, const char *text, const int32_t *want, 
     for (size_t i = 0; i < n; i++) assert_int_equal(ids[i], want[i]);
     free(ids);
     pdq_tokenizer_free(t);
-    tu_rmtree(dir);
-    free(dir);
 }
 
 static void test_split_behaviors(void **s) {
