@@ -14,12 +14,7 @@
 static cJSON *load_fixture(const char *name) {
     char path[256];
     snprintf(path, sizeof path, "tests/fixtures/chat/%s.json", name);
-    char *js = tu_read_file(path, NULL);
-    assert_non_null(js);
-    cJSON *j = cJSON_Parse(js);
-    free(js);
-    assert_non_null(j);
-    return j;
+    return tu_load_json(path);
 }
 
 static pdq_chat_msg *msgs_of(const cJSON *c, size_t *n) {
