@@ -2,6 +2,7 @@
  * forms and Hugging Face datasets' exports of the same split), turned into the harness's
  * requests (the yaml files of lm_eval/tasks/<task>/). */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,7 @@ static int int_field(reader *r, const cJSON *o, const char *key, int lo, int hi)
     } else {
         d = -1e9;
     }
-    if (d != (int)d || d < lo || d > hi) {
+    if (!(d >= lo && d <= hi) || d != floor(d)) { /* range first: the cast is defined only inside it */
         task_fail(r->st, PDQ_ERR_FORMAT, r->file, r->line, "field '%s' is not an integer in [%d, %d]", key, lo, hi);
         return -1;
     }
