@@ -554,6 +554,19 @@ static void test_hf_layouts(void **state) {
     assert_string_equal(t->items[0].ctx[0], "The following are multiple choice questions (with answers) about college mathematics.\n\n1+1?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer:");
     assert_string_equal(t->items[0].cont[3], " D");
     pdq_task_free(t);
+    /* --limit counts per subject, as the harness limits each subject's task */
+    char mp[512];
+    snprintf(mp, sizeof mp, "%s/m2.jsonl", d);
+    const char *m2 = "{\"question\":\"a\",\"subject\":\"anatomy\",\"choices\":[\"1\",\"2\",\"3\",\"4\"],\"answer\":0}\n"
+                     "{\"question\":\"b\",\"subject\":\"anatomy\",\"choices\":[\"1\",\"2\",\"3\",\"4\"],\"answer\":0}\n"
+                     "{\"question\":\"c\",\"subject\":\"virology\",\"choices\":[\"1\",\"2\",\"3\",\"4\"],\"answer\":2}\n";
+    assert_int_equal(tu_write_file(mp, m2, strlen(m2)), 0);
+    assert_int_equal(pdq_task_load("mmlu", mp, 1, 0, &t, &st), PDQ_OK);
+    assert_int_equal(t->n_items, 2);
+    assert_int_equal(t->n_subjects, 2);
+    assert_int_equal(t->items[1].subject, 1);
+    assert_int_equal(t->items[1].gold, 2);
+    pdq_task_free(t);
     assert_int_equal(load_text(d, "b.jsonl", "{\"question\":\"is it\",\"passage\":\"It is.\",\"idx\":0,\"label\":1}\n", "boolq", &t, &st), PDQ_OK);
     assert_string_equal(t->items[0].ctx[0], "It is.\nQuestion: is it?\nAnswer:");
     assert_int_equal(t->items[0].gold, 1);

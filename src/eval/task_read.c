@@ -31,6 +31,8 @@ typedef struct {
     const char *labels; /* piqa: the .lst text, advanced line by line */
     int layout;         /* chosen by the first record, every record must have it */
     pdq_status *st;
+    long limit;         /* mmlu: items per subject (the harness limits each subject's task) */
+    long *per_subject;  /* mmlu: items kept per subject so far */
 } reader;
 
 static pdq_code missing(reader *r, const char *field) {
@@ -237,11 +239,16 @@ static pdq_code mmlu_record(reader *r, const cJSON *o) {
     while (s < t->n_subjects && strcmp(t->subjects[s], subject) != 0) s++;
     if (s == t->n_subjects) {
         char **ns = realloc(t->subjects, (size_t)(s + 1) * sizeof *ns);
-        if (!ns) return pdq_fail(r->st, PDQ_ERR_NOMEM, "out of memory");
-        t->subjects = ns;
+        long *np = ns ? realloc(r->per_subject, (size_t)(s + 1) * sizeof *np) : NULL;
+        if (ns) t->subjects = ns;
+        if (!np) return pdq_fail(r->st, PDQ_ERR_NOMEM, "out of memory");
+        r->per_subject = np;
+        np[s] = 0;
         if (!(ns[s] = strdup(subject))) return pdq_fail(r->st, PDQ_ERR_NOMEM, "out of memory");
         t->n_subjects++;
     }
+    if (r->limit > 0 && r->per_subject[s] >= r->limit) return PDQ_OK;
+    r->per_subject[s]++;
     static const char *const letters[4] = {"A", "B", "C", "D"};
     char *d = task_mmlu_description(subject), *qq = task_mmlu_question(q, ch);
     char *ctx = d && qq ? task_strcat3(d, qq, "") : NULL;
@@ -439,7 +446,7 @@ pdq_code pdq_task_load(const char *name, const char *path, long limit, int shots
                       strcmp(name, "hellaswag") == 0 || strcmp(name, "openbookqa") == 0;
     t->has_perplexity = t->kind == PDQ_TASK_GREEDY;
     t->shots = shots;
-    reader r = {t, file, 0, NULL, -1, st};
+    reader r = {t, file, 0, NULL, -1, st, mmlu ? limit : 0, NULL};
     size_t fl = strlen(file);
     int txt = fl > 4 && strcmp(file + fl - 4, ".txt") == 0;
     pdq_code rc;
@@ -453,8 +460,9 @@ pdq_code pdq_task_load(const char *name, const char *path, long limit, int shots
                      : strcmp(name, "winogrande") == 0 ? winogrande_record : strcmp(name, "lambada_openai") == 0 ? lambada_record
                      : strcmp(name, "boolq") == 0 ? boolq_record : strcmp(name, "openbookqa") == 0 ? openbookqa_record : arc_record;
         if (fn == piqa_record) labels = piqa_labels(file, st), r.labels = labels;
-        rc = st->code != PDQ_OK ? st->code : read_jsonl(&r, fn, limit);
+        rc = st->code != PDQ_OK ? st->code : read_jsonl(&r, fn, mmlu ? 0 : limit);
     }
+    free(r.per_subject);
     free(labels);
     if (rc != PDQ_OK) { pdq_task_free(t); return rc; }
     *out = t;
