@@ -329,6 +329,41 @@ static void test_reference_arc(void **state) {
     pdq_task_free(t);
 }
 
+/* llama.cpp's hellaswag rule, re-done: whole sequences context + " " + ending with BOS, their
+ * common token prefix, the mean log-probability of each tail, the first maximum. */
+static void check_llamacpp(const pdq_model *m, const pdq_tokenizer *tok, const pdq_task *t) {
+    pdq_ll_model lm = {.m = m};
+    pdq_task_result r;
+    pdq_status st = {0};
+    assert_true(t->llamacpp_rule);
+    assert_int_equal(pdq_task_eval(t, tok, 1, pdq_ll_model_score, &lm, NULL, NULL, &r, NULL, &st), PDQ_OK);
+    long hits = 0;
+    for (int i = 0; i < t->n_items; i++) {
+        int32_t *seq[4];
+        size_t len[4], p = 0;
+        for (int j = 0; j < 4; j++) {
+            char text[8192];
+            snprintf(text, sizeof text, "%s %s", t->items[i].ctx[j], t->items[i].choice[j]);
+            assert_int_equal(pdq_tokenizer_encode(tok, text, strlen(text), 1, &seq[j], &len[j], &st), PDQ_OK);
+        }
+        while (p < len[0] && p < len[1] && p < len[2] && p < len[3] && seq[1][p] == seq[0][p] && seq[2][p] == seq[0][p] &&
+               seq[3][p] == seq[0][p])
+            p++;
+        int best = 0, g;
+        double score[4];
+        for (int j = 0; j < 4; j++) {
+            score[j] = brute_ll(m, seq[j], p, seq[j] + p, len[j] - p, &g) / (double)(len[j] - p);
+            if (score[j] > score[best]) best = j;
+        }
+        for (int j = 0; j < 4; j++) free(seq[j]);
+        assert_int_equal(r.items[i].pred_llamacpp, best);
+        hits += best == t->items[i].gold;
+    }
+    assert_true(fabs(r.acc_norm_llamacpp.value - (double)hits / t->n_items) < 1e-12);
+    pdq_task_result_free(t, &r, NULL);
+    pdq_ll_model_free(&lm);
+}
+
 static void test_reference_piqa_hellaswag(void **state) {
     fixture *f = *state;
     if (!have_tasks()) return;
@@ -339,9 +374,10 @@ static void test_reference_piqa_hellaswag(void **state) {
     pdq_task_free(t);
     const int h[] = {0, 1};
     for (int i = 0; i < 2; i++) expect_hellaswag(&g_ex[i], h[i]);
-    t = load("hellaswag", 2, 0);
-    assert_int_equal(t->n_items, 2);
+    t = load("hellaswag", 8, 0);
+    assert_int_equal(t->n_items, 8);
     check_items(f->m, f->tok, t, h, g_ex, 2);
+    check_llamacpp(f->m, f->tok, t);
     pdq_task_free(t);
 }
 

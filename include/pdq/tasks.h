@@ -38,6 +38,8 @@ typedef struct {
     pdq_task_kind kind;
     int has_acc_norm;    /* the harness reports acc_norm for this task */
     int has_perplexity;  /* lambada_openai */
+    int llamacpp_rule;   /* hellaswag from llama.cpp's 6-line file: also llama.cpp's own score
+                            (acc_norm_llamacpp, see pdq_task_result) */
     int shots;
     int n_items, cap;
     pdq_task_item *items;
@@ -127,6 +129,7 @@ typedef struct {
     int pred, pred_norm;
     int acc, acc_norm;
     int refused;     /* too long for the scorer: not scored, not counted in the metrics */
+    int pred_llamacpp, acc_llamacpp; /* llamacpp_rule tasks */
 } pdq_item_result;
 
 typedef struct {
@@ -143,6 +146,11 @@ typedef struct {
     long n;              /* scored items */
     long refused;        /* items longer than the scorer's length */
     pdq_metric acc, acc_norm, perplexity;
+    /* llama.cpp's `llama-perplexity --hellaswag` rule (llamacpp_rule tasks): each ending's text
+     * context + " " + ending is tokenized whole with the tokenizer's special tokens; the tokens
+     * after the four sequences' common prefix are scored and their mean log-probability
+     * (per token, not per character) picks the ending, the first of equal maxima */
+    pdq_metric acc_norm_llamacpp;
     /* mmlu: per subject, micro (the harness's group score: items pooled, pooled stderr) and
      * macro (the unweighted mean of subjects) */
     int n_subjects;

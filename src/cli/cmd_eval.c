@@ -87,16 +87,18 @@ static void write_samples(FILE *f, const pdq_task *t, const pdq_task_result *r, 
             json_num(f, ir->refused ? NAN : ir->ll[j]);
             fprintf(f, ", \"greedy\": %s}", !ir->refused && ir->greedy[j] ? "true" : "false");
         }
-        fprintf(f, "], \"pred\": %d, \"pred_norm\": %d, \"acc\": %d, \"acc_norm\": %d}\n", ir->refused ? -1 : ir->pred,
+        fprintf(f, "], \"pred\": %d, \"pred_norm\": %d, \"acc\": %d, \"acc_norm\": %d", ir->refused ? -1 : ir->pred,
                 ir->refused ? -1 : ir->pred_norm, ir->acc, ir->acc_norm);
+        if (t->llamacpp_rule) fprintf(f, ", \"pred_llamacpp\": %d", ir->refused ? -1 : ir->pred_llamacpp);
+        fputs("}\n", f);
     }
 }
 
 static void row(const char *task, int shots, const char *metric, pdq_metric m, long n, long refused) {
     if (isnan(m.value)) return;
-    printf("| %-40s | %6d | %-10s | %8.4f | ± | ", task, shots, metric, m.value);
-    if (isnan(m.stderr_)) printf("%8s", "N/A");
-    else printf("%8.4f", m.stderr_);
+    printf("| %-40s | %6d | %-17s | %10.4f | ± | ", task, shots, metric, m.value);
+    if (isnan(m.stderr_)) printf("%10s", "N/A");
+    else printf("%10.4f", m.stderr_);
     printf(" | %6ld | %7ld |\n", n, refused);
 }
 
@@ -104,6 +106,7 @@ static void print_table(const pdq_task *t, const pdq_task_result *r) {
     row(t->name, t->shots, "acc", r->acc, r->n, r->refused);
     row(t->name, t->shots, "acc_norm", r->acc_norm, r->n, r->refused);
     row(t->name, t->shots, "perplexity", r->perplexity, r->n, r->refused);
+    row(t->name, t->shots, "acc_norm_llamacpp", r->acc_norm_llamacpp, r->n, r->refused);
     if (!r->n_subjects) return;
     row("mmlu (macro: mean of subjects)", t->shots, "acc", r->macro, r->n, r->refused);
     char name[96];
@@ -132,6 +135,7 @@ static void print_json(const pdq_task *t, const pdq_task_result *r, int first_ta
     json_metric("acc", r->acc, &f);
     json_metric("acc_norm", r->acc_norm, &f);
     json_metric("perplexity", r->perplexity, &f);
+    json_metric("acc_norm_llamacpp", r->acc_norm_llamacpp, &f);
     if (r->n_subjects) {
         f = 0;
         json_metric("macro_acc", r->macro, &f);
@@ -181,8 +185,8 @@ static int run_tasks(const char *tasks, const char *data, long limit, int shots,
         json_str(stdout, model);
         printf(", \"path\": \"%s\", \"add_bos\": %s, \"results\": [", sc->path, add_bos ? "true" : "false");
     } else {
-        printf("| %-40s | %6s | %-10s | %8s | ± | %8s | %6s | %7s |\n", "task", "n-shot", "metric", "value", "stderr", "n", "refused");
-        printf("|------------------------------------------|--------|------------|----------|---|----------|--------|---------|\n");
+        printf("| %-40s | %6s | %-17s | %10s | ± | %10s | %6s | %7s |\n", "task", "n-shot", "metric", "value", "stderr", "n", "refused");
+        printf("|------------------------------------------|--------|-------------------|------------|---|------------|--------|---------|\n");
     }
     int status = 0, first = 1;
     for (char *save = NULL, *name = strtok_r(list, ",", &save); name && !status; name = strtok_r(NULL, ",", &save)) {

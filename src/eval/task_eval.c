@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pdq/tasks.h"
+#include "task_items.h"
 
 /* First index of the maximum of x[i] / div[i] (div NULL: 1), as numpy's argmax. */
 static int argmax_div(const double *x, const double *div, int n) {
@@ -51,6 +52,47 @@ static pdq_code score_item(const pdq_task_item *it, pdq_ll_request *rq, pdq_ll_f
         if (fn(fn_ctx, rq[j].ctx, rq[j].n_ctx, &conts[j], &lens[j], 1, &ir->ll[j], &ir->greedy[j], st) != PDQ_OK)
             return st->code;
     return PDQ_OK;
+}
+
+/* llama.cpp's hellaswag score: the tails after the common prefix of the whole sequences, mean
+ * log-probability per token. */
+static pdq_code llamacpp_item(const pdq_task_item *it, const pdq_tokenizer *tok, pdq_ll_fn fn, void *fn_ctx,
+                              pdq_item_result *ir, pdq_status *st) {
+    int n = it->n;
+    int32_t *seq[n], *tails[n];
+    size_t len[n];
+    int tail_n[n];
+    double ll[n];
+    int greedy[n], got = 0;
+    pdq_code rc = PDQ_OK;
+    for (; got < n && rc == PDQ_OK; got++) {
+        char *text = task_strcat(it->ctx[got], it->cont[got]);
+        rc = text ? pdq_tokenizer_encode(tok, text, strlen(text), 1, &seq[got], &len[got], st)
+                  : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+        free(text);
+        if (rc != PDQ_OK) break;
+    }
+    size_t prefix = 0;
+    if (rc == PDQ_OK) {
+        for (int ok = 1; ok; prefix += ok)
+            for (int j = 0; j < n; j++) ok &= prefix < len[j] && seq[j][prefix] == seq[0][prefix];
+        for (int j = 0; j < n && rc == PDQ_OK; j++) {
+            if (prefix == 0 || len[j] <= prefix)
+                rc = pdq_fail(st, PDQ_ERR_ARG, "llama.cpp's rule: ending %d has no tokens after the common prefix", j);
+            tails[j] = seq[j] + prefix;
+            tail_n[j] = (int)(len[j] - prefix);
+        }
+    }
+    if (rc == PDQ_OK) rc = fn(fn_ctx, seq[0], (int)prefix, tails, tail_n, n, ll, greedy, st);
+    if (rc == PDQ_OK) {
+        int best = 0;
+        for (int j = 1; j < n; j++)
+            if (ll[j] / tail_n[j] > ll[best] / tail_n[best]) best = j;
+        ir->pred_llamacpp = best;
+        ir->acc_llamacpp = best == it->gold;
+    }
+    for (int j = 0; j < got && j < n; j++) free(seq[j]);
+    return rc;
 }
 
 static void judge(const pdq_task *t, const pdq_task_item *it, pdq_item_result *ir) {
@@ -123,7 +165,7 @@ static pdq_code aggregate_subjects(const pdq_task *t, pdq_task_result *r, pdq_st
 }
 
 static pdq_code aggregate(const pdq_task *t, pdq_task_result *r, pdq_status *st) {
-    long acc = 0, accn = 0, n = 0;
+    long acc = 0, accn = 0, accl = 0, n = 0;
     double *lls = malloc((size_t)(t->n_items > 0 ? t->n_items : 1) * sizeof *lls);
     if (!lls) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for results");
     for (int i = 0; i < t->n_items; i++) {
@@ -131,11 +173,13 @@ static pdq_code aggregate(const pdq_task *t, pdq_task_result *r, pdq_status *st)
         if (ir->refused) continue;
         acc += ir->acc;
         accn += ir->acc_norm;
+        accl += ir->acc_llamacpp;
         lls[n++] = ir->ll[0];
     }
     r->n = n;
     r->acc = pdq_metric_mean01(acc, n);
     r->acc_norm = t->has_acc_norm ? pdq_metric_mean01(accn, n) : (pdq_metric){NAN, NAN};
+    r->acc_norm_llamacpp = t->llamacpp_rule ? pdq_metric_mean01(accl, n) : (pdq_metric){NAN, NAN};
     r->perplexity = t->has_perplexity ? pdq_metric_perplexity(lls, n, 100000) : (pdq_metric){NAN, NAN};
     free(lls);
     return t->n_subjects > 0 ? aggregate_subjects(t, r, st) : PDQ_OK;
@@ -168,6 +212,7 @@ pdq_code pdq_task_eval(const pdq_task *t, const pdq_tokenizer *tok, int add_bos,
                 pdq_wrap(st, "%s item %d (line %ld), request %d", t->name, i, it->line, j);
         if (rc != PDQ_OK) break;
         rc = score_item(it, reqs[i], fn, fn_ctx, ir, st);
+        if (rc == PDQ_OK && t->llamacpp_rule) rc = llamacpp_item(it, tok, fn, fn_ctx, ir, st);
         if (rc == PDQ_ERR_LIMIT) { /* too long for a static length: counted, never truncated */
             ir->refused = 1;
             out->refused++;

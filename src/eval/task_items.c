@@ -170,6 +170,8 @@ char *task_capitalize(const char *s) {
     return o;
 }
 
+char *task_strcat(const char *a, const char *b) { return concat(a, b); }
+
 char *task_strcat3(const char *a, const char *b, const char *c) {
     char *ab = concat(a, b);
     char *o = ab ? concat(ab, c) : NULL;

@@ -19,6 +19,8 @@ pdq_code task_add_greedy(pdq_task *t, long line, const char *ctx, const char *co
 
 /* Python's str.capitalize() on ASCII letters (other bytes kept). */
 char *task_capitalize(const char *s);
+/* a + b, malloc'd. */
+char *task_strcat(const char *a, const char *b);
 /* a + b + c, malloc'd. */
 char *task_strcat3(const char *a, const char *b, const char *c);
 

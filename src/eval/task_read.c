@@ -386,6 +386,7 @@ static pdq_code read_hellaswag_txt(reader *r, long limit) {
     }
     free(buf);
     if (rc == PDQ_OK && r->t->n_items == 0) rc = pdq_fail(r->st, PDQ_ERR_FORMAT, "%s: no tasks", r->file);
+    r->t->llamacpp_rule = 1;
     return rc;
 }
 
