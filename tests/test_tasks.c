@@ -102,9 +102,10 @@ static void expect_winogrande(expect *e, int index) {
     size_t n = strlen(c);
     while (n && c[n - 1] == ' ') n--;
     for (int j = 0; j < 2; j++) {
-        snprintf(e->ctx[j], sizeof e->ctx[j], "%s", cJSON_GetArrayItem(opts, j)->valuestring);
+        const char *opt = cJSON_GetArrayItem(opts, j)->valuestring;
+        snprintf(e->ctx[j], sizeof e->ctx[j], "%s", opt);
         snprintf(e->cont[j], sizeof e->cont[j], " %.*s", (int)n, c);
-        snprintf(e->choice[j], sizeof e->choice[j], "%s", e->ctx[j]);
+        snprintf(e->choice[j], sizeof e->choice[j], "%s", opt);
     }
     cJSON_Delete(o);
 }
