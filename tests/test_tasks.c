@@ -313,6 +313,13 @@ static pdq_task *load(const char *name, long limit, int shots) {
 
 static expect g_ex[8];
 
+/* Loads a task and checks its items idx[0..k) against g_ex. */
+static void check_task(const fixture *f, const char *name, long limit, int shots, const int *idx, int k) {
+    pdq_task *t = load(name, limit, shots);
+    check_items(f->m, f->tok, t, idx, g_ex, k);
+    pdq_task_free(t);
+}
+
 static void test_reference_arc(void **state) {
     fixture *f = *state;
     if (!have_tasks()) return;
@@ -325,9 +332,7 @@ static void test_reference_arc(void **state) {
     pdq_task_free(t);
     const int ch[] = {35, 210}; /* three choices; five choices with E */
     for (int i = 0; i < 2; i++) expect_arc(&g_ex[i], TASKS "/arc/ARC-Challenge-Dev.jsonl", ch[i]);
-    t = load("arc_challenge", 0, 0);
-    check_items(f->m, f->tok, t, ch, g_ex, 2);
-    pdq_task_free(t);
+    check_task(f, "arc_challenge", 0, 0, ch, 2);
 }
 
 /* llama.cpp's hellaswag rule, re-done: whole sequences context + " " + ending with BOS, their
@@ -370,12 +375,10 @@ static void test_reference_piqa_hellaswag(void **state) {
     if (!have_tasks()) return;
     const int idx[] = {0, 1, 13}; /* 1, 13: a solution with a trailing space */
     for (int i = 0; i < 3; i++) expect_piqa(&g_ex[i], idx[i]);
-    pdq_task *t = load("piqa", 20, 0);
-    check_items(f->m, f->tok, t, idx, g_ex, 3);
-    pdq_task_free(t);
+    check_task(f, "piqa", 20, 0, idx, 3);
     const int h[] = {0, 1};
     for (int i = 0; i < 2; i++) expect_hellaswag(&g_ex[i], h[i]);
-    t = load("hellaswag", 8, 0);
+    pdq_task *t = load("hellaswag", 8, 0);
     assert_int_equal(t->n_items, 8);
     check_items(f->m, f->tok, t, h, g_ex, 2);
     check_llamacpp(f->m, f->tok, t);
@@ -392,9 +395,7 @@ static void test_reference_winogrande_lambada(void **state) {
     check_items(f->m, f->tok, t, idx, g_ex, 2);
     pdq_task_free(t);
     for (int i = 0; i < 2; i++) expect_lambada(&g_ex[i], idx[i]);
-    t = load("lambada_openai", 2, 0);
-    check_items(f->m, f->tok, t, idx, g_ex, 2);
-    pdq_task_free(t);
+    check_task(f, "lambada_openai", 2, 0, idx, 2);
 }
 
 static void test_reference_mmlu_boolq_obqa(void **state) {
@@ -407,19 +408,13 @@ static void test_reference_mmlu_boolq_obqa(void **state) {
     check_items(f->m, f->tok, t, idx, g_ex, 1);
     pdq_task_free(t);
     expect_mmlu(&g_ex[0], "anatomy", 0, 2);
-    t = load("mmlu", 1, 2);
-    check_items(f->m, f->tok, t, idx, g_ex, 1);
-    pdq_task_free(t);
+    check_task(f, "mmlu", 1, 2, idx, 1);
     const int first[] = {0};
     expect_boolq(&g_ex[0], 0);
-    t = load("boolq", 1, 0);
-    check_items(f->m, f->tok, t, first, g_ex, 1);
-    pdq_task_free(t);
+    check_task(f, "boolq", 1, 0, first, 1);
     const int o[] = {0, 1};
     for (int i = 0; i < 2; i++) expect_obqa(&g_ex[i], o[i]);
-    t = load("openbookqa", 2, 0);
-    check_items(f->m, f->tok, t, o, g_ex, 2);
-    pdq_task_free(t);
+    check_task(f, "openbookqa", 2, 0, o, 2);
 }
 
 /* A one-word LAMBADA text has an empty context: BOS stands for it. */
@@ -572,25 +567,33 @@ static void test_hf_layouts(void **state) {
     char *d = tu_mkdtemp();
     pdq_task *t;
     pdq_status st = {0};
-    assert_int_equal(load_text(d, "arc.jsonl", "{\"id\":\"x\",\"question\":\"Which?\",\"choices\":{\"text\":[\"a\",\"b\",\"c\"],\"label\":[\"1\",\"2\",\"3\"]},\"answerKey\":\"3\"}\n", "arc_easy", &t, &st), PDQ_OK);
-    assert_string_equal(t->items[0].ctx[0], "Question: Which?\nAnswer:");
-    assert_string_equal(t->items[0].cont[2], " c");
-    assert_int_equal(t->items[0].gold, 2);
-    pdq_task_free(t);
-    assert_int_equal(load_text(d, "hs.jsonl", "{\"activity_label\":\"Baking\",\"ctx_a\":\"A man mixes.\",\"ctx_b\":\"THEN he\",\"endings\":[\"bakes [title] it.\",\"b\",\"c\",\"d\"],\"label\":\"1\"}\n", "hellaswag", &t, &st), PDQ_OK);
-    assert_string_equal(t->items[0].ctx[0], "Baking: A man mixes. Then he");
-    assert_string_equal(t->items[0].cont[0], " bakes. it.");
-    assert_int_equal(t->items[0].gold, 1);
-    pdq_task_free(t);
-    assert_int_equal(load_text(d, "w.jsonl", "{\"sentence\":\"Tom gave Ann a gift because _ was kind.\",\"option1\":\"Tom\",\"option2\":\"Ann\",\"answer\":\"1\"}\n", "winogrande", &t, &st), PDQ_OK);
-    assert_string_equal(t->items[0].ctx[1], "Tom gave Ann a gift because Ann");
-    assert_string_equal(t->items[0].cont[0], " was kind.");
-    assert_int_equal(t->items[0].gold, 0);
-    pdq_task_free(t);
-    assert_int_equal(load_text(d, "m.jsonl", "{\"question\":\" 1+1? \",\"subject\":\"college_mathematics\",\"choices\":[\"1\",\"2\",\"3\",\"4\"],\"answer\":1}\n", "mmlu", &t, &st), PDQ_OK);
-    assert_string_equal(t->items[0].ctx[0], "The following are multiple choice questions (with answers) about college mathematics.\n\n1+1?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer:");
-    assert_string_equal(t->items[0].cont[3], " D");
-    pdq_task_free(t);
+    static const struct {
+        const char *file, *task, *text;
+        int ci;                    /* which request's context / continuation to compare */
+        const char *ctx, *cont;
+        int gold;
+    } cases[] = {
+        {"arc.jsonl", "arc_easy", "{\"id\":\"x\",\"question\":\"Which?\",\"choices\":{\"text\":[\"a\",\"b\",\"c\"],\"label\":[\"1\",\"2\",\"3\"]},\"answerKey\":\"3\"}\n",
+         2, "Question: Which?\nAnswer:", " c", 2},
+        {"hs.jsonl", "hellaswag", "{\"activity_label\":\"Baking\",\"ctx_a\":\"A man mixes.\",\"ctx_b\":\"THEN he\",\"endings\":[\"bakes [title] it.\",\"b\",\"c\",\"d\"],\"label\":\"1\"}\n",
+         0, "Baking: A man mixes. Then he", " bakes. it.", 1},
+        {"w.jsonl", "winogrande", "{\"sentence\":\"Tom gave Ann a gift because _ was kind.\",\"option1\":\"Tom\",\"option2\":\"Ann\",\"answer\":\"1\"}\n",
+         1, "Tom gave Ann a gift because Ann", " was kind.", 0},
+        {"m.jsonl", "mmlu", "{\"question\":\" 1+1? \",\"subject\":\"college_mathematics\",\"choices\":[\"1\",\"2\",\"3\",\"4\"],\"answer\":1}\n",
+         3, "The following are multiple choice questions (with answers) about college mathematics.\n\n1+1?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer:", " D", 1},
+        {"b.jsonl", "boolq", "{\"question\":\"is it\",\"passage\":\"It is.\",\"idx\":0,\"label\":1}\n",
+         1, "It is.\nQuestion: is it?\nAnswer:", " yes", 1},
+        {"o.jsonl", "openbookqa", "{\"id\":\"1\",\"question_stem\":\"Sun is\",\"choices\":{\"text\":[\"hot\",\"cold\"],\"label\":[\"A\",\"B\"]},\"answerKey\":\"A\"}\n",
+         1, "Sun is", " cold", 0},
+        {"p.jsonl", "piqa", "{\"goal\":\"g\",\"sol1\":\" s1 \",\"sol2\":\"s2\",\"label\":1}\n", 0, "Question: g\nAnswer:", "  s1 ", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(load_text(d, cases[i].file, cases[i].text, cases[i].task, &t, &st), PDQ_OK);
+        assert_string_equal(t->items[0].ctx[cases[i].ci], cases[i].ctx);
+        assert_string_equal(t->items[0].cont[cases[i].ci], cases[i].cont);
+        assert_int_equal(t->items[0].gold, cases[i].gold);
+        pdq_task_free(t);
+    }
     /* --limit counts per subject, as the harness limits each subject's task */
     char mp[512];
     snprintf(mp, sizeof mp, "%s/m2.jsonl", d);
@@ -603,18 +606,6 @@ static void test_hf_layouts(void **state) {
     assert_int_equal(t->n_subjects, 2);
     assert_int_equal(t->items[1].subject, 1);
     assert_int_equal(t->items[1].gold, 2);
-    pdq_task_free(t);
-    assert_int_equal(load_text(d, "b.jsonl", "{\"question\":\"is it\",\"passage\":\"It is.\",\"idx\":0,\"label\":1}\n", "boolq", &t, &st), PDQ_OK);
-    assert_string_equal(t->items[0].ctx[0], "It is.\nQuestion: is it?\nAnswer:");
-    assert_int_equal(t->items[0].gold, 1);
-    pdq_task_free(t);
-    assert_int_equal(load_text(d, "o.jsonl", "{\"id\":\"1\",\"question_stem\":\"Sun is\",\"choices\":{\"text\":[\"hot\",\"cold\"],\"label\":[\"A\",\"B\"]},\"answerKey\":\"A\"}\n", "openbookqa", &t, &st), PDQ_OK);
-    assert_string_equal(t->items[0].ctx[1], "Sun is");
-    assert_string_equal(t->items[0].cont[1], " cold");
-    pdq_task_free(t);
-    assert_int_equal(load_text(d, "p.jsonl", "{\"goal\":\"g\",\"sol1\":\" s1 \",\"sol2\":\"s2\",\"label\":1}\n", "piqa", &t, &st), PDQ_OK);
-    assert_string_equal(t->items[0].cont[0], "  s1 ");
-    assert_int_equal(t->items[0].gold, 1);
     pdq_task_free(t);
     tu_rmtree(d);
     free(d);

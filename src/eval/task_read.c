@@ -318,15 +318,23 @@ static pdq_code openbookqa_record(reader *r, const cJSON *o) {
 
 typedef pdq_code (*record_fn)(reader *r, const cJSON *o);
 
-/* Every non-empty line one JSON object, up to limit records. */
-static pdq_code read_jsonl(reader *r, record_fn fn, long limit) {
+/* The whole file as text (NULL after an error: unreadable, or a NUL byte inside). */
+static char *read_text(reader *r) {
     char *buf;
     size_t len;
-    if (pdq_file_read(r->file, PDQ_FILE_MAX_TEXT, &buf, &len, r->st) != PDQ_OK) return r->st->code;
+    if (pdq_file_read(r->file, PDQ_FILE_MAX_TEXT, &buf, &len, r->st) != PDQ_OK) return NULL;
     if (memchr(buf, 0, len)) {
         free(buf);
-        return pdq_fail(r->st, PDQ_ERR_FORMAT, "%s: holds a NUL byte: not JSON Lines text", r->file);
+        pdq_fail(r->st, PDQ_ERR_FORMAT, "%s: holds a NUL byte: not a text file", r->file);
+        return NULL;
     }
+    return buf;
+}
+
+/* Every non-empty line one JSON object, up to limit records. */
+static pdq_code read_jsonl(reader *r, record_fn fn, long limit) {
+    char *buf = read_text(r);
+    if (!buf) return r->st->code;
     pdq_code rc = PDQ_OK;
     long records = 0;
     r->line = 0;
@@ -352,13 +360,8 @@ static pdq_code read_jsonl(reader *r, record_fn fn, long limit) {
 
 /* llama.cpp's hellaswag text: per task the context, the gold index, four endings. */
 static pdq_code read_hellaswag_txt(reader *r, long limit) {
-    char *buf;
-    size_t len;
-    if (pdq_file_read(r->file, PDQ_FILE_MAX_TEXT, &buf, &len, r->st) != PDQ_OK) return r->st->code;
-    if (memchr(buf, 0, len)) {
-        free(buf);
-        return pdq_fail(r->st, PDQ_ERR_FORMAT, "%s: holds a NUL byte: not a text file", r->file);
-    }
+    char *buf = read_text(r);
+    if (!buf) return r->st->code;
     static const char *const what[6] = {"context", "gold index", "ending 1", "ending 2", "ending 3", "ending 4"};
     char *lines[6];
     pdq_code rc = PDQ_OK;
