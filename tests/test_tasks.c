@@ -197,19 +197,23 @@ static void split(const pdq_tokenizer *tok, const char *ctx, const char *cont, i
     free(w);
 }
 
-/* sum log softmax over the continuation rows of one forward of (ctx + cont)[:-1]. */
+/* sum log softmax over the continuation rows of one forward of (ctx + cont)[-(L+1):][:-1],
+ * L = max_position_embeddings (the harness's left truncation). */
 static double brute_ll(const pdq_model *m, const int32_t *c, size_t nc, const int32_t *k, size_t nk, int *greedy) {
-    int T = (int)(nc + nk - 1), V = m->cfg.vocab_size;
-    int32_t *ids = malloc((size_t)T * sizeof *ids);
-    memcpy(ids, c, nc * sizeof *c);
-    memcpy(ids + nc, k, (nk - 1) * sizeof *k);
+    int V = m->cfg.vocab_size, L = m->cfg.max_position_embeddings;
+    size_t total = nc + nk, skip = total > (size_t)L + 1 ? total - (size_t)L - 1 : 0;
+    int T = (int)(total - skip - 1);
+    int32_t *all = malloc(total * sizeof *all), *ids = NULL;
+    memcpy(all, c, nc * sizeof *c);
+    memcpy(all + nc, k, nk * sizeof *k);
+    ids = all + skip;
     float *lg = malloc((size_t)T * V * sizeof *lg);
     pdq_status st = {0};
     assert_int_equal(pdq_model_forward(m, NULL, 1, T, ids, NULL, NULL, lg, 0, &st), PDQ_OK);
     double ll = 0;
     *greedy = 1;
     for (size_t t = 0; t < nk; t++) {
-        const float *row = lg + (size_t)(nc - 1 + t) * V;
+        const float *row = lg + (size_t)(T - (int)nk + (int)t) * V;
         double mx = -INFINITY, z = 0;
         int arg = 0;
         for (int v = 0; v < V; v++)
@@ -218,7 +222,7 @@ static double brute_ll(const pdq_model *m, const int32_t *c, size_t nc, const in
         ll += row[k[t]] - mx - log(z);
         *greedy &= arg == k[t];
     }
-    free(ids);
+    free(all);
     free(lg);
     return ll;
 }
@@ -422,12 +426,18 @@ static void test_empty_context(void **state) {
     fixture *f = *state;
     char *dir = tu_mkdtemp(), path[512];
     snprintf(path, sizeof path, "%s/lambada.jsonl", dir);
-    const char *text = "{\"text\": \"Jesus\"}\n{\"text\": \"And God said\"}\n";
+    /* then a context of some 400 tokens (past the scorer's first cache size) and one of some
+     * 800, over the model's 512 (left-truncated as the harness does) */
+    static char text[16384], midctx[4000], longctx[8000];
+    for (int i = 0, w = 0; i < 55; i++) w += snprintf(midctx + w, sizeof midctx - (size_t)w, "%sAnd God said, let there be", i ? " " : "");
+    for (int i = 0, w = 0; i < 110; i++) w += snprintf(longctx + w, sizeof longctx - (size_t)w, "%sAnd God said, let there be", i ? " " : "");
+    snprintf(text, sizeof text, "{\"text\": \"Jesus\"}\n{\"text\": \"And God said\"}\n{\"text\": \"%s light\"}\n{\"text\": \"%s light\"}\n",
+             midctx, longctx);
     assert_int_equal(tu_write_file(path, text, strlen(text)), 0);
     pdq_task *t;
     pdq_status st = {0};
     assert_int_equal(pdq_task_load("lambada_openai", path, 0, 0, &t, &st), PDQ_OK);
-    assert_int_equal(t->n_items, 2);
+    assert_int_equal(t->n_items, 4);
     expect *e = &g_ex[0];
     e[0].n = e[1].n = 1;
     e[0].gold = e[1].gold = 0;
@@ -437,8 +447,14 @@ static void test_empty_context(void **state) {
     strcpy(e[1].ctx[0], "And God");
     strcpy(e[1].cont[0], " said");
     strcpy(e[1].choice[0], " said");
-    const int idx[] = {0, 1};
-    check_items(f->m, f->tok, t, idx, e, 2);
+    for (int i = 2; i < 4; i++) {
+        e[i] = e[1];
+        strcpy(e[i].ctx[0], i == 2 ? midctx : longctx);
+        strcpy(e[i].cont[0], " light");
+        strcpy(e[i].choice[0], " light");
+    }
+    const int idx[] = {0, 1, 2, 3};
+    check_items(f->m, f->tok, t, idx, e, 4);
     pdq_task_free(t);
     /* --no-bos: the context has no BOS; the empty one still gets it */
     pdq_ll_request r;

@@ -102,8 +102,9 @@ double pdq_ll_token(const float *logits, int vocab, int32_t target, int *is_argm
 typedef struct {
     const pdq_model *m;
     int max_len;      /* 0: the model's max_position_embeddings */
-    pdq_kvcache kv;   /* owned, sized on first use */
-    float *logits;    /* owned scratch */
+    pdq_kvcache kv;   /* owned, grown to the longest request seen */
+    float *logits;    /* owned scratch [rows * vocab] */
+    int rows;
 } pdq_ll_model;
 pdq_code pdq_ll_model_score(void *ctx, const int32_t *ctx_ids, int n_ctx, int32_t *const *cont, const int *n_cont,
                             int n, double *ll, int *greedy, pdq_status *st);

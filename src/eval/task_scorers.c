@@ -72,20 +72,32 @@ pdq_code pdq_ll_model_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *co
     int V = m->cfg.vocab_size;
     if (s->max_len <= 0) s->max_len = m->cfg.max_position_embeddings;
     if (n_ctx < 1) return pdq_fail(st, PDQ_ERR_ARG, "a request needs at least one context token");
-    if (!s->kv.k) {
-        if (pdq_kvcache_init(&s->kv, &m->cfg, 1, s->max_len, st) != PDQ_OK) return st->code;
-        if (scratch(&s->logits, (size_t)s->max_len * V, st) != PDQ_OK) return st->code;
+    int fits = n_ctx <= s->max_len, need = n_ctx, rows = 1;
+    for (int i = 0; i < n; i++) {
+        fits &= n_ctx + n_cont[i] - 1 <= s->max_len;
+        if (n_ctx + n_cont[i] - 1 > need) need = n_ctx + n_cont[i] - 1;
+        if (n_cont[i] > rows) rows = n_cont[i];
     }
-    int fits = n_ctx <= s->max_len;
-    for (int i = 0; i < n; i++) fits &= n_ctx + n_cont[i] - 1 <= s->max_len;
     if (!fits) {
         for (int i = 0; i < n; i++)
             if (model_truncated(s, ctx, n_ctx, cont[i], n_cont[i], &ll[i], &greedy[i], st) != PDQ_OK) return st->code;
         return PDQ_OK;
     }
+    /* cache and logits sized by what the requests need (a model's max length can be 128k) */
+    if (need > s->kv.capacity) {
+        int cap = 256;
+        while (cap < need) cap *= 2;
+        if (cap > s->max_len) cap = s->max_len;
+        pdq_kvcache_free(&s->kv);
+        if (pdq_kvcache_init(&s->kv, &m->cfg, 1, cap, st) != PDQ_OK) return st->code;
+    }
+    if (rows > s->rows) {
+        if (scratch(&s->logits, (size_t)rows * V, st) != PDQ_OK) return st->code;
+        s->rows = rows;
+    }
     /* the context once: its last row predicts every continuation's first token */
     s->kv.len = 0;
-    float *first = s->logits + (size_t)(s->max_len - 1) * V;
+    float *first = s->logits + (size_t)(rows - 1) * V; /* the last row: free until the longest continuation */
     if (pdq_model_forward(m, &s->kv, 1, n_ctx, ctx, NULL, NULL, first, 1, st) != PDQ_OK) return st->code;
     for (int i = 0; i < n; i++) {
         ll[i] = 0;
