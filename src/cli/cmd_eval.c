@@ -9,6 +9,7 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "eval_compare.h"
 #include "exec_args.h"
 #include "pdq/circle_export.h"
 #include "pdq/file.h"
@@ -21,6 +22,8 @@ static const char *k_usage =
     "                [--samples FILE] [--no-bos] [--threads N] [--max-len N]\n"
     "                [--static [--max-seq N] [--mode float|fake|int]]\n"
     "       pdq eval --circle OUTDIR --task ... --data PATH ...   (the exported prefill graph)\n"
+    "       pdq eval --model DIR --compare DIR2 --task ... --data PATH ...   (two models side by side:\n"
+    "                  each metric, b - a, and how many items changed answer)\n"
     "  tasks: arc_easy arc_challenge piqa hellaswag winogrande lambada_openai mmlu boolq openbookqa\n"
     "  --data PATH     the folder of the task data sets (../shared/data/tasks layout), a task's\n"
     "                  folder, or one task's file (AI2/PIQA/llama.cpp/Hendrycks forms or HF JSONL)\n"
@@ -43,7 +46,7 @@ static void on_progress(void *ctx, long done, long total) {
     pdq_progress_update(&((progress_ctx *)ctx)->p, done);
 }
 
-static void json_str(FILE *f, const char *s) {
+void eval_json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -76,9 +79,9 @@ static void write_samples(FILE *f, const pdq_task *t, const pdq_task_result *r, 
                 it->line, it->gold, ir->refused ? "true" : "false");
         for (int j = 0; j < it->n; j++) {
             fprintf(f, "%s{\"context\": ", j ? ", " : "");
-            json_str(f, it->ctx[j]);
+            eval_json_str(f, it->ctx[j]);
             fputs(", \"continuation\": ", f);
-            json_str(f, it->cont[j]);
+            eval_json_str(f, it->cont[j]);
             fputs(", \"context_ids\": ", f);
             json_ids(f, reqs[i][j].ctx, reqs[i][j].n_ctx);
             fputs(", \"continuation_ids\": ", f);
@@ -182,7 +185,7 @@ static int run_tasks(const char *tasks, const char *data, long limit, int shots,
     }
     if (json) {
         printf("{\"model\": ");
-        json_str(stdout, model);
+        eval_json_str(stdout, model);
         printf(", \"path\": \"%s\", \"add_bos\": %s, \"results\": [", sc->path, add_bos ? "true" : "false");
     } else {
         printf("| %-40s | %6s | %-17s | %10s | ± | %10s | %6s | %7s |\n", "task", "n-shot", "metric", "value", "stderr", "n", "refused");
@@ -236,7 +239,7 @@ int cmd_eval(int argc, char **argv) {
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
     const char *dir = args_str(&a, "--model"), *cdir = args_str(&a, "--circle");
     const char *tasks = args_required(&a, "--task"), *data = args_required(&a, "--data");
-    const char *samples = args_str(&a, "--samples");
+    const char *samples = args_str(&a, "--samples"), *cmp = args_str(&a, "--compare");
     long limit = args_int_range(&a, "--limit", 0, 1, 1L << 30);
     int shots = (int)args_int_range(&a, "--shots", 0, 0, 64);
     int json = args_flag(&a, "--json"), no_bos = args_flag(&a, "--no-bos"), threads = args_threads(&a);
@@ -248,6 +251,7 @@ int cmd_eval(int argc, char **argv) {
     args_one_of(&a, "--model", dir, "--circle", cdir);
     if (cdir && (use_static || max_seq || max_len)) args_error(&a, "--circle runs the export's max_seq: drop --static/--max-seq/--max-len");
     if (max_seq && !use_static) args_error(&a, "--max-seq is the static graph length: it needs --static");
+    if (cmp && (cdir || use_static || samples)) args_error(&a, "--compare runs two reference or packed models: drop --circle/--static/--samples");
     if (max_len && use_static) args_error(&a, "--max-len is the reference path's truncation: the static path refuses longer requests");
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (samples && cli_check_out_file("eval", "--samples", samples)) return 1;
@@ -289,6 +293,16 @@ int cmd_eval(int argc, char **argv) {
         }
         pdq_rt_free(rt);
         pdq_ptq_free(ptq);
+    } else if (cmp) {
+        pdq_model *m2 = cli_load_model_packed("eval", cmp, threads);
+        pdq_tokenizer *tok2 = m2 ? cli_load_tokenizer("eval", cmp) : NULL;
+        pdq_ll_model la = {.m = m, .max_len = max_len}, lb = {.m = m2, .max_len = max_len};
+        eval_side sa = {dir, tok, pdq_ll_model_score, &la}, sb = {cmp, tok2, pdq_ll_model_score, &lb};
+        if (tok2) status = eval_compare(&sa, &sb, tasks, data, limit, shots, !no_bos, json);
+        pdq_ll_model_free(&la);
+        pdq_ll_model_free(&lb);
+        pdq_tokenizer_free(tok2);
+        pdq_model_free(m2);
     } else {
         pdq_ll_model lm = {.m = m, .max_len = max_len};
         scorer sc = {pdq_ll_model_score, &lm, m->packed ? "packed" : "fp32"};

@@ -91,4 +91,20 @@ assert len(pk) == len(hf) == len(it) == len(ci) > 0
 assert max(abs(a - b) for a, b in zip(pk, hf)) < 2e-3
 assert it == ci, (it, ci)
 PY
+# --compare: per metric b - a and the items whose answer changed, against the two models' samples
+"$PDQ" eval --model "$q" --task arc_easy --data $D --limit 8 --samples "$tmp/q8.jsonl" >/dev/null 2>&1
+"$PDQ" eval --model $M --compare "$q" --task arc_easy --data $D --limit 8 --json >"$tmp/cmp.json" 2>/dev/null
+python3 - "$tmp/s.jsonl" "$tmp/q8.jsonl" "$tmp/cmp.json" <<'PY' && ok "--compare diff and changed answers" || bad "--compare diff and changed answers"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])][:8]
+b = [json.loads(l) for l in open(sys.argv[2])]
+rows = {r['metric']: r for r in json.load(open(sys.argv[3]))['rows']}
+for metric, key in (('acc', 'pred'), ('acc_norm', 'pred_norm')):
+    r = rows[metric]
+    assert r['changed'] == sum(x[key] != y[key] for x, y in zip(a, b)), (metric, r)
+    assert abs(r['diff'] - (sum(y[metric] for y in b) - sum(x[metric] for x in a)) / 8) < 1e-12
+PY
+"$PDQ" eval --model $M --compare $M --task piqa --data $D --limit 4 >"$tmp/self.txt" 2>/dev/null
+check compare-self "grep -Eq '^\| piqa +\| acc +\|.*\| +\+0\.0000 \| +0 \| +4 \| +4 \|$' '$tmp/self.txt'"
+err compare-static "'$PDQ' eval --model $M --compare $M --static --task piqa --data $D" "--compare runs two"
 exit $fail
