@@ -133,26 +133,25 @@ static void json_metric(const char *name, pdq_metric m, int *first) {
 }
 
 static void print_json(const pdq_task *t, const pdq_task_result *r, int first_task) {
-    int f = 1;
-    printf("%s{\"task\": \"%s\", \"shots\": %d, \"n\": %ld, \"refused\": %ld, ", first_task ? "" : ", ", t->name, t->shots, r->n, r->refused);
+    int f = 0; /* after "refused" */
+    printf("%s{\"task\": \"%s\", \"shots\": %d, \"n\": %ld, \"refused\": %ld", first_task ? "" : ", ", t->name, t->shots, r->n, r->refused);
     json_metric("acc", r->acc, &f);
     json_metric("acc_norm", r->acc_norm, &f);
     json_metric("perplexity", r->perplexity, &f);
     json_metric("acc_norm_llamacpp", r->acc_norm_llamacpp, &f);
     if (r->n_subjects) {
-        f = 0;
         json_metric("macro_acc", r->macro, &f);
         printf(", \"groups\": {");
         for (int c = 0; c < 4; c++) {
-            printf("%s\"%s\": {\"n\": %ld, ", c ? ", " : "", pdq_mmlu_category_names[c], r->category_n[c]);
-            int g = 1;
+            printf("%s\"%s\": {\"n\": %ld", c ? ", " : "", pdq_mmlu_category_names[c], r->category_n[c]);
+            int g = 0; /* a group or subject with no scored item has no acc */
             json_metric("acc", r->category[c], &g);
             printf("}");
         }
         printf("}, \"subjects\": {");
         for (int s = 0; s < r->n_subjects; s++) {
-            printf("%s\"%s\": {\"n\": %ld, ", s ? ", " : "", r->subjects[s].subject, r->subjects[s].n);
-            int g = 1;
+            printf("%s\"%s\": {\"n\": %ld", s ? ", " : "", r->subjects[s].subject, r->subjects[s].n);
+            int g = 0;
             json_metric("acc", r->subjects[s].acc, &g);
             printf("}");
         }

@@ -217,6 +217,7 @@ pdq_code pdq_task_eval(const pdq_task *t, const pdq_tokenizer *tok, int add_bos,
             ir->refused = 1;
             out->refused++;
             rc = PDQ_OK;
+            pdq_status_clear(st);
         } else if (rc != PDQ_OK) {
             pdq_wrap(st, "%s item %d (line %ld)", t->name, i, it->line);
         } else {

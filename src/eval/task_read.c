@@ -463,8 +463,14 @@ pdq_code pdq_task_load(const char *name, const char *path, long limit, int shots
         record_fn fn = mmlu ? mmlu_record : strcmp(name, "piqa") == 0 ? piqa_record : strcmp(name, "hellaswag") == 0 ? hellaswag_record
                      : strcmp(name, "winogrande") == 0 ? winogrande_record : strcmp(name, "lambada_openai") == 0 ? lambada_record
                      : strcmp(name, "boolq") == 0 ? boolq_record : strcmp(name, "openbookqa") == 0 ? openbookqa_record : arc_record;
-        if (fn == piqa_record) labels = piqa_labels(file, st), r.labels = labels;
-        rc = st->code != PDQ_OK ? st->code : read_jsonl(&r, fn, mmlu ? 0 : limit);
+        int labels_failed = 0;
+        if (fn == piqa_record) {
+            pdq_status_clear(st);
+            labels = piqa_labels(file, st);
+            labels_failed = st->code != PDQ_OK;
+            r.labels = labels;
+        }
+        rc = labels_failed ? st->code : read_jsonl(&r, fn, mmlu ? 0 : limit);
     }
     free(r.per_subject);
     free(labels);

@@ -68,6 +68,10 @@ for a, b, n in zip(ref, st, need):
         assert all(abs(p['ll'] - q['ll']) < 1e-3 for p, q in zip(a['requests'], b['requests']))
 PY
 check refused-note "grep -q 'longer than max_seq refused' '$tmp/st.err'"
+# a task whose every item is refused, then others: each reported, the JSON whole (mmlu's
+# subjects with no scored item carry only their n)
+"$PDQ" eval --model $M --static --max-seq 8 --task mmlu,arc_easy,piqa --data $D --limit 1 --json >"$tmp/all.json" 2>/dev/null
+check all-refused "jq -e '[.results[] | .refused] == [57, 1, 1] and .results[0].subjects.anatomy == {\"n\": 0}' '$tmp/all.json' >/dev/null"
 
 # w4 a16 checkpoint: packed = dequantized copy; Circle pair = in-memory integer mode, bit for bit
 q=$tmp/q
