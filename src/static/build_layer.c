@@ -48,14 +48,14 @@ typedef struct {
 /* x's last axis cut at k: *lo = x[..., :k] named base.lo_name, *hi = x[..., k:] base.hi_name. */
 static void split_last(pdq_bld *b, int x, int k, const char *base, const char *lo_name, const char *hi_name, int *lo,
                        int *hi) {
-    const pdq_tensor *t = &b->g->tensors[x];
-    int nd = t->ndim;
+    /* the shape is copied first: adding the slices may move the graph's tensor array */
+    int nd = b->g->tensors[x].ndim, full = b->g->tensors[x].shape[nd - 1];
     int beg[PDQ_G_MAX_DIMS] = {0}, end[PDQ_G_MAX_DIMS];
-    memcpy(end, t->shape, sizeof(int) * (size_t)nd);
+    memcpy(end, b->g->tensors[x].shape, sizeof(int) * (size_t)nd);
     end[nd - 1] = k;
     *lo = pdq_b_slice(b, x, beg, end, "%s.%s", base, lo_name);
     beg[nd - 1] = k;
-    end[nd - 1] = t->shape[nd - 1];
+    end[nd - 1] = full;
     *hi = pdq_b_slice(b, x, beg, end, "%s.%s", base, hi_name);
 }
 
