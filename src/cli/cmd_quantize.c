@@ -182,7 +182,9 @@ int cmd_quantize(int argc, char **argv) {
     /* ranks other than 0 calibrate only: no --out, evaluation or later steps */
     quantize_plan plan = {dir, job.lead ? out : NULL, calib, evalf, export, ex_whole, ex_per, &o, &ro, abits, nsamples,
                           seq_len, eval_len, eval_stride, known_fp32, threads};
-    /* Everything that can fail without computing fails here, before the FP32 evaluation and GPTQ. */
+    /* Everything that can fail without computing fails here, before the FP32 evaluation and GPTQ.
+     * Under mpirun rank 0 checks first and the others follow once it passed (one message). */
+    if (!job.lead && pdq_dist_barrier(job.d, &st)) goto fail;
     if ((status = quantize_preflight(&plan, m)) != 0) goto done;
     if (!job.lead) evalf = NULL, export = NULL;
     if ((abits != PDQ_ADT_FLOAT || export) && job.lead && quantize_prompts_load(evalf ? evalf : calib, &prompts, &ro))
@@ -212,6 +214,7 @@ int cmd_quantize(int argc, char **argv) {
         free(w);
         if (rc) goto calib_fail;
     }
+    if (job.lead && pdq_dist_barrier(job.d, &st)) goto fail;
     if (evalf) {
         pdq_tokenizer *tok = cli_load_tokenizer("quantize", dir);
         size_t len;

@@ -114,7 +114,7 @@ void quantize_job_check(quantize_job *j, int argc, char **argv, const char *mode
                              j->size, what[k], model_dir, calib ? ", calibration " : "", calib ? calib : "");
                     fprintf(stderr, "pdq quantize: %s\n", msg);
                     fflush(stderr);
-                    pdq_dist_abort(j->d, "pdq quantize", "job ended: the ranks disagree");
+                    pdq_dist_abort(j->d, "pdq quantize", NULL);
                 }
                 pdq_dist_barrier(j->d, &st); /* rank 0 ends the job */
                 return;

@@ -26,7 +26,7 @@ pdq_code pdq_dist_bcast(const pdq_dist *d, void *buf, size_t bytes, int root, pd
 /* Every rank's n values, rank by rank, into all [size * n] on every rank. */
 pdq_code pdq_dist_allgather_u64(const pdq_dist *d, const uint64_t *mine, int n, uint64_t *all, pdq_status *st);
 pdq_code pdq_dist_barrier(const pdq_dist *d, pdq_status *st);
-/* Ends the whole job: prints "PREFIX: rank R of N: MSG" on stderr and aborts every rank. A
+/* Ends the whole job: prints "PREFIX: rank R of N: MSG" (msg NULL: nothing) and aborts every rank. A
  * one-process world returns (the caller then exits with its error as usual). */
 void pdq_dist_abort(const pdq_dist *d, const char *prefix, const char *msg);
 

@@ -74,7 +74,7 @@ pdq_code pdq_dist_barrier(const pdq_dist *d, pdq_status *st) {
 
 void pdq_dist_abort(const pdq_dist *d, const char *prefix, const char *msg) {
     if (!d || d->size == 1) return; /* alone: the caller's error path reports and exits */
-    fprintf(stderr, "%s: rank %d of %d: %s\n", prefix, d->rank, d->size, msg);
+    if (msg) fprintf(stderr, "%s: rank %d of %d: %s\n", prefix, d->rank, d->size, msg);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
