@@ -175,11 +175,10 @@ typedef struct {
 static void test_errors(void **state) {
     (void)state;
     static const bad_case cases[] = {
-        {"model_type", "\"mistral\"", PDQ_ERR_UNSUPPORTED, "mistral"},
+        {"model_type", "\"gpt_neox\"", PDQ_ERR_UNSUPPORTED, "gpt_neox"},
         {"model_type", "\"gemma\"", PDQ_ERR_UNSUPPORTED, "model_type"},
         {"model_type", NULL, PDQ_ERR_MISSING, "model_type"},
-        {"attention_bias", "true", PDQ_ERR_UNSUPPORTED, "attention_bias"},
-        {"mlp_bias", "true", PDQ_ERR_UNSUPPORTED, "mlp_bias"},
+        {"attention_bias", "1", PDQ_ERR_FORMAT, "attention_bias"},
         {"mlp_bias", "\"no\"", PDQ_ERR_FORMAT, "mlp_bias"},
         {"hidden_act", "\"gelu\"", PDQ_ERR_UNSUPPORTED, "hidden_act"},
         {"num_key_value_heads", "7", PDQ_ERR_UNSUPPORTED, "num_key_value_heads"},

@@ -377,9 +377,9 @@ static void test_errors(void **state) {
     d = rewrite(root, "more-layers", base, &e5);
     expect_load_error(d, PDQ_ERR_MISSING, "model.layers.2.", NULL);
     free(d);
-    edits e6 = {.cfg_key = "model_type", .cfg_value = "\"qwen2\""};
-    d = rewrite(root, "qwen", base, &e6);
-    expect_load_error(d, PDQ_ERR_UNSUPPORTED, "qwen2", "config.json");
+    edits e6 = {.cfg_key = "model_type", .cfg_value = "\"gpt_neox\""};
+    d = rewrite(root, "neox", base, &e6);
+    expect_load_error(d, PDQ_ERR_UNSUPPORTED, "gpt_neox", "config.json");
     /* no weights at all */
     char *w = join(d, "model.safetensors");
     remove(w);

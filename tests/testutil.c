@@ -1,6 +1,11 @@
 #include "testutil.h"
 
+#include "pdq/eval.h"
+#include "pdq/model.h"
+#include "pdq/npy.h"
 #include "pdq/threadpool.h"
+
+#include <cjson/cJSON.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -118,3 +123,111 @@ void tu_pools_create(struct pdq_pool *pools[3]) {
 void tu_pools_free(struct pdq_pool *pools[3]) {
     for (int i = 0; i < 3; i++) pdq_pool_free(pools[i]);
 }
+
+/* --- HF reference cases (tests/fixtures/hf-reference, ../shared/reference/families) --- */
+
+cJSON *tu_load_json(const char *path) {
+    char *text = tu_read_file(path, NULL);
+    assert_non_null(text);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    assert_non_null(j);
+    return j;
+}
+
+/* Row r of a [rows][cols] JSON int matrix into out; returns cols. */
+int tu_json_row(const cJSON *matrix, int r, int32_t *out, int max) {
+    const cJSON *row = cJSON_GetArrayItem(matrix, r);
+    int n = cJSON_GetArraySize(row);
+    assert_true(n <= max);
+    for (int i = 0; i < n; i++) out[i] = cJSON_GetArrayItem(row, i)->valueint;
+    return n;
+}
+
+/* Max |a-b| over n floats. */
+double tu_max_abs(const float *a, const float *b, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= m)) m = d; /* NaN propagates as a failure */
+    }
+    return m;
+}
+
+void tu_check_ref_case(const pdq_model *m, const char *dir, double tol, double *worst_prefill,
+                       double *worst_step) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/result.json", dir);
+    cJSON *res = tu_load_json(path);
+    const cJSON *input = cJSON_GetObjectItem(res, "input");
+    const cJSON *ids_j = cJSON_GetObjectItem(input, "input_ids");
+    const cJSON *mask_j = cJSON_GetObjectItem(input, "attention_mask");
+    const cJSON *gen_j = cJSON_GetObjectItem(res, "generated_ids");
+    int B = cJSON_GetArraySize(ids_j), V = m->cfg.vocab_size;
+    assert_true(B >= 1 && B <= 8);
+    int32_t row[256];
+    int T = tu_json_row(ids_j, 0, row, 256);
+    int32_t *ids = malloc((size_t)B * T * sizeof *ids);
+    uint8_t *mask = malloc((size_t)B * T);
+    for (int b = 0; b < B; b++) {
+        tu_json_row(ids_j, b, ids + (size_t)b * T, T);
+        tu_json_row(mask_j, b, row, 256);
+        for (int t = 0; t < T; t++) mask[(size_t)b * T + t] = (uint8_t)row[t];
+    }
+
+    pdq_npy pre, steps;
+    pdq_status st = {0};
+    snprintf(path, sizeof path, "%s/prefill_logits.npy", dir);
+    assert_int_equal(pdq_npy_read_f32(path, &pre, &st), PDQ_OK);
+    snprintf(path, sizeof path, "%s/step_logits.npy", dir);
+    assert_int_equal(pdq_npy_read_f32(path, &steps, &st), PDQ_OK);
+    assert_int_equal(pre.shape[1], T);
+    int n_steps = (int)steps.shape[1];
+
+    /* Prefill through a KV cache, so the steps below continue from it. */
+    pdq_kvcache kv;
+    assert_int_equal(pdq_kvcache_init(&kv, &m->cfg, B, T + n_steps, &st), PDQ_OK);
+    float *logits = malloc((size_t)B * T * V * sizeof *logits);
+    assert_int_equal(pdq_model_forward(m, &kv, B, T, ids, mask, NULL, logits, 0, &st), PDQ_OK);
+    double worst = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            if (!mask[(size_t)b * T + t]) continue; /* pad positions are meaningless */
+            const float *ref = (const float *)pre.data + ((size_t)b * T + t) * V;
+            const float *got = logits + ((size_t)b * T + t) * V;
+            double d = tu_max_abs(ref, got, V);
+            if (d > worst) worst = d;
+            if (!(d <= tol)) fail_msg("%s: max |dlogit| %.3g > %.3g", dir, d, tol);
+            assert_int_equal(pdq_argmax(ref, V), pdq_argmax(got, V));
+        }
+    printf("  %s prefill: max |dlogit| %.3g over %d rows x %d positions\n", dir, worst, B, T);
+    *worst_prefill = worst;
+
+    /* Greedy decode: step k's logits chose generated token k. */
+    int32_t *next = malloc((size_t)B * sizeof *next);
+    uint8_t *ones = malloc((size_t)B);
+    for (int b = 0; b < B; b++) ones[b] = 1;
+    float *last = malloc((size_t)B * V * sizeof *last);
+    for (int b = 0; b < B; b++) memcpy(last + (size_t)b * V, logits + ((size_t)b * T + T - 1) * V, (size_t)V * sizeof(float));
+    worst = 0;
+    for (int k = 0; k < n_steps; k++) {
+        for (int b = 0; b < B; b++) {
+            const float *ref = (const float *)steps.data + ((size_t)b * n_steps + k) * V;
+            double d = tu_max_abs(ref, last + (size_t)b * V, V);
+            if (d > worst) worst = d;
+            if (!(d <= tol)) fail_msg("%s: max |dlogit| %.3g > %.3g", dir, d, tol);
+            next[b] = pdq_argmax(last + (size_t)b * V, V);
+            assert_int_equal(next[b], cJSON_GetArrayItem(cJSON_GetArrayItem(gen_j, b), k)->valueint);
+        }
+        if (k + 1 < n_steps)
+            assert_int_equal(pdq_model_forward(m, &kv, B, 1, next, ones, NULL, last, 1, &st), PDQ_OK);
+    }
+    printf("  %s decode: %d greedy steps identical, max |dlogit| %.3g\n", dir, n_steps, worst);
+    *worst_step = worst;
+    pdq_kvcache_free(&kv);
+    free(next); free(ones); free(last); free(logits); free(ids); free(mask);
+    pdq_npy_free(&pre);
+    pdq_npy_free(&steps);
+    cJSON_Delete(res);
+}
+

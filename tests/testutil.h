@@ -34,6 +34,20 @@ uint64_t tu_rand(uint64_t *state);
 double tu_randu(uint64_t *state); /* [0,1) */
 double tu_randn(uint64_t *state);
 
+struct cJSON;
+struct pdq_model;
+/* A JSON file, parsed (fails the test when absent or invalid). */
+struct cJSON *tu_load_json(const char *path);
+/* Row r of a [rows][cols] JSON int matrix into out; returns cols. */
+int tu_json_row(const struct cJSON *matrix, int r, int32_t *out, int max);
+/* Max |a-b| over n floats (NaN fails). */
+double tu_max_abs(const float *a, const float *b, int n);
+/* One HF reference case directory (result.json, prefill_logits.npy, step_logits.npy): prefill
+ * logits at every real position, then greedy steps through the KV cache, each within tol and
+ * with HF's argmax; the worst differences are returned. */
+void tu_check_ref_case(const struct pdq_model *m, const char *dir, double tol, double *worst_prefill,
+                       double *worst_step);
+
 struct pdq_pool;
 /* Thread pools of 1, 2 and 3 threads (kernel tests compare every thread count). */
 void tu_pools_create(struct pdq_pool *pools[3]);

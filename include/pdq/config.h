@@ -1,4 +1,5 @@
-/* Hugging Face LlamaConfig: every field that changes the math. */
+/* A Hugging Face config.json: every field that changes the math, for every family pdq reads
+ * (pdq/family.h says which family reads which field). */
 #ifndef PDQ_CONFIG_H
 #define PDQ_CONFIG_H
 
@@ -11,10 +12,15 @@ extern "C" {
 #endif
 
 #define PDQ_MAX_EOS 8
+/* rotary_dim / 2 at most (head_dim is at most 1024): the longrope factor lists' length bound */
+#define PDQ_MAX_ROPE_PAIRS 512
 
-typedef enum { PDQ_ROPE_DEFAULT = 0, PDQ_ROPE_LLAMA3 = 1 } pdq_rope_type;
+typedef enum { PDQ_ROPE_DEFAULT = 0, PDQ_ROPE_LLAMA3 = 1, PDQ_ROPE_LONGROPE = 2 } pdq_rope_type;
+
+struct pdq_family;
 
 typedef struct pdq_config {
+    const struct pdq_family *family; /* the description model_type chose (pdq/family.h) */
     int hidden_size;        /* D */
     int intermediate_size;  /* I */
     int n_layers;
@@ -36,16 +42,33 @@ typedef struct pdq_config {
     int n_eos;
     int pad_token_id;                /* -1 when absent/null */
     char torch_dtype[16];            /* "bfloat16", "float16", "float32" or "" */
+    /* Switches other families turn on; all zero for a plain Llama. */
+    unsigned bias_mask;              /* bit i: decoder linear i (pdq_linear_id) has a bias */
+    int qk_norm;                     /* RMSNorm over head_dim on every q and k head before RoPE */
+    int fused_qkv, fused_gate_up;    /* the checkpoint stacks these projections in one tensor */
+    int rotary_dim;                  /* leading dims of a head that RoPE turns (partial_rotary_factor) */
+    int sliding_window;              /* 0: full attention; else a key is seen by the W queries from it */
+    /* longrope (Phi-3): inv_freq is divided by short factors, or by long ones once a sequence
+     * reaches rope_original_max_pos; cos and sin are multiplied by rope_attn_factor (1 otherwise) */
+    float rope_attn_factor;
+    float rope_short[PDQ_MAX_ROPE_PAIRS], rope_long[PDQ_MAX_ROPE_PAIRS];
 } pdq_config;
 
-/* Reads DIR/config.json. Unknown model_type, attention/mlp bias, non-silu act -> PDQ_ERR_UNSUPPORTED. */
+/* Reads DIR/config.json through the family its model_type names (src/family/). An unknown
+ * model_type, or a field the family does not compute (non-silu act, an unsupported rope type,
+ * ...) -> PDQ_ERR_UNSUPPORTED naming the field and its value. */
 pdq_code pdq_config_load(const char *model_dir, pdq_config *cfg, pdq_status *st);
 /* Parses config JSON text; `name` is used in error messages. */
 pdq_code pdq_config_parse(const char *json, size_t len, const char *name, pdq_config *cfg, pdq_status *st);
 
-/* RoPE inverse frequencies, head_dim/2 values, with llama3 scaling applied when configured
- * (HF _compute_llama3_parameters semantics). */
+/* RoPE inverse frequencies, rotary_dim/2 values, with llama3 scaling applied when configured
+ * (HF _compute_llama3_parameters semantics); longrope: long = 0 the short factors' frequencies,
+ * 1 the long factors' (HF _compute_longrope_parameters). */
 void pdq_rope_inv_freq(const pdq_config *cfg, float *inv_freq);
+void pdq_rope_inv_freq_longrope(const pdq_config *cfg, int long_factors, float *inv_freq);
+
+/* The dims RoPE turns (a config built in code may leave rotary_dim 0: all of head_dim). */
+static inline int pdq_cfg_rotary_dim(const pdq_config *c) { return c->rotary_dim ? c->rotary_dim : c->head_dim; }
 
 /* Parameter count of the model (embed + layers + norm + lm_head unless tied). */
 long long pdq_config_param_count(const pdq_config *cfg);

@@ -7,22 +7,13 @@
 #include <stdint.h>
 
 #include "pdq/config.h"
+#include "pdq/family.h"
 #include "pdq/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The seven decoder linears, in HF order. Weights are row-major [out, in] as HF stores them. */
-typedef enum {
-    PDQ_LIN_Q, PDQ_LIN_K, PDQ_LIN_V, PDQ_LIN_O, PDQ_LIN_GATE, PDQ_LIN_UP, PDQ_LIN_DOWN, PDQ_LIN_COUNT
-} pdq_linear_id;
-
-/* "q_proj", "k_proj", ... and "self_attn" / "mlp" parent of each. */
-const char *pdq_linear_name(pdq_linear_id id);
-const char *pdq_linear_parent(pdq_linear_id id);
-/* Shape [out, in] of a linear for this config. */
-void pdq_linear_shape(const pdq_config *cfg, pdq_linear_id id, int *out, int *in);
 
 typedef struct {
     float *attn_norm;          /* [D] input_layernorm */
@@ -33,6 +24,8 @@ typedef struct {
                                   weight is still (code - zero) * float32 scale, exactly as exported;
                                   [n_kv*hd][ceil(D / wk_group)] when Wk is quantized in groups */
     int wk_group;              /* 0: wk_scale per row; else the columns of one group */
+    float *bias[PDQ_LIN_COUNT];/* [out] when cfg.bias_mask has the linear's bit, else NULL */
+    float *q_norm, *k_norm;    /* [head_dim] when cfg.qk_norm, else NULL */
     struct pdq_qmatrix *pw[PDQ_LIN_COUNT]; /* packed weight-only model (pdq_model_load_packed): the
                                   packed linear (w[i] is then NULL), else NULL */
 } pdq_layer;
@@ -45,7 +38,9 @@ typedef struct pdq_model {
     pdq_layer *layers;  /* [n_layers] */
     float *norm;        /* [D] final norm */
     float *lm_head;     /* [V, D]; == embed when tied */
-    float *inv_freq;    /* [head_dim/2] RoPE inverse frequencies (llama3 scaling applied) */
+    float *inv_freq;    /* [rotary_dim/2] RoPE inverse frequencies (llama3 scaling applied; longrope:
+                           the short factors') */
+    float *inv_freq_long; /* longrope: [rotary_dim/2] for sequences past its original length; else NULL */
     int n_threads;
     char *dir;          /* directory it was loaded from */
     struct pdq_safetensors *lazy_src; /* non-NULL: loaded lazily (pdq_model_load_lazy), the open

@@ -1,5 +1,6 @@
-/* config.json -> pdq_config (HF LlamaConfig semantics and defaults). */
-#include "pdq/config.h"
+/* The config.json fields every family reads, with HF's defaults (src/family/ adds each family's
+ * own fields and picks the family), and the RoPE frequencies they define. */
+#include "io/config_common.h"
 
 #include "io/json_field.h"
 #include "pdq/file.h"
@@ -73,7 +74,7 @@ static pdq_code parse_eos(const cJSON *root, const char *name, pdq_config *cfg, 
     return PDQ_OK;
 }
 
-/* rope_scaling: null, default, or llama3. (transformers >= 4.5x may call it rope_parameters and
+/* rope_scaling: null, default, llama3 or longrope. (transformers >= 4.5x may call it rope_parameters and
  * put rope_theta inside it.) */
 static pdq_code parse_rope(const cJSON *root, const char *name, pdq_config *cfg, pdq_status *st) {
     const char *key = "rope_scaling";
@@ -95,9 +96,13 @@ static pdq_code parse_rope(const cJSON *root, const char *name, pdq_config *cfg,
     }
     const char *type = t ? t->valuestring : "default";
     if (strcmp(type, "default") == 0) return PDQ_OK;
+    if (strcmp(type, "longrope") == 0) { /* its factor lists need rotary_dim: parse_rotary */
+        cfg->rope_type = PDQ_ROPE_LONGROPE;
+        return PDQ_OK;
+    }
     if (strcmp(type, "llama3") != 0)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: %s type '%s' is not supported (only default and llama3)",
-                        name, key, type);
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                        "%s: %s type '%s' is not supported (only default, llama3 and longrope)", name, key, type);
     cfg->rope_type = PDQ_ROPE_LLAMA3;
     pdq_code c;
     char sub[64];
@@ -116,39 +121,71 @@ static pdq_code parse_rope(const cJSON *root, const char *name, pdq_config *cfg,
     return PDQ_OK;
 }
 
-pdq_code pdq_config_parse(const char *json, size_t len, const char *name, pdq_config *cfg, pdq_status *st) {
-    memset(cfg, 0, sizeof *cfg);
-    cJSON *root = cJSON_ParseWithLength(json, len);
-    if (!root || !cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not a JSON object", name);
+/* Partial RoPE (partial_rotary_factor, read by HF's rope utilities for any family) and the
+ * longrope factor lists, once head_dim is known. */
+static pdq_code parse_rotary(const cJSON *root, const char *name, pdq_config *cfg, pdq_status *st) {
+    double prf = 1.0;
+    pdq_code c = get_num(root, "partial_rotary_factor", 0, 1.0, 1e-6, 1.0, name, &prf, st);
+    if (c) return c;
+    cfg->rotary_dim = (int)(cfg->head_dim * prf); /* HF: int(head_dim * partial_rotary_factor) */
+    if (cfg->rotary_dim < 2 || cfg->rotary_dim % 2)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                        "%s: partial_rotary_factor %g gives %d rotary dims of head_dim %d: must be even and >= 2",
+                        name, prf, cfg->rotary_dim, cfg->head_dim);
+    cfg->rope_attn_factor = 1.0f;
+    if (cfg->rope_type != PDQ_ROPE_LONGROPE) return PDQ_OK;
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (!rs || cJSON_IsNull(rs)) rs = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    char sub[64];
+    snprintf(sub, sizeof sub, "%s (rope_scaling)", name);
+    pdq_jctx jc = {sub, ""};
+    int pairs = cfg->rotary_dim / 2;
+    const char *keys[2] = {"short_factor", "long_factor"};
+    float *dst[2] = {cfg->rope_short, cfg->rope_long};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *a;
+        if ((c = pdq_jf_array(&jc, rs, keys[k], 1, PDQ_MAX_ROPE_PAIRS, &a, st))) return c;
+        if (cJSON_GetArraySize(a) != pairs)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: rope_scaling.%s has %d values, rotary_dim / 2 = %d needs %d",
+                            name, keys[k], cJSON_GetArraySize(a), pairs, pairs);
+        int i = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, a) {
+            if (!cJSON_IsNumber(e) || !(e->valuedouble > 0) || e->valuedouble > 1e6)
+                return pdq_fail(st, PDQ_ERR_FORMAT, "%s: rope_scaling.%s[%d] must be a number in (0, 1e6]", name,
+                                keys[k], i);
+            dst[k][i++] = (float)e->valuedouble;
+        }
     }
-    pdq_code c = PDQ_OK;
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (!mt || !cJSON_IsString(mt)) {
-        c = pdq_fail(st, PDQ_ERR_MISSING, "%s: required field 'model_type' is missing or not a string", name);
-        goto done;
+    /* HF: a config with original_max_position_embeddings (Phi-3) takes the scaling factor as
+     * max_position_embeddings / original; else rope_scaling.factor over max_position_embeddings. */
+    double factor = 1.0, attn = 0.0;
+    const cJSON *orig = cJSON_GetObjectItemCaseSensitive(root, "original_max_position_embeddings");
+    if (orig && !cJSON_IsNull(orig)) {
+        if ((c = get_int(root, "original_max_position_embeddings", 1, 0, 2, MAX_POSITIONS, name,
+                         &cfg->rope_original_max_pos, st)))
+            return c;
+        factor = (double)cfg->max_position_embeddings / cfg->rope_original_max_pos;
+    } else {
+        cfg->rope_original_max_pos = cfg->max_position_embeddings;
+        if ((c = get_num(rs, "factor", 0, 1.0, 1e-6, 1e6, sub, &factor, st))) return c;
     }
-    if (strcmp(mt->valuestring, "llama") != 0) {
-        c = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: model_type '%s' is not supported (only 'llama')", name,
-                     mt->valuestring);
-        goto done;
-    }
+    if ((c = get_num(rs, "attention_factor", 0, 0.0, 0.0, 1e6, sub, &attn, st))) return c;
+    if (!(attn > 0)) attn = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)cfg->rope_original_max_pos));
+    cfg->rope_attn_factor = (float)attn;
+    cfg->rope_factor = factor;
+    return PDQ_OK;
+}
+
+pdq_code pdq_config_common(const cJSON *root, const char *name, pdq_config *cfg, pdq_status *st) {
+    pdq_code c;
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
     if (act && !cJSON_IsNull(act)) {
-        if (!cJSON_IsString(act)) {
-            c = pdq_fail(st, PDQ_ERR_FORMAT, "%s: field 'hidden_act' must be a string", name);
-            goto done;
-        }
-        if (strcmp(act->valuestring, "silu") != 0) {
-            c = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (only 'silu')", name,
-                         act->valuestring);
-            goto done;
-        }
+        if (!cJSON_IsString(act)) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: field 'hidden_act' must be a string", name);
+        if (strcmp(act->valuestring, "silu") != 0)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (only 'silu')", name,
+                            act->valuestring);
     }
-    if ((c = require_false(root, "attention_bias", name, st)) || (c = require_false(root, "mlp_bias", name, st)))
-        goto done;
-
     double eps = 0;
     if ((c = get_int(root, "hidden_size", 1, 0, 1, MAX_HIDDEN, name, &cfg->hidden_size, st)) ||
         (c = get_int(root, "intermediate_size", 1, 0, 1, MAX_INTERMEDIATE, name, &cfg->intermediate_size, st)) ||
@@ -164,48 +201,35 @@ pdq_code pdq_config_parse(const char *json, size_t len, const char *name, pdq_co
         (c = get_int(root, "bos_token_id", 0, -1, 0, cfg->vocab_size - 1, name, &cfg->bos_token_id, st)) ||
         (c = get_int(root, "pad_token_id", 0, -1, 0, 2147483647, name, &cfg->pad_token_id, st)) ||
         (c = parse_eos(root, name, cfg, st)))
-        goto done;
+        return c;
     cfg->rms_norm_eps = (float)eps;
     for (int i = 0; i < cfg->n_eos; i++)
-        if (cfg->eos_token_ids[i] >= cfg->vocab_size) {
-            c = pdq_fail(st, PDQ_ERR_FORMAT, "%s: eos_token_id = %d: must be in [0, %d] (vocab_size %d)", name,
-                         cfg->eos_token_ids[i], cfg->vocab_size - 1, cfg->vocab_size);
-            goto done;
-        }
+        if (cfg->eos_token_ids[i] >= cfg->vocab_size)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: eos_token_id = %d: must be in [0, %d] (vocab_size %d)", name,
+                            cfg->eos_token_ids[i], cfg->vocab_size - 1, cfg->vocab_size);
 
     const cJSON *hd = cJSON_GetObjectItemCaseSensitive(root, "head_dim");
     if (hd && !cJSON_IsNull(hd)) {
-        if ((c = get_int(root, "head_dim", 1, 0, 1, MAX_HEAD_DIM, name, &cfg->head_dim, st))) goto done;
+        if ((c = get_int(root, "head_dim", 1, 0, 1, MAX_HEAD_DIM, name, &cfg->head_dim, st))) return c;
     } else {
-        if (cfg->hidden_size % cfg->n_heads != 0) {
-            c = pdq_fail(st, PDQ_ERR_UNSUPPORTED,
-                         "%s: hidden_size %d is not divisible by num_attention_heads %d (and no head_dim)", name,
-                         cfg->hidden_size, cfg->n_heads);
-            goto done;
-        }
+        if (cfg->hidden_size % cfg->n_heads != 0)
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                            "%s: hidden_size %d is not divisible by num_attention_heads %d (and no head_dim)", name,
+                            cfg->hidden_size, cfg->n_heads);
         cfg->head_dim = cfg->hidden_size / cfg->n_heads;
     }
-    if (cfg->head_dim % 2 != 0) {
-        c = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: head_dim %d must be even for RoPE", name, cfg->head_dim);
-        goto done;
-    }
-    if (cfg->n_heads % cfg->n_kv_heads != 0) {
-        c = pdq_fail(st, PDQ_ERR_UNSUPPORTED,
-                     "%s: num_attention_heads %d is not divisible by num_key_value_heads %d", name,
-                     cfg->n_heads, cfg->n_kv_heads);
-        goto done;
-    }
-    if (!(cfg->rope_theta > 0)) {
-        c = pdq_fail(st, PDQ_ERR_FORMAT, "%s: field 'rope_theta' must be > 0", name);
-        goto done;
-    }
-    if ((c = parse_rope(root, name, cfg, st))) goto done;
+    if (cfg->head_dim % 2 != 0)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: head_dim %d must be even for RoPE", name, cfg->head_dim);
+    if (cfg->n_heads % cfg->n_kv_heads != 0)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: num_attention_heads %d is not divisible by num_key_value_heads %d",
+                        name, cfg->n_heads, cfg->n_kv_heads);
+    if (!(cfg->rope_theta > 0)) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: field 'rope_theta' must be > 0", name);
+    if ((c = parse_rope(root, name, cfg, st)) || (c = parse_rotary(root, name, cfg, st))) return c;
 
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
-    if (tie && !cJSON_IsNull(tie) && !cJSON_IsBool(tie)) {
-        c = pdq_fail(st, PDQ_ERR_FORMAT, "%s: field 'tie_word_embeddings' must be a boolean", name);
-        goto done;
-    }
+    if (tie && !cJSON_IsNull(tie) && !cJSON_IsBool(tie))
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: field 'tie_word_embeddings' must be a boolean", name);
+    /* absent: LlamaConfig's default (false); families whose config class defaults to true say so */
     cfg->tie_word_embeddings = tie && cJSON_IsTrue(tie);
 
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, "torch_dtype");
@@ -214,31 +238,32 @@ pdq_code pdq_config_parse(const char *json, size_t len, const char *name, pdq_co
 
     /* Guard the sizes that later code multiplies together. */
     long long qdim = (long long)cfg->n_heads * cfg->head_dim;
-    if (qdim > (1 << 24) || (long long)cfg->vocab_size * cfg->hidden_size > (1LL << 40)) {
-        c = pdq_fail(st, PDQ_ERR_LIMIT, "%s: model dimensions are implausibly large", name);
-        goto done;
-    }
-done:
-    cJSON_Delete(root);
-    return c;
+    if (qdim > (1 << 24) || (long long)cfg->vocab_size * cfg->hidden_size > (1LL << 40))
+        return pdq_fail(st, PDQ_ERR_LIMIT, "%s: model dimensions are implausibly large", name);
+    return PDQ_OK;
 }
 
-pdq_code pdq_config_load(const char *model_dir, pdq_config *cfg, pdq_status *st) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", model_dir);
-    char *buf;
-    size_t n;
-    pdq_code rc = pdq_file_read(path, PDQ_CONFIG_MAX_BYTES, &buf, &n, st);
-    if (rc) return rc;
-    pdq_code c = pdq_config_parse(buf, n, path, cfg, st);
-    free(buf);
-    return c;
+pdq_code pdq_config_flag(const cJSON *root, const char *key, int def, const char *name, int *out, pdq_status *st) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    *out = def;
+    if (!v || cJSON_IsNull(v)) return PDQ_OK;
+    if (!cJSON_IsBool(v)) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: field '%s' must be a boolean", name, key);
+    *out = cJSON_IsTrue(v);
+    return PDQ_OK;
+}
+
+pdq_code pdq_config_require_false(const cJSON *root, const char *key, const char *name, pdq_status *st) {
+    return require_false(root, key, name, st);
+}
+
+pdq_code pdq_config_window(const cJSON *root, const char *name, pdq_config *cfg, pdq_status *st) {
+    return get_int(root, "sliding_window", 0, 0, 1, MAX_POSITIONS, name, &cfg->sliding_window, st);
 }
 
 /* HF _compute_default_rope_parameters computes in float32:
  * 1 / (base ** (arange(0, dim, 2).float() / dim)); we round at the same points. */
 void pdq_rope_inv_freq(const pdq_config *cfg, float *inv_freq) {
-    int dim = cfg->head_dim, half = dim / 2;
+    int dim = pdq_cfg_rotary_dim(cfg), half = dim / 2;
     float base = (float)cfg->rope_theta;
     for (int i = 0; i < half; i++) {
         float e = (float)(2 * i) / (float)dim;
@@ -267,10 +292,26 @@ void pdq_rope_inv_freq(const pdq_config *cfg, float *inv_freq) {
     }
 }
 
+/* _compute_longrope_parameters: 1 / (factor[i] * base ** (2i / dim)), in float32. */
+void pdq_rope_inv_freq_longrope(const pdq_config *cfg, int long_factors, float *inv_freq) {
+    int dim = pdq_cfg_rotary_dim(cfg), half = dim / 2;
+    const float *f = long_factors ? cfg->rope_long : cfg->rope_short;
+    float base = (float)cfg->rope_theta;
+    for (int i = 0; i < half; i++) {
+        float e = (float)(2 * i) / (float)dim;
+        float p = (float)pow((double)base, (double)e);
+        inv_freq[i] = 1.0f / (f[i] * p);
+    }
+}
+
 long long pdq_config_param_count(const pdq_config *c) {
     long long D = c->hidden_size, I = c->intermediate_size, hd = c->head_dim;
     long long q = (long long)c->n_heads * hd, kv = (long long)c->n_kv_heads * hd;
     long long per_layer = 2 * D + q * D + 2 * kv * D + D * q + 3 * I * D;
+    long long bias_rows[7] = {q, kv, kv, D, I, I, D};
+    for (int i = 0; i < 7; i++)
+        if (c->bias_mask >> i & 1u) per_layer += bias_rows[i];
+    if (c->qk_norm) per_layer += 2 * hd;
     long long emb = (long long)c->vocab_size * D;
     return emb + c->n_layers * per_layer + D + (c->tie_word_embeddings ? 0 : emb);
 }

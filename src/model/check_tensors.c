@@ -18,9 +18,12 @@ static long layers_in_file(const pdq_safetensors *s) {
     return top + 1;
 }
 
-static pdq_code missing(const pdq_config *cfg, const pdq_safetensors *s, const char *name, const char *cfg_file,
-                        pdq_status *st) {
+static pdq_code missing(const pdq_config *cfg, const pdq_safetensors *s, const char *name, const char *what,
+                        const char *cfg_file, pdq_status *st) {
     int l;
+    if (sscanf(name, "model.layers.%d.", &l) == 1 && l < layers_in_file(s))
+        return pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing: %s model_type %s asks for it (%s)",
+                        pdq_st_file_of(s, NULL), name, cfg_file, pdq_family_of(cfg)->model_types[0], what);
     if (sscanf(name, "model.layers.%d.", &l) == 1)
         return pdq_fail(st, PDQ_ERR_MISSING,
                         "%s: tensor %s is missing: %s num_hidden_layers = %d, the file holds %ld layer(s)",
@@ -39,20 +42,24 @@ static void dims(const pdq_st_tensor *t, char *buf, size_t cap) {
     if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
-/* base.weight [rows, cols] (cols 0: 1-D [rows]); quantized matrices may be base.qweight. */
-static pdq_code want(const pdq_config *cfg, const pdq_safetensors *s, const char *base, long rows, long cols,
+/* name [rows, cols] (cols 0: 1-D [rows]); in a quantized checkpoint a matrix NAME.weight may be
+ * stored as NAME.qweight [rows, cols or ceil(cols/2)]. */
+static pdq_code want(const pdq_config *cfg, const pdq_safetensors *s, const char *name, long rows, long cols,
                      const char *what, int quantized, const char *cfg_file, pdq_status *st) {
-    char name[192], got[96];
-    snprintf(name, sizeof name, "%s.weight", base);
+    char qname[200], got[96];
     const pdq_st_tensor *t = pdq_st_find(s, name);
-    if (!t && quantized && cols) {
-        snprintf(name, sizeof name, "%s.qweight", base);
-        t = pdq_st_find(s, name);
-        if (t && t->ndim == 2 && t->shape[0] == rows && (t->shape[1] == cols || t->shape[1] == (cols + 1) / 2))
+    size_t n = strlen(name);
+    if (!t && quantized && cols && n > 7 && strcmp(name + n - 7, ".weight") == 0) {
+        snprintf(qname, sizeof qname, "%.*s.qweight", (int)(n - 7), name);
+        const pdq_st_tensor *q = pdq_st_find(s, qname);
+        if (q && q->ndim == 2 && q->shape[0] == rows && (q->shape[1] == cols || q->shape[1] == (cols + 1) / 2))
             return PDQ_OK;
-        if (!t) snprintf(name, sizeof name, "%s.weight", base);
+        if (q) {
+            t = q;
+            name = qname;
+        }
     }
-    if (!t) return missing(cfg, s, name, cfg_file, st);
+    if (!t) return missing(cfg, s, name, what, cfg_file, st);
     int ok = cols ? t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols : t->ndim == 1 && t->shape[0] == rows;
     if (ok) return PDQ_OK;
     dims(t, got, sizeof got);
@@ -63,30 +70,65 @@ static pdq_code want(const pdq_config *cfg, const pdq_safetensors *s, const char
                     name, got, rows, cfg_file, what);
 }
 
+/* The config fields a role's shape comes from, for messages. */
+static void role_what(const pdq_config *c, const pdq_tensor_role *r, char *buf, size_t cap) {
+    switch (r->kind) {
+    case PDQ_ROLE_EMBED:
+    case PDQ_ROLE_LM_HEAD:
+        snprintf(buf, cap, "vocab_size = %d, hidden_size = %d", c->vocab_size, c->hidden_size);
+        break;
+    case PDQ_ROLE_Q_NORM:
+    case PDQ_ROLE_K_NORM: snprintf(buf, cap, "head_dim = %d", c->head_dim); break;
+    case PDQ_ROLE_WEIGHT:
+    case PDQ_ROLE_BIAS:
+    case PDQ_ROLE_FUSED_WEIGHT:
+        snprintf(buf, cap, "hidden_size %d, heads %d/%d, head_dim %d, intermediate_size %d", c->hidden_size,
+                 c->n_heads, c->n_kv_heads, c->head_dim, c->intermediate_size);
+        break;
+    default: snprintf(buf, cap, "hidden_size = %d", c->hidden_size); break;
+    }
+}
+
+/* One role of layer l (l < 0: a model-wide role). A quantized pdq checkpoint keeps stacked
+ * projections split (as the pipeline quantizes them), so its weights are checked per linear. */
+static pdq_code check_role(const pdq_config *cfg, const pdq_safetensors *s, const pdq_tensor_role *r, int l,
+                           int quantized, const char *cfg_file, pdq_status *st) {
+    char name[192], what[160];
+    long rows, cols;
+    role_what(cfg, r, what, sizeof what);
+    if (quantized && r->kind == PDQ_ROLE_FUSED_WEIGHT) {
+        for (int k = r->lin; k <= r->lin_last; k++) {
+            int o, in;
+            pdq_linear_shape(cfg, (pdq_linear_id)k, &o, &in);
+            pdq_linear_module(l, (pdq_linear_id)k, name, sizeof name);
+            strncat(name, ".weight", sizeof name - strlen(name) - 1);
+            pdq_code rc = want(cfg, s, name, o, in, what, quantized, cfg_file, st);
+            if (rc) return rc;
+        }
+        return PDQ_OK;
+    }
+    pdq_role_shape(cfg, r, &rows, &cols);
+    pdq_role_name(r, l, name, sizeof name);
+    return want(cfg, s, name, rows, cols, what, quantized, cfg_file, st);
+}
+
 pdq_code pdq_check_tensors(const pdq_config *cfg, const pdq_safetensors *s, int quantized, const char *cfg_file,
                            pdq_status *st) {
-    long V = cfg->vocab_size, D = cfg->hidden_size;
-    char what[160], base[160];
-    snprintf(what, sizeof what, "vocab_size = %ld, hidden_size = %ld", V, D);
-    pdq_code rc = want(cfg, s, "model.embed_tokens", V, D, what, quantized, cfg_file, st);
-    if (!rc && !cfg->tie_word_embeddings) rc = want(cfg, s, "lm_head", V, D, what, quantized, cfg_file, st);
-    snprintf(what, sizeof what, "hidden_size = %ld", D);
-    if (!rc) rc = want(cfg, s, "model.norm", D, 0, what, quantized, cfg_file, st);
-    for (int l = 0; !rc && l < cfg->n_layers; l++) {
-        snprintf(base, sizeof base, "model.layers.%d.input_layernorm", l);
-        rc = want(cfg, s, base, D, 0, what, quantized, cfg_file, st);
-        snprintf(base, sizeof base, "model.layers.%d.post_attention_layernorm", l);
-        if (!rc) rc = want(cfg, s, base, D, 0, what, quantized, cfg_file, st);
-        for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
-            int o, in;
-            pdq_linear_shape(cfg, (pdq_linear_id)i, &o, &in);
-            snprintf(base, sizeof base, "model.layers.%d.%s.%s", l, pdq_linear_parent((pdq_linear_id)i),
-                     pdq_linear_name((pdq_linear_id)i));
-            snprintf(what, sizeof what, "hidden_size %ld, heads %d/%d, head_dim %d, intermediate_size %d", D,
-                     cfg->n_heads, cfg->n_kv_heads, cfg->head_dim, cfg->intermediate_size);
-            rc = want(cfg, s, base, o, in, what, quantized, cfg_file, st);
-            snprintf(what, sizeof what, "hidden_size = %ld", D);
-        }
+    const pdq_family *f = pdq_family_of(cfg);
+    /* model-wide roles first, then layer by layer, role by role: the first missing tensor of a
+     * short file names its layer */
+    for (int i = 0; i < f->n_roles; i++) {
+        const pdq_tensor_role *r = &f->roles[i];
+        if (pdq_role_per_layer(r) || !pdq_role_present(cfg, r)) continue;
+        pdq_code rc = check_role(cfg, s, r, -1, quantized, cfg_file, st);
+        if (rc) return rc;
     }
-    return rc;
+    for (int l = 0; l < cfg->n_layers; l++)
+        for (int i = 0; i < f->n_roles; i++) {
+            const pdq_tensor_role *r = &f->roles[i];
+            if (!pdq_role_per_layer(r) || !pdq_role_present(cfg, r)) continue;
+            pdq_code rc = check_role(cfg, s, r, l, quantized, cfg_file, st);
+            if (rc) return rc;
+        }
+    return PDQ_OK;
 }

@@ -1,5 +1,8 @@
-/* The FP32 reference forward pass, written to mirror Hugging Face LlamaForCausalLM (eager
- * attention, float32): RMSNorm, rotate_half RoPE, GQA, SiLU-gated MLP, causal + padding mask. */
+/* The FP32 reference forward pass, written to mirror Hugging Face's modeling code of each
+ * family of the pre-norm block (LlamaForCausalLM, Qwen2/Qwen3, Phi3, Mistral; eager attention,
+ * float32): RMSNorm, rotate_half RoPE (partial, llama3 or longrope scaled), GQA, SiLU-gated MLP,
+ * causal + padding (+ sliding window) mask; the switches of pdq_config add linear biases and
+ * q/k head norms. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,14 +29,20 @@ static pdq_qctx kernel_ctx(const pdq_model *m) {
 }
 
 /* A linear of a layer: the packed kernel when the layer's weight is packed (weight-only model),
- * else the float path above, unchanged. */
+ * else the float path above, unchanged; then its bias when it has one (HF adds it last). */
 static pdq_code layer_linear(const pdq_model *m, const pdq_layer *L, pdq_linear_id id, float *y, const float *x,
                              int n, int out, int in, pdq_status *st) {
     if (L->pw[id]) {
         pdq_qctx ctx = kernel_ctx(m);
-        return pdq_qmatmul(&ctx, L->pw[id], x, n, y, st);
+        pdq_code rc = pdq_qmatmul(&ctx, L->pw[id], x, n, y, st);
+        if (rc) return rc;
+    } else {
+        linear(y, x, L->w[id], n, out, in);
     }
-    linear(y, x, L->w[id], n, out, in);
+    const float *b = L->bias[id];
+    if (b)
+        for (int r = 0; r < n; r++)
+            for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
     return PDQ_OK;
 }
 
@@ -49,21 +58,31 @@ void pdq_rmsnorm(float *y, const float *x, const float *w, int rows, int d, floa
 }
 
 void pdq_rope_tables(const pdq_model *m, int n, const int32_t *pos, float *cos_out, float *sin_out) {
-    int hd = m->cfg.head_dim, half = hd / 2;
+    int hd = pdq_cfg_rotary_dim(&m->cfg), half = hd / 2;
+    /* longrope: HF picks the long factors for a whole call once its longest position reaches
+     * the original context */
+    const float *inv_freq = m->inv_freq;
+    if (m->inv_freq_long) {
+        int32_t top = 0;
+        for (int t = 0; t < n; t++) top = pos[t] > top ? pos[t] : top;
+        if (top + 1 > m->cfg.rope_original_max_pos) inv_freq = m->inv_freq_long;
+    }
+    float attn = m->cfg.rope_attn_factor > 0 ? m->cfg.rope_attn_factor : 1.0f;
     for (int t = 0; t < n; t++) {
         for (int i = 0; i < half; i++) {
-            /* HF: freqs = inv_freq(float32) @ position(float32), then cos/sin in float32. */
-            float f = m->inv_freq[i] * (float)pos[t];
-            float c = cosf(f), s = sinf(f);
+            /* HF: freqs = inv_freq(float32) @ position(float32), then cos/sin in float32
+             * (times the longrope attention factor, 1 otherwise: exact). */
+            float f = inv_freq[i] * (float)pos[t];
+            float c = cosf(f) * attn, s = sinf(f) * attn;
             cos_out[(size_t)t * hd + i] = cos_out[(size_t)t * hd + i + half] = c;
             sin_out[(size_t)t * hd + i] = sin_out[(size_t)t * hd + i + half] = s;
         }
     }
 }
 
-/* x ← x·cos + rotate_half(x)·sin on one head vector. */
-static void apply_rope(float *x, const float *cos, const float *sin, int hd) {
-    int half = hd / 2;
+/* x ← x·cos + rotate_half(x)·sin on the first rd dims of one head vector (the rest pass). */
+static void apply_rope(float *x, const float *cos, const float *sin, int rd) {
+    int half = rd / 2;
     for (int i = 0; i < half; i++) {
         float a = x[i], b = x[i + half];
         x[i] = a * cos[i] - b * sin[i];
@@ -129,7 +148,7 @@ static void default_positions(const pdq_kvcache *kv, int B, int T, const uint8_t
 static void attend(const pdq_config *c, const pdq_kvcache *kv, int layer, int b, int T,
                    const float *q, float *att, float *scores) {
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, cap = kv->capacity;
-    int L = kv->len + T, group = H / KV;
+    int L = kv->len + T, group = H / KV, W = c->sliding_window;
     float scale = 1.0f / sqrtf((float)hd);
     const uint8_t *valid = kv->valid + (size_t)b * cap;
     for (int h = 0; h < H; h++) {
@@ -144,7 +163,7 @@ static void attend(const pdq_config *c, const pdq_kvcache *kv, int layer, int b,
             int self = kv->len + t;
             float mx = -INFINITY;
             for (int j = 0; j < L; j++) {
-                if (j <= self && valid[j]) {
+                if (j <= self && valid[j] && (W == 0 || j > self - W)) {
                     s[j] *= scale;
                     if (s[j] > mx) mx = s[j];
                 } else {
@@ -183,8 +202,9 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     s.g = malloc((size_t)n * F * sizeof(float));
     s.u = malloc((size_t)n * F * sizeof(float));
     s.scores = malloc((size_t)T * L * sizeof(float));
-    s.cos = malloc((size_t)n * hd * sizeof(float));
-    s.sin = malloc((size_t)n * hd * sizeof(float));
+    int rd = pdq_cfg_rotary_dim(c);
+    s.cos = malloc((size_t)n * rd * sizeof(float));
+    s.sin = malloc((size_t)n * rd * sizeof(float));
     if (!s.h || !s.q || !s.k || !s.v || !s.att || !s.o || !s.g || !s.u || !s.scores || !s.cos || !s.sin) {
         scratch_free(&s);
         return pdq_fail(st, PDQ_ERR_NOMEM, "layer %d: scratch for %d tokens", li, n);
@@ -200,10 +220,15 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
         scratch_free(&s);
         return rc;
     }
+    if (w->q_norm) { /* Qwen3: each head normed over head_dim before RoPE */
+        pdq_rmsnorm(s.q, s.q, w->q_norm, n * H, hd, c->rms_norm_eps);
+        pdq_rmsnorm(s.k, s.k, w->k_norm, n * KV, hd, c->rms_norm_eps);
+    }
     pdq_rope_tables(m, n, pos, s.cos, s.sin);
     for (int i = 0; i < n; i++) {
-        for (int h = 0; h < H; h++) apply_rope(s.q + ((size_t)i * H + h) * hd, s.cos + (size_t)i * hd, s.sin + (size_t)i * hd, hd);
-        for (int h = 0; h < KV; h++) apply_rope(s.k + ((size_t)i * KV + h) * hd, s.cos + (size_t)i * hd, s.sin + (size_t)i * hd, hd);
+        const float *ci = s.cos + (size_t)i * rd, *si = s.sin + (size_t)i * rd;
+        for (int h = 0; h < H; h++) apply_rope(s.q + ((size_t)i * H + h) * hd, ci, si, rd);
+        for (int h = 0; h < KV; h++) apply_rope(s.k + ((size_t)i * KV + h) * hd, ci, si, rd);
     }
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++) {

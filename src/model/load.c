@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "model/check_tensors.h"
+#include "model/load_roles.h"
 #include "pdq/model.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
@@ -42,13 +43,19 @@ void pdq_model_free(pdq_model *m) {
             free(L->attn_norm);
             free(L->ffn_norm);
             free(L->wk_scale);
-            for (int i = 0; i < PDQ_LIN_COUNT; i++) free(L->w[i]);
+            free(L->q_norm);
+            free(L->k_norm);
+            for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+                free(L->w[i]);
+                free(L->bias[i]);
+            }
         }
     free(m->layers);
     if (m->lm_head != m->embed) free(m->lm_head);
     free(m->embed);
     free(m->norm);
     free(m->inv_freq);
+    free(m->inv_freq_long);
     free(m->dir);
     pdq_st_close(m->lazy_src);
     pdq_pool_free(m->pool);
@@ -62,28 +69,32 @@ static float *zalloc(size_t n, int *ok) {
     return p;
 }
 
-pdq_code pdq_model_alloc(const pdq_config *cfg, pdq_model **out, pdq_status *st) {
-    *out = NULL;
+/* The model struct with its layer array and small buffers for cfg. */
+static pdq_code model_new(const pdq_config *cfg, pdq_model **out, pdq_status *st) {
     pdq_model *m = calloc(1, sizeof *m);
+    *out = m;
     if (!m) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
     m->cfg = *cfg;
     m->n_threads = pdq_default_threads();
+    if (!(m->layers = calloc((size_t)cfg->n_layers, sizeof *m->layers))) {
+        m->cfg.n_layers = 0; /* free() below walks layers only when the array exists */
+        return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
+    }
+    return pdq_model_alloc_small(m, st);
+}
+
+pdq_code pdq_model_alloc(const pdq_config *cfg, pdq_model **out, pdq_status *st) {
+    *out = NULL;
+    pdq_model *m;
+    pdq_code rc = model_new(cfg, &m, st);
     size_t D = (size_t)cfg->hidden_size, V = (size_t)cfg->vocab_size;
-    int ok = 1;
-    m->embed = zalloc(V * D, &ok);
-    m->norm = zalloc(D, &ok);
-    m->lm_head = cfg->tie_word_embeddings ? m->embed : zalloc(V * D, &ok);
-    m->inv_freq = zalloc((size_t)cfg->head_dim / 2, &ok);
-    m->layers = calloc((size_t)cfg->n_layers, sizeof *m->layers);
-    if (!m->layers) {
-        /* free() below walks layers only when the array exists */
-        m->cfg.n_layers = 0;
-        ok = 0;
+    int ok = rc == PDQ_OK;
+    if (ok) {
+        m->embed = zalloc(V * D, &ok);
+        m->lm_head = cfg->tie_word_embeddings ? m->embed : zalloc(V * D, &ok);
     }
     for (int l = 0; ok && l < cfg->n_layers; l++) {
         pdq_layer *L = &m->layers[l];
-        L->attn_norm = zalloc(D, &ok);
-        L->ffn_norm = zalloc(D, &ok);
         for (int i = 0; i < PDQ_LIN_COUNT; i++) {
             int o, in;
             pdq_linear_shape(cfg, (pdq_linear_id)i, &o, &in);
@@ -95,7 +106,6 @@ pdq_code pdq_model_alloc(const pdq_config *cfg, pdq_model **out, pdq_status *st)
         return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model (%lld parameters)",
                         pdq_config_param_count(cfg));
     }
-    pdq_rope_inv_freq(cfg, m->inv_freq);
     *out = m;
     return PDQ_OK;
 }
@@ -106,51 +116,19 @@ static pdq_code read2(const pdq_safetensors *s, const char *name, int64_t a, int
     return pdq_st_read_f32(s, name, b ? 2 : 1, shape, dst, st);
 }
 
-static pdq_code read_embed(const pdq_safetensors *s, pdq_model *m, pdq_status *st) {
-    return read2(s, "model.embed_tokens.weight", m->cfg.vocab_size, m->cfg.hidden_size, m->embed, st);
+/* The embedding or lm_head table ([V, D]) into dst. */
+static pdq_code read_table(const pdq_safetensors *s, pdq_model *m, pdq_role_kind kind, float *dst, pdq_status *st) {
+    char name[192];
+    pdq_model_role_name(&m->cfg, kind, -1, name, sizeof name);
+    return read2(s, name, m->cfg.vocab_size, m->cfg.hidden_size, dst, st);
 }
 
 /* Tied: lm_head shares the embedding; a stored lm_head.weight is ignored, as HF does. */
-static pdq_code read_lm_head(const pdq_safetensors *s, pdq_model *m, pdq_status *st) {
-    if (!pdq_st_find(s, "lm_head.weight"))
-        return pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor lm_head.weight is missing and tie_word_embeddings is false",
-                        pdq_st_file_of(s, NULL));
-    return read2(s, "lm_head.weight", m->cfg.vocab_size, m->cfg.hidden_size, m->lm_head, st);
-}
-
-/* The small tensors: final norm and every layer's two norms. */
-static pdq_code read_norms(const pdq_safetensors *s, pdq_model *m, pdq_status *st) {
-    int64_t D = m->cfg.hidden_size;
-    char name[160];
-    pdq_code rc = read2(s, "model.norm.weight", D, 0, m->norm, st);
-    for (int l = 0; !rc && l < m->cfg.n_layers; l++) {
-        pdq_layer *L = &m->layers[l];
-        snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", l);
-        if ((rc = read2(s, name, D, 0, L->attn_norm, st))) break;
-        snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
-        rc = read2(s, name, D, 0, L->ffn_norm, st);
-    }
-    return rc;
-}
-
-static pdq_code read_linears(const pdq_safetensors *s, pdq_model *m, int l, pdq_status *st) {
-    char name[160];
-    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-        int o, in;
-        pdq_linear_shape(&m->cfg, (pdq_linear_id)i, &o, &in);
-        snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
-                 pdq_linear_name((pdq_linear_id)i));
-        pdq_code rc = read2(s, name, o, in, m->layers[l].w[i], st);
-        if (rc) return rc;
-    }
-    return PDQ_OK;
-}
-
 static pdq_code load_weights(const pdq_safetensors *s, pdq_model *m, pdq_status *st) {
-    pdq_code rc = read_embed(s, m, st);
-    if (!rc) rc = read_norms(s, m, st);
-    if (!rc && !m->cfg.tie_word_embeddings) rc = read_lm_head(s, m, st);
-    for (int l = 0; !rc && l < m->cfg.n_layers; l++) rc = read_linears(s, m, l, st);
+    pdq_code rc = read_table(s, m, PDQ_ROLE_EMBED, m->embed, st);
+    if (!rc) rc = pdq_model_read_small(s, m, st);
+    if (!rc && !m->cfg.tie_word_embeddings) rc = read_table(s, m, PDQ_ROLE_LM_HEAD, m->lm_head, st);
+    for (int l = 0; !rc && l < m->cfg.n_layers; l++) rc = pdq_model_read_linears(s, m, l, 0, st);
     return rc;
 }
 
@@ -222,69 +200,25 @@ pdq_code pdq_model_load_lazy(const char *dir, pdq_model **out, pdq_status *st) {
     pdq_code rc = pdq_config_load(dir, &cfg, st);
     if (rc) return rc;
     if ((rc = check_sizes_from_data(dir, &cfg, 0, st))) return rc;
-    pdq_model *m = calloc(1, sizeof *m);
-    if (!m) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
-    m->cfg = cfg;
-    m->n_threads = pdq_default_threads();
-    size_t D = (size_t)cfg.hidden_size;
-    int ok = 1;
-    m->norm = zalloc(D, &ok);
-    m->inv_freq = zalloc((size_t)cfg.head_dim / 2, &ok);
-    m->layers = calloc((size_t)cfg.n_layers, sizeof *m->layers);
-    if (!m->layers) {
-        m->cfg.n_layers = 0;
-        ok = 0;
-    }
-    for (int l = 0; ok && l < cfg.n_layers; l++) {
-        m->layers[l].attn_norm = zalloc(D, &ok);
-        m->layers[l].ffn_norm = zalloc(D, &ok);
-    }
-    if (!ok) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
+    pdq_model *m;
+    rc = model_new(&cfg, &m, st);
     if (!rc) rc = pdq_st_open(dir, &m->lazy_src, st);
-    if (!rc) rc = read_norms(m->lazy_src, m, st);
+    if (!rc) rc = pdq_model_read_small(m->lazy_src, m, st);
     /* every big tensor's name and shape is checked now, so later acquires fail only on memory */
-    for (int l = 0; !rc && l < cfg.n_layers; l++)
-        for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
-            char name[160];
-            int o, in;
-            pdq_linear_shape(&cfg, (pdq_linear_id)i, &o, &in);
-            snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
-                     pdq_linear_name((pdq_linear_id)i));
-            const pdq_st_tensor *t = pdq_st_find(m->lazy_src, name);
-            if (!t) rc = pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing", pdq_st_file_of(m->lazy_src, NULL), name);
-            else if (t->ndim != 2 || t->shape[0] != o || t->shape[1] != in)
-                rc = pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s should be [%d, %d]", pdq_st_file_of(m->lazy_src, t),
-                              name, o, in);
-        }
+    for (int l = 0; !rc && l < cfg.n_layers; l++) rc = pdq_model_check_linears(m->lazy_src, &cfg, l, st);
     if (!rc && !(m->dir = strdup(dir))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
     if (rc) {
         pdq_model_free(m);
         return rc;
     }
-    pdq_rope_inv_freq(&cfg, m->inv_freq);
     *out = m;
     return PDQ_OK;
 }
 
 pdq_code pdq_model_layer_acquire(pdq_model *m, int l, pdq_status *st) {
     if (!m->lazy_src || m->layers[l].w[0]) return PDQ_OK;
-    pdq_layer *L = &m->layers[l];
-    int ok = 1;
-    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-        int o, in;
-        pdq_linear_shape(&m->cfg, (pdq_linear_id)i, &o, &in);
-        L->w[i] = malloc((size_t)o * (size_t)in * sizeof(float));
-        if (!L->w[i]) ok = 0;
-    }
-    pdq_code rc = ok ? read_linears(m->lazy_src, m, l, st)
-                     : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory materializing layer %d", l);
+    pdq_code rc = pdq_model_read_linears(m->lazy_src, m, l, 1, st);
     if (!rc && m->on_acquire) rc = m->on_acquire(m->on_acquire_ctx, m, l, st);
-    char name[160];
-    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-        snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
-                 pdq_linear_name((pdq_linear_id)i));
-        pdq_st_drop_pages(m->lazy_src, name);
-    }
     if (rc) pdq_model_layer_release(m, l);
     return rc;
 }
@@ -302,9 +236,10 @@ static pdq_code acquire_table(pdq_model *m, float **dst, int embed, pdq_status *
     *dst = malloc((size_t)m->cfg.vocab_size * (size_t)m->cfg.hidden_size * sizeof(float));
     if (!*dst) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory materializing %s", embed ? "the embedding" : "lm_head");
     int of_embed = embed || m->lm_head_of_embed; /* the embedding tensor fills the buffer */
-    const char *name = of_embed ? "model.embed_tokens.weight" : "lm_head.weight";
-    pdq_code rc = of_embed ? read2(m->lazy_src, name, m->cfg.vocab_size, m->cfg.hidden_size, *dst, st)
-                           : read_lm_head(m->lazy_src, m, st);
+    pdq_role_kind kind = of_embed ? PDQ_ROLE_EMBED : PDQ_ROLE_LM_HEAD;
+    char name[192];
+    pdq_model_role_name(&m->cfg, kind, -1, name, sizeof name);
+    pdq_code rc = read_table(m->lazy_src, m, kind, *dst, st);
     pdq_st_drop_pages(m->lazy_src, name);
     if (!rc && m->on_acquire) rc = m->on_acquire(m->on_acquire_ctx, m, embed ? PDQ_ACQ_EMBED : PDQ_ACQ_LM_HEAD, st);
     if (rc) {

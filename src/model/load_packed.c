@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "kernels/qmatmul.h"
+#include "model/load_roles.h"
 #include "model/packed_internal.h"
 #include "quant/quant_json_check.h"
 #include "pdq/file.h"
@@ -179,23 +180,26 @@ static pdq_code load_2d(struct pdq_packed *p, const cJSON *tens, const char *nam
     return rc;
 }
 
+/* A table role's HF name without its ".weight": the base load_2d looks up. */
+static void role_base(const pdq_config *c, pdq_role_kind kind, char *buf, size_t cap) {
+    pdq_model_role_name(c, kind, -1, buf, cap);
+    size_t n = strlen(buf);
+    if (n > 7 && strcmp(buf + n - 7, ".weight") == 0) buf[n - 7] = '\0';
+}
+
 static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, const char *file, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     int D = c->hidden_size, V = c->vocab_size, matched = 0;
-    char nm[160];
-    pdq_code rc = load_2d(p, tens, "model.embed_tokens", V, D, file, c->tie_word_embeddings, &m->embed, &m->embed_q, &matched, st);
-    if (!rc) rc = read_f32(p->src, "model.norm", D, 0, &m->norm, st);
+    char nm[192];
+    role_base(c, PDQ_ROLE_EMBED, nm, sizeof nm);
+    pdq_code rc = load_2d(p, tens, nm, V, D, file, c->tie_word_embeddings, &m->embed, &m->embed_q, &matched, st);
+    if (!rc) rc = pdq_model_read_small(p->src, m, st);
     for (int l = 0; !rc && l < c->n_layers; l++) {
         pdq_layer *L = &m->layers[l];
-        snprintf(nm, sizeof nm, "model.layers.%d.input_layernorm", l);
-        if ((rc = read_f32(p->src, nm, D, 0, &L->attn_norm, st))) break;
-        snprintf(nm, sizeof nm, "model.layers.%d.post_attention_layernorm", l);
-        if ((rc = read_f32(p->src, nm, D, 0, &L->ffn_norm, st))) break;
         for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
             int o, in;
             pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
-            snprintf(nm, sizeof nm, "model.layers.%d.%s.%s", l, pdq_linear_parent((pdq_linear_id)i),
-                     pdq_linear_name((pdq_linear_id)i));
+            pdq_linear_module(l, (pdq_linear_id)i, nm, sizeof nm);
             rc = load_2d(p, tens, nm, o, in, file, 1, &L->w[i], &L->pw[i], &matched, st);
         }
     }
@@ -203,7 +207,8 @@ static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, 
         m->lm_head = m->embed;
         m->lm_head_q = m->embed_q;
     } else if (!rc) {
-        rc = load_2d(p, tens, "lm_head", V, D, file, 1, &m->lm_head, &m->lm_head_q, &matched, st);
+        role_base(c, PDQ_ROLE_LM_HEAD, nm, sizeof nm);
+        rc = load_2d(p, tens, nm, V, D, file, 1, &m->lm_head, &m->lm_head_q, &matched, st);
     }
     if (!rc && matched != cJSON_GetArraySize(tens))
         rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %d quantized tensors listed, only %d belong to the model", file,
@@ -240,12 +245,12 @@ pdq_code pdq_model_load_packed(const char *dir, pdq_model **out, pdq_status *st)
     struct pdq_packed *p = calloc(1, sizeof *p);
     if (m) m->cfg = cfg;
     if (m) m->n_threads = pdq_default_threads();
-    if (!m || !p || !(m->layers = calloc((size_t)cfg.n_layers, sizeof *m->layers)) ||
-        !(m->inv_freq = calloc((size_t)cfg.head_dim / 2 + 1, sizeof(float)))) {
+    if (!m || !p || !(m->layers = calloc((size_t)cfg.n_layers, sizeof *m->layers))) {
         if (m && !m->layers) m->cfg.n_layers = 0;
         rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
     }
     if (m) m->packed = p;
+    if (!rc) rc = pdq_model_alloc_small(m, st);
     if (!rc) {
         p->cap = cfg.n_layers * PDQ_LIN_COUNT + 2;
         if (!(p->mats = calloc((size_t)p->cap, sizeof *p->mats))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
@@ -262,7 +267,6 @@ pdq_code pdq_model_load_packed(const char *dir, pdq_model **out, pdq_status *st)
         else free(p);
         return rc;
     }
-    pdq_rope_inv_freq(&cfg, m->inv_freq);
     *out = m;
     return PDQ_OK;
 }

@@ -107,6 +107,8 @@ static void linear_full_name(char *buf, size_t n, int layer, int id) {
 static pdq_code check_opts(const pdq_model *m, pdq_quant_opts *o, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     char name[128];
+    pdq_code frc = pdq_family_require(c, PDQ_PATH_QUANTIZE, st);
+    if (frc) return frc;
     for (int i = 0; i < o->n_overrides; i++) o->overrides[i].used = 0;
     for (int l = 0; l < c->n_layers; l++)
         for (int i = 0; i < PDQ_LIN_COUNT; i++) {

@@ -197,6 +197,8 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
                          int B, int max_seq, int Q, const pdq_static_opts *o, pdq_graph **out,
                          pdq_status *st) {
     const pdq_config *c = &m->cfg;
+    pdq_code frc = pdq_family_require(c, PDQ_PATH_STATIC, st);
+    if (frc) return frc;
     pdq_static_opts def;
     if (!o) { pdq_static_opts_default(&def); o = &def; }
     if (layer < 0 || layer >= c->n_layers)

@@ -49,6 +49,8 @@ void pdq_rt_free(pdq_rt *rt) {
 pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_opts *o,
                        pdq_rt **out, pdq_status *st) {
     const pdq_config *c = &m->cfg;
+    pdq_code frc = pdq_family_require(c, PDQ_PATH_STATIC, st);
+    if (frc) return frc;
     if (B < 1) return pdq_fail(st, PDQ_ERR_ARG, "static runtime: batch %d must be >= 1", B);
     if (max_seq < 2) return pdq_fail(st, PDQ_ERR_ARG, "static runtime: max_seq %d must be >= 2", max_seq);
     if (max_seq > c->max_position_embeddings && c->max_position_embeddings > 0)

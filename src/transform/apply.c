@@ -166,6 +166,8 @@ pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *c
                            const pdq_tensor_sink *k, pdq_layer_ranges *keep, pdq_status *st) {
     double t0 = pdq_now();
     const pdq_config *c = &m->cfg;
+    pdq_code frc = pdq_family_require(c, PDQ_PATH_TRANSFORM, st);
+    if (frc) return frc;
     if (o->smooth && (!calib || ns <= 0 || T <= 0)) return pdq_fail(st, PDQ_ERR_ARG, "SmoothQuant needs calibration windows");
     if (o->smooth && o->smooth_nsamples > 0 && o->smooth_nsamples < ns) ns = o->smooth_nsamples;
     pdq_transform_plan(m, o);

@@ -71,6 +71,8 @@ static pdq_code on_acquire(void *ctx, pdq_model *m, int what, pdq_status *st) {
 pdq_code pdq_transform_attach(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
                               pdq_transform_view **out, pdq_status *st) {
     *out = NULL;
+    pdq_code frc = pdq_family_require(&m->cfg, PDQ_PATH_TRANSFORM, st);
+    if (frc) return frc;
     if (!m->lazy_src || m->on_acquire)
         return pdq_fail(st, PDQ_ERR_ARG, "a transform view needs a lazily loaded model without one");
     if (o->smooth && (!calib || ns <= 0 || T <= 0)) return pdq_fail(st, PDQ_ERR_ARG, "SmoothQuant needs calibration windows");

@@ -1,5 +1,7 @@
 /* Names and shapes of the seven decoder linears (HF module names). */
-#include "pdq/model.h"
+#include <stdio.h>
+
+#include "pdq/family.h"
 
 static const char *const k_names[PDQ_LIN_COUNT] = {"q_proj", "k_proj", "v_proj", "o_proj",
                                                    "gate_proj", "up_proj", "down_proj"};
@@ -23,4 +25,8 @@ void pdq_linear_shape(const pdq_config *c, pdq_linear_id id, int *out, int *in) 
     case PDQ_LIN_UP: *out = c->intermediate_size; *in = D; break;
     default: *out = D; *in = c->intermediate_size; break;
     }
+}
+
+void pdq_linear_module(int layer, pdq_linear_id id, char *buf, size_t cap) {
+    snprintf(buf, cap, "model.layers.%d.%s.%s", layer, pdq_linear_parent(id), pdq_linear_name(id));
 }

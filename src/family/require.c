@@ -1,0 +1,31 @@
+/* Which path computes which feature of a family. A path that does not yet compute a feature
+ * refuses the model up front, naming the feature and the config field that turns it on, so
+ * nothing downstream computes a silently different function. */
+#include "pdq/family.h"
+
+typedef struct {
+    const char *feature, *field;
+    int used;
+    unsigned paths; /* bit p: path p computes it */
+} feature;
+
+#define REF_ONLY (1u << PDQ_PATH_REFERENCE)
+
+static const char *const k_path_names[] = {"the reference model", "the static graphs (verify, PTQ, export)",
+                                           "quantization", "the transforms"};
+
+pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) {
+    const feature f[] = {
+        {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF_ONLY},
+        {"q/k head norms", "model_type", c->qk_norm, REF_ONLY},
+        {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF_ONLY},
+        {"longrope scaling", "rope_scaling.type", c->rope_type == PDQ_ROPE_LONGROPE, REF_ONLY},
+        {"a sliding attention window", "sliding_window", c->sliding_window > 0, REF_ONLY},
+    };
+    const char *fam = pdq_family_of(c)->name;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].used && !(f[i].paths >> path & 1u))
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s model: %s (config.json '%s') not yet supported by %s", fam,
+                            f[i].feature, f[i].field, k_path_names[path]);
+    return PDQ_OK;
+}

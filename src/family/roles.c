@@ -1,0 +1,75 @@
+/* What a row of a family's tensor table means for one config: present or not, shape, name. */
+#include <stdio.h>
+
+#include "pdq/family.h"
+
+static long linear_rows(const pdq_config *c, int lin) {
+    int out, in;
+    pdq_linear_shape(c, (pdq_linear_id)lin, &out, &in);
+    return out;
+}
+
+static long linear_cols(const pdq_config *c, int lin) {
+    int out, in;
+    pdq_linear_shape(c, (pdq_linear_id)lin, &out, &in);
+    return in;
+}
+
+int pdq_role_present(const pdq_config *cfg, const pdq_tensor_role *r) {
+    switch (r->kind) {
+    case PDQ_ROLE_LM_HEAD: return !cfg->tie_word_embeddings;
+    case PDQ_ROLE_Q_NORM:
+    case PDQ_ROLE_K_NORM: return cfg->qk_norm;
+    case PDQ_ROLE_BIAS: return (int)(cfg->bias_mask >> r->lin & 1u);
+    default: return 1;
+    }
+}
+
+int pdq_role_per_layer(const pdq_tensor_role *r) {
+    return !(r->kind == PDQ_ROLE_EMBED || r->kind == PDQ_ROLE_LM_HEAD || r->kind == PDQ_ROLE_FINAL_NORM);
+}
+
+void pdq_role_shape(const pdq_config *c, const pdq_tensor_role *r, long *rows, long *cols) {
+    *cols = 0;
+    switch (r->kind) {
+    case PDQ_ROLE_EMBED:
+    case PDQ_ROLE_LM_HEAD:
+        *rows = c->vocab_size;
+        *cols = c->hidden_size;
+        break;
+    case PDQ_ROLE_Q_NORM:
+    case PDQ_ROLE_K_NORM: *rows = c->head_dim; break;
+    case PDQ_ROLE_WEIGHT:
+        *rows = linear_rows(c, r->lin);
+        *cols = linear_cols(c, r->lin);
+        break;
+    case PDQ_ROLE_BIAS: *rows = linear_rows(c, r->lin); break;
+    case PDQ_ROLE_FUSED_WEIGHT:
+        *rows = 0;
+        for (int i = r->lin; i <= r->lin_last; i++) *rows += linear_rows(c, i);
+        *cols = linear_cols(c, r->lin);
+        break;
+    default: *rows = c->hidden_size; break;
+    }
+}
+
+void pdq_role_name(const pdq_tensor_role *r, int layer, char *buf, size_t cap) {
+    snprintf(buf, cap, r->hf, layer);
+}
+
+const pdq_tensor_role *pdq_family_weight_role(const pdq_family *f, pdq_linear_id id, long *row_offset,
+                                              const pdq_config *cfg) {
+    for (int i = 0; i < f->n_roles; i++) {
+        const pdq_tensor_role *r = &f->roles[i];
+        if (r->kind == PDQ_ROLE_WEIGHT && r->lin == (int)id) {
+            *row_offset = 0;
+            return r;
+        }
+        if (r->kind == PDQ_ROLE_FUSED_WEIGHT && r->lin <= (int)id && (int)id <= r->lin_last) {
+            *row_offset = 0;
+            for (int j = r->lin; j < (int)id; j++) *row_offset += linear_rows(cfg, j);
+            return r;
+        }
+    }
+    return NULL;
+}
