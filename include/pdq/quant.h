@@ -196,6 +196,7 @@ typedef struct {
     pdq_quant_opts opts;
     int nsamples, seq_len;  /* actually used */
     long comm_bytes;        /* calibration bytes this rank sent or received across ranks */
+    double comm_seconds;    /* and the seconds in those exchanges (waits for other ranks included) */
     double seconds;
 } pdq_qmodel;
 

@@ -264,7 +264,7 @@ int cmd_quantize(int argc, char **argv) {
         goto done;
     }
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
-    quantize_job_report(&job, q.comm_bytes);
+    quantize_job_report(&job, q.comm_bytes, q.comm_seconds);
     if (!job.lead) { /* rank 0 alone writes */
         status = 0;
         goto done;

@@ -124,22 +124,25 @@ void quantize_job_check(quantize_job *j, int argc, char **argv, const char *mode
 
 void quantize_job_fail(quantize_job *j, const char *msg) { pdq_dist_abort(j->d, "pdq quantize", msg); }
 
-void quantize_job_report(quantize_job *j, long comm_bytes) {
+void quantize_job_report(quantize_job *j, long comm_bytes, double comm_seconds) {
     if (j->size == 1) return;
     struct rusage ru;
-    uint64_t mine[2] = {getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss : 0, (uint64_t)comm_bytes};
-    uint64_t *all = malloc(sizeof(uint64_t) * 2 * (size_t)j->size);
+    uint64_t mine[3] = {getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss : 0, (uint64_t)comm_bytes,
+                        (uint64_t)(comm_seconds * 1e3)};
+    uint64_t *all = malloc(sizeof(uint64_t) * 3 * (size_t)j->size);
     pdq_status st = {0};
-    if (!all || pdq_dist_allgather_u64(j->d, mine, 2, all, &st)) {
+    if (!all || pdq_dist_allgather_u64(j->d, mine, 3, all, &st)) {
         free(all);
         quantize_job_fail(j, all ? st.msg : "out of memory");
         return;
     }
     if (j->lead) {
         fprintf(stderr, "pdq quantize: %d ranks, after calibration: peak RSS MiB", j->size);
-        for (int r = 0; r < j->size; r++) fprintf(stderr, " %s%d: %.1f", r ? "| " : "", r, (double)all[2 * r] / 1024.0);
-        fprintf(stderr, "; calibration traffic MiB");
-        for (int r = 0; r < j->size; r++) fprintf(stderr, " %s%d: %.1f", r ? "| " : "", r, (double)all[2 * r + 1] / 1048576.0);
+        for (int r = 0; r < j->size; r++) fprintf(stderr, " %s%d: %.1f", r ? "| " : "", r, (double)all[3 * r] / 1024.0);
+        fprintf(stderr, "; calibration traffic MiB (seconds in it)");
+        for (int r = 0; r < j->size; r++)
+            fprintf(stderr, " %s%d: %.1f (%.2f)", r ? "| " : "", r, (double)all[3 * r + 1] / 1048576.0,
+                    (double)all[3 * r + 2] / 1e3);
         fprintf(stderr, "\n");
     }
     free(all);

@@ -19,8 +19,9 @@ int quantize_job_start(quantize_job *j);
 void quantize_job_check(quantize_job *j, int argc, char **argv, const char *model_dir, const char *calib);
 /* After an error on this rank: ends the whole job (several ranks) with msg naming the rank. */
 void quantize_job_fail(quantize_job *j, const char *msg);
-/* Peak RSS of every rank and the calibration bytes each sent or received, on rank 0's stderr. */
-void quantize_job_report(quantize_job *j, long comm_bytes);
+/* Peak RSS of every rank and the calibration bytes each sent or received (and the seconds in
+ * those exchanges), on rank 0's stderr. */
+void quantize_job_report(quantize_job *j, long comm_bytes, double comm_seconds);
 void quantize_job_end(quantize_job *j);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pdq/progress.h"
 #include "quant/calib_split.h"
 
 pdq_code pdq_calib_split_init(pdq_calib_split *p, const pdq_dist *d, int ns, int chunk, pdq_status *st) {
@@ -77,7 +78,9 @@ pdq_code pdq_calib_split_hessians(pdq_calib_split *p, pdq_hessian *total, int nh
             for (int h = 0; !rc && h < nh; h++) {
                 size_t n = (size_t)total[h].n, bytes = (n * (n + 1) / 2 + 1) * sizeof *buf;
                 if (j == p->rank) pack(&c[h], buf);
+                double t0 = pdq_now();
                 if ((rc = pdq_dist_bcast(p->dist, buf, bytes, j, st))) break;
+                p->comm_s += pdq_now() - t0;
                 if (p->size > 1) p->bytes += (long)bytes;
                 add_packed(&total[h], buf);
             }
@@ -118,6 +121,7 @@ pdq_code pdq_calib_split_share(pdq_calib_split *p, pdq_qresult *r, int owner, pd
         hd.has_codes = r->codes != NULL, hd.has_deq = r->deq != NULL, hd.has_gidx = r->g_idx != NULL;
         hd.loss = r->loss, hd.rtn_loss = r->rtn_loss;
     }
+    double t0 = pdq_now();
     pdq_code rc = pdq_dist_bcast(p->dist, &hd, sizeof hd, owner, st);
     if (rc) return rc;
     size_t rc_n = (size_t)hd.rows * hd.cols, rg = (size_t)hd.rows * hd.ngroups;
@@ -145,6 +149,7 @@ pdq_code pdq_calib_split_share(pdq_calib_split *p, pdq_qresult *r, int owner, pd
         if (parts[i].n) rc = pdq_dist_bcast(p->dist, parts[i].p, parts[i].n, owner, st);
         p->bytes += (long)parts[i].n;
     }
+    p->comm_s += pdq_now() - t0;
     if (rc && !mine) pdq_qresult_free(r);
     return rc;
 }

@@ -21,6 +21,7 @@ typedef struct {
     int *local;      /* [nlocal]: their global indices, ascending */
     double *load;    /* [size]: GPTQ cost assigned to each rank so far */
     long bytes;      /* bytes this rank received or sent in reductions and broadcasts */
+    double comm_s;   /* seconds in them, waiting for slower ranks included */
 } pdq_calib_split;
 
 pdq_code pdq_calib_split_init(pdq_calib_split *p, const pdq_dist *d, int ns, int chunk, pdq_status *st);

@@ -490,6 +490,7 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
         }
         pdq_progress_finish(&pg.p);
         q->comm_bytes = sp.bytes;
+        q->comm_seconds = sp.comm_s;
         pdq_calib_split_free(&sp);
         free(x);
         if (rc) goto fail;
