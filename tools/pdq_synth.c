@@ -10,7 +10,7 @@ static void usage(FILE *f) {
             "usage: pdq_synth --out DIR [--hidden 64] [--intermediate 160] [--layers 2] [--heads 4]\n"
             "                 [--kv-heads 2] [--head-dim N] [--vocab 300] [--dtype f32|bf16|f16]\n"
             "                 [--shards N] [--tied] [--rope-llama3 factor,low,high,orig]\n"
-            "                 [--rope-theta X] [--seed S] [--max-pos N]\n");
+            "                 [--rope-theta X] [--seed S] [--max-pos N] [--family MODEL_TYPE] [--bias]\n");
 }
 
 static int parse_long(const char *flag, const char *v, long *out) {
@@ -31,6 +31,14 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--bias")) {
+            o.bias = 1;
+            continue;
+        }
+        if (!strcmp(a, "--family") && i + 1 < argc) {
+            o.family = argv[++i];
+            continue;
         }
         if (!strcmp(a, "--tied")) {
             o.tied = 1;

@@ -95,7 +95,8 @@ void pdq_linear_module(int layer, pdq_linear_id id, char *buf, size_t cap);
 /* The paths that compute a model, for pdq_family_require. */
 typedef enum {
     PDQ_PATH_REFERENCE, /* the FP32 oracle and the weight-only packed model */
-    PDQ_PATH_STATIC,    /* static prefill/decode/append graphs, PTQ, Circle export, integer mode */
+    PDQ_PATH_STATIC,    /* in-memory static prefill/decode/append graphs, PTQ, integer mode */
+    PDQ_PATH_EXPORT,    /* Circle files, their manifest and the Circle runtime */
     PDQ_PATH_QUANTIZE,  /* GPTQ / RTN and the quantized checkpoint */
     PDQ_PATH_TRANSFORM  /* fold, rotations, CLE, SmoothQuant */
 } pdq_path;

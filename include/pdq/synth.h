@@ -1,4 +1,4 @@
-/* Synthetic Llama checkpoints (random weights, HF layout) for tests and benchmarks. */
+/* Synthetic checkpoints of any family (random weights, HF layout) for tests and benchmarks. */
 #ifndef PDQ_SYNTH_H
 #define PDQ_SYNTH_H
 
@@ -13,6 +13,8 @@ extern "C" {
 
 typedef struct {
     const char *out_dir;   /* created if missing */
+    const char *family;    /* a model_type of pdq/family.h ("qwen2", ...); NULL: "llama" */
+    int bias;              /* llama: attention_bias and mlp_bias */
     int hidden, intermediate, layers, heads, kv_heads;
     int head_dim;          /* 0: not written (hidden / heads) */
     int vocab;

@@ -259,7 +259,7 @@ static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *cos, fl
         rt->pos[i] = i < n ? i : -1;
         pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, i < n ? i : 0, cos + (size_t)i * hd, sin + (size_t)i * hd);
     }
-    pdq_ctr_prefill_mask(rt->pos, S, rt->fill, mask);
+    pdq_ctr_prefill_mask(rt->pos, S, 0, rt->fill, mask);
 }
 
 /* Inputs of an append of Q tokens at length len (decode: Q = 1; the in-memory runtime's rt_append
@@ -267,7 +267,7 @@ static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *cos, fl
 static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *cos, float *sin) {
     int S = rt->S, hd = rt->hd;
     for (int q = 0; q < Q; q++) {
-        pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, rt->fill, mask + (size_t)q * S);
+        pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, 0, rt->fill, mask + (size_t)q * S);
         pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, rt->len + q, cos + (size_t)q * hd, sin + (size_t)q * hd);
     }
 }

@@ -243,6 +243,8 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     pdq_export_opts def;
     if (!o) { pdq_export_opts_default(&def); o = &def; }
     int S = o->max_seq;
+    pdq_code frc = pdq_family_require(c, PDQ_PATH_EXPORT, st);
+    if (frc) return frc;
     if (S < 2) return pdq_fail(st, PDQ_ERR_ARG, "export: max_seq %d must be >= 2", S);
     if (c->max_position_embeddings > 0 && S > c->max_position_embeddings)
         return pdq_fail(st, PDQ_ERR_LIMIT, "export: max_seq %d exceeds max_position_embeddings %d", S, c->max_position_embeddings);

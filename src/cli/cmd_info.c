@@ -62,7 +62,8 @@ static void gather(const char *dir, const pdq_config *c, info *in, pdq_status *w
 
 static void print_text(const char *dir, const pdq_config *c, const info *in, int weights_ok, const pdq_status *wst) {
     printf("model:              %s\n", dir);
-    printf("architecture:       llama%s\n", in->quantized ? " (pdq quantized checkpoint)" : "");
+    const pdq_family *f = pdq_family_of(c);
+    printf("architecture:       %s%s\n", f->name, in->quantized ? " (pdq quantized checkpoint)" : "");
     printf("hidden_size:        %d\n", c->hidden_size);
     printf("intermediate_size:  %d\n", c->intermediate_size);
     printf("layers:             %d\n", c->n_layers);
@@ -71,7 +72,21 @@ static void print_text(const char *dir, const pdq_config *c, const info *in, int
     printf("vocab_size:         %d\n", c->vocab_size);
     printf("max_positions:      %d\n", c->max_position_embeddings);
     printf("rms_norm_eps:       %g\n", (double)c->rms_norm_eps);
-    if (c->rope_type == PDQ_ROPE_LLAMA3)
+    if (c->bias_mask) {
+        printf("biases:            ");
+        for (int i = 0; i < PDQ_LIN_COUNT; i++)
+            if (c->bias_mask >> i & 1u) printf(" %s", pdq_linear_name((pdq_linear_id)i));
+        printf("\n");
+    }
+    if (c->qk_norm) printf("q/k head norms:     yes (RMSNorm over head_dim before RoPE)\n");
+    if (c->fused_qkv || c->fused_gate_up) printf("stacked linears:    qkv_proj, gate_up_proj (split at load)\n");
+    if (c->sliding_window) printf("sliding window:     %d keys on every layer\n", c->sliding_window);
+    if (pdq_cfg_rotary_dim(c) != c->head_dim)
+        printf("partial rope:       %d of %d head dims\n", pdq_cfg_rotary_dim(c), c->head_dim);
+    if (c->rope_type == PDQ_ROPE_LONGROPE)
+        printf("rope:               longrope (theta %g, original %d, attention factor %g)\n", c->rope_theta,
+               c->rope_original_max_pos, (double)c->rope_attn_factor);
+    else if (c->rope_type == PDQ_ROPE_LLAMA3)
         printf("rope:               llama3 (theta %g, factor %g, low %g, high %g, original %d)\n", c->rope_theta,
                c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor, c->rope_original_max_pos);
     else
@@ -98,7 +113,18 @@ static void print_text(const char *dir, const pdq_config *c, const info *in, int
 static int print_json(const char *dir, const pdq_config *c, const info *in, int weights_ok, const pdq_status *wst) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "model", dir);
-    cJSON_AddStringToObject(r, "model_type", "llama");
+    const pdq_family *f = pdq_family_of(c);
+    cJSON_AddStringToObject(r, "model_type", f->model_types[0]);
+    cJSON_AddStringToObject(r, "family", f->name);
+    if (c->bias_mask) {
+        cJSON *b = cJSON_AddArrayToObject(r, "biases");
+        for (int i = 0; i < PDQ_LIN_COUNT; i++)
+            if (c->bias_mask >> i & 1u) cJSON_AddItemToArray(b, cJSON_CreateString(pdq_linear_name((pdq_linear_id)i)));
+    }
+    if (c->qk_norm) cJSON_AddBoolToObject(r, "qk_norm", 1);
+    if (c->fused_qkv || c->fused_gate_up) cJSON_AddBoolToObject(r, "stacked_linears", 1);
+    if (c->sliding_window) cJSON_AddNumberToObject(r, "sliding_window", c->sliding_window);
+    if (pdq_cfg_rotary_dim(c) != c->head_dim) cJSON_AddNumberToObject(r, "rotary_dim", pdq_cfg_rotary_dim(c));
     cJSON_AddBoolToObject(r, "quantized", in->quantized);
     cJSON_AddNumberToObject(r, "hidden_size", c->hidden_size);
     cJSON_AddNumberToObject(r, "intermediate_size", c->intermediate_size);
@@ -112,7 +138,9 @@ static int print_json(const char *dir, const pdq_config *c, const info *in, int 
     snprintf(eps, sizeof eps, "%g", (double)c->rms_norm_eps);
     cJSON_AddNumberToObject(r, "rms_norm_eps", strtod(eps, NULL));
     cJSON_AddNumberToObject(r, "rope_theta", c->rope_theta);
-    cJSON_AddStringToObject(r, "rope_type", c->rope_type == PDQ_ROPE_LLAMA3 ? "llama3" : "default");
+    cJSON_AddStringToObject(r, "rope_type", c->rope_type == PDQ_ROPE_LLAMA3     ? "llama3"
+                                            : c->rope_type == PDQ_ROPE_LONGROPE ? "longrope"
+                                                                                : "default");
     if (c->rope_type == PDQ_ROPE_LLAMA3) {
         cJSON *rs = cJSON_AddObjectToObject(r, "rope_scaling");
         cJSON_AddNumberToObject(rs, "factor", c->rope_factor);

@@ -86,6 +86,12 @@ int quantize_preflight(quantize_plan *p, const pdq_model *m) {
         fprintf(stderr, "pdq quantize: %s\n", st.msg);
         return ARGS_USAGE_EXIT;
     }
+    /* every path the job takes computes the family's features, or it stops before any work */
+    if ((quant_act && pdq_family_require(c, PDQ_PATH_STATIC, &st)) ||
+        (p->export_list && pdq_family_require(c, PDQ_PATH_EXPORT, &st))) {
+        fprintf(stderr, "pdq quantize: %s\n", st.msg);
+        return 1;
+    }
     const pdq_qscheme *s = &p->qo->gptq.scheme;
     /* Circle holds groups of contiguous columns (BlockwiseQuantization); GPTQ's act-order groups
      * without static groups are not contiguous */

@@ -4,23 +4,29 @@
 #include <stddef.h>
 #include <string.h>
 
-void pdq_ctr_prefill_mask(const int *pos, int S, float fill, float *mask) {
+/* Key position k is in the window of query position p (window 0: no window). */
+static int in_window(int k, int p, int window) { return window <= 0 || k > p - window; }
+
+void pdq_ctr_prefill_mask(const int *pos, int S, int window, float fill, float *mask) {
     for (int i = 0; i < S; i++) {
         float *row = mask + (size_t)i * S;
         int pi = pos[i];
-        for (int j = 0; j < S; j++) row[j] = (pi >= 0 && pos[j] >= 0 && pos[j] <= pi) ? 0.0f : fill;
+        for (int j = 0; j < S; j++)
+            row[j] = (pi >= 0 && pos[j] >= 0 && pos[j] <= pi && in_window(pos[j], pi, window)) ? 0.0f : fill;
     }
 }
 
-void pdq_ctr_append_mask_row(int max_seq, int Q, int len, int q, int real, float fill, float *row) {
+void pdq_ctr_append_mask_row(int max_seq, int Q, int len, int q, int real, int window, float fill, float *row) {
     int P = max_seq - Q;
     for (int j = 0; j < max_seq; j++) row[j] = fill;
     if (!real) {
         row[P + q] = 0.0f;
         return;
     }
-    for (int j = 0; j < len; j++) row[j] = 0.0f;
-    for (int i = 0; i <= q; i++) row[P + i] = 0.0f;
+    for (int j = 0; j < len; j++)
+        if (in_window(j, len + q, window)) row[j] = 0.0f;
+    for (int i = 0; i <= q; i++)
+        if (in_window(len + i, len + q, window)) row[P + i] = 0.0f;
 }
 
 void pdq_ctr_rope_row(const float *cos_tab, const float *sin_tab, int hd, int pos, float *cos, float *sin) {

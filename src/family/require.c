@@ -9,18 +9,27 @@ typedef struct {
     unsigned paths; /* bit p: path p computes it */
 } feature;
 
-#define REF_ONLY (1u << PDQ_PATH_REFERENCE)
+#define REF (1u << PDQ_PATH_REFERENCE)
+#define STATIC (1u << PDQ_PATH_STATIC)
+#define QUANT (1u << PDQ_PATH_QUANTIZE)
+#define EXPORT (1u << PDQ_PATH_EXPORT)
+#define TRANSFORM (1u << PDQ_PATH_TRANSFORM)
 
-static const char *const k_path_names[] = {"the reference model", "the static graphs (verify, PTQ, export)",
-                                           "quantization", "the transforms"};
+static const char *const k_path_names[] = {"the reference model", "the static graphs (verify, PTQ)",
+                                           "the Circle export", "quantization", "the transforms"};
 
 pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) {
     const feature f[] = {
-        {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF_ONLY},
-        {"q/k head norms", "model_type", c->qk_norm, REF_ONLY},
-        {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF_ONLY},
-        {"longrope scaling", "rope_scaling.type", c->rope_type == PDQ_ROPE_LONGROPE, REF_ONLY},
-        {"a sliding attention window", "sliding_window", c->sliding_window > 0, REF_ONLY},
+        {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        {"q/k head norms", "model_type", c->qk_norm, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT},
+        /* the static runtime's RoPE table is one: it refuses a max_seq past the original length */
+        {"longrope scaling", "rope_scaling.type", c->rope_type == PDQ_ROPE_LONGROPE, REF | STATIC | QUANT},
+        /* static graphs: a full-length cache and the window in the mask (a ring is issue 25's);
+         * the Circle manifest and runtime carry neither the window nor a partial RoPE width yet */
+        {"a sliding attention window", "sliding_window", c->sliding_window > 0, REF | STATIC | QUANT},
+        /* the quantized checkpoint keeps q/k/v and gate/up split; its hf/ copy would need them stacked */
+        {"stacked qkv_proj / gate_up_proj", "model_type", c->fused_qkv || c->fused_gate_up, REF | STATIC | EXPORT},
     };
     const char *fam = pdq_family_of(c)->name;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)

@@ -57,9 +57,10 @@ static pdq_code tl_add(tlist *l, const char *name, const char *suffix, pdq_dtype
     return PDQ_OK;
 }
 
-/* Every float tensor of the model, by HF name (without ".weight"), with its shape. */
+/* Every float tensor of the model, by HF name (without its suffix), with its shape. */
 typedef struct {
     char name[128];
+    const char *suffix; /* ".weight", or ".bias" */
     float *data;
     int rows, cols; /* cols 0: 1-D */
 } mtensor;
@@ -71,6 +72,7 @@ static int model_tensors(const pdq_model *m, mtensor *out, int max) {
     do {                                                                 \
         if (n < max) {                                                   \
             snprintf(out[n].name, sizeof out[n].name, "%s", nm);         \
+            out[n].suffix = ".weight";                                   \
             out[n].data = ptr; out[n].rows = r; out[n].cols = cc;        \
         }                                                                \
         n++;                                                             \
@@ -88,6 +90,21 @@ static int model_tensors(const pdq_model *m, mtensor *out, int max) {
                      pdq_linear_name((pdq_linear_id)i));
             ADD(nm, L->w[i], o, in);
         }
+        /* the families' extras, after the Llama tensors so a Llama checkpoint is unchanged */
+        for (int i = 0; i < PDQ_LIN_COUNT; i++)
+            if (L->bias[i]) {
+                int o, in;
+                pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
+                pdq_linear_module(l, (pdq_linear_id)i, nm, sizeof nm);
+                ADD(nm, L->bias[i], o, 0);
+                if (n <= max) out[n - 1].suffix = ".bias";
+            }
+        if (L->q_norm) {
+            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.q_norm", l);
+            ADD(nm, L->q_norm, c->head_dim, 0);
+            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.k_norm", l);
+            ADD(nm, L->k_norm, c->head_dim, 0);
+        }
         snprintf(nm, sizeof nm, "model.layers.%d.post_attention_layernorm", l);
         ADD(nm, L->ffn_norm, D, 0);
     }
@@ -95,6 +112,12 @@ static int model_tensors(const pdq_model *m, mtensor *out, int max) {
     if (!c->tie_word_embeddings) ADD("lm_head", m->lm_head, V, D);
 #undef ADD
     return n;
+}
+
+/* The quantized module of a tensor: weights only (a bias shares its linear's name). */
+static const pdq_qmodule *find_mod(const pdq_qmodel *q, const char *name);
+static const pdq_qmodule *mod_of(const pdq_qmodel *q, const mtensor *t) {
+    return strcmp(t->suffix, ".weight") == 0 ? find_mod(q, t->name) : NULL;
 }
 
 static const pdq_qmodule *find_mod(const pdq_qmodel *q, const char *name) {
@@ -312,7 +335,7 @@ static pdq_code stream(const char *path, const tlist *l, const char *meta, pdq_m
                        int nt, const pdq_qmodel *q, put_fn put, pdq_status *st) {
     pdq_st_writer *w;
     pdq_code rc = pdq_st_writer_open(path, l->t, l->n, meta, &w, st);
-    for (int i = 0; !rc && i < nt; i++) rc = put(w, m, &mt[i], find_mod(q, mt[i].name), st);
+    for (int i = 0; !rc && i < nt; i++) rc = put(w, m, &mt[i], mod_of(q, &mt[i]), st);
     if (rc) {
         if (w) pdq_st_writer_abort(w);
         return rc;
@@ -345,9 +368,9 @@ pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m, c
     if (!l) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
     /* quantized checkpoint: the header lists every tensor, the data follow in the same order */
     for (int i = 0; !rc && i < nt; i++) {
-        const pdq_qmodule *mod = find_mod(q, mt[i].name);
+        const pdq_qmodule *mod = mod_of(q, &mt[i]);
         if (!mod) {
-            rc = tl_add(l, mt[i].name, ".weight", PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, NULL, NULL, st);
+            rc = tl_add(l, mt[i].name, mt[i].suffix, PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, NULL, NULL, st);
             continue;
         }
         const pdq_qresult *r = &mod->r;
@@ -361,7 +384,7 @@ pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m, c
     tl_free(l);
     /* dequantized HF checkpoint */
     for (int i = 0; !rc && i < nt; i++)
-        rc = tl_add(l, mt[i].name, ".weight", PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, NULL, NULL, st);
+        rc = tl_add(l, mt[i].name, mt[i].suffix, PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, NULL, NULL, st);
     snprintf(path, sizeof path, "%s/hf/model.safetensors", outdir);
     if (!rc) rc = stream(path, l, "{\"format\": \"pt\"}", m, mt, nt, q, put_hf, st);
     tl_free(l);
@@ -506,7 +529,7 @@ pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
     if (nt > MAXT) rc = pdq_fail(st, PDQ_ERR_LIMIT, "model has more than %d tensors", MAXT);
     int matched = 0;
     for (int i = 0; !rc && i < nt; i++) {
-        const cJSON *e = cJSON_GetObjectItem(tens, mt[i].name);
+        const cJSON *e = strcmp(mt[i].suffix, ".weight") == 0 ? cJSON_GetObjectItem(tens, mt[i].name) : NULL;
         if (e) {
             matched++;
             if (!mt[i].cols) rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s is 1-D and cannot be quantized", path, mt[i].name);
@@ -514,7 +537,7 @@ pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
             if (!rc) rc = keep_k_scale(m, s, mt[i].name, st);
         } else {
             char nm[160];
-            snprintf(nm, sizeof nm, "%.127s.weight", mt[i].name);
+            snprintf(nm, sizeof nm, "%.127s%s", mt[i].name, mt[i].suffix);
             int64_t shape[2] = {mt[i].rows, mt[i].cols};
             rc = pdq_st_read_f32(s, nm, mt[i].cols ? 2 : 1, shape, mt[i].data, st);
         }

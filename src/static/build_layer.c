@@ -37,6 +37,8 @@ int pdq_attn_layout_parse(const char *s) {
 typedef struct {
     pdq_bld *b;
     const pdq_config *c;
+    const pdq_layer *w;      /* the layer's weights (q/k norms) */
+    float kfold;             /* k_norm's gamma factor: 1/sqrt(hd) when the scale folds into k, else 1 */
     const pdq_static_opts *o;
     int B, S, L, P;          /* batch, new tokens, key length (max_seq), past slots (0 in prefill) */
     int cos, sin, mask, past_k, past_v;
@@ -44,7 +46,7 @@ typedef struct {
 } lctx;
 
 /* y = x*cos + rot(x)*sin over the last axis; cos/sin already broadcastable to x. */
-static int rope(lctx *l, int x, int cos, int sin, const char *base) {
+static int rope_full(lctx *l, int x, int cos, int sin, const char *base) {
     pdq_bld *b = l->b;
     if (b->err) return -1;
     const pdq_tensor *t = &b->g->tensors[x];
@@ -62,6 +64,60 @@ static int rope(lctx *l, int x, int cos, int sin, const char *base) {
     int xc = pdq_b_op2(b, PDQ_OP_MUL, x, cos, "%s.x_cos", base);
     int rs = pdq_b_op2(b, PDQ_OP_MUL, rot, sin, "%s.rot_sin", base);
     return pdq_b_op2(b, PDQ_OP_ADD, xc, rs, "%s", base);
+}
+
+/* RoPE on the first rotary_dim dims of the last axis; the rest pass (partial_rotary_factor). */
+static int rope(lctx *l, int x, int cos, int sin, const char *base) {
+    pdq_bld *b = l->b;
+    int rd = pdq_cfg_rotary_dim(l->c);
+    if (b->err || rd == l->c->head_dim) return rope_full(l, x, cos, sin, base);
+    const pdq_tensor *t = &b->g->tensors[x];
+    int nd = t->ndim, hd = t->shape[nd - 1];
+    int beg[PDQ_G_MAX_DIMS] = {0}, end[PDQ_G_MAX_DIMS];
+    memcpy(end, t->shape, sizeof(int) * (size_t)nd);
+    end[nd - 1] = rd;
+    int xr = pdq_b_slice(b, x, beg, end, "%s.rot_part", base);
+    beg[nd - 1] = rd;
+    end[nd - 1] = hd;
+    int xp = pdq_b_slice(b, x, beg, end, "%s.pass_part", base);
+    char rb[200];
+    snprintf(rb, sizeof rb, "%s.rotated", base);
+    int parts[2] = {rope_full(l, xr, cos, sin, rb), xp};
+    return pdq_b_concat(b, parts, 2, nd - 1, "%s", base);
+}
+
+/* A [n] constant holding v * s (owned by the graph). */
+static int scaled_const(pdq_bld *b, int n, const float *v, float s, const char *name) {
+    if (b->err) return -1;
+    float *d = malloc(sizeof(float) * (size_t)n);
+    if (!d) {
+        b->err = 1;
+        pdq_fail(b->st, PDQ_ERR_NOMEM, "%s", name);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) d[i] = v[i] * s;
+    char full[200];
+    snprintf(full, sizeof full, "%s%s", b->prefix, name);
+    int shp[1] = {n};
+    int t = pdq_graph_const_owned(b->g, full, PDQ_TF32, 1, shp, d, b->st);
+    if (t < 0) b->err = 1;
+    return t;
+}
+
+/* Qwen3's per-head RMSNorm over head_dim (x is [..., heads, hd]); x itself without q/k norms.
+ * The k_proj scale fold lands in k_norm's gamma (fold = 1/sqrt(hd)), since a norm after k_proj
+ * would undo a scaled weight. */
+static int head_norm(lctx *l, int x, const float *gamma, float fold, const char *name) {
+    if (!gamma || l->b->err) return x;
+    int hs[1] = {l->c->head_dim};
+    char gname[160];
+    snprintf(gname, sizeof gname, "%s.weight", name);
+    int g = fold != 1.0f ? scaled_const(l->b, hs[0], gamma, fold, gname) : pdq_b_const(l->b, 1, hs, gamma, 0, "%s", gname);
+    pdq_op rms;
+    memset(&rms, 0, sizeof rms);
+    rms.opt.rms.epsilon = l->c->rms_norm_eps;
+    int in[2] = {x, g};
+    return pdq_b_op(l->b, PDQ_OP_RMS_NORM, in, 2, &rms, "%s.out", name);
 }
 
 /* softmax(q·Kᵀ (·scale) + mask)·V for one batched or per-head chain; mask broadcastable. */
@@ -95,11 +151,13 @@ static int attn_batched(lctx *l, int q, int k, int v, int *new_k, int *new_v) {
     int B = l->B, S = l->S, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
     static const int32_t p0213[4] = {0, 2, 1, 3};
     int s4[4] = {B, S, H, hd};
-    int qt = pdq_b_transpose(b, pdq_b_reshape(b, q, 4, s4, "self_attn.q_heads"), p0213, "self_attn.q_heads_t");
+    int q4 = head_norm(l, pdq_b_reshape(b, q, 4, s4, "self_attn.q_heads"), l->w->q_norm, 1.0f, "self_attn.q_norm");
+    int qt = pdq_b_transpose(b, q4, p0213, "self_attn.q_heads_t");
     s4[2] = KV;
-    int kt = pdq_b_transpose(b, pdq_b_reshape(b, k, 4, s4, "self_attn.k_heads"), p0213, "self_attn.k_heads_t");
+    int k4 = head_norm(l, pdq_b_reshape(b, k, 4, s4, "self_attn.k_heads"), l->w->k_norm, l->kfold, "self_attn.k_norm");
+    int kt = pdq_b_transpose(b, k4, p0213, "self_attn.k_heads_t");
     int vt = pdq_b_transpose(b, pdq_b_reshape(b, v, 4, s4, "self_attn.v_heads"), p0213, "self_attn.new_v");
-    int cs[4] = {B, 1, S, hd};
+    int cs[4] = {B, 1, S, pdq_cfg_rotary_dim(c)};
     int cos4 = pdq_b_reshape(b, l->cos, 4, cs, "self_attn.cos_heads");
     int sin4 = pdq_b_reshape(b, l->sin, 4, cs, "self_attn.sin_heads");
     char base[160];
@@ -148,9 +206,9 @@ static int attn_unrolled(lctx *l, int q, int k, int v, int *new_k, int *new_v) {
     if (!heads) { b->err = 1; pdq_fail(b->st, PDQ_ERR_NOMEM, "unrolled heads"); return -1; }
     int *ks = heads + H, *vs = ks + KV;
     int s4[4] = {B, S, H, hd};
-    int q4 = pdq_b_reshape(b, q, 4, s4, "self_attn.q_heads");
+    int q4 = head_norm(l, pdq_b_reshape(b, q, 4, s4, "self_attn.q_heads"), l->w->q_norm, 1.0f, "self_attn.q_norm");
     s4[2] = KV;
-    int k4 = pdq_b_reshape(b, k, 4, s4, "self_attn.k_heads");
+    int k4 = head_norm(l, pdq_b_reshape(b, k, 4, s4, "self_attn.k_heads"), l->w->k_norm, l->kfold, "self_attn.k_norm");
     int v4 = pdq_b_reshape(b, v, 4, s4, "self_attn.v_heads");
     int s3[3] = {B, S, hd}, s4h[4] = {B, 1, S, hd};
     char base[160];
@@ -193,6 +251,13 @@ static int attn_unrolled(lctx *l, int q, int k, int v, int *new_k, int *new_v) {
     return pdq_b_reshape(b, att, 3, sf, "self_attn.attn_out_flat");
 }
 
+/* A decoder linear: FULLY_CONNECTED of x with weight ws[id] and, when present, bias bs[id]. */
+static int linear(pdq_bld *b, const pdq_op *fc, int x, const int *ws, const int *bs, pdq_linear_id id) {
+    int in[3] = {x, ws[id], bs[id]};
+    return pdq_b_op(b, PDQ_OP_FULLY_CONNECTED, in, bs[id] >= 0 ? 3 : 2, fc, "%s.%s.out", pdq_linear_parent(id),
+                    pdq_linear_name(id));
+}
+
 pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_graph_mode mode,
                          int B, int max_seq, int Q, const pdq_static_opts *o, pdq_graph **out,
                          pdq_status *st) {
@@ -221,7 +286,7 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
     if (rc != PDQ_OK) return rc;
     pdq_bld b = {.g = g, .st = st};
     snprintf(b.prefix, sizeof b.prefix, "model.layers.%d.", layer);
-    lctx l = {.b = &b, .c = c, .o = o, .B = B, .S = S, .L = max_seq,
+    lctx l = {.b = &b, .c = c, .w = w, .o = o, .kfold = o->scale == PDQ_RT_SCALE_K_PROJ ? 1.0f / sqrtf((float)hd) : 1.0f, .B = B, .S = S, .L = max_seq,
               .P = mode == PDQ_MODE_PREFILL ? 0 : max_seq - Q, .past_k = -1, .past_v = -1, .scale = -1};
 
     /* Inputs in contract order. */
@@ -234,7 +299,7 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
         l.past_k = pdq_b_input(&b, PDQ_TF32, 4, ps, "past_key");
         l.past_v = pdq_b_input(&b, PDQ_TF32, 4, ps, "past_value");
     }
-    int cs[3] = {B, S, hd};
+    int cs[3] = {B, S, pdq_cfg_rotary_dim(c)};
     l.cos = pdq_b_input(&b, PDQ_TF32, 3, cs, "cos");
     l.sin = pdq_b_input(&b, PDQ_TF32, 3, cs, "sin");
 
@@ -245,7 +310,8 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
         pdq_linear_shape(c, (pdq_linear_id)i, &shp[0], &shp[1]);
         const float *wd = w->w[i];
         float *scaled = NULL;
-        if (i == PDQ_LIN_K && o->scale == PDQ_RT_SCALE_K_PROJ && !b.err) {
+        /* with q/k norms the fold goes into k_norm's gamma instead (a norm undoes a scaled input) */
+        if (i == PDQ_LIN_K && o->scale == PDQ_RT_SCALE_K_PROJ && !w->k_norm && !b.err) {
             size_t n = (size_t)shp[0] * shp[1];
             scaled = malloc(n * sizeof(float));
             if (!scaled) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "scaled k_proj"); }
@@ -273,6 +339,18 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
                        : pdq_graph_const(g, name, PDQ_TF32, 2, shp, wd, 0, st);
         if (ws[i] < 0) b.err = 1;
     }
+    /* Biases (Qwen2's q/k/v, Llama's attention_bias / mlp_bias): FULLY_CONNECTED's third operand;
+     * k's bias takes the k_proj scale fold with its weight. */
+    int bs[PDQ_LIN_COUNT];
+    float kfold = 1.0f / sqrtf((float)hd);
+    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+        int shp[2];
+        pdq_linear_shape(c, (pdq_linear_id)i, &shp[0], &shp[1]);
+        int fold = i == PDQ_LIN_K && o->scale == PDQ_RT_SCALE_K_PROJ && !w->k_norm;
+        bs[i] = !w->bias[i] ? -1 : fold ? scaled_const(&b, shp[0], w->bias[i], kfold, "self_attn.k_proj.bias")
+                              : pdq_b_const(&b, 1, shp, w->bias[i], 0, "%s.%s.bias", pdq_linear_parent((pdq_linear_id)i),
+                                            pdq_linear_name((pdq_linear_id)i));
+    }
     int ds[1] = {D};
     int g_in = pdq_b_const(&b, 1, ds, w->attn_norm, 0, "input_layernorm.weight");
     int g_post = pdq_b_const(&b, 1, ds, w->ffn_norm, 0, "post_attention_layernorm.weight");
@@ -290,26 +368,22 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
     fc.opt.fc.keep_num_dims = 1;
     int in2[2] = {x, g_in};
     int h1 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in2, 2, &rms, "input_layernorm.out");
-    int fq[2] = {h1, ws[PDQ_LIN_Q]}, fk[2] = {h1, ws[PDQ_LIN_K]}, fv[2] = {h1, ws[PDQ_LIN_V]};
-    int q = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fq, 2, &fc, "self_attn.q_proj.out");
-    int k = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fk, 2, &fc, "self_attn.k_proj.out");
-    int v = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fv, 2, &fc, "self_attn.v_proj.out");
+    int q = linear(&b, &fc, h1, ws, bs, PDQ_LIN_Q);
+    int k = linear(&b, &fc, h1, ws, bs, PDQ_LIN_K);
+    int v = linear(&b, &fc, h1, ws, bs, PDQ_LIN_V);
     int new_k = -1, new_v = -1;
     int att = o->layout == PDQ_RT_LAYOUT_UNROLLED ? attn_unrolled(&l, q, k, v, &new_k, &new_v)
                                                   : attn_batched(&l, q, k, v, &new_k, &new_v);
-    int fo[2] = {att, ws[PDQ_LIN_O]};
-    int ao = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fo, 2, &fc, "self_attn.o_proj.out");
+    int ao = linear(&b, &fc, att, ws, bs, PDQ_LIN_O);
     int h = pdq_b_op2(&b, PDQ_OP_ADD, x, ao, "attn_residual");
     int in3[2] = {h, g_post};
     int h2 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in3, 2, &rms, "post_attention_layernorm.out");
-    int fg[2] = {h2, ws[PDQ_LIN_GATE]}, fu[2] = {h2, ws[PDQ_LIN_UP]};
-    int gt = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fg, 2, &fc, "mlp.gate_proj.out");
+    int gt = linear(&b, &fc, h2, ws, bs, PDQ_LIN_GATE);
     int sg = pdq_b_op1(&b, PDQ_OP_LOGISTIC, gt, "mlp.act_fn.sigmoid");
     int silu = pdq_b_op2(&b, PDQ_OP_MUL, gt, sg, "mlp.act_fn.out");
-    int up = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fu, 2, &fc, "mlp.up_proj.out");
+    int up = linear(&b, &fc, h2, ws, bs, PDQ_LIN_UP);
     int mm = pdq_b_op2(&b, PDQ_OP_MUL, silu, up, "mlp.mul");
-    int fd[2] = {mm, ws[PDQ_LIN_DOWN]};
-    int dn = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, fd, 2, &fc, "mlp.down_proj.out");
+    int dn = linear(&b, &fc, mm, ws, bs, PDQ_LIN_DOWN);
     int y = pdq_b_op2(&b, PDQ_OP_ADD, h, dn, "out");
     (void)F;
     (void)H;

@@ -9,7 +9,7 @@
 
 /* Fills ids/mask/cos/sin/slot for one bucket; r[b] real tokens of row b start at tok[b]. */
 static void bucket_inputs(pdq_rt *rt, int Q, const int32_t *ids, int T, const int *start, const int *r) {
-    int L = rt->max_seq, hd = rt->hd;
+    int L = rt->max_seq, rd = rt->rd;
     for (int b = 0; b < rt->B; b++) {
         for (int q = 0; q < Q; q++) {
             size_t bq = (size_t)b * Q + q;
@@ -17,8 +17,9 @@ static void bucket_inputs(pdq_rt *rt, int Q, const int32_t *ids, int T, const in
             rt->ids[bq] = real ? ids[(size_t)b * T + start[b] + q] : 0;
             int p = rt->len[b] + q;
             rt->slot[bq] = pdq_ctr_slot(real ? p : -1, rt->C);
-            pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, real ? p : 0, rt->cos + bq * hd, rt->sin + bq * hd);
-            pdq_ctr_append_mask_row(L, Q, rt->len[b], q, real, rt->o.mask_fill, rt->mask + bq * L);
+            pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, real ? p : 0, rt->cos + bq * rd, rt->sin + bq * rd);
+            pdq_ctr_append_mask_row(L, Q, rt->len[b], q, real, rt->m->cfg.sliding_window, rt->o.mask_fill,
+                                    rt->mask + bq * L);
         }
     }
 }

@@ -23,9 +23,10 @@ struct pdq_rt {
     pdq_static_opts o;
     int B, max_seq, C;            /* C = max_seq - 1 cache slots */
     int n_layers, KV, hd, D, V;
+    int rd;                       /* the dims RoPE turns: the width of the cos/sin inputs */
     pdq_kv_cache kv;              /* float, (B, KV, C, hd) per layer and K/V */
     int *len;                     /* [B] tokens of each row's sequence so far */
-    float *cos_tab, *sin_tab;     /* (max_seq, hd); sin pre-negated for that convention */
+    float *cos_tab, *sin_tab;     /* (max_seq, rd); sin pre-negated for that convention */
     rt_stack **stacks;
     int n_stacks;
     void *arena;                  /* shared by every interpreter (they run one at a time) */
@@ -38,7 +39,7 @@ struct pdq_rt {
     /* scratch, sized for the prefill graph (the largest) */
     float *hid_a, *hid_b;         /* (B, max_seq, D) */
     float *mask;                  /* (B, max_seq, max_seq) */
-    float *cos, *sin;             /* (B, max_seq, hd) */
+    float *cos, *sin;             /* (B, max_seq, rd) */
     float *past_k, *past_v;       /* (B, KV, C, hd) */
     float *new_k, *new_v;         /* (B, KV, max_seq, hd) */
     int32_t *ids;                 /* (B, max_seq) */

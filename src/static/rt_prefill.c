@@ -23,7 +23,7 @@ static int row_layout(const uint8_t *mask, int T, pdq_padding pad) {
 
 pdq_code pdq_rt_prefill(pdq_rt *rt, int B, int T, const int32_t *ids, const uint8_t *mask,
                         pdq_padding pad, float *logits, float *all_logits, pdq_status *st) {
-    int S = rt->max_seq, hd = rt->hd, D = rt->D, V = rt->V;
+    int S = rt->max_seq, rd = rt->rd, D = rt->D, V = rt->V;
     if (B != rt->B) return pdq_fail(st, PDQ_ERR_SHAPE, "prefill: batch of %d rows, runtime built for %d", B, rt->B);
     if (T < 1) return pdq_fail(st, PDQ_ERR_ARG, "prefill: empty prompt");
     if (T > S) return pdq_fail(st, PDQ_ERR_LIMIT, "prefill: prompt of %d tokens longer than max_seq %d", T, S);
@@ -54,9 +54,10 @@ pdq_code pdq_rt_prefill(pdq_rt *rt, int B, int T, const int32_t *ids, const uint
             if (!real) rt->ids[bi] = 0; /* padding embeds token 0; it is masked anyway */
             pos[bi] = real ? i - first : -1;
             rt->slot[bi] = pdq_ctr_slot(pos[bi], rt->C);
-            pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, real ? pos[bi] : 0, rt->cos + bi * hd, rt->sin + bi * hd);
+            pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, real ? pos[bi] : 0, rt->cos + bi * rd, rt->sin + bi * rd);
         }
-        pdq_ctr_prefill_mask(pos + (size_t)b * S, S, rt->o.mask_fill, rt->mask + (size_t)b * S * S);
+        pdq_ctr_prefill_mask(pos + (size_t)b * S, S, rt->m->cfg.sliding_window, rt->o.mask_fill,
+                             rt->mask + (size_t)b * S * S);
     }
     rt_stack *s;
     float *h = NULL;

@@ -52,6 +52,11 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
     pdq_code frc = pdq_family_require(c, PDQ_PATH_STATIC, st);
     if (frc) return frc;
     if (B < 1) return pdq_fail(st, PDQ_ERR_ARG, "static runtime: batch %d must be >= 1", B);
+    if (c->rope_type == PDQ_ROPE_LONGROPE && max_seq > c->rope_original_max_pos)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                        "static runtime: max_seq %d exceeds longrope's original_max_position_embeddings %d (HF then "
+                        "switches to the long factors mid-sequence; one static RoPE table cannot)",
+                        max_seq, c->rope_original_max_pos);
     if (max_seq < 2) return pdq_fail(st, PDQ_ERR_ARG, "static runtime: max_seq %d must be >= 2", max_seq);
     if (max_seq > c->max_position_embeddings && c->max_position_embeddings > 0)
         return pdq_fail(st, PDQ_ERR_LIMIT, "static runtime: max_seq %d exceeds max_position_embeddings %d",
@@ -67,18 +72,20 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
     rt->n_layers = c->n_layers;
     rt->KV = c->n_kv_heads;
     rt->hd = c->head_dim;
+    rt->rd = pdq_cfg_rotary_dim(c);
     rt->D = c->hidden_size;
     rt->V = c->vocab_size;
     size_t S = (size_t)max_seq, Bz = (size_t)B, hd = (size_t)rt->hd, kvsz = Bz * rt->KV * rt->C * hd;
+    size_t rd = (size_t)rt->rd;
     int ok = pdq_kv_init(&rt->kv, rt->n_layers, B, rt->KV, rt->C, rt->hd, NULL, st) == PDQ_OK;
     ok = ok && (rt->len = calloc(Bz, sizeof(int)));
-    ok = ok && (rt->cos_tab = malloc(S * hd * sizeof(float)));
-    ok = ok && (rt->sin_tab = malloc(S * hd * sizeof(float)));
+    ok = ok && (rt->cos_tab = malloc(S * rd * sizeof(float)));
+    ok = ok && (rt->sin_tab = malloc(S * rd * sizeof(float)));
     ok = ok && (rt->hid_a = malloc(Bz * S * rt->D * sizeof(float)));
     ok = ok && (rt->hid_b = malloc(Bz * S * rt->D * sizeof(float)));
     ok = ok && (rt->mask = malloc(Bz * S * S * sizeof(float)));
-    ok = ok && (rt->cos = malloc(Bz * S * hd * sizeof(float)));
-    ok = ok && (rt->sin = malloc(Bz * S * hd * sizeof(float)));
+    ok = ok && (rt->cos = malloc(Bz * S * rd * sizeof(float)));
+    ok = ok && (rt->sin = malloc(Bz * S * rd * sizeof(float)));
     ok = ok && (rt->past_k = malloc(kvsz * sizeof(float)));
     ok = ok && (rt->past_v = malloc(kvsz * sizeof(float)));
     ok = ok && (rt->new_k = malloc(Bz * rt->KV * S * hd * sizeof(float)));
@@ -97,7 +104,7 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
     free(pos);
     if (rt->o.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN)
         for (size_t p = 0; p < S; p++)
-            for (size_t i = 0; i < hd / 2; i++) rt->sin_tab[p * hd + i] = -rt->sin_tab[p * hd + i];
+            for (size_t i = 0; i < rd / 2; i++) rt->sin_tab[p * rd + i] = -rt->sin_tab[p * rd + i];
     /* Build the prefill stack now: shape errors surface at creation. */
     rt_stack *s;
     pdq_code rc = pdq_rt_stack(rt, RT_PREFILL, max_seq, &s, st);

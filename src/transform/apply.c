@@ -158,6 +158,20 @@ static pdq_code one_layer(pdq_model *m, int l, pdq_transform_opts *o, const pdq_
                  pdq_linear_name((pdq_linear_id)i));
         rc = put(k, name, L->w[i], (size_t)out * in, st);
     }
+    for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++)
+        if (L->bias[i]) {
+            int out, in;
+            pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
+            pdq_linear_module(l, (pdq_linear_id)i, name, sizeof name);
+            strncat(name, ".bias", sizeof name - strlen(name) - 1);
+            rc = put(k, name, L->bias[i], (size_t)out, st);
+        }
+    if (!rc && L->q_norm) {
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.q_norm.weight", l);
+        rc = put(k, name, L->q_norm, (size_t)c->head_dim, st);
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.k_norm.weight", l);
+        if (!rc) rc = put(k, name, L->k_norm, (size_t)c->head_dim, st);
+    }
     pdq_model_layer_release(m, l);
     return rc;
 }

@@ -5,7 +5,9 @@
  * R2, per layer, inside attention: each kv head's values v_g -> v_g Q2 (W_v block -> Q2^T W_v
  * block); attention mixes value rows linearly, so each query head's output is rotated the same
  * way and o_proj's columns of that head take Q2 (W_o[:, head] -> W_o[:, head] Q2). K and RoPE are
- * untouched. */
+ * untouched. Biases follow their outputs: o's and down's (written into the residual) take Q, v's
+ * take Q2 per kv head; the others' outputs are not rotated. q/k head norms act on q and k, which
+ * neither rotation changes. */
 #include "layer_ops.h"
 
 static int unit(const float *g, int n) {
@@ -21,6 +23,8 @@ pdq_code pdq_r1_layer(pdq_layer *L, const pdq_config *c, const pdq_orth *q, pdq_
         pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
         if (i == PDQ_LIN_O || i == PDQ_LIN_DOWN) rc = pdq_orth_left_t(q, L->w[i], in, (size_t)in, st);
         else rc = pdq_orth_right(q, L->w[i], out, (size_t)in, st);
+        if (!rc && L->bias[i] && (i == PDQ_LIN_O || i == PDQ_LIN_DOWN))
+            rc = pdq_orth_right(q, L->bias[i], 1, (size_t)out, st);
     }
     return rc;
 }
@@ -53,8 +57,10 @@ pdq_code pdq_r2_layer(pdq_layer *L, const pdq_config *c, int l, pdq_rot_kind kin
     if (rc) return rc;
     q.pool = pool;
     q.force_scalar = force_scalar;
-    for (int g = 0; !rc && g < KV; g++)
+    for (int g = 0; !rc && g < KV; g++) {
         rc = pdq_orth_left_t(&q, L->w[PDQ_LIN_V] + (size_t)g * hd * D, D, (size_t)D, st);
+        if (!rc && L->bias[PDQ_LIN_V]) rc = pdq_orth_right(&q, L->bias[PDQ_LIN_V] + (size_t)g * hd, 1, (size_t)hd, st);
+    }
     /* o_proj [D, H*hd] is [D*H, hd]: every head's column block of every row, one right product */
     if (!rc) rc = pdq_orth_right(&q, L->w[PDQ_LIN_O], D * H, (size_t)hd, st);
     pdq_orth_free(&q);

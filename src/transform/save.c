@@ -91,7 +91,8 @@ static void add(table *tb, const float *data, int64_t r, int64_t cc, const char 
 
 static pdq_code table_make(const pdq_model *m, int tied, table *tb, pdq_status *st) {
     const pdq_config *c = &m->cfg;
-    int nt = 2 + 9 * c->n_layers + !tied, D = c->hidden_size, V = c->vocab_size;
+    int extra = __builtin_popcount(c->bias_mask) + (c->qk_norm ? 2 : 0);
+    int nt = 2 + (9 + extra) * c->n_layers + !tied, D = c->hidden_size, V = c->vocab_size;
     if (nt > MAXT) return pdq_fail(st, PDQ_ERR_LIMIT, "%d tensors, at most %d", nt, MAXT);
     tb->n = 0;
     tb->t = calloc((size_t)nt, sizeof *tb->t);
@@ -112,6 +113,17 @@ static pdq_code table_make(const pdq_model *m, int tied, table *tb, pdq_status *
             int o, in;
             pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
             add(tb, L->w[i], o, in, "model.layers.%d.%s.%s.weight", l, i);
+        }
+        /* the families' extras, after the Llama tensors */
+        for (int i = 0; i < PDQ_LIN_COUNT; i++)
+            if (c->bias_mask >> i & 1u) {
+                int o, in;
+                pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
+                add(tb, L->bias[i], o, 0, "model.layers.%d.%s.%s.bias", l, i);
+            }
+        if (c->qk_norm) {
+            add(tb, L->q_norm, c->head_dim, 0, "model.layers.%d.self_attn.q_norm.weight", l, -1);
+            add(tb, L->k_norm, c->head_dim, 0, "model.layers.%d.self_attn.k_norm.weight", l, -1);
         }
     }
     return PDQ_OK;

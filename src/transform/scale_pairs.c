@@ -5,7 +5,8 @@
  *   v -> o         attention mixes value rows linearly per channel; with GQA one kv channel
  *                  (g, d) feeds o_proj column (h, d) of every query head h in group g, so those
  *                  columns share its scale;
- *   norm -> linears  the norm weight takes 1/s, the reading linears' columns s. */
+ *   norm -> linears  the norm weight takes 1/s, the reading linears' columns s.
+ * A producer's bias is part of its output channel and takes 1/s with its row. */
 #include <math.h>
 
 #include "scale_pairs.h"
@@ -36,6 +37,7 @@ void pdq_migrate_up_down(pdq_layer *L, const pdq_config *c, const float *s) {
     for (int j = 0; j < I; j++) {
         float *row = L->w[PDQ_LIN_UP] + (size_t)j * D, inv = 1.0f / s[j];
         for (int k = 0; k < D; k++) row[k] *= inv;
+        if (L->bias[PDQ_LIN_UP]) L->bias[PDQ_LIN_UP][j] *= inv;
     }
     pdq_scale_cols(L->w[PDQ_LIN_DOWN], D, I, s);
 }
@@ -45,6 +47,7 @@ void pdq_migrate_v_o(pdq_layer *L, const pdq_config *c, const float *s) {
     for (int j = 0; j < KV * hd; j++) {
         float *row = L->w[PDQ_LIN_V] + (size_t)j * D, inv = 1.0f / s[j];
         for (int k = 0; k < D; k++) row[k] *= inv;
+        if (L->bias[PDQ_LIN_V]) L->bias[PDQ_LIN_V][j] *= inv;
     }
     for (int r = 0; r < D; r++) {
         float *row = L->w[PDQ_LIN_O] + (size_t)r * H * hd;

@@ -1,5 +1,5 @@
-/* libFuzzer target: the two small user-file parsers not covered elsewhere, config.json
- * (pdq_config_parse) and .npy (pdq_npy_read through a memfd). The first input byte picks which. */
+/* libFuzzer target: the two small user-file parsers not covered elsewhere, config.json of every
+ * family (pdq_config_parse: the common fields and each family's own) and .npy (pdq_npy_read through a memfd). The first input byte picks which. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +15,13 @@ static void fuzz_config(const uint8_t *data, size_t size) {
     if (pdq_config_parse((const char *)data, size, "fuzz/config.json", &cfg, &st) != PDQ_OK) return;
     /* A config that parses must be usable: sane sizes and RoPE frequencies. */
     if (cfg.hidden_size <= 0 || cfg.n_heads <= 0 || cfg.n_kv_heads <= 0 || cfg.head_dim <= 0 ||
-        cfg.n_heads % cfg.n_kv_heads != 0)
+        cfg.n_heads % cfg.n_kv_heads != 0 || !cfg.family || cfg.rotary_dim < 2 || cfg.rotary_dim > cfg.head_dim ||
+        cfg.rotary_dim % 2 || cfg.sliding_window < 0)
         abort();
     if (cfg.head_dim <= 4096) {
         float *inv = malloc((size_t)cfg.head_dim / 2 * sizeof *inv + sizeof *inv);
         if (inv) pdq_rope_inv_freq(&cfg, inv);
+        if (inv && cfg.rope_type == PDQ_ROPE_LONGROPE) pdq_rope_inv_freq_longrope(&cfg, 1, inv);
         free(inv);
     }
     (void)pdq_config_param_count(&cfg);

@@ -11,6 +11,7 @@
 
 #include "pdq/config.h"
 #include "pdq/file.h"
+#include "pdq/family.h"
 #include "pdq/model.h"
 
 #define CHUNK (1 << 16)
@@ -65,34 +66,34 @@ static float next_value(uint64_t *s, int is_norm) {
     return x;
 }
 
-static int build_specs(const pdq_synth_opts *o, const pdq_config *c, spec **out) {
-    int n = 2 + (o->tied ? 0 : 1) + o->layers * (2 + PDQ_LIN_COUNT);
+/* One spec per tensor of the family's table present for c: the embedding, each layer's roles
+ * in table order, the final norm, lm_head. */
+static int build_specs(const pdq_config *c, spec **out) {
+    const pdq_family *f = pdq_family_of(c);
+    int n = 0;
+    for (int i = 0; i < f->n_roles; i++)
+        if (pdq_role_present(c, &f->roles[i])) n += pdq_role_per_layer(&f->roles[i]) ? c->n_layers : 1;
     spec *s = calloc((size_t)n, sizeof *s);
     if (!s) return -1;
+    static const pdq_role_kind head[] = {PDQ_ROLE_EMBED, PDQ_ROLE_COUNT, PDQ_ROLE_FINAL_NORM, PDQ_ROLE_LM_HEAD};
     int k = 0;
-    snprintf(s[k].name, sizeof s[k].name, "model.embed_tokens.weight");
-    s[k].ndim = 2, s[k].shape[0] = o->vocab, s[k].shape[1] = o->hidden, k++;
-    for (int l = 0; l < o->layers; l++) {
-        snprintf(s[k].name, sizeof s[k].name, "model.layers.%d.input_layernorm.weight", l);
-        s[k].ndim = 1, s[k].shape[0] = o->hidden, s[k].is_norm = 1, k++;
-        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-            int ou, in;
-            pdq_linear_shape(c, (pdq_linear_id)i, &ou, &in);
-            snprintf(s[k].name, sizeof s[k].name, "model.layers.%d.%s.%s.weight", l,
-                     pdq_linear_parent((pdq_linear_id)i), pdq_linear_name((pdq_linear_id)i));
-            s[k].ndim = 2, s[k].shape[0] = ou, s[k].shape[1] = in, k++;
-            if (i == PDQ_LIN_O) {
-                snprintf(s[k].name, sizeof s[k].name, "model.layers.%d.post_attention_layernorm.weight", l);
-                s[k].ndim = 1, s[k].shape[0] = o->hidden, s[k].is_norm = 1, k++;
+    for (int h = 0; h < 4; h++)
+        for (int l = 0; l < (head[h] == PDQ_ROLE_COUNT ? c->n_layers : 1); l++)
+            for (int i = 0; i < f->n_roles; i++) {
+                const pdq_tensor_role *r = &f->roles[i];
+                int layer_pass = head[h] == PDQ_ROLE_COUNT;
+                if (!pdq_role_present(c, r) || pdq_role_per_layer(r) != layer_pass || (!layer_pass && r->kind != head[h]))
+                    continue;
+                long rows, cols;
+                pdq_role_shape(c, r, &rows, &cols);
+                pdq_role_name(r, l, s[k].name, sizeof s[k].name);
+                s[k].ndim = cols ? 2 : 1;
+                s[k].shape[0] = rows;
+                s[k].shape[1] = cols;
+                s[k].is_norm = r->kind == PDQ_ROLE_FINAL_NORM || r->kind == PDQ_ROLE_ATTN_NORM ||
+                               r->kind == PDQ_ROLE_FFN_NORM || r->kind == PDQ_ROLE_Q_NORM || r->kind == PDQ_ROLE_K_NORM;
+                k++;
             }
-        }
-    }
-    snprintf(s[k].name, sizeof s[k].name, "model.norm.weight");
-    s[k].ndim = 1, s[k].shape[0] = o->hidden, s[k].is_norm = 1, k++;
-    if (!o->tied) {
-        snprintf(s[k].name, sizeof s[k].name, "lm_head.weight");
-        s[k].ndim = 2, s[k].shape[0] = o->vocab, s[k].shape[1] = o->hidden, k++;
-    }
     *out = s;
     return k;
 }
@@ -111,11 +112,12 @@ static pdq_code write_json(const char *path, cJSON *root, pdq_status *st) {
 
 static pdq_code write_config(const pdq_synth_opts *o, pdq_status *st) {
     cJSON *r = cJSON_CreateObject();
+    const pdq_family *f = o->family ? pdq_family_find(o->family) : pdq_family_find("llama");
     cJSON *arch = cJSON_AddArrayToObject(r, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
-    cJSON_AddStringToObject(r, "model_type", "llama");
-    cJSON_AddFalseToObject(r, "attention_bias");
-    cJSON_AddFalseToObject(r, "mlp_bias");
+    cJSON_AddItemToArray(arch, cJSON_CreateString(f->hf_class));
+    cJSON_AddStringToObject(r, "model_type", f->model_types[0]);
+    cJSON_AddBoolToObject(r, "attention_bias", o->bias);
+    cJSON_AddBoolToObject(r, "mlp_bias", o->bias);
     cJSON_AddStringToObject(r, "hidden_act", "silu");
     cJSON_AddNumberToObject(r, "hidden_size", o->hidden);
     cJSON_AddNumberToObject(r, "intermediate_size", o->intermediate);
@@ -174,6 +176,11 @@ static pdq_code put_tensor(pdq_st_writer *w, const spec *s, uint64_t seed, pdq_d
 
 static pdq_code check_opts(const pdq_synth_opts *o, pdq_config *c, pdq_status *st) {
     if (!o->out_dir) return pdq_fail(st, PDQ_ERR_ARG, "synth: no output directory");
+    if (o->family && !pdq_family_find(o->family)) {
+        char known[256];
+        pdq_family_model_types(known, sizeof known);
+        return pdq_fail(st, PDQ_ERR_ARG, "synth: unknown family '%s' (known: %s)", o->family, known);
+    }
     if (o->dtype != PDQ_DT_F32 && o->dtype != PDQ_DT_BF16 && o->dtype != PDQ_DT_F16)
         return pdq_fail(st, PDQ_ERR_ARG, "synth: dtype must be F32, BF16 or F16");
     if (o->hidden <= 0 || o->intermediate <= 0 || o->layers <= 0 || o->heads <= 0 || o->kv_heads <= 0 ||
@@ -216,9 +223,12 @@ static pdq_code write_index(const pdq_synth_opts *o, const spec *s, int n, int n
 pdq_code pdq_synth_write(const pdq_synth_opts *o, pdq_status *st) {
     pdq_config cfg;
     pdq_code c = check_opts(o, &cfg, st);
+    if (!c) c = write_config(o, st);
+    /* the tensors are those the loaders will ask for: the config as the family reads it back */
+    if (!c) c = pdq_config_load(o->out_dir, &cfg, st);
     if (c) return c;
     spec *s = NULL;
-    int n = build_specs(o, &cfg, &s);
+    int n = build_specs(&cfg, &s);
     int n_shards = o->shards > 1 ? o->shards : 1;
     float *fbuf = malloc(CHUNK * sizeof *fbuf);
     uint8_t *obuf = malloc(CHUNK * 4);
@@ -255,7 +265,7 @@ pdq_code pdq_synth_write(const pdq_synth_opts *o, pdq_status *st) {
         first = last;
     }
     if (c == PDQ_OK && n_shards > 1) c = write_index(o, s, n, n_shards, total, st);
-    if (c == PDQ_OK) c = write_config(o, st);
+    /* config.json was written first (the specs come from it) */
 done:
     free(s);
     free(t);
