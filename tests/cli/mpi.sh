@@ -16,6 +16,7 @@ if [ ! -x "$MPDQ" ] || ! command -v mpirun >/dev/null 2>&1; then
     exit 77
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI containers run as root
+export LSAN_OPTIONS="suppressions=$PWD/tests/cli/lib/lsan-mpi.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 mpi() { timeout 300 mpirun --oversubscribe "$@"; }
 M=models/web-bible-llama-19m
 head -c 300000 data/web-bible/train.txt >"$tmp/calib.txt"
