@@ -16,7 +16,11 @@ if [ ! -x "$MPDQ" ] || ! command -v mpirun >/dev/null 2>&1; then
     exit 77
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI containers run as root
+# Sanitized build: Open MPI's allocations kept past MPI_Finalize are suppressed by library name,
+# which needs full stacks (slow unwinder) and its plugins still loaded at exit.
 export LSAN_OPTIONS="suppressions=$PWD/tests/cli/lib/lsan-mpi.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export OMPI_MCA_mca_base_component_disable_dlclose=1
+[ "${PDQ_ASAN:-}" = 1 ] && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 mpi() { timeout 300 mpirun --oversubscribe "$@"; }
 M=models/web-bible-llama-19m
 head -c 300000 data/web-bible/train.txt >"$tmp/calib.txt"
