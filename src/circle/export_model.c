@@ -108,7 +108,7 @@ static pdq_code emit(ectx *e, pdq_graph *g, const char *base) {
 }
 
 static pdq_code write_tables(const pdq_model *m, const char *dir, const pdq_static_opts *so, int S, pdq_status *st) {
-    int hd = m->cfg.head_dim;
+    int hd = pdq_cfg_rotary_dim(&m->cfg); /* the width of the cos/sin inputs */
     float *cs = malloc(sizeof(float) * (size_t)S * hd * 2);
     int32_t *pos = malloc(sizeof(int32_t) * (size_t)S);
     if (!cs || !pos) { free(cs); free(pos); return pdq_fail(st, PDQ_ERR_NOMEM, "rope tables"); }
@@ -143,6 +143,9 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
     cJSON_AddNumberToObject(mo, "num_attention_heads", c->n_heads);
     cJSON_AddNumberToObject(mo, "num_key_value_heads", c->n_kv_heads);
     cJSON_AddNumberToObject(mo, "head_dim", c->head_dim);
+    /* the families' switches, written only when set so a Llama manifest is unchanged */
+    if (c->sliding_window) cJSON_AddNumberToObject(mo, "sliding_window", c->sliding_window);
+    if (pdq_cfg_rotary_dim(c) != c->head_dim) cJSON_AddNumberToObject(mo, "rotary_dim", pdq_cfg_rotary_dim(c));
     cJSON_AddNumberToObject(mo, "vocab_size", c->vocab_size);
     cJSON_AddNumberToObject(mo, "rms_norm_eps", c->rms_norm_eps);
     cJSON_AddNumberToObject(mo, "bos_token_id", c->bos_token_id);
@@ -159,6 +162,10 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
     cJSON_AddStringToObject(mk, "decode",
                             "(1,Q,max_seq), keys = concat(past cache slots 0..max_seq-Q-1, the Q new tokens): 0 at the "
                             "len used cache slots and at new columns max_seq-Q..max_seq-Q+q for query q, fill elsewhere");
+    if (c->sliding_window)
+        cJSON_AddStringToObject(mk, "window",
+                                "model.sliding_window = W: a query at position p also masks every key at a position "
+                                "<= p - W (the cache keeps every slot)");
     cJSON *rp = cJSON_AddObjectToObject(root, "rope");
     cJSON_AddStringToObject(rp, "convention", o->so.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN ? "pre_negated_sin" : "hf");
     cJSON_AddStringToObject(rp, "formula",
@@ -246,6 +253,10 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     pdq_code frc = pdq_family_require(c, PDQ_PATH_EXPORT, st);
     if (frc) return frc;
     if (S < 2) return pdq_fail(st, PDQ_ERR_ARG, "export: max_seq %d must be >= 2", S);
+    if (c->rope_type == PDQ_ROPE_LONGROPE && S > c->rope_original_max_pos)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                        "export: max_seq %d exceeds longrope's original_max_position_embeddings %d (one RoPE table)", S,
+                        c->rope_original_max_pos);
     if (c->max_position_embeddings > 0 && S > c->max_position_embeddings)
         return pdq_fail(st, PDQ_ERR_LIMIT, "export: max_seq %d exceeds max_position_embeddings %d", S, c->max_position_embeddings);
     /* append-prefill buckets: the list and the single append_q, distinct, ascending */

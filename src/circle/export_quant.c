@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "circle/export_quant.h"
+#include "pdq/family.h"
 #include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
@@ -364,7 +365,9 @@ pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pd
         pdq_code rc = PDQ_OK;
         if (t->kind == PDQ_TK_CONST) {
             if (t->dtype != PDQ_TF32) continue; /* shapes, perms, indices */
-            if (ends_with(t->name, "layernorm.weight") || !strcmp(t->name, "model.norm.weight")) {
+            int role = t->role - 1;
+            if (role == PDQ_ROLE_ATTN_NORM || role == PDQ_ROLE_FFN_NORM || role == PDQ_ROLE_FINAL_NORM ||
+                role == PDQ_ROLE_Q_NORM || role == PDQ_ROLE_K_NORM) {
                 rc = quant_norm(w, t, st);
             } else if (ends_with(t->name, ".weight") && t->ndim == 2) {
                 char mod[256];

@@ -45,6 +45,13 @@ pdq_code pdq_manifest_check(const cJSON *root, const char *path, pdq_manifest *m
         return rc;
     if (m->head_dim % 2)
         return pdq_fail(st, PDQ_ERR_FORMAT, "%s: model.head_dim = %d: must be even for RoPE", path, m->head_dim);
+    m->sliding_window = 0;
+    m->rotary_dim = m->head_dim;
+    if ((rc = pdq_jf_i32(&cm, mo, "sliding_window", PDQ_JF_OPTIONAL, 1, 1 << 24, &m->sliding_window, st)) ||
+        (rc = pdq_jf_i32(&cm, mo, "rotary_dim", PDQ_JF_OPTIONAL, 2, m->head_dim, &m->rotary_dim, st)))
+        return rc;
+    if (m->rotary_dim % 2)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: model.rotary_dim = %d: must be even", path, m->rotary_dim);
     if (m->heads && m->heads % m->kv_heads)
         return pdq_fail(st, PDQ_ERR_FORMAT, "%s: model.num_attention_heads = %d: not divisible by num_key_value_heads %d",
                         path, m->heads, m->kv_heads);

@@ -14,6 +14,8 @@ typedef struct {
     int max_seq, layers, kv_heads, heads, head_dim, hidden, vocab, quantized;
     int rope, scale_fusion, layout; /* pdq_rope_conv, pdq_scale_fusion, pdq_attn_layout */
     double fill;
+    int sliding_window;             /* 0: none; else a key is seen by the window's queries */
+    int rotary_dim;                 /* the width of the cos/sin inputs (head_dim unless partial) */
 } pdq_manifest;
 
 pdq_code pdq_manifest_check(const cJSON *root, const char *path, pdq_manifest *m, pdq_status *st);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_cli.h"
 #include "common.h"
 #include "ptq_args.h"
 
@@ -17,8 +18,7 @@ int chat_engine_open(chat_engine *e, const char *model_dir, const char *circle_d
     const char *cfg_dir = circle_dir ? circle_dir : model_dir;
     pdq_config cfg;
     if (pdq_config_load(cfg_dir, &cfg, &st) != PDQ_OK) { fprintf(stderr, "pdq chat: %s\n", st.msg); return 1; }
-    e->n_eos = cfg.n_eos < 8 ? cfg.n_eos : 8;
-    memcpy(e->eos, cfg.eos_token_ids, sizeof(int) * (size_t)e->n_eos);
+    if (cli_stop_ids(cfg_dir, &cfg, &e->stop, &st)) { fprintf(stderr, "pdq chat: %s\n", st.msg); return 1; }
     if (circle_dir) {
         pdq_set_threads(NULL, threads);
         pdq_exec_opts eo;
@@ -58,11 +58,7 @@ void chat_engine_close(chat_engine *e) {
 
 int chat_engine_len(const chat_engine *e) { return e->crt ? pdq_crt_len(e->crt) : pdq_rt_len(e->rt, 0); }
 
-int chat_engine_is_eos(const chat_engine *e, int id) {
-    for (int i = 0; i < e->n_eos; i++)
-        if (id == e->eos[i]) return 1;
-    return 0;
-}
+int chat_engine_is_eos(const chat_engine *e, int id) { return pdq_stop_ids_has(&e->stop, id); }
 
 /* --show-plan: the buckets the export's runtime is about to use for n tokens. */
 static void show_plan(chat_engine *e, int n) {

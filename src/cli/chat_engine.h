@@ -10,6 +10,7 @@
 #include "pdq/ptq.h"
 #include "pdq/runtime.h"
 #include "exec_args.h"
+#include "pdq/stop_ids.h"
 
 typedef struct {
     pdq_model *m;   /* in-memory path */
@@ -21,7 +22,7 @@ typedef struct {
     int chunk;      /* --circle: a first turn into an empty cache goes through the buckets too */
     int turns;      /* turns fed so far (for the plan lines) */
     int vocab, max_seq, bucket;
-    int eos[8], n_eos;
+    pdq_stop_ids stop; /* config.json's and generation_config.json's EOS ids, the template's end of turn */
     char what[256]; /* for the banner */
 } chat_engine;
 

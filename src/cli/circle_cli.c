@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "circle/manifest_check.h"
 #include "pdq/file.h"
+#include "chat_cli.h"
 #include "common.h"
 #include "exec_args.h"
 #include "pdq/circle_export.h"
@@ -110,15 +111,17 @@ int cmd_generate_circle(int argc, char **argv) {
     t_pre = pdq_now();
     if (pdq_crt_prefill(rt, ids, (int)n, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
     t_pre = pdq_now() - t_pre;
-    /* eos from the manifest's copy of config.json */
+    /* eos from the export's copies of config.json and generation_config.json */
     pdq_config cfg;
-    int have_cfg = pdq_config_load(dir, &cfg, &st) == PDQ_OK;
+    pdq_stop_ids stop = {.n = 0};
+    if (pdq_config_load(dir, &cfg, &st) == PDQ_OK && cli_stop_ids(dir, &cfg, &stop, &st)) {
+        fprintf(stderr, "pdq generate: %s\n", st.msg);
+        goto done;
+    }
     for (int i = 0; i < max_new; i++) {
         int32_t next = (int32_t)pdq_sample(&smp, logits, V);
         all[n + n_out++] = next;
-        int eos = 0;
-        for (int e = 0; have_cfg && e < cfg.n_eos; e++) eos |= next == cfg.eos_token_ids[e];
-        if ((eos && !ignore_eos) || i + 1 == max_new) break;
+        if ((pdq_stop_ids_has(&stop, next) && !ignore_eos) || i + 1 == max_new) break;
         if (n + n_out >= S) { fprintf(stderr, "pdq generate: max_seq %d reached\n", S); break; }
         double t1 = pdq_now();
         if (pdq_crt_decode(rt, next, logits, &st) != PDQ_OK) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }

@@ -3,7 +3,10 @@
  * line is prefilled, later lines appended in buckets; replies stream token by token. When the
  * cache cannot hold the next turn the oldest turns after the first are dropped and the rest is
  * prefilled again (or, with --on-full reset, the chat starts over); a first line longer than the
- * cache keeps its end, with a warning. Commands: /exit, /reset, /stats; Ctrl-D (EOF) ends. */
+ * cache keeps its end, with a warning. Commands: /exit, /reset, /stats; Ctrl-D (EOF) ends.
+ * An instruct model's lines go through its chat template (tokenizer_config.json's chat_template,
+ * or --chat-template NAME): the first turn with the optional --system text, each later one after
+ * the reply's end-of-turn token; a model without a template gets its lines as plain text. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "chat_cli.h"
 #include "chat_engine.h"
 #include "commands.h"
 #include "common.h"
@@ -23,6 +27,7 @@ static const char *k_usage =
     "usage: pdq chat (--model DIR [--max-seq N (ptq.json's, else 256)] | --circle OUTDIR) [--bucket Q (8)] [--max-new N (64)]\n"
     "                [--temperature X (0: greedy) --top-p P --seed S] [--on-full drop|reset] [--threads N]\n"
     "                [--rope hf|pre_negated_sin] [--scale-fusion none|k_proj] [--layout batched|unrolled]\n"
+    "                [--chat-template NAME] [--system TEXT]\n"
     "  --model DIR          static prefill/append/decode graphs; a quantized directory with ptq.json runs\n"
     "                       its quantized graphs in --mode (max_seq: the calibrated one)\n"
     "  --circle OUTDIR      the exported Circle pair (model_prefill / model_decode); later turns are\n"
@@ -32,12 +37,17 @@ static const char *k_usage =
     "    --chunk-prefill    the first turn through the buckets too (from an empty cache)\n"
     "  --on-full drop       when the cache is full, drop the oldest turns but the first (default);\n"
     "           reset       start over with the new line\n"
+    "  --chat-template NAME chatml, qwen3, llama3, phi3 or gemma instead of the one detected from\n"
+    "                       tokenizer_config.json's chat_template (none there: lines are plain text)\n"
+    "  --system TEXT        a system turn before the first line (needs a chat template)\n"
     "  lines from stdin; /exit, /reset, /stats; Ctrl-D ends. Replies go to stdout, the rest to stderr.\n"
     EXEC_ARGS_USAGE;
 
 typedef struct {
     chat_engine e;
     const pdq_tokenizer *tok;
+    pdq_chat_template tmpl; /* PDQ_CHAT_NONE: plain text */
+    const char *system;     /* --system, or NULL */
     int32_t *seq;      /* the tokens in the cache, in order */
     int len;
     int *turn_at;      /* start of each turn in seq */
@@ -74,6 +84,15 @@ static int make_room(chat *c, int T, int reserve) {
     return 1;
 }
 
+/* The ids of a user line: in the chat template (the first turn whole, later ones after the
+ * pending end-of-turn token), or plain text with BOS on the first. */
+static pdq_code encode_line(const chat *c, const char *line, size_t ll, int32_t **ids, size_t *n, pdq_status *st) {
+    if (c->tmpl.kind == PDQ_CHAT_NONE) return pdq_tokenizer_encode(c->tok, line, ll, c->len == 0, ids, n, st);
+    if (c->len > 0) return pdq_chat_next_ids(c->tok, &c->tmpl, c->pending, line, ids, n, st);
+    pdq_chat_msg m[2] = {{"system", (char *)c->system}, {"user", (char *)line}};
+    return c->system ? pdq_chat_encode(c->tok, &c->tmpl, m, 2, ids, n, st) : pdq_chat_encode(c->tok, &c->tmpl, m + 1, 1, ids, n, st);
+}
+
 /* One user line: into the cache, then the streamed reply. 0 ok, 1 fatal. */
 static int turn(chat *c, const char *line, size_t ll, int on_full_reset, int max_new, pdq_sampler *smp, float *logits) {
     pdq_status st = {0};
@@ -82,7 +101,7 @@ static int turn(chat *c, const char *line, size_t ll, int on_full_reset, int max
     int32_t *ids = NULL;
     size_t n;
     for (int again = 0; again < 2; again++) {
-        if (pdq_tokenizer_encode(c->tok, line, ll, c->len == 0, &ids, &n, &st) != PDQ_OK) {
+        if (encode_line(c, line, ll, &ids, &n, &st) != PDQ_OK) {
             fprintf(stderr, "pdq chat: %s\n", st.msg);
             return 1;
         }
@@ -176,6 +195,7 @@ int cmd_chat(int argc, char **argv) {
     pdq_static_opts o;
     int given = cli_static_opts(&a, &o, NULL);
     int per_layer = args_flag(&a, "--per-layer"), show = args_flag(&a, "--show-plan"), chunk = args_flag(&a, "--chunk-prefill");
+    const char *tmpl_name = args_str(&a, "--chat-template"), *system = args_str(&a, "--system");
     cli_exec ex;
     if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
     args_one_of(&a, "--model", dir, "--circle", cdir);
@@ -197,10 +217,26 @@ int cmd_chat(int argc, char **argv) {
     if (!tok) return 1;
     chat c = {0};
     c.tok = tok;
+    c.system = system;
+    pdq_status tst = {0};
+    if (cli_chat_template(cdir ? cdir : dir, tmpl_name, &c.tmpl, system != NULL, &tst)) {
+        fprintf(stderr, "pdq chat: %s\n", tst.msg);
+        pdq_tokenizer_free(tok);
+        return 1;
+    }
     c.pending = -1;
     int status = 1;
     float *logits = NULL;
     if (chat_engine_open(&c.e, dir, cdir, max_seq, Q, &o, given > 0, &ex, per_layer, threads)) goto done;
+    const char *eot = pdq_chat_end_of_turn(&c.tmpl);
+    if (eot) { /* the template's end of turn ends a reply too */
+        int32_t *e = NULL;
+        size_t ne = 0;
+        if (pdq_tokenizer_encode(tok, eot, strlen(eot), 0, &e, &ne, &tst) == PDQ_OK && ne == 1 &&
+            pdq_stop_ids_add(&c.e.stop, e[0], &tst) != PDQ_OK)
+            fprintf(stderr, "pdq chat: %s\n", tst.msg);
+        free(e);
+    }
     c.e.show_plan = show;
     c.e.chunk = chunk;
     int S = c.e.max_seq;
@@ -211,6 +247,7 @@ int cmd_chat(int argc, char **argv) {
     pdq_sampler smp;
     pdq_sampler_init(&smp, temp, top_p, seed);
     int tty = isatty(0);
+    fprintf(stderr, "== chat template: %s\n", c.tmpl.kind ? pdq_chat_template_name(c.tmpl.kind) : "none (lines are plain text)");
     fprintf(stderr, "== pdq chat: %s\n== max_seq %d, bucket %d, up to %d new tokens a reply, %s, on a full cache: %s\n"
                     "== /exit ends (or Ctrl-D), /reset starts over, /stats shows the cache and speed\n",
             c.e.what, S, Q, max_new, temp > 0 ? "sampling" : "greedy", on_full_reset ? "reset" : "drop the oldest turns");

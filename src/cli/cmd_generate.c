@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "chat_cli.h"
 #include "common.h"
 #include "pdq/eval.h"
 #include "pdq/progress.h"
@@ -72,6 +73,7 @@ int cmd_generate(int argc, char **argv) {
     t_load = pdq_now() - t_load;
     if (!m) { free(ids); pdq_tokenizer_free(tok); return 1; }
     int status = 1, V = m->cfg.vocab_size;
+    pdq_stop_ids stop;
     int cap = (int)n + max_new;
     pdq_kvcache kv = {0};
     float *logits = malloc((size_t)V * sizeof *logits);
@@ -82,6 +84,10 @@ int cmd_generate(int argc, char **argv) {
     size_t printed = 0;
     if (!logits || !out) {
         fprintf(stderr, "pdq generate: out of memory\n");
+        goto done;
+    }
+    if (cli_stop_ids(dir, &m->cfg, &stop, &st)) {
+        fprintf(stderr, "pdq generate: %s\n", st.msg);
         goto done;
     }
     if (tok && pdq_tokenizer_vocab_size(tok) < V)
@@ -107,9 +113,7 @@ int cmd_generate(int argc, char **argv) {
         int32_t next = (int32_t)pdq_sample(&smp, logits, V);
         out[n_out++] = next;
         if (!json && tok && stream_text(tok, all, (size_t)n + (size_t)n_out, &printed, V)) goto done;
-        int is_eos = 0;
-        for (int e = 0; e < m->cfg.n_eos; e++) is_eos |= next == m->cfg.eos_token_ids[e];
-        if (is_eos && !ignore_eos) break;
+        if (pdq_stop_ids_has(&stop, next) && !ignore_eos) break;
         double t1 = pdq_now();
         if (i + 1 < max_new && pdq_model_forward(m, &kv, 1, 1, &next, NULL, NULL, logits, 1, &st) != PDQ_OK) {
             fprintf(stderr, "\npdq generate: %s\n", st.msg);

@@ -24,6 +24,7 @@ int cmd_export(int argc, char **argv);
 int cmd_circle_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 /* pdq inspect FILE.circle (src/cli/inspect_circle.c). */
 int cli_inspect_circle(const char *path);
 int cli_inspect_circle_json(const char *path); /* the same with --json (inspect_circle_json.c) */

@@ -21,6 +21,7 @@ static const pdq_command k_commands[] = {
     {"circle-run", cmd_circle_run, "run one .circle graph on .npy inputs, outputs as .npy"},
     {"bench", cmd_bench, "prefill/decode tokens/s of the f32 reference or packed weight-only path (llama-bench style)"},
     {"report", cmd_report, "one self-contained HTML report of a quantize OUTDIR (inline SVG)"},
+    {"eval", cmd_eval, "task accuracy (ARC, PIQA, HellaSwag, WinoGrande, LAMBADA, MMLU, ...) as lm-evaluation-harness scores it"},
 };
 
 static void usage(FILE *f) {

@@ -8,6 +8,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "chat_cli.h"
 #include "common.h"
 #include "exec_args.h"
 #include "dir_defaults.h"
@@ -111,6 +112,8 @@ int cmd_generate_static(int argc, char **argv) {
     n_out = calloc((size_t)B, sizeof(int));
     done_row = calloc((size_t)B, sizeof(int));
     if (!logits || !out || !n_out || !done_row) { fprintf(stderr, "pdq generate: out of memory\n"); goto done; }
+    pdq_stop_ids stop;
+    if (cli_stop_ids(dir, &m->cfg, &stop, &st)) { fprintf(stderr, "pdq generate: %s\n", st.msg); goto done; }
     t_pre = pdq_now();
     if (pdq_rt_prefill_rows(rt, B, (const int32_t *const *)rows, lens, pad, logits, &st) != PDQ_OK) {
         fprintf(stderr, "pdq generate: %s\n", st.msg);
@@ -126,8 +129,7 @@ int cmd_generate_static(int argc, char **argv) {
             next[b] = (int32_t)pdq_sample(&smp, logits + (size_t)b * V, V);
             if (!done_row[b]) {
                 out[(size_t)b * (max_new + 1) + n_out[b]++] = next[b];
-                for (int e = 0; e < m->cfg.n_eos && !ignore_eos; e++)
-                    if (next[b] == m->cfg.eos_token_ids[e]) done_row[b] = 1;
+                if (!ignore_eos && pdq_stop_ids_has(&stop, next[b])) done_row[b] = 1;
             }
             live += !done_row[b];
         }

@@ -22,12 +22,12 @@ pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) 
     const feature f[] = {
         {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"q/k head norms", "model_type", c->qk_norm, REF | STATIC | QUANT | EXPORT | TRANSFORM},
-        {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT},
+        {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT | EXPORT},
         /* the static runtime's RoPE table is one: it refuses a max_seq past the original length */
-        {"longrope scaling", "rope_scaling.type", c->rope_type == PDQ_ROPE_LONGROPE, REF | STATIC | QUANT},
-        /* static graphs: a full-length cache and the window in the mask (a ring is issue 25's);
-         * the Circle manifest and runtime carry neither the window nor a partial RoPE width yet */
-        {"a sliding attention window", "sliding_window", c->sliding_window > 0, REF | STATIC | QUANT},
+        {"longrope scaling", "rope_scaling.type", c->rope_type == PDQ_ROPE_LONGROPE, REF | STATIC | QUANT | EXPORT},
+        /* static graphs and Circle files: a full-length cache and the window in the masks (the
+         * manifest's model.sliding_window); a ring of the window's size is issue 25's */
+        {"a sliding attention window", "sliding_window", c->sliding_window > 0, REF | STATIC | QUANT | EXPORT},
         /* the quantized checkpoint keeps q/k/v and gate/up split; its hf/ copy would need them stacked */
         {"stacked qkv_proj / gate_up_proj", "model_type", c->fused_qkv || c->fused_gate_up, REF | STATIC | EXPORT},
     };

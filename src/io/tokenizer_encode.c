@@ -28,11 +28,12 @@ static int sec_push(sections *v, section s) {
     return 0;
 }
 
-/* Longest added token (of the class `normalized`) starting at s[0..n). */
+/* Longest added token (of the class `normalized`) starting at s[0..n); the first listed wins a tie. */
 static const tk_added *match_added(const pdq_tokenizer *t, const char *s, size_t n, int normalized) {
     const tk_added *best = NULL;
-    for (int i = 0; i < t->n_add; i++) {
-        const tk_added *a = &t->add[i];
+    unsigned char c0 = (unsigned char)s[0];
+    for (uint32_t k = t->add_from[c0]; k < t->add_from[c0 + 1]; k++) {
+        const tk_added *a = &t->add[t->add_order[k]];
         int cls = a->normalized && t->n_norm > 0;
         if (cls != normalized || a->len > n || (best && a->len <= best->len)) continue;
         if (a->content[0] == s[0] && memcmp(a->content, s, a->len) == 0) best = a;
@@ -99,6 +100,8 @@ static int normalize(const pdq_tokenizer *t, const char *s, size_t n, tk_buf *ou
         b.n = 0;
         if (nm->kind == TK_NORM_PREPEND) {
             if (a.n && (tk_buf_put(&b, nm->a, strlen(nm->a)) || tk_buf_put(&b, a.p, a.n))) goto fail;
+        } else if (nm->kind == TK_NORM_NFC) {
+            if (tk_nfc(a.p, a.n, &b)) goto fail;
         } else {
             size_t pl = strlen(nm->a), cl = strlen(nm->b);
             size_t i = 0;
@@ -154,26 +157,38 @@ static void pieces_free(pieces *v) {
     free(v->len);
 }
 
-/* Regex split of one piece: matches (and, unless drop_gaps, the text between them). */
-static int re_split(enc *e, const pcre2_code *re, const char *s, size_t n, int keep_match, int keep_gap, pieces *out) {
-    size_t pos = 0, prev = 0;
+/* Regex split of one piece; `how` is a Split behaviour, or KEEP_MATCHES (ByteLevel's regex: the
+ * text between matches is dropped). */
+#define KEEP_MATCHES (-1)
+static int re_split(enc *e, const pcre2_code *re, const char *s, size_t n, int how, pieces *out) {
+    size_t pos = 0, prev = 0; /* prev: start of the piece not yet emitted */
     while (pos <= n) {
         int rc = pcre2_match(re, (PCRE2_SPTR)s, n, pos, PCRE2_NO_UTF_CHECK, e->md, NULL);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) return -1;
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(e->md);
         size_t ms = ov[0], me = ov[1];
-        if (keep_gap && ms > prev && piece_add(out, s + prev, ms - prev)) return -1;
-        if (keep_match && piece_add(out, s + ms, me - ms)) return -1;
-        prev = me;
         pos = me > ms ? me : me + (me < n ? (size_t)tk_utf8_len((unsigned char)s[me]) : 1);
+        if (me == ms) continue; /* an empty match splits nothing */
+        if (how == TK_SPLIT_MERGED_PREV) {
+            if (piece_add(out, s + prev, me - prev)) return -1;
+            prev = me;
+            continue;
+        }
+        if (how != KEEP_MATCHES && piece_add(out, s + prev, ms - prev)) return -1;
+        if (how == TK_SPLIT_MERGED_NEXT) {
+            prev = ms;
+            continue;
+        }
+        if ((how == TK_SPLIT_ISOLATED || how == KEEP_MATCHES) && piece_add(out, s + ms, me - ms)) return -1;
+        prev = me;
     }
-    if (keep_gap && prev < n && piece_add(out, s + prev, n - prev)) return -1;
+    if (how != KEEP_MATCHES && prev < n && piece_add(out, s + prev, n - prev)) return -1;
     return 0;
 }
 
 static int pre_step(enc *e, const tk_pre *pr, const char *s, size_t n, size_t section_index, pieces *out) {
-    if (pr->kind == TK_PRE_SPLIT) return re_split(e, pr->re, s, n, !pr->removed, 1, out);
+    if (pr->kind == TK_PRE_SPLIT) return re_split(e, pr->re, s, n, (int)pr->behavior, out);
     if (pr->kind == TK_PRE_BYTELEVEL) {
         tk_buf b = {0};
         if (pr->add_prefix_space && !(n && s[0] == ' ')) {
@@ -181,7 +196,7 @@ static int pre_step(enc *e, const tk_pre *pr, const char *s, size_t n, size_t se
             s = b.p;
             n = b.n;
         }
-        int rc = pr->re ? re_split(e, pr->re, s, n, 1, 0, out) : piece_add(out, s, n);
+        int rc = pr->re ? re_split(e, pr->re, s, n, KEEP_MATCHES, out) : piece_add(out, s, n);
         free(b.p);
         return rc;
     }

@@ -39,14 +39,16 @@ typedef struct {
     unsigned special : 1, lstrip : 1, rstrip : 1, normalized : 1;
 } tk_added;
 
-typedef enum { TK_NORM_PREPEND, TK_NORM_REPLACE } tk_norm_kind;
-typedef struct { tk_norm_kind kind; char *a, *b; } tk_norm; /* prepend a / replace a by b */
+typedef enum { TK_NORM_PREPEND, TK_NORM_REPLACE, TK_NORM_NFC } tk_norm_kind;
+typedef struct { tk_norm_kind kind; char *a, *b; } tk_norm; /* prepend a / replace a by b / NFC */
 
 typedef enum { TK_PRE_SPLIT, TK_PRE_BYTELEVEL, TK_PRE_METASPACE } tk_pre_kind;
+/* What a Split keeps of a match: its own piece, nothing, or glued to the piece before / after. */
+typedef enum { TK_SPLIT_ISOLATED, TK_SPLIT_REMOVED, TK_SPLIT_MERGED_PREV, TK_SPLIT_MERGED_NEXT } tk_split_kind;
 typedef struct {
     tk_pre_kind kind;
     pcre2_code *re;       /* SPLIT, or BYTELEVEL with use_regex */
-    int removed;          /* SPLIT behavior "Removed" (else "Isolated") */
+    tk_split_kind behavior; /* SPLIT */
     int add_prefix_space; /* BYTELEVEL */
     char *replacement;    /* METASPACE */
     int prepend;          /* METASPACE: 0 never, 1 always, 2 first */
@@ -77,6 +79,8 @@ struct pdq_tokenizer {
 
     tk_added *add;
     int n_add;
+    int32_t *add_order;      /* indices of add sorted by first byte (Gemma 3 has 6,415 of them) */
+    uint32_t add_from[257];  /* add_order[add_from[b] .. add_from[b+1]) start with byte b */
     tk_norm *norm;
     int n_norm;
     tk_pre *pre;
@@ -97,6 +101,9 @@ int tk_utf8_decode1(const char *s, size_t n, uint32_t *cp); /* length of the cha
 int tk_is_js_space(uint32_t cp);                        /* JavaScript String.trim() whitespace */
 /* Appends bytes to out as UTF-8, invalid sequences replaced by U+FFFD (WHATWG decoder). */
 int tk_utf8_sanitize(tk_buf *out, const char *s, size_t n);
+
+/* Unicode NFC of valid UTF-8 into out (replacing its contents); 0 ok, -1 no memory. */
+int tk_nfc(const char *s, size_t n, tk_buf *out);
 
 /* ByteLevel byte <-> code point table (GPT-2). */
 uint32_t tk_byte_to_cp(unsigned char b);

@@ -93,6 +93,20 @@ static pdq_code unsupported(loader *L, const char *what, const char *type) {
                     type ? type : "(missing)");
 }
 
+/* add_order / add_from: the added tokens grouped by first byte (a stable counting sort, so the
+ * first listed of two equal-length matches stays first). */
+static pdq_code index_added(loader *L) {
+    pdq_tokenizer *t = L->t;
+    t->add_order = malloc(((size_t)t->n_add + 1) * sizeof *t->add_order);
+    if (!t->add_order) return pdq_fail(L->st, PDQ_ERR_NOMEM, "%s: out of memory", L->path);
+    uint32_t count[257] = {0};
+    for (int i = 0; i < t->n_add; i++) count[(unsigned char)t->add[i].content[0] + 1]++;
+    for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+    memcpy(t->add_from, count, sizeof count);
+    for (int i = 0; i < t->n_add; i++) t->add_order[count[(unsigned char)t->add[i].content[0]]++] = i;
+    return PDQ_OK;
+}
+
 static pdq_code load_vocab(loader *L, const cJSON *model, const cJSON *added) {
     pdq_tokenizer *t = L->t;
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab"), *e;
@@ -153,7 +167,7 @@ static pdq_code load_vocab(loader *L, const cJSON *model, const cJSON *added) {
             t->special[a->id] = a->special;
         }
     }
-    return PDQ_OK;
+    return index_added(L);
 }
 
 static int merge_parts(const char *s, const char **a, size_t *na, const char **b, size_t *nb) {
@@ -228,7 +242,8 @@ static pdq_code load_merges(loader *L, const cJSON *model) {
 static pdq_code compile_re(loader *L, const char *pat, uint32_t extra, pcre2_code **out) {
     int err;
     PCRE2_SIZE off;
-    *out = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | extra, &err, &off, NULL);
+    uint32_t ucp = (extra & PCRE2_LITERAL) ? 0 : PCRE2_UCP; /* PCRE2 refuses UCP with LITERAL */
+    *out = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, PCRE2_UTF | ucp | extra, &err, &off, NULL);
     if (!*out) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(err, msg, sizeof msg);
@@ -256,7 +271,10 @@ static pdq_code load_normalizer(loader *L, const cJSON *o) {
         return PDQ_OK;
     }
     tk_norm nm = {0};
-    if (strcmp(ty, "Prepend") == 0 && jstr(o, "prepend")) {
+    if (strcmp(ty, "NFC") == 0) {
+        nm.kind = TK_NORM_NFC;
+        nm.a = dupstr("NFC"); /* a is never NULL for a loaded normalizer */
+    } else if (strcmp(ty, "Prepend") == 0 && jstr(o, "prepend")) {
         nm.kind = TK_NORM_PREPEND;
         nm.a = dupstr(jstr(o, "prepend"));
     } else if (strcmp(ty, "Replace") == 0) {
@@ -301,10 +319,12 @@ static pdq_code load_pretok(loader *L, const cJSON *o) {
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(o, "pattern");
         const char *beh = jstr(o, "behavior");
         if (jbool(o, "invert", 0)) return unsupported(L, "pre_tokenizer Split with invert", ty);
-        if (!beh || (strcmp(beh, "Isolated") && strcmp(beh, "Removed")))
-            return unsupported(L, "pre_tokenizer Split behavior", beh);
+        static const char *const behaviors[] = {"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext"};
+        int b = 0;
+        while (beh && b < 4 && strcmp(beh, behaviors[b])) b++;
+        if (!beh || b == 4) return unsupported(L, "pre_tokenizer Split behavior", beh);
         pr.kind = TK_PRE_SPLIT;
-        pr.removed = strcmp(beh, "Removed") == 0;
+        pr.behavior = (tk_split_kind)b;
         if (jstr(pat, "Regex")) rc = compile_re(L, jstr(pat, "Regex"), 0, &pr.re);
         else if (jstr(pat, "String")) rc = compile_re(L, jstr(pat, "String"), PCRE2_LITERAL, &pr.re);
         else return pdq_fail(L->st, PDQ_ERR_FORMAT, "%s: Split pre_tokenizer without a pattern", L->path);
@@ -406,7 +426,8 @@ static pdq_code load_model(loader *L, const cJSON *root) {
     if (ty ? strcmp(ty, "BPE") != 0 : !cJSON_GetObjectItemCaseSensitive(model, "merges"))
         return pdq_fail(L->st, PDQ_ERR_UNSUPPORTED, "%s: model type '%s' is not supported (only BPE)", L->path,
                         ty ? ty : "(missing)");
-    if (jstr(model, "continuing_subword_prefix") || jstr(model, "end_of_word_suffix"))
+    const char *csp = jstr(model, "continuing_subword_prefix"), *eow = jstr(model, "end_of_word_suffix");
+    if ((csp && *csp) || (eow && *eow)) /* "" (Qwen) is the same as none */
         return pdq_fail(L->st, PDQ_ERR_UNSUPPORTED, "%s: BPE continuing_subword_prefix/end_of_word_suffix are not supported", L->path);
     t->byte_level = contains_type(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), "ByteLevel") ||
                     contains_type(cJSON_GetObjectItemCaseSensitive(root, "decoder"), "ByteLevel");
@@ -544,6 +565,7 @@ void pdq_tokenizer_free(pdq_tokenizer *t) {
     tk_pairmap_free(&t->merges);
     for (int i = 0; i < t->n_add; i++) free(t->add[i].content);
     free(t->add);
+    free(t->add_order);
     for (int i = 0; i < t->n_norm; i++) { free(t->norm[i].a); free(t->norm[i].b); }
     free(t->norm);
     for (int i = 0; i < t->n_pre; i++) { pcre2_code_free(t->pre[i].re); free(t->pre[i].replacement); }

@@ -46,7 +46,7 @@ pdq_code pdq_build_head(const pdq_model *m, int B, int T, pdq_graph **out, pdq_s
     int hs[3] = {B, T, c->hidden_size};
     int x = pdq_b_input(&b, PDQ_TF32, 3, hs, "model.norm.input");
     int ds[1] = {c->hidden_size};
-    int gamma = pdq_b_const(&b, 1, ds, m->norm, 0, "model.norm.weight");
+    int gamma = pdq_b_role(&b, pdq_b_const(&b, 1, ds, m->norm, 0, "model.norm.weight"), PDQ_ROLE_FINAL_NORM);
     int ws[2] = {c->vocab_size, c->hidden_size};
     int w = pdq_b_const(&b, 2, ws, m->lm_head, 0, "lm_head.weight");
     pdq_op rms;

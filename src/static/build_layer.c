@@ -45,19 +45,26 @@ typedef struct {
     int scale;               /* const [1] = 1/sqrt(hd) or -1 */
 } lctx;
 
+/* x's last axis cut at k: *lo = x[..., :k] named base.lo_name, *hi = x[..., k:] base.hi_name. */
+static void split_last(pdq_bld *b, int x, int k, const char *base, const char *lo_name, const char *hi_name, int *lo,
+                       int *hi) {
+    const pdq_tensor *t = &b->g->tensors[x];
+    int nd = t->ndim;
+    int beg[PDQ_G_MAX_DIMS] = {0}, end[PDQ_G_MAX_DIMS];
+    memcpy(end, t->shape, sizeof(int) * (size_t)nd);
+    end[nd - 1] = k;
+    *lo = pdq_b_slice(b, x, beg, end, "%s.%s", base, lo_name);
+    beg[nd - 1] = k;
+    end[nd - 1] = t->shape[nd - 1];
+    *hi = pdq_b_slice(b, x, beg, end, "%s.%s", base, hi_name);
+}
+
 /* y = x*cos + rot(x)*sin over the last axis; cos/sin already broadcastable to x. */
 static int rope_full(lctx *l, int x, int cos, int sin, const char *base) {
     pdq_bld *b = l->b;
     if (b->err) return -1;
-    const pdq_tensor *t = &b->g->tensors[x];
-    int nd = t->ndim, hd = t->shape[nd - 1], half = hd / 2;
-    int beg[PDQ_G_MAX_DIMS] = {0}, end[PDQ_G_MAX_DIMS];
-    memcpy(end, t->shape, sizeof(int) * (size_t)nd);
-    end[nd - 1] = half;
-    int x1 = pdq_b_slice(b, x, beg, end, "%s.x1", base);
-    beg[nd - 1] = half;
-    end[nd - 1] = hd;
-    int x2 = pdq_b_slice(b, x, beg, end, "%s.x2", base);
+    int nd = b->g->tensors[x].ndim, x1, x2;
+    split_last(b, x, b->g->tensors[x].shape[nd - 1] / 2, base, "x1", "x2", &x1, &x2);
     int first = l->o->rope == PDQ_RT_ROPE_HF ? pdq_b_op1(b, PDQ_OP_NEG, x2, "%s.neg_x2", base) : x2;
     int parts[2] = {first, x1};
     int rot = pdq_b_concat(b, parts, 2, nd - 1, "%s.rot", base);
@@ -71,19 +78,12 @@ static int rope(lctx *l, int x, int cos, int sin, const char *base) {
     pdq_bld *b = l->b;
     int rd = pdq_cfg_rotary_dim(l->c);
     if (b->err || rd == l->c->head_dim) return rope_full(l, x, cos, sin, base);
-    const pdq_tensor *t = &b->g->tensors[x];
-    int nd = t->ndim, hd = t->shape[nd - 1];
-    int beg[PDQ_G_MAX_DIMS] = {0}, end[PDQ_G_MAX_DIMS];
-    memcpy(end, t->shape, sizeof(int) * (size_t)nd);
-    end[nd - 1] = rd;
-    int xr = pdq_b_slice(b, x, beg, end, "%s.rot_part", base);
-    beg[nd - 1] = rd;
-    end[nd - 1] = hd;
-    int xp = pdq_b_slice(b, x, beg, end, "%s.pass_part", base);
+    int xr, xp;
+    split_last(b, x, rd, base, "rot_part", "pass_part", &xr, &xp);
     char rb[200];
     snprintf(rb, sizeof rb, "%s.rotated", base);
     int parts[2] = {rope_full(l, xr, cos, sin, rb), xp};
-    return pdq_b_concat(b, parts, 2, nd - 1, "%s", base);
+    return pdq_b_concat(b, parts, 2, b->g->tensors[x].ndim - 1, "%s", base);
 }
 
 /* A [n] constant holding v * s (owned by the graph). */
@@ -113,6 +113,7 @@ static int head_norm(lctx *l, int x, const float *gamma, float fold, const char 
     char gname[160];
     snprintf(gname, sizeof gname, "%s.weight", name);
     int g = fold != 1.0f ? scaled_const(l->b, hs[0], gamma, fold, gname) : pdq_b_const(l->b, 1, hs, gamma, 0, "%s", gname);
+    pdq_b_role(l->b, g, gamma == l->w->q_norm ? PDQ_ROLE_Q_NORM : PDQ_ROLE_K_NORM);
     pdq_op rms;
     memset(&rms, 0, sizeof rms);
     rms.opt.rms.epsilon = l->c->rms_norm_eps;
@@ -352,8 +353,9 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
                                             pdq_linear_name((pdq_linear_id)i));
     }
     int ds[1] = {D};
-    int g_in = pdq_b_const(&b, 1, ds, w->attn_norm, 0, "input_layernorm.weight");
-    int g_post = pdq_b_const(&b, 1, ds, w->ffn_norm, 0, "post_attention_layernorm.weight");
+    int g_in = pdq_b_role(&b, pdq_b_const(&b, 1, ds, w->attn_norm, 0, "input_layernorm.weight"), PDQ_ROLE_ATTN_NORM);
+    int g_post =
+        pdq_b_role(&b, pdq_b_const(&b, 1, ds, w->ffn_norm, 0, "post_attention_layernorm.weight"), PDQ_ROLE_FFN_NORM);
     if (o->scale == PDQ_RT_SCALE_LOGITS) {
         float s = 1.0f / sqrtf((float)hd);
         int one[1] = {1};

@@ -100,3 +100,8 @@ void pdq_b_output(pdq_bld *b, int tid) {
     if (b->err || tid < 0) { b->err = 1; return; }
     if (pdq_graph_mark_output(b->g, tid, b->st) != PDQ_OK) b->err = 1;
 }
+
+int pdq_b_role(pdq_bld *b, int tid, int role) {
+    if (tid >= 0 && !b->err) b->g->tensors[tid].role = role + 1;
+    return tid;
+}

@@ -32,5 +32,7 @@ int pdq_b_slice(pdq_bld *b, int x, const int *begin, const int *end, const char 
 int pdq_b_concat(pdq_bld *b, const int *in, int n, int axis, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 void pdq_b_output(pdq_bld *b, int tid);
+/* Marks constant tid with its model role (pdq/family.h); returns tid. */
+int pdq_b_role(pdq_bld *b, int tid, int role);
 
 #endif

@@ -60,12 +60,24 @@ for fam in qwen2 qwen3 llama-bias; do
     check "$fam-transforms-preserve" "awk -v a='$p0' -v b='$p1' 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d / a < 1e-5) }'"
 done
 
-# what no path computes yet is refused before any work, by name (for mistral: the window)
+# mistral: the sliding window (8) in the Circle pair's masks, a 12-token prompt and 12 steps past it
 m=$tmp/mistral-src
 mkdir -p "$m" && cp "$F/mistral/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
-err mistral-export "'$PDQ' quantize --model '$m' --method rtn --wbits 4 --calib $C --max-seq 32 --export circle-full --out '$tmp/mq'" \
-    "a sliding attention window (config.json 'sliding_window') not yet supported by the Circle export"
-check mistral-no-output "[ ! -e '$tmp/mq/model.q.safetensors' ]"
+"$PDQ" quantize --model "$m" --method gptq --wbits 4 --calib $C --nsamples 8 --seq-len 64 --max-seq 32 --act-nsamples 2 \
+    --verify-steps 4 --export circle-full,circle-per-layer --append-bucket 4 --out "$tmp/mq" --quiet >/dev/null 2>&1 || bad "mistral quantize"
+check mistral-manifest "jq -e '.model.sliding_window == 8' '$tmp/mq/circle/manifest.json' >/dev/null"
+check mistral-circle "'$PDQ' verify --circle '$tmp/mq/circle' --model '$tmp/mq' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
 err mistral-transform "'$PDQ' quantize --model '$m' --method rtn --wbits 4 --transform r1 --out '$tmp/mt'" \
     "a sliding attention window (config.json 'sliding_window') not yet supported by the transforms"
+# phi4mini (partial RoPE, longrope): the float pair, cos/sin of 24 of 32 dims, equals the in-memory graphs;
+# quantizing its stacked linears is refused before any work
+p=$F/phi4mini/ckpt
+"$PDQ" export --model $p --max-seq 32 --out "$tmp/pe" --quiet >/dev/null 2>&1 || bad "phi4mini export"
+check phi4mini-manifest "jq -e '.model.rotary_dim == 24' '$tmp/pe/manifest.json' >/dev/null"
+check phi4mini-circle "'$PDQ' verify --circle '$tmp/pe' --model $p --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
+err phi4mini-longrope "'$PDQ' export --model $p --max-seq 256 --out '$tmp/pe2'" "exceeds longrope's original_max_position_embeddings 128"
+m=$tmp/phi-src
+mkdir -p "$m" && cp "$p/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
+err phi4mini-quantize "'$PDQ' quantize --model '$m' --method rtn --wbits 4 --out '$tmp/pq'" "stacked qkv_proj / gate_up_proj"
+check phi4mini-no-output "[ ! -e '$tmp/pq/model.q.safetensors' ]"
 exit $fail

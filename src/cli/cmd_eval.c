@@ -1,0 +1,318 @@
+/* pdq eval: task accuracy by log-likelihood as lm-evaluation-harness scores it, on the FP32
+ * reference, a weight-only quantized checkpoint (packed kernels), the static graphs or the
+ * exported Circle pair. Results on stdout (table or --json), progress on stderr. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "common.h"
+#include "eval_compare.h"
+#include "exec_args.h"
+#include "pdq/circle_export.h"
+#include "pdq/file.h"
+#include "pdq/progress.h"
+#include "pdq/tasks.h"
+#include "ptq_args.h"
+
+static const char *k_usage =
+    "usage: pdq eval --model DIR --task NAME[,NAME...] --data PATH [--limit N] [--shots K] [--json]\n"
+    "                [--samples FILE] [--no-bos] [--threads N] [--max-len N]\n"
+    "                [--static [--max-seq N] [--mode float|fake|int]]\n"
+    "       pdq eval --circle OUTDIR --task ... --data PATH ...   (the exported prefill graph)\n"
+    "       pdq eval --model DIR --compare DIR2 --task ... --data PATH ...   (two models side by side:\n"
+    "                  each metric, b - a, and how many items changed answer)\n"
+    "  tasks: arc_easy arc_challenge piqa hellaswag winogrande lambada_openai mmlu boolq openbookqa\n"
+    "  --data PATH     the folder of the task data sets (../shared/data/tasks layout), a task's\n"
+    "                  folder, or one task's file (AI2/PIQA/llama.cpp/Hendrycks forms or HF JSONL)\n"
+    "  --limit N       the first N items of each task (of each subject for mmlu)\n"
+    "  --shots K       mmlu: the first K dev questions before each question (default 0)\n"
+    "  --no-bos        no BOS on the context (lm-eval releases up to v0.4.9.1); default: the\n"
+    "                  tokenizer's own special tokens, as the current harness\n"
+    "  --samples FILE  one JSON line per item: ids, each request's log-likelihood and greedy flag\n"
+    "  --max-len N     reference path: longer requests keep their last N+1 tokens (the harness's\n"
+    "                  left truncation; default max_position_embeddings)\n"
+    "  static / Circle paths: a request longer than max_seq is refused and counted, never truncated\n"
+    EXEC_ARGS_USAGE;
+
+typedef struct {
+    pdq_progress p;
+} progress_ctx;
+
+static void on_progress(void *ctx, long done, long total) {
+    (void)total;
+    pdq_progress_update(&((progress_ctx *)ctx)->p, done);
+}
+
+void eval_json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.17g", v);
+    else fputs("null", f);
+}
+
+static void json_ids(FILE *f, const int32_t *ids, int n) {
+    fputc('[', f);
+    for (int i = 0; i < n; i++) fprintf(f, i ? ", %d" : "%d", ids[i]);
+    fputc(']', f);
+}
+
+/* One line per item, like the harness's --log_samples. */
+static void write_samples(FILE *f, const pdq_task *t, const pdq_task_result *r, pdq_ll_request **reqs) {
+    for (int i = 0; i < t->n_items; i++) {
+        const pdq_task_item *it = &t->items[i];
+        const pdq_item_result *ir = &r->items[i];
+        fprintf(f, "{\"task\": \"%s\", \"doc_id\": %d, \"line\": %ld, \"gold\": %d, \"refused\": %s, \"requests\": [", t->name, i,
+                it->line, it->gold, ir->refused ? "true" : "false");
+        for (int j = 0; j < it->n; j++) {
+            fprintf(f, "%s{\"context\": ", j ? ", " : "");
+            eval_json_str(f, it->ctx[j]);
+            fputs(", \"continuation\": ", f);
+            eval_json_str(f, it->cont[j]);
+            fputs(", \"context_ids\": ", f);
+            json_ids(f, reqs[i][j].ctx, reqs[i][j].n_ctx);
+            fputs(", \"continuation_ids\": ", f);
+            json_ids(f, reqs[i][j].cont, reqs[i][j].n_cont);
+            fputs(", \"ll\": ", f);
+            json_num(f, ir->refused ? NAN : ir->ll[j]);
+            fprintf(f, ", \"greedy\": %s}", !ir->refused && ir->greedy[j] ? "true" : "false");
+        }
+        fprintf(f, "], \"pred\": %d, \"pred_norm\": %d, \"acc\": %d, \"acc_norm\": %d", ir->refused ? -1 : ir->pred,
+                ir->refused ? -1 : ir->pred_norm, ir->acc, ir->acc_norm);
+        if (t->llamacpp_rule) fprintf(f, ", \"pred_llamacpp\": %d", ir->refused ? -1 : ir->pred_llamacpp);
+        fputs("}\n", f);
+    }
+}
+
+static void row(const char *task, int shots, const char *metric, pdq_metric m, long n, long refused) {
+    if (isnan(m.value)) return;
+    printf("| %-40s | %6d | %-17s | %10.4f | ± | ", task, shots, metric, m.value);
+    if (isnan(m.stderr_)) printf("%10s", "N/A");
+    else printf("%10.4f", m.stderr_);
+    printf(" | %6ld | %7ld |\n", n, refused);
+}
+
+static void print_table(const pdq_task *t, const pdq_task_result *r) {
+    row(t->name, t->shots, "acc", r->acc, r->n, r->refused);
+    row(t->name, t->shots, "acc_norm", r->acc_norm, r->n, r->refused);
+    row(t->name, t->shots, "perplexity", r->perplexity, r->n, r->refused);
+    row(t->name, t->shots, "acc_norm_llamacpp", r->acc_norm_llamacpp, r->n, r->refused);
+    if (!r->n_subjects) return;
+    row("mmlu (macro: mean of subjects)", t->shots, "acc", r->macro, r->n, r->refused);
+    char name[96];
+    for (int c = 0; c < 4; c++) {
+        snprintf(name, sizeof name, " - %s", pdq_mmlu_category_names[c]);
+        row(name, t->shots, "acc", r->category[c], r->category_n[c], 0);
+    }
+    for (int s = 0; s < r->n_subjects; s++) {
+        snprintf(name, sizeof name, "   - %s", r->subjects[s].subject);
+        row(name, t->shots, "acc", r->subjects[s].acc, r->subjects[s].n, 0);
+    }
+}
+
+static void json_metric(const char *name, pdq_metric m, int *first) {
+    if (isnan(m.value)) return;
+    printf("%s\"%s\": ", *first ? "" : ", ", name);
+    json_num(stdout, m.value);
+    printf(", \"%s_stderr\": ", name);
+    json_num(stdout, m.stderr_);
+    *first = 0;
+}
+
+static void print_json(const pdq_task *t, const pdq_task_result *r, int first_task) {
+    int f = 0; /* after "refused" */
+    printf("%s{\"task\": \"%s\", \"shots\": %d, \"n\": %ld, \"refused\": %ld", first_task ? "" : ", ", t->name, t->shots, r->n, r->refused);
+    json_metric("acc", r->acc, &f);
+    json_metric("acc_norm", r->acc_norm, &f);
+    json_metric("perplexity", r->perplexity, &f);
+    json_metric("acc_norm_llamacpp", r->acc_norm_llamacpp, &f);
+    if (r->n_subjects) {
+        json_metric("macro_acc", r->macro, &f);
+        printf(", \"groups\": {");
+        for (int c = 0; c < 4; c++) {
+            printf("%s\"%s\": {\"n\": %ld", c ? ", " : "", pdq_mmlu_category_names[c], r->category_n[c]);
+            int g = 0; /* a group or subject with no scored item has no acc */
+            json_metric("acc", r->category[c], &g);
+            printf("}");
+        }
+        printf("}, \"subjects\": {");
+        for (int s = 0; s < r->n_subjects; s++) {
+            printf("%s\"%s\": {\"n\": %ld", s ? ", " : "", r->subjects[s].subject, r->subjects[s].n);
+            int g = 0;
+            json_metric("acc", r->subjects[s].acc, &g);
+            printf("}");
+        }
+        printf("}");
+    }
+    printf("}");
+}
+
+typedef struct {
+    pdq_ll_fn fn;
+    void *ctx;
+    const char *path; /* what runs: fp32, packed, static-float, ... */
+} scorer;
+
+/* Loads and scores each task; prints the results. */
+static int run_tasks(const char *tasks, const char *data, long limit, int shots, int add_bos, int json, const char *samples,
+                     const pdq_tokenizer *tok, const scorer *sc, const char *model) {
+    char *list = strdup(tasks);
+    if (!list) return 1;
+    FILE *sf = NULL;
+    pdq_file_writer *sw = NULL;
+    pdq_status st = {0};
+    if (samples) {
+        if (pdq_file_begin(samples, NULL, &sw, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq eval: %s\n", st.msg);
+            free(list);
+            return 1;
+        }
+        sf = pdq_file_stream(sw);
+    }
+    if (json) {
+        printf("{\"model\": ");
+        eval_json_str(stdout, model);
+        printf(", \"path\": \"%s\", \"add_bos\": %s, \"results\": [", sc->path, add_bos ? "true" : "false");
+    } else {
+        printf("| %-40s | %6s | %-17s | %10s | ± | %10s | %6s | %7s |\n", "task", "n-shot", "metric", "value", "stderr", "n", "refused");
+        printf("|------------------------------------------|--------|-------------------|------------|---|------------|--------|---------|\n");
+    }
+    int status = 0, first = 1;
+    for (char *save = NULL, *name = strtok_r(list, ",", &save); name && !status; name = strtok_r(NULL, ",", &save)) {
+        pdq_task *t;
+        if (pdq_task_load(name, data, limit, shots, &t, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq eval: %s\n", st.msg);
+            status = 1;
+            break;
+        }
+        progress_ctx pc;
+        long total = 0;
+        for (int i = 0; i < t->n_items; i++) total += t->items[i].n;
+        char label[64];
+        snprintf(label, sizeof label, "%s (%s)", name, sc->path);
+        pdq_progress_start(&pc.p, label, total);
+        pdq_task_result r;
+        pdq_ll_request **reqs = NULL;
+        pdq_code rc = pdq_task_eval(t, tok, add_bos, sc->fn, sc->ctx, on_progress, &pc, &r, samples ? &reqs : NULL, &st);
+        pdq_progress_finish(&pc.p);
+        if (rc != PDQ_OK) {
+            fprintf(stderr, "pdq eval: %s\n", st.msg);
+            status = 1;
+        } else {
+            if (r.refused) fprintf(stderr, "pdq eval: %s: %ld item(s) longer than max_seq refused (not scored, not counted)\n", name, r.refused);
+            if (json) print_json(t, &r, first);
+            else print_table(t, &r);
+            first = 0;
+            if (sf) write_samples(sf, t, &r, reqs);
+            pdq_task_result_free(t, &r, reqs);
+        }
+        pdq_task_free(t);
+    }
+    if (json && !status) printf("]}\n");
+    fflush(stdout);
+    if (sw && status) pdq_file_abort(sw);
+    else if (sw && pdq_file_commit(sw, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq eval: %s\n", st.msg);
+        status = 1;
+    }
+    free(list);
+    return status;
+}
+
+int cmd_eval(int argc, char **argv) {
+    pdq_args a;
+    args_init(&a, "eval", argc, argv);
+    if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
+    const char *dir = args_str(&a, "--model"), *cdir = args_str(&a, "--circle");
+    const char *tasks = args_required(&a, "--task"), *data = args_required(&a, "--data");
+    const char *samples = args_str(&a, "--samples"), *cmp = args_str(&a, "--compare");
+    long limit = args_int_range(&a, "--limit", 0, 1, 1L << 30);
+    int shots = (int)args_int_range(&a, "--shots", 0, 0, 64);
+    int json = args_flag(&a, "--json"), no_bos = args_flag(&a, "--no-bos"), threads = args_threads(&a);
+    int use_static = args_flag(&a, "--static");
+    int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
+    int max_len = (int)args_int_range(&a, "--max-len", 0, 1, 1 << 20);
+    cli_exec ex;
+    if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
+    args_one_of(&a, "--model", dir, "--circle", cdir);
+    if (cdir && (use_static || max_seq || max_len)) args_error(&a, "--circle runs the export's max_seq: drop --static/--max-seq/--max-len");
+    if (max_seq && !use_static) args_error(&a, "--max-seq is the static graph length: it needs --static");
+    if (cmp && (cdir || use_static || samples)) args_error(&a, "--compare runs two reference or packed models: drop --circle/--static/--samples");
+    if (max_len && use_static) args_error(&a, "--max-len is the reference path's truncation: the static path refuses longer requests");
+    if (args_finish(&a)) return ARGS_USAGE_EXIT;
+    if (samples && cli_check_out_file("eval", "--samples", samples)) return 1;
+    if (cdir) dir = cdir; /* the export carries the tokenizer */
+    pdq_tokenizer *tok = cli_load_tokenizer("eval", dir);
+    if (!tok) return 1;
+    pdq_status st = {0};
+    int status = 1;
+    if (cdir) {
+        pdq_set_threads(NULL, threads);
+        pdq_crt *crt;
+        pdq_exec_opts eo;
+        if (cli_exec_opts(&ex, "eval", threads, &eo)) {
+        } else if (pdq_crt_open_opts(cdir, 1, &eo, &crt, &st) != PDQ_OK) {
+            fprintf(stderr, "pdq eval: %s\n", st.msg);
+        } else {
+            pdq_ll_window w = {pdq_crt_window_logits, crt, pdq_crt_vocab(crt), pdq_crt_max_seq(crt), NULL};
+            scorer sc = {pdq_ll_window_score, &w, "circle"};
+            status = run_tasks(tasks, data, limit, shots, !no_bos, json, samples, tok, &sc, cdir);
+            pdq_ll_window_free(&w);
+            pdq_crt_free(crt);
+        }
+        cli_exec_free(&ex);
+        pdq_tokenizer_free(tok);
+        return status;
+    }
+    pdq_model *m = use_static ? cli_load_model("eval", dir, threads) : cli_load_model_packed("eval", dir, threads);
+    if (!m) { pdq_tokenizer_free(tok); cli_exec_free(&ex); return 1; }
+    if (use_static) {
+        pdq_rt *rt = NULL;
+        pdq_ptq *ptq = NULL;
+        if (max_seq <= 0 && !pdq_ptq_in_dir(dir)) max_seq = ARGS_MAX_SEQ_DEFAULT;
+        if (!cli_static_runtime("eval", dir, m, 1, max_seq, NULL, 0, &rt, &ptq) && !cli_exec_rt(&ex, "eval", dir, rt, ptq, threads)) {
+            pdq_ll_window w = {pdq_rt_window_logits, rt, m->cfg.vocab_size, pdq_rt_max_seq(rt), NULL};
+            const char *what = !ptq ? "static-float" : ex.mode == PDQ_EXEC_INT ? "static-int" : ex.mode == PDQ_EXEC_FAKE ? "static-fake" : "static-float";
+            scorer sc = {pdq_ll_window_score, &w, what};
+            status = run_tasks(tasks, data, limit, shots, !no_bos, json, samples, tok, &sc, dir);
+            pdq_ll_window_free(&w);
+        }
+        pdq_rt_free(rt);
+        pdq_ptq_free(ptq);
+    } else if (cmp) {
+        pdq_model *m2 = cli_load_model_packed("eval", cmp, threads);
+        pdq_tokenizer *tok2 = m2 ? cli_load_tokenizer("eval", cmp) : NULL;
+        pdq_ll_model la = {.m = m, .max_len = max_len}, lb = {.m = m2, .max_len = max_len};
+        eval_side sa = {dir, tok, pdq_ll_model_score, &la}, sb = {cmp, tok2, pdq_ll_model_score, &lb};
+        if (tok2) status = eval_compare(&sa, &sb, tasks, data, limit, shots, !no_bos, json);
+        pdq_ll_model_free(&la);
+        pdq_ll_model_free(&lb);
+        pdq_tokenizer_free(tok2);
+        pdq_model_free(m2);
+    } else {
+        pdq_ll_model lm = {.m = m, .max_len = max_len};
+        scorer sc = {pdq_ll_model_score, &lm, m->packed ? "packed" : "fp32"};
+        if (max_len > m->cfg.max_position_embeddings)
+            fprintf(stderr, "pdq eval: --max-len %d exceeds the model's max_position_embeddings %d\n", max_len, m->cfg.max_position_embeddings);
+        else
+            status = run_tasks(tasks, data, limit, shots, !no_bos, json, samples, tok, &sc, dir);
+        pdq_ll_model_free(&lm);
+    }
+    cli_exec_free(&ex);
+    pdq_model_free(m);
+    pdq_tokenizer_free(tok);
+    return status;
+}

@@ -1,0 +1,142 @@
+/* The two scorers of continuations: the reference model with a shared context prefill, and any
+ * window-logits function (static graphs, exported Circle pair) with a hard max_seq limit. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdq/tasks.h"
+
+/* Sums the log-probabilities of targets[0..n) from rows of logits; greedy &= each is the argmax. */
+static pdq_code sum_rows(const float *logits, int vocab, const int32_t *targets, int n, double *ll, int *greedy,
+                         pdq_status *st) {
+    for (int t = 0; t < n; t++) {
+        if (targets[t] < 0 || targets[t] >= vocab)
+            return pdq_fail(st, PDQ_ERR_ARG, "continuation token %d is outside the vocabulary of %d", targets[t], vocab);
+        int top;
+        *ll += pdq_ll_token(logits + (size_t)t * vocab, vocab, targets[t], &top);
+        *greedy &= top;
+    }
+    return PDQ_OK;
+}
+
+/* ctx + cont without cont's last token, keeping the last keep tokens of ctx + cont; the logits of
+ * the continuation are the last n_cont rows. */
+static int32_t *join(const int32_t *ctx, int n_ctx, const int32_t *cont, int n_cont, int keep, int *T) {
+    int total = n_ctx + n_cont, skip = total > keep ? total - keep : 0;
+    *T = total - skip - 1;
+    int32_t *ids = malloc((size_t)(*T > 0 ? *T : 1) * sizeof *ids);
+    if (!ids) return NULL;
+    for (int i = 0; i < *T; i++) {
+        int j = skip + i;
+        ids[i] = j < n_ctx ? ctx[j] : cont[j - n_ctx];
+    }
+    return ids;
+}
+
+static pdq_code scratch(float **buf, size_t n, pdq_status *st) {
+    free(*buf);
+    *buf = malloc(n * sizeof **buf);
+    return *buf ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for %zu logits", n);
+}
+
+/* ---- reference model ---- */
+
+void pdq_ll_model_free(pdq_ll_model *s) {
+    if (!s) return;
+    pdq_kvcache_free(&s->kv);
+    free(s->logits);
+    s->logits = NULL;
+}
+
+/* The harness's path for a request over max_len + 1 tokens: its own window, left-truncated. */
+static pdq_code model_truncated(pdq_ll_model *s, const int32_t *ctx, int n_ctx, const int32_t *cont, int n_cont,
+                                double *ll, int *greedy, pdq_status *st) {
+    const pdq_model *m = s->m;
+    int V = m->cfg.vocab_size, T;
+    if (n_cont > s->max_len) return pdq_fail(st, PDQ_ERR_LIMIT, "a continuation of %d tokens exceeds max_len %d", n_cont, s->max_len);
+    int32_t *ids = join(ctx, n_ctx, cont, n_cont, s->max_len + 1, &T);
+    float *lg = ids ? malloc((size_t)T * V * sizeof *lg) : NULL;
+    pdq_code rc = lg ? pdq_model_forward(m, NULL, 1, T, ids, NULL, NULL, lg, 0, st)
+                     : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for a window of %d tokens", T);
+    *ll = 0;
+    *greedy = 1;
+    if (rc == PDQ_OK) rc = sum_rows(lg + (size_t)(T - n_cont) * V, V, cont, n_cont, ll, greedy, st);
+    free(ids);
+    free(lg);
+    return rc;
+}
+
+pdq_code pdq_ll_model_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *const *cont, const int *n_cont, int n,
+                            double *ll, int *greedy, pdq_status *st) {
+    pdq_ll_model *s = vs;
+    const pdq_model *m = s->m;
+    int V = m->cfg.vocab_size;
+    if (s->max_len <= 0) s->max_len = m->cfg.max_position_embeddings;
+    if (n_ctx < 1) return pdq_fail(st, PDQ_ERR_ARG, "a request needs at least one context token");
+    int fits = n_ctx <= s->max_len, need = n_ctx, rows = 1;
+    for (int i = 0; i < n; i++) {
+        fits &= n_ctx + n_cont[i] - 1 <= s->max_len;
+        if (n_ctx + n_cont[i] - 1 > need) need = n_ctx + n_cont[i] - 1;
+        if (n_cont[i] > rows) rows = n_cont[i];
+    }
+    if (!fits) {
+        for (int i = 0; i < n; i++)
+            if (model_truncated(s, ctx, n_ctx, cont[i], n_cont[i], &ll[i], &greedy[i], st) != PDQ_OK) return st->code;
+        return PDQ_OK;
+    }
+    /* cache and logits sized by what the requests need (a model's max length can be 128k) */
+    if (need > s->kv.capacity) {
+        int cap = 256;
+        while (cap < need) cap *= 2;
+        if (cap > s->max_len) cap = s->max_len;
+        pdq_kvcache_free(&s->kv);
+        if (pdq_kvcache_init(&s->kv, &m->cfg, 1, cap, st) != PDQ_OK) return st->code;
+    }
+    if (rows > s->rows) {
+        if (scratch(&s->logits, (size_t)rows * V, st) != PDQ_OK) return st->code;
+        s->rows = rows;
+    }
+    /* the context once: its last row predicts every continuation's first token */
+    s->kv.len = 0;
+    float *first = s->logits + (size_t)(rows - 1) * V; /* the last row: free until the longest continuation */
+    if (pdq_model_forward(m, &s->kv, 1, n_ctx, ctx, NULL, NULL, first, 1, st) != PDQ_OK) return st->code;
+    for (int i = 0; i < n; i++) {
+        ll[i] = 0;
+        greedy[i] = 1;
+        if (sum_rows(first, V, cont[i], 1, &ll[i], &greedy[i], st) != PDQ_OK) return st->code;
+        if (n_cont[i] < 2) continue;
+        s->kv.len = n_ctx; /* back to the shared prefix; the slots after it are written anew */
+        if (pdq_model_forward(m, &s->kv, 1, n_cont[i] - 1, cont[i], NULL, NULL, s->logits, 0, st) != PDQ_OK ||
+            sum_rows(s->logits, V, cont[i] + 1, n_cont[i] - 1, &ll[i], &greedy[i], st) != PDQ_OK)
+            return st->code;
+    }
+    return PDQ_OK;
+}
+
+/* ---- window-logits function (static graphs, Circle pair) ---- */
+
+void pdq_ll_window_free(pdq_ll_window *s) {
+    if (!s) return;
+    free(s->logits);
+    s->logits = NULL;
+}
+
+pdq_code pdq_ll_window_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *const *cont, const int *n_cont, int n,
+                             double *ll, int *greedy, pdq_status *st) {
+    pdq_ll_window *s = vs;
+    for (int i = 0; i < n; i++)
+        if (n_ctx + n_cont[i] - 1 > s->max_seq)
+            return pdq_fail(st, PDQ_ERR_LIMIT, "a request of %d tokens exceeds max_seq %d", n_ctx + n_cont[i] - 1, s->max_seq);
+    if (!s->logits && scratch(&s->logits, (size_t)s->max_seq * s->vocab, st) != PDQ_OK) return st->code;
+    for (int i = 0; i < n; i++) {
+        int T;
+        int32_t *ids = join(ctx, n_ctx, cont[i], n_cont[i], n_ctx + n_cont[i], &T);
+        if (!ids) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for a window of %d tokens", T);
+        pdq_code rc = s->fn(s->ctx, ids, T, s->logits, st);
+        free(ids);
+        ll[i] = 0;
+        greedy[i] = 1;
+        if (rc == PDQ_OK) rc = sum_rows(s->logits + (size_t)(T - n_cont[i]) * s->vocab, s->vocab, cont[i], n_cont[i], &ll[i], &greedy[i], st);
+        if (rc != PDQ_OK) return rc;
+    }
+    return PDQ_OK;
+}

@@ -1,0 +1,99 @@
+/* Choosing a chat template: by name, or by detecting the format of tokenizer_config.json's
+ * chat_template (else chat_template.jinja) with the substring checks llama.cpp uses for its
+ * built-in templates, in its order (ChatML before Phi-3 before Gemma before Llama-3). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pdq/chat_template.h"
+#include "pdq/file.h"
+
+static const char *const k_names[] = {"none", "chatml", "qwen3", "llama3", "phi3", "gemma"};
+
+const char *pdq_chat_template_names(void) { return "chatml, qwen3, llama3, phi3, gemma"; }
+
+const char *pdq_chat_template_name(pdq_chat_kind k) {
+    return (unsigned)k < sizeof k_names / sizeof k_names[0] ? k_names[k] : "none";
+}
+
+pdq_chat_kind pdq_chat_template_detect(const char *tmpl) {
+#define HAS(s) (strstr(tmpl, s) != NULL)
+    if (HAS("<|im_start|>")) {
+        if (HAS("<|im_sep|>")) return PDQ_CHAT_NONE; /* Phi-4's variant: not built in */
+        return HAS("</think>") ? PDQ_CHAT_QWEN3 : PDQ_CHAT_CHATML;
+    }
+    if (HAS("[INST]")) return PDQ_CHAT_NONE; /* Llama-2 / Mistral: not built in */
+    if (HAS("<|assistant|>") && HAS("<|end|>")) return PDQ_CHAT_PHI3;
+    if (HAS("<|assistant|>") || HAS("<|user|>")) return PDQ_CHAT_NONE; /* Falcon 3, GLM-Edge, Zephyr */
+    if (HAS("<start_of_turn>")) return PDQ_CHAT_GEMMA;
+    if (HAS("<|start_header_id|>") && HAS("<|end_header_id|>")) return PDQ_CHAT_LLAMA3;
+    return PDQ_CHAT_NONE;
+#undef HAS
+}
+
+static pdq_code by_name(const char *name, pdq_chat_kind *out, pdq_status *st) {
+    for (int k = 1; k < (int)(sizeof k_names / sizeof k_names[0]); k++)
+        if (strcmp(name, k_names[k]) == 0) {
+            *out = (pdq_chat_kind)k;
+            return PDQ_OK;
+        }
+    return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "unknown chat template '%.60s' (known: %s)", name, pdq_chat_template_names());
+}
+
+static const char *token_text(const cJSON *v) {
+    if (cJSON_IsString(v)) return v->valuestring;
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "content");
+    return cJSON_IsString(c) ? c->valuestring : NULL;
+}
+
+/* The chat_template string: itself, or the "default" entry of a list of {name, template}. */
+static const char *template_text(const cJSON *v) {
+    if (cJSON_IsString(v)) return v->valuestring;
+    const cJSON *e;
+    if (!cJSON_IsArray(v)) return NULL;
+    cJSON_ArrayForEach(e, v) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name"), *t = cJSON_GetObjectItemCaseSensitive(e, "template");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, "default") == 0 && cJSON_IsString(t)) return t->valuestring;
+    }
+    return NULL;
+}
+
+pdq_code pdq_chat_template_load(const char *dir, const char *name, pdq_chat_template *out, pdq_status *st) {
+    memset(out, 0, sizeof *out);
+    char path[4096], jpath[4096];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    snprintf(jpath, sizeof jpath, "%s/chat_template.jinja", dir);
+    pdq_code rc = name ? by_name(name, &out->kind, st) : PDQ_OK;
+    if (rc) return rc;
+    char *buf = NULL, *jbuf = NULL;
+    size_t len = 0;
+    pdq_status ignore = {0};
+    cJSON *cfg = NULL;
+    if (pdq_file_read(path, PDQ_FILE_MAX_JSON, &buf, &len, &ignore) == PDQ_OK) {
+        cfg = cJSON_ParseWithLength(buf, len);
+        free(buf);
+        if (!cJSON_IsObject(cfg)) {
+            cJSON_Delete(cfg);
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not a valid JSON object", path);
+        }
+    }
+    const char *bos = token_text(cJSON_GetObjectItemCaseSensitive(cfg, "bos_token"));
+    size_t bos_len = bos ? strlen(bos) : 0;
+    if (bos_len >= sizeof out->bos) {
+        cJSON_Delete(cfg);
+        return pdq_fail(st, PDQ_ERR_LIMIT, "%s: bos_token of %zu bytes exceeds %zu", path, bos_len, sizeof out->bos - 1);
+    }
+    if (bos) memcpy(out->bos, bos, strlen(bos) + 1);
+    const char *tmpl = template_text(cJSON_GetObjectItemCaseSensitive(cfg, "chat_template")), *from = path;
+    if (!tmpl && pdq_file_read(jpath, PDQ_FILE_MAX_JSON, &jbuf, &len, &ignore) == PDQ_OK) {
+        tmpl = jbuf;
+        from = jpath;
+    }
+    if (!name && tmpl && (out->kind = pdq_chat_template_detect(tmpl)) == PDQ_CHAT_NONE)
+        rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: chat_template is none of the built-in formats (%s)", from,
+                      pdq_chat_template_names());
+    free(jbuf);
+    cJSON_Delete(cfg);
+    return rc;
+}
