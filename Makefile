@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
 MODEL ?= models/web-bible-llama-19m
 
-.PHONY: all deps demo test test-fast test-asan fuzz bench clean install
+.PHONY: all deps deps-mpi demo test test-fast test-asan fuzz bench clean install
 
 all: $(BUILD)/pdq
 
@@ -20,6 +20,11 @@ FORCE:
 
 deps:
 	bash scripts/install-deps.sh
+
+# Opt-in: Open MPI, so that `make all` also builds pdq-mpi (reconfigures the build dir).
+deps-mpi:
+	bash scripts/install-mpi.sh
+	cmake -S . -B $(BUILD) >/dev/null
 
 demo: deps all
 	bash scripts/demo.sh $(BUILD)/pdq $(MODEL)

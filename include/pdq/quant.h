@@ -173,6 +173,9 @@ typedef struct {
     int quiet;              /* no summary table */
     const struct pdq_transform_opts *transforms; /* NULL, or the float transforms the model went
                                                   * through first (pdq/transform.h); recorded only */
+    const struct pdq_dist *dist; /* NULL, or the job's ranks (src/dist): windows split across them */
+    int calib_chunk;        /* windows per Hessian chunk (0 = 1): chunk sums added in window order,
+                             * the same for any number of ranks; 1 keeps the one-process sums */
 } pdq_quant_opts;
 
 void pdq_quant_opts_default(pdq_quant_opts *o, int bits);
@@ -192,6 +195,8 @@ typedef struct {
     int n, cap;
     pdq_quant_opts opts;
     int nsamples, seq_len;  /* actually used */
+    long comm_bytes;        /* calibration bytes this rank sent or received across ranks */
+    double comm_seconds;    /* and the seconds in those exchanges (waits for other ranks included) */
     double seconds;
 } pdq_qmodel;
 

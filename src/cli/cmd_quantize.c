@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "quantize_preflight.h"
 #include "quantize_prompts.h"
+#include "quantize_job.h"
 
 #define MAX_OVERRIDES 64
 
@@ -37,6 +38,9 @@ static const char *k_usage =
     "  --lm-head-bits B|none  lm_head (default 8, RTN)\n"
     "  --lm-head-gptq       GPTQ for lm_head instead of RTN\n"
     "  --gptq-orig-inputs   Hessians from the float model's activations (TICO gptq_use_orig_model_inference)\n"
+    "  --calib-chunk N      windows per Hessian chunk (default 1): Hessians are chunk sums added in window\n"
+    "                       order, identical for any number of MPI ranks (pdq-mpi); N > 1 sends fewer, larger\n"
+    "                       sums between ranks and changes the summation order\n"
     "  --eval FILE          perplexity of FP32 and quantized on FILE (windows --eval-len, stride --eval-stride;\n"
     "                       default 256/256), written to report.json\n"
     "  --eval-fp32-ppl X    reuse a known FP32 perplexity of the same file and windows (sweeps)\n"
@@ -100,6 +104,7 @@ int cmd_quantize(int argc, char **argv) {
     o.lm_head_bits = parse_bits(&a, "--lm-head-bits", 8);
     o.lm_head_gptq = args_flag(&a, "--lm-head-gptq");
     o.orig_inputs = args_flag(&a, "--gptq-orig-inputs");
+    o.calib_chunk = (int)args_int_range(&a, "--calib-chunk", 1, 1, 1 << 20);
     int threads = args_threads(&a), quiet = args_flag(&a, "--quiet"), json = args_flag(&a, "--json");
     long eval_tokens = args_int_range(&a, "--eval-tokens", 0, 2, LONG_MAX);
     int eval_len = (int)args_int_range(&a, "--eval-len", 256, 2, 1 << 20);
@@ -157,7 +162,16 @@ int cmd_quantize(int argc, char **argv) {
      * whole float model, loaded for it and freed before quantizing. */
     pdq_model *m = NULL;
     quantize_view tview = {0};
-    if (pdq_model_load_lazy(dir, &m, &st)) { fprintf(stderr, "pdq quantize: %s\n", st.msg); return 1; }
+    quantize_job job; /* under mpirun: this rank of the job (pdq-mpi); else a job of one */
+    if (quantize_job_start(&job)) return 1;
+    o.dist = job.d;
+    if (pdq_model_load_lazy(dir, &m, &st)) {
+        quantize_job_fail(&job, st.msg);
+        fprintf(stderr, "pdq quantize: %s\n", st.msg);
+        quantize_job_end(&job);
+        return 1;
+    }
+    quantize_job_check(&job, argc, argv, dir, calib);
     pdq_set_threads(m, threads);
     if (evalf && eval_len > m->cfg.max_position_embeddings) {
         fprintf(stderr, "pdq quantize: note: --eval-len %d capped to max_position_embeddings %d\n", eval_len,
@@ -165,12 +179,17 @@ int cmd_quantize(int argc, char **argv) {
         eval_len = m->cfg.max_position_embeddings;
         if (eval_stride > eval_len) eval_stride = eval_len;
     }
-    quantize_plan plan = {dir, out, calib, evalf, export, ex_whole, ex_per, &o, &ro, abits, nsamples, seq_len,
-                          eval_len, eval_stride, known_fp32, threads};
-    /* Everything that can fail without computing fails here, before the FP32 evaluation and GPTQ. */
+    /* ranks other than 0 calibrate only: no --out, evaluation or later steps */
+    quantize_plan plan = {dir, job.lead ? out : NULL, calib, evalf, export, ex_whole, ex_per, &o, &ro, abits, nsamples,
+                          seq_len, eval_len, eval_stride, known_fp32, threads};
+    /* Everything that can fail without computing fails here, before the FP32 evaluation and GPTQ.
+     * Under mpirun rank 0 checks first and the others follow once it passed (one message). */
+    if (!job.lead && pdq_dist_barrier(job.d, &st)) goto fail;
     if ((status = quantize_preflight(&plan, m)) != 0) goto done;
-    if ((abits != PDQ_ADT_FLOAT || export) && quantize_prompts_load(evalf ? evalf : calib, &prompts, &ro)) goto done;
-    if ((abits != PDQ_ADT_FLOAT || export) && (status = quantize_check_verify(dir, &ro)) != 0) goto done;
+    if (!job.lead) evalf = NULL, export = NULL;
+    if ((abits != PDQ_ADT_FLOAT || export) && job.lead && quantize_prompts_load(evalf ? evalf : calib, &prompts, &ro))
+        goto done;
+    if ((abits != PDQ_ADT_FLOAT || export) && job.lead && (status = quantize_check_verify(dir, &ro)) != 0) goto done;
     status = 1;
     int bos = -1;
     t0 = pdq_now();
@@ -195,6 +214,7 @@ int cmd_quantize(int argc, char **argv) {
         free(w);
         if (rc) goto calib_fail;
     }
+    if (job.lead && pdq_dist_barrier(job.d, &st)) goto fail;
     if (evalf) {
         pdq_tokenizer *tok = cli_load_tokenizer("quantize", dir);
         size_t len;
@@ -210,7 +230,7 @@ int cmd_quantize(int argc, char **argv) {
         }
         if (eval_tokens > 0 && (size_t)eval_tokens < n_eval) n_eval = (size_t)eval_tokens;
     }
-    quantize_print_config(&plan, m, stderr);
+    if (job.lead) quantize_print_config(&plan, m, stderr);
     if (prompts.file)
         fprintf(stderr, "  verify       the first %d line%s of %s (%d words each) as prompts\n", prompts.n,
                 prompts.n > 1 ? "s" : "", prompts.file, QUANTIZE_PROMPT_WORDS);
@@ -232,7 +252,11 @@ int cmd_quantize(int argc, char **argv) {
     if (o.transforms && save_transformed) { /* from here on the run works on the transformed checkpoint */
         pdq_model_free(m);
         m = NULL;
-        if (quantize_transform_run(dir, out, &tro, windows, nsamples, seq_len, threads, tdir, sizeof tdir)) goto done;
+        /* rank 0 writes the transformed checkpoint, the others then read it */
+        if (job.lead && quantize_transform_run(dir, out, &tro, windows, nsamples, seq_len, threads, tdir, sizeof tdir))
+            goto done;
+        if (!job.lead) snprintf(tdir, sizeof tdir, "%s/transformed", out);
+        if (pdq_dist_barrier(job.d, &st)) goto fail;
         dir = tdir;
         if (pdq_model_load_lazy(dir, &m, &st)) goto fail;
         pdq_set_threads(m, threads);
@@ -240,6 +264,11 @@ int cmd_quantize(int argc, char **argv) {
         goto done;
     }
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
+    quantize_job_report(&job, q.comm_bytes, q.comm_seconds);
+    if (!job.lead) { /* rank 0 alone writes */
+        status = 0;
+        goto done;
+    }
     tm.t[QS_CALIB] = pdq_now() - t0 - tm.t[QS_FP32_EVAL]; /* split with QS_WEIGHTS by the summary */
     tm.t[QS_WEIGHTS] = 0;
     if (!quiet) pdq_qmodel_print(&q, stdout);
@@ -293,8 +322,11 @@ calib_fail:
     fprintf(stderr, "pdq quantize: --calib %s: %s\n", calib, st.msg);
     goto done;
 fail:
+    quantize_job_fail(&job, st.msg);
     fprintf(stderr, "pdq quantize: %s\n", st.msg);
 done:
+    if (status) quantize_job_fail(&job, "failed: the message above");
+    quantize_job_end(&job);
     if (saved_stdout >= 0) { fflush(stdout); dup2(saved_stdout, 1); close(saved_stdout); }
     pdq_qmodel_free(&q);
     quantize_prompts_free(&prompts);

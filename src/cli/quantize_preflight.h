@@ -11,7 +11,7 @@
 #include "pdq/quant.h"
 
 typedef struct {
-    const char *src, *out, *calib, *eval, *export_list;
+    const char *src, *out, *calib, *eval, *export_list; /* out NULL: not checked (a rank that does not write) */
     int export_whole, export_per;
     pdq_quant_opts *qo;            /* overrides' `used` flags are reset by the check */
     const pdq_ptq_run_opts *ro;

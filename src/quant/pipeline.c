@@ -13,6 +13,7 @@
 
 #include "pdq/progress.h"
 #include "pdq/quant.h"
+#include "quant/calib_split.h"
 
 void pdq_quant_opts_default(pdq_quant_opts *o, int bits) {
     memset(o, 0, sizeof *o);
@@ -206,13 +207,80 @@ static void hessian4_hook(void *ctx, int layer, pdq_linear_id which, const float
  * the float model's activations, not from a model whose earlier linears are already quantized.
  * One float pass per layer collects the four Hessians and turns x into the next layer's float
  * inputs; then the seven linears are quantized. */
-static pdq_code gptq_layers_orig(pdq_model *m, const pdq_quant_opts *o, float *x, int ns, int T, pdq_qmodel *q,
-                                 progress_t *pg, pdq_status *st) {
+typedef struct {
+    pdq_model *m;
+    int l, T;
+    float *x, *tmp;
+    pdq_linear_id which;
+    progress_t *pg;
+} window_ctx;
+
+static pdq_code orig_window(void *ctx, int w, pdq_hessian *hs, pdq_status *st) {
+    window_ctx *c = ctx;
+    hook4_ctx hc;
+    memcpy(hc.h, hs, sizeof hc.h);
+    hc.st = st;
+    hc.rc = PDQ_OK;
+    pdq_code rc = pdq_model_layer_forward(c->m, c->l, &c->m->layers[c->l], NULL, 1, c->T,
+                                          c->x + (size_t)w * c->T * c->m->cfg.hidden_size, NULL, NULL, hessian4_hook, &hc, st);
+    memcpy(hs, hc.h, sizeof hc.h); /* the row counts */
+    step(c->pg, 5);
+    return rc ? rc : hc.rc;
+}
+
+/* GPTQ of the linears ids[n] of layer l (Hessian of each: hs[hidx[k]]), each on its owner rank,
+ * then every result on every rank, committed in the order given. */
+static pdq_code gptq_owned(pdq_model *m, const pdq_quant_opts *o, pdq_calib_split *sp, int l, const pdq_linear_id *ids,
+                           int n, float *const *H, const int *hidx, double tcal, pdq_qmodel *q, progress_t *pg,
+                           pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    pdq_layer *L = &m->layers[l];
+    pdq_qresult r[PDQ_LIN_COUNT];
+    int owner[PDQ_LIN_COUNT];
+    double cost[PDQ_LIN_COUNT] = {0}, secs[PDQ_LIN_COUNT] = {0};
+    pdq_gptq_opts go[PDQ_LIN_COUNT];
+    char name[128];
+    memset(r, 0, sizeof r);
+    for (int k = 0; k < n; k++) {
+        int out, in;
+        pdq_linear_shape(c, ids[k], &out, &in);
+        cost[k] = pdq_calib_split_cost(out, in);
+        linear_full_name(name, sizeof name, l, ids[k]);
+        go[k] = o->gptq;
+        go[k].scheme.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, go[k].scheme.bits);
+    }
+    pdq_calib_split_owners(sp, cost, n, owner);
+    pdq_code rc = PDQ_OK;
+    for (int k = 0; !rc && k < n; k++) {
+        if (owner[k] != sp->rank) continue;
+        int out, in;
+        pdq_linear_shape(c, ids[k], &out, &in);
+        linear_full_name(name, sizeof name, l, ids[k]);
+        snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name(ids[k]));
+        double t1 = pdq_now();
+        rc = pdq_gptq(&go[k], L->w[ids[k]], out, in, H[hidx[k]], name, &r[k], st);
+        secs[k] = pdq_now() - t1;
+    }
+    for (int k = 0; !rc && k < n; k++) {
+        double t1 = pdq_now();
+        if ((rc = pdq_calib_split_share(sp, &r[k], owner[k], st))) break;
+        if (owner[k] != sp->rank) secs[k] = pdq_now() - t1;
+        linear_full_name(name, sizeof name, l, ids[k]);
+        pdq_qmodule *mod = add_module(q, name, st);
+        if (!mod) { rc = PDQ_ERR_NOMEM; break; }
+        if ((rc = commit(mod, &r[k], L->w[ids[k]], &go[k].scheme, go[k].actorder, tcal + secs[k], st))) break;
+        memset(&r[k], 0, sizeof r[k]);
+        step(pg, sp->ns);
+    }
+    for (int k = 0; k < n; k++) pdq_qresult_free(&r[k]);
+    return rc;
+}
+
+static pdq_code gptq_layers_orig(pdq_model *m, const pdq_quant_opts *o, pdq_calib_split *sp, float *x, int T,
+                                 pdq_qmodel *q, progress_t *pg, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     pdq_code rc = PDQ_OK;
-    char name[128];
     for (int l = 0; !rc && l < c->n_layers; l++) {
-        pdq_layer *L = &m->layers[l];
         if ((rc = pdq_model_layer_acquire(m, l, st))) break;
         hook4_ctx hc;
         memset(&hc, 0, sizeof hc);
@@ -225,43 +293,45 @@ static pdq_code gptq_layers_orig(pdq_model *m, const pdq_quant_opts *o, float *x
         }
         snprintf(pg->label, sizeof pg->label, "layer %d/%d float pass", l + 1, c->n_layers);
         double t0 = pdq_now();
-        for (int s = 0; !rc && s < ns; s++) {
-            rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, x + (size_t)s * T * c->hidden_size, NULL, NULL,
-                                         hessian4_hook, &hc, st);
-            if (!rc) rc = hc.rc;
-            step(pg, 5);
-        }
+        window_ctx wc = {m, l, T, x, NULL, PDQ_LIN_COUNT, pg};
+        if (!rc) rc = pdq_calib_split_hessians(sp, hc.h, 4, orig_window, &wc, st);
         double tcal = (pdq_now() - t0) / PDQ_LIN_COUNT;
-        for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
-            int out, in;
-            pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
-            pdq_hessian *hs = &hc.h[group_of(i == PDQ_LIN_K || i == PDQ_LIN_V ? PDQ_LIN_Q : i == PDQ_LIN_UP ? PDQ_LIN_GATE : (pdq_linear_id)i)];
-            float *H = malloc((size_t)in * in * sizeof(float));
-            if (!H) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); break; }
-            pdq_hessian_get(hs, H);
-            linear_full_name(name, sizeof name, l, i);
-            snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name((pdq_linear_id)i));
-            pdq_gptq_opts go = o->gptq;
-            go.scheme.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, go.scheme.bits);
-            double t1 = pdq_now();
-            pdq_qresult r;
-            rc = pdq_gptq(&go, L->w[i], out, in, H, name, &r, st);
-            free(H);
-            if (rc) break;
-            pdq_qmodule *mod = add_module(q, name, st);
-            if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; break; }
-            if ((rc = commit(mod, &r, L->w[i], &go.scheme, go.actorder, tcal + pdq_now() - t1, st))) break;
-            step(pg, ns);
+        float *H[4] = {NULL, NULL, NULL, NULL};
+        for (int g = 0; !rc && g < 4; g++) {
+            int n = hc.h[g].n;
+            if (!(H[g] = malloc((size_t)n * n * sizeof(float)))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+            else pdq_hessian_get(&hc.h[g], H[g]);
         }
-        for (int g = 0; g < 4; g++) pdq_hessian_free(&hc.h[g]);
+        pdq_linear_id ids[PDQ_LIN_COUNT];
+        int hidx[PDQ_LIN_COUNT];
+        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+            ids[i] = (pdq_linear_id)i;
+            hidx[i] = group_of(i == PDQ_LIN_K || i == PDQ_LIN_V ? PDQ_LIN_Q : i == PDQ_LIN_UP ? PDQ_LIN_GATE : (pdq_linear_id)i);
+        }
+        if (!rc) rc = gptq_owned(m, o, sp, l, ids, PDQ_LIN_COUNT, H, hidx, tcal, q, pg, st);
+        for (int g = 0; g < 4; g++) {
+            free(H[g]);
+            pdq_hessian_free(&hc.h[g]);
+        }
         pdq_model_layer_release(m, l);
     }
     return rc;
 }
 
 /* GPTQ of the decoder layers on cached inputs x [ns*T*D]. */
-static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, float *x, int ns, int T, pdq_qmodel *q,
-                            progress_t *pg, pdq_status *st) {
+static pdq_code group_window(void *ctx, int w, pdq_hessian *hs, pdq_status *st) {
+    window_ctx *c = ctx;
+    size_t TD = (size_t)c->T * c->m->cfg.hidden_size;
+    memcpy(c->tmp, c->x + (size_t)w * TD, TD * sizeof(float));
+    hook_ctx hc = {hs, c->which, st, PDQ_OK};
+    pdq_code rc = pdq_model_layer_forward(c->m, c->l, &c->m->layers[c->l], NULL, 1, c->T, c->tmp, NULL, NULL,
+                                          hessian_hook, &hc, st);
+    step(c->pg, 1);
+    return rc ? rc : hc.rc;
+}
+
+static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, pdq_calib_split *sp, float *x, int T,
+                            pdq_qmodel *q, progress_t *pg, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     int D = c->hidden_size;
     static const pdq_linear_id groups[4][3] = {
@@ -269,7 +339,6 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, float *x, int
         {PDQ_LIN_GATE, PDQ_LIN_UP, PDQ_LIN_COUNT}, {PDQ_LIN_DOWN, PDQ_LIN_COUNT, PDQ_LIN_COUNT}};
     float *tmp = malloc((size_t)T * D * sizeof(float)), *H = NULL;
     pdq_code rc = tmp ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
-    char name[128];
     for (int l = 0; !rc && l < c->n_layers; l++) {
         pdq_layer *L = &m->layers[l];
         if ((rc = pdq_model_layer_acquire(m, l, st))) break;
@@ -283,38 +352,20 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, float *x, int
             if (!H) { pdq_hessian_free(&hs); rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); break; }
             snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name(groups[g][0]));
             double t0 = pdq_now();
-            hook_ctx hc = {&hs, groups[g][0], st, PDQ_OK};
-            for (int s = 0; !rc && s < ns; s++) {
-                memcpy(tmp, x + (size_t)s * T * D, (size_t)T * D * sizeof(float));
-                rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, tmp, NULL, NULL, hessian_hook, &hc, st);
-                if (!rc) rc = hc.rc;
-                step(pg, 1);
-            }
+            window_ctx wc = {m, l, T, x, tmp, groups[g][0], pg};
+            rc = pdq_calib_split_hessians(sp, &hs, 1, group_window, &wc, st);
             if (!rc) pdq_hessian_get(&hs, H);
             pdq_hessian_free(&hs);
             if (rc) { pdq_wrap(st, "layer %d calibration", l); break; }
             int nlin = 0;
             while (nlin < 3 && groups[g][nlin] != PDQ_LIN_COUNT) nlin++;
             double tcal = (pdq_now() - t0) / nlin;
-            for (int k = 0; !rc && k < nlin; k++) {
-                pdq_linear_id id = groups[g][k];
-                pdq_linear_shape(c, id, &out, &in);
-                linear_full_name(name, sizeof name, l, id);
-                snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name(id));
-                pdq_gptq_opts go = o->gptq;
-                go.scheme.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, go.scheme.bits);
-                double t1 = pdq_now();
-                pdq_qresult r;
-                if ((rc = pdq_gptq(&go, L->w[id], out, in, H, name, &r, st))) break;
-                pdq_qmodule *mod = add_module(q, name, st);
-                if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; break; }
-                if ((rc = commit(mod, &r, L->w[id], &go.scheme, go.actorder, tcal + pdq_now() - t1, st))) break;
-                step(pg, ns);
-            }
+            static const int hidx[3] = {0, 0, 0};
+            rc = gptq_owned(m, o, sp, l, groups[g], nlin, &H, hidx, tcal, q, pg, st);
         }
         /* the quantized layer produces the next layer's inputs */
         snprintf(pg->label, sizeof pg->label, "layer %d/%d output", l + 1, c->n_layers);
-        for (int s = 0; !rc && s < ns; s++) {
+        for (int s = 0; !rc && s < sp->nlocal; s++) {
             rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, x + (size_t)s * T * D, NULL, NULL, NULL, NULL, st);
             step(pg, 1);
         }
@@ -326,8 +377,16 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, float *x, int
 }
 
 /* GPTQ of lm_head on the final-norm outputs of the last layer. */
-static pdq_code gptq_head(pdq_model *m, const pdq_quant_opts *o, float *x, int ns, int T, pdq_qmodel *q,
-                          pdq_status *st) {
+static pdq_code head_window(void *ctx, int w, pdq_hessian *hs, pdq_status *st) {
+    window_ctx *c = ctx;
+    const pdq_config *cf = &c->m->cfg;
+    size_t TD = (size_t)c->T * cf->hidden_size;
+    pdq_rmsnorm(c->tmp, c->x + (size_t)w * TD, c->m->norm, c->T, cf->hidden_size, cf->rms_norm_eps);
+    return pdq_hessian_add(hs, c->tmp, c->T, st);
+}
+
+static pdq_code gptq_head(pdq_model *m, const pdq_quant_opts *o, pdq_calib_split *sp, float *x, int T, pdq_qmodel *q,
+                          progress_t *pg, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     int D = c->hidden_size, V = c->vocab_size;
     pdq_hessian hs;
@@ -336,17 +395,18 @@ static pdq_code gptq_head(pdq_model *m, const pdq_quant_opts *o, float *x, int n
     float *tmp = malloc((size_t)T * D * sizeof(float)), *H = malloc((size_t)D * D * sizeof(float));
     if (!tmp || !H) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
     double t0 = pdq_now();
-    for (int s = 0; !rc && s < ns; s++) {
-        pdq_rmsnorm(tmp, x + (size_t)s * T * D, m->norm, T, D, c->rms_norm_eps);
-        rc = pdq_hessian_add(&hs, tmp, T, st);
-    }
+    window_ctx wc = {m, 0, T, x, tmp, PDQ_LIN_COUNT, pg};
+    if (!rc) rc = pdq_calib_split_hessians(sp, &hs, 1, head_window, &wc, st);
     if (!rc) rc = pdq_model_lm_head_acquire(m, st);
     if (!rc) {
         pdq_hessian_get(&hs, H);
         pdq_gptq_opts go = o->gptq;
         go.scheme.bits = o->lm_head_bits;
         pdq_qresult r;
-        if (!(rc = pdq_gptq(&go, m->lm_head, V, D, H, "lm_head", &r, st))) {
+        memset(&r, 0, sizeof r);
+        if (sp->rank == 0) rc = pdq_gptq(&go, m->lm_head, V, D, H, "lm_head", &r, st);
+        if (!rc) rc = pdq_calib_split_share(sp, &r, 0, st);
+        if (!rc) {
             pdq_qmodule *mod = add_module(q, "lm_head", st);
             if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; }
             else rc = commit(mod, &r, m->lm_head, &go.scheme, go.actorder, pdq_now() - t0, st);
@@ -405,22 +465,33 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
             pdq_model_layer_release(m, l);
         }
     } else {
-        size_t nx = (size_t)ns * T * D;
-        float *x = malloc(nx * sizeof(float));
-        if (!x) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory caching %d x %d activations", ns, T); goto fail; }
-        for (int s = 0; !rc && s < ns; s++)
-            rc = pdq_model_embed(m, T, calib + (size_t)s * T, x + (size_t)s * T * D, st);
+        /* this rank's windows only (all of them in one process) */
+        pdq_calib_split sp;
+        if ((rc = pdq_calib_split_init(&sp, o.dist, ns, o.calib_chunk, st))) goto fail;
+        size_t nx = (size_t)sp.nlocal * T * D;
+        float *x = malloc(nx * sizeof(float) + 1);
+        if (!x) {
+            pdq_calib_split_free(&sp);
+            rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory caching %d x %d activations", sp.nlocal, T);
+            goto fail;
+        }
+        for (int s = 0; !rc && s < sp.nlocal; s++)
+            rc = pdq_model_embed(m, T, calib + (size_t)sp.local[s] * T, x + (size_t)s * T * D, st);
         pdq_model_embed_release(m);
         progress_t pg;
         memset(&pg, 0, sizeof pg);
-        long total = (long)c->n_layers * (5 * ns + PDQ_LIN_COUNT * ns);
+        long total = (long)c->n_layers * (5 * sp.nlocal + PDQ_LIN_COUNT * ns);
         pdq_progress_start(&pg.p, pg.label, total);
-        if (!rc) rc = o.orig_inputs ? gptq_layers_orig(m, &o, x, ns, T, q, &pg, st) : gptq_layers(m, &o, x, ns, T, q, &pg, st);
+        if (sp.rank != 0) pg.p.enabled = 0; /* shown once, by rank 0 */
+        if (!rc) rc = o.orig_inputs ? gptq_layers_orig(m, &o, &sp, x, T, q, &pg, st) : gptq_layers(m, &o, &sp, x, T, q, &pg, st);
         if (!rc && o.lm_head_bits && o.lm_head_gptq && !c->tie_word_embeddings) {
             snprintf(pg.label, sizeof pg.label, "lm_head");
-            rc = gptq_head(m, &o, x, ns, T, q, st);
+            rc = gptq_head(m, &o, &sp, x, T, q, &pg, st);
         }
         pdq_progress_finish(&pg.p);
+        q->comm_bytes = sp.bytes;
+        q->comm_seconds = sp.comm_s;
+        pdq_calib_split_free(&sp);
         free(x);
         if (rc) goto fail;
     }

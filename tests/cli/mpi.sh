@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# pdq-mpi under mpirun: 1, 2 and 3 ranks (oversubscribed on a small machine) write the same
+# bytes as the plain binary -- model.q.safetensors, Circle files and .npy tables byte for byte,
+# pdq_quant.json / ptq.json / report.json / manifest.json equal once timings and the output path
+# are taken out -- for GPTQ w4 a16 with r1,r2,smooth and --export on the bundled model, for
+# --gptq-orig-inputs with --calib-chunk 2, and for stories260K (tied head) when ../shared has it.
+# Faults end the whole job with one message naming the rank, within a timeout, leaving no output
+# and earlier outputs untouched: a model that differs on one rank, a corrupt model on one rank,
+# a rank killed mid-layer.
+set -u
+PDQ=${1:?usage: mpi.sh PDQ_BINARY}
+MPDQ=$(dirname "$PDQ")/pdq-mpi
+. "$(dirname "$0")/lib/checks.sh"
+if [ ! -x "$MPDQ" ] || ! command -v mpirun >/dev/null 2>&1; then
+    echo "SKIP: no pdq-mpi or no mpirun (bash scripts/install-mpi.sh installs Open MPI; rebuild to get pdq-mpi)"
+    exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI containers run as root
+# Sanitized build: Open MPI's allocations kept past MPI_Finalize are suppressed by library name,
+# which needs full stacks (slow unwinder) and its plugins still loaded at exit.
+export LSAN_OPTIONS="suppressions=$PWD/tests/cli/lib/lsan-mpi.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export OMPI_MCA_mca_base_component_disable_dlclose=1
+[ "${PDQ_ASAN:-}" = 1 ] && export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+mpi() { timeout 300 mpirun --oversubscribe "$@"; }
+M=models/web-bible-llama-19m
+head -c 300000 data/web-bible/train.txt >"$tmp/calib.txt"
+
+# Timings and the output directory's own path aside, JSON files must be equal; others byte-equal.
+norm='walk(if type == "object" then with_entries(select(.key | test("seconds|time|_s$") | not)) else . end)'
+same() { # name dirA dirB
+    local a=$2 b=$3 f diffs=""
+    [ -s "$a/model.q.safetensors" ] && [ -s "$b/model.q.safetensors" ] || { bad "$1: missing outputs"; return; }
+    [ "$(cd "$a" && find . -type f ! -name report.html | sort)" = "$(cd "$b" && find . -type f ! -name report.html | sort)" ] ||
+        diffs="file list"
+    for f in $(cd "$a" && find . -type f ! -name report.html | sort); do
+        case $f in
+        *.json)
+            cmp -s <(sed "s#$a#OUT#g" "$a/$f" | jq -S "$norm") <(sed "s#$b#OUT#g" "$b/$f" | jq -S "$norm") || diffs="$diffs $f" ;;
+        *) cmp -s "$a/$f" "$b/$f" || diffs="$diffs $f" ;;
+        esac
+    done
+    if [ -z "$diffs" ]; then ok "$1"; else bad "$1: differ:$diffs"; fi
+}
+
+# 1. the bundled model, GPTQ w4 a16, r1,r2,smooth, Circle export, GPTQ lm_head
+A=(quantize --model $M --calib "$tmp/calib.txt" --wbits 4 --abits 16 --nsamples 5 --seq-len 64 --max-seq 32
+   --act-nsamples 2 --verify-steps 4 --transform r1,r2,smooth --smooth-nsamples 4 --export circle-full
+   --lm-head-gptq --quiet --threads 1)
+nps="1 2 3"
+[ "${PDQ_ASAN:-}" = 1 ] && nps="3" # sanitized ranks are slow: the uneven split alone
+"$PDQ" "${A[@]}" --out "$tmp/plain" >"$tmp/plain.log" 2>&1 || { bad plain-run; tail -5 "$tmp/plain.log"; }
+for np in $nps; do
+    if mpi -np $np "$MPDQ" "${A[@]}" --out "$tmp/np$np" >"$tmp/np$np.log" 2>&1; then
+        same "np$np-identical" "$tmp/plain" "$tmp/np$np"
+    else
+        bad "np$np-run"; tail -5 "$tmp/np$np.log"
+    fi
+done
+[ -f "$tmp/np3.log" ] && check rss-per-rank "grep -Eq 'peak RSS MiB 0: [0-9.]+ \| 1: [0-9.]+ \| 2: [0-9.]+' '$tmp/np3.log'"
+
+# 2. float-model Hessians, chunks of 2 windows (7 windows: 4 chunks over 3 ranks)
+B=(quantize --model $M --calib "$tmp/calib.txt" --wbits 4 --abits none --nsamples 7 --seq-len 32 --gptq-orig-inputs
+   --calib-chunk 2 --group 16 --quiet --threads 1)
+"$PDQ" "${B[@]}" --out "$tmp/orig-plain" >"$tmp/orig.log" 2>&1 || bad orig-plain-run
+mpi -np 3 "$MPDQ" "${B[@]}" --out "$tmp/orig-np3" >"$tmp/orig3.log" 2>&1 || { bad orig-np3-run; tail -5 "$tmp/orig3.log"; }
+same orig-inputs-chunk2-np3 "$tmp/orig-plain" "$tmp/orig-np3"
+
+# 3. stories260K (tied embeddings), from ../shared
+S=../shared/models/stories260K
+if [ -f $S/model.safetensors ] && [ -f ../shared/data/tinystories-260k/train.txt ]; then
+    C=(quantize --model $S --calib ../shared/data/tinystories-260k/train.txt --wbits 4 --abits none --nsamples 6
+       --seq-len 64 --quiet --threads 1)
+    "$PDQ" "${C[@]}" --out "$tmp/s-plain" >/dev/null 2>&1 || bad stories-plain-run
+    mpi -np 2 "$MPDQ" "${C[@]}" --out "$tmp/s-np2" >"$tmp/s2.log" 2>&1 || { bad stories-np2-run; tail -5 "$tmp/s2.log"; }
+    same stories260k-np2 "$tmp/s-plain" "$tmp/s-np2"
+else
+    echo "skip stories260K (no ../shared/models/stories260K)"
+fi
+
+# 4. faults. Two app contexts with their own working directory: the same arguments, rank 1 sees
+# another model under the same relative path.
+mkdir -p "$tmp/a" "$tmp/b"
+cp -r $M "$tmp/a/m"
+cp "$tmp/calib.txt" "$tmp/a/c.txt"
+cp "$tmp/calib.txt" "$tmp/b/c.txt"
+F=(quantize --model m --calib c.txt --nsamples 4 --seq-len 32 --abits none --quiet --threads 1 --out out)
+two() { mpi -np 1 -wdir "$tmp/a" "$MPDQ" "${F[@]}" : -np 1 -wdir "$tmp/b" "$MPDQ" "${F[@]}"; }
+cp -r $M "$tmp/b/m"
+sed -i 's/"rms_norm_eps": 1e-05/"rms_norm_eps": 1e-06/' "$tmp/b/m/config.json"
+err model-differs two "rank 1 of 2 runs with the model (config.json, safetensors headers or sizes) different from rank 0's"
+check model-differs-no-output "[ ! -e '$tmp/a/out' ]"
+cp $M/config.json "$tmp/b/m/config.json"
+printf '@@@@' | dd of="$tmp/b/m/model.safetensors" bs=1 seek=20 conv=notrunc status=none # header no longer JSON
+err corrupt-model-rank1 two "pdq quantize: rank 1 of 2: m/model.safetensors: header is not valid JSON"
+check corrupt-no-output "[ ! -e '$tmp/a/out' ]"
+
+# a rank killed mid-layer: the job ends (mpirun names the rank), the earlier outputs stay as they were
+if [ "${PDQ_ASAN:-}" != 1 ]; then
+    cp -r "$tmp/np2" "$tmp/keep" 2>/dev/null || cp -r "$tmp/plain" "$tmp/keep"
+    before=$(cd "$tmp/keep" && find . -type f -exec sha256sum {} + | sort)
+    PDQ_PROGRESS=1 timeout 300 mpirun --oversubscribe -np 2 "$MPDQ" quantize --model $M --calib "$tmp/calib.txt" \
+        --nsamples 24 --seq-len 256 --abits none --quiet --threads 1 --out "$tmp/keep" >"$tmp/kill.log" 2>&1 &
+    job=$!
+    for _ in $(seq 600); do tr '\r' '\n' <"$tmp/kill.log" | grep -q '^layer 2/4' && break; sleep 0.1; done
+    launcher=$(pgrep -P $job)
+    rank=$(pgrep -P "$launcher" | tail -1)
+    [ -n "$rank" ] && kill -9 "$rank"
+    wait $job
+    rc=$?
+    check killed-rank-ends-job "[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -Eq 'process rank [0-9]+ .*signal 9' '$tmp/kill.log'"
+    check killed-rank-outputs-untouched "[ \"\$before\" = \"\$(cd '$tmp/keep' && find . -type f -exec sha256sum {} + | sort)\" ]"
+fi
+exit $fail
