@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -124,6 +125,65 @@ static void test_atomic_write_faults(void **state) {
     assert_int_equal(pdq_file_write_text(path, good, 0, NULL, &st), PDQ_ERR_IO);
     assert_non_null(strstr(st.msg, path));
     free(data);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* A put larger than the buffer that fails mid-way must read only its own bytes: the data ends
+ * at a PROT_NONE page, so a read past it (glibc's fwrite after a failed cookie write did, with
+ * the 8 MB lm_head on a full disk) faults here in every build, not only under ASan. Every put
+ * after the failure repeats the error; the stream shares it; nothing is left behind. */
+static void test_failed_put_stays_in_bounds(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/model.q.safetensors", dir);
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t n = (size_t)3 << 20; /* a multiple of the page size */
+    unsigned char *map = mmap(NULL, n + (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(map != MAP_FAILED);
+    assert_int_equal(mprotect(map + n, (size_t)pg, PROT_NONE), 0);
+    memset(map, 'q', n);
+    static const size_t budgets[] = {0, 1000, (1u << 20) - 5, (1u << 20) + 17, (2u << 20) + 1};
+    for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+        for (int small_first = 0; small_first < 2; small_first++) {
+            faults f = {budgets[i], ENOSPC, 0, 0};
+            pdq_io io = {.write = f_write, .ctx = &f};
+            pdq_status st = {0};
+            pdq_file_writer *w;
+            assert_int_equal(pdq_file_begin(path, &io, &w, &st), PDQ_OK);
+            if (small_first) assert_int_equal(pdq_file_put(w, map, 100, &st), PDQ_OK); /* a partly full buffer */
+            pdq_code c = pdq_file_put(w, map, n, &st);
+            if (c == PDQ_OK) c = pdq_file_put(w, map, n, &st);
+            assert_int_equal(c, PDQ_ERR_IO);
+            if (!strstr(st.msg, path) || !strstr(st.msg, "No space left on device"))
+                fail_msg("budget %zu: '%s'", budgets[i], st.msg);
+            pdq_status_clear(&st);
+            assert_int_equal(pdq_file_put(w, "x", 1, &st), PDQ_ERR_IO); /* sticky */
+            fputs("more", pdq_file_stream(w));                           /* dropped, never a crash */
+            assert_int_equal(pdq_file_commit(w, &st), PDQ_ERR_IO);
+            assert_non_null(strstr(st.msg, "No space left on device"));
+            assert_int_equal(access(path, F_OK), -1);
+            assert_int_equal(temp_files(dir), 0);
+        }
+    }
+    munmap(map, n + (size_t)pg);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* Text through the stream and bytes through put land in order, whole. */
+static void test_stream_and_put_interleave(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    pdq_status st = {0};
+    pdq_file_writer *w;
+    assert_int_equal(pdq_file_begin(path, NULL, &w, &st), PDQ_OK);
+    fprintf(pdq_file_stream(w), "<a %d>", 1);
+    assert_int_equal(pdq_file_put(w, "b", 1, &st), PDQ_OK);
+    fputs("<c>", pdq_file_stream(w));
+    assert_int_equal(pdq_file_commit(w, &st), PDQ_OK);
+    assert_file_is(path, "<a 1>b<c>", 9);
     tu_rmtree(dir);
     free(dir);
 }
@@ -343,6 +403,8 @@ static void test_writers_on_a_full_disk(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_atomic_write_faults),
+        cmocka_unit_test(test_failed_put_stays_in_bounds),
+        cmocka_unit_test(test_stream_and_put_interleave),
         cmocka_unit_test(test_bounded_read),
         cmocka_unit_test(test_file_map),
         cmocka_unit_test(test_writers_on_a_full_disk),

@@ -163,13 +163,17 @@ pdq_code pdq_npy_write(const char *path, pdq_npy_dtype dt, int ndim, const int64
     pdq_file_writer *w;
     pdq_code rc = pdq_file_begin(path, NULL, &w, st);
     if (rc) return rc;
-    FILE *fp = pdq_file_stream(w);
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
-    int ok = fwrite(pre, 1, 10, fp) == 10 && fwrite(dict, 1, (size_t)n, fp) == (size_t)n;
-    for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', fp) != EOF;
-    ok = ok && fputc('\n', fp) != EOF;
-    size_t bytes = count * pdq_npy_dtype_size(dt);
-    ok = ok && (bytes == 0 || fwrite(data, 1, bytes, fp) == bytes);
-    if (!ok) return pdq_file_fail(w, st);
+    char spaces[64]; /* pad is at most 63 */
+    memset(spaces, ' ', sizeof spaces);
+    rc = pdq_file_put(w, pre, 10, st);
+    if (!rc) rc = pdq_file_put(w, dict, (size_t)n, st);
+    if (!rc) rc = pdq_file_put(w, spaces, pad, st);
+    if (!rc) rc = pdq_file_put(w, "\n", 1, st);
+    if (!rc) rc = pdq_file_put(w, data, count * pdq_npy_dtype_size(dt), st);
+    if (rc) {
+        pdq_file_abort(w);
+        return rc;
+    }
     return pdq_file_commit(w, st);
 }
