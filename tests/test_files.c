@@ -14,7 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pdq/circle.h"
+#include "pdq/eval.h"
 #include "pdq/file.h"
+#include "pdq/report.h"
 #include "pdq/model.h"
 #include "pdq/npy.h"
 #include "pdq/ptq.h"
@@ -346,6 +349,14 @@ static pdq_code w_copy(const char *path, void *arg, pdq_status *st) {
     return pdq_file_copy(arg, path, PDQ_FILE_MAX_JSON, NULL, st);
 }
 
+static pdq_code w_kld(const char *path, void *arg, pdq_status *st) { return pdq_kld_base_save(path, arg, 7, st); }
+
+static pdq_code w_circle(const char *path, void *arg, pdq_status *st) { return pdq_circle_write(path, arg, NULL, st); }
+
+static pdq_code w_html(const char *path, void *arg, pdq_status *st) { return pdq_report_html(arg, path, st); }
+
+static pdq_code w_text(const char *path, void *arg, pdq_status *st) { return pdq_file_write_text(path, arg, 1, NULL, st); }
+
 /* Writes a good file with fn, then again under a 4 KiB limit with different content: the
  * rewrite must fail with an I/O error and leave the good file and no temp. */
 static void check_writer(const char *dir, const char *name, writer_fn fn, void *good_arg, void *new_arg) {
@@ -357,7 +368,7 @@ static void check_writer(const char *dir, const char *name, writer_fn fn, void *
     size_t n = 0;
     char *before = tu_read_file(path, &n);
     assert_non_null(before);
-    assert_true(n > 4096);
+    if (n <= 4096) fail_msg("%s: %zu bytes, not over the 4 KiB limit", name, n);
     int rc = write_limited(fn, path, new_arg, 4096, msg, sizeof msg);
     if (rc != PDQ_ERR_IO || !strstr(msg, name) || !strstr(msg, "File too large"))
         fail_msg("%s under a 4 KiB limit: exit %d, '%s'", name, rc, msg);
@@ -378,6 +389,43 @@ static void test_writers_on_a_full_disk(void **state) {
     check_writer(dir, "logits.npy", w_npy, a, b);
     check_writer(dir, "model.safetensors", w_st, a, b);
     check_writer(dir, "tokenizer.json", w_copy, SMALL_MODEL "/tokenizer.json", SMALL_MODEL "/tokenizer.json");
+    /* a .circle file (one constant tensor), a KLD cache, an HTML report and a text file */
+    pdq_status cst = {0};
+    pdq_circle_model c1, c2;
+    int32_t shape[2] = {256, 256};
+    assert_int_equal(pdq_circle_model_init(&c1, &cst), PDQ_OK);
+    assert_int_equal(pdq_circle_model_init(&c2, &cst), PDQ_OK);
+    assert_true(pdq_circle_add_buffer(&c1, a, sizeof(float) * 256 * 256, 0, &cst) == 1);
+    assert_true(pdq_circle_add_buffer(&c2, b, sizeof(float) * 256 * 256, 0, &cst) == 1);
+    assert_true(pdq_circle_add_tensor(&c1, "w", 0, 2, shape, 1, &cst) == 0);
+    assert_true(pdq_circle_add_tensor(&c2, "w", 0, 2, shape, 1, &cst) == 0);
+    check_writer(dir, "model.circle", w_circle, &c1, &c2);
+    pdq_circle_model_free(&c1);
+    pdq_circle_model_free(&c2);
+    int32_t ids[2 * 600];
+    for (int i = 0; i < 2 * 600; i++) ids[i] = i % 512;
+    pdq_kld_base k1 = {512, 2, 600, ids, a, a}, k2 = {512, 2, 600, ids, b, b};
+    check_writer(dir, "kld-0123.bin", w_kld, &k1, &k2);
+    char rdir[600];
+    snprintf(rdir, sizeof rdir, "%s/run", dir);
+    assert_int_equal(mkdir(rdir, 0755), 0);
+    snprintf(rdir, sizeof rdir, "%s/run/report.json", dir);
+    char rj[4096] = "{\"modules\": [";
+    for (int i = 0; i < 40; i++) /* 40 bars: a page well over the limit */
+        snprintf(rj + strlen(rj), sizeof rj - strlen(rj), "%s{\"name\": \"m%d\", \"gptq_loss\": %d, \"rtn_loss\": %d}",
+                 i ? ", " : "", i, i + 1, i + 2);
+    strcat(rj, "]}");
+    assert_int_equal(tu_write_file(rdir, rj, strlen(rj)), 0);
+    snprintf(rdir, sizeof rdir, "%s/run", dir);
+    check_writer(dir, "report.html", w_html, rdir, rdir);
+    char *t1 = malloc(9000), *t2 = malloc(9000);
+    assert_true(t1 && t2);
+    memset(t1, 'a', 8999);
+    memset(t2, 'b', 8999);
+    t1[8999] = t2[8999] = '\0';
+    check_writer(dir, "report.json", w_text, t1, t2);
+    free(t1);
+    free(t2);
 
     pdq_status st = {0};
     pdq_model *m;
