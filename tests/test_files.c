@@ -24,7 +24,6 @@
 #include "pdq/safetensors.h"
 #include "testutil.h"
 
-#define SMALL_MODEL "models/stories260K"
 
 /* Entries of dir whose name contains ".tmp." (the layer's temp files). */
 static int temp_files(const char *dir) {
@@ -388,7 +387,7 @@ static void test_writers_on_a_full_disk(void **state) {
     }
     check_writer(dir, "logits.npy", w_npy, a, b);
     check_writer(dir, "model.safetensors", w_st, a, b);
-    check_writer(dir, "tokenizer.json", w_copy, SMALL_MODEL "/tokenizer.json", SMALL_MODEL "/tokenizer.json");
+    check_writer(dir, "tokenizer.json", w_copy, PDQ_TEST_MODEL "/tokenizer.json", PDQ_TEST_MODEL "/tokenizer.json");
     /* a .circle file (one constant tensor), a KLD cache, an HTML report and a text file */
     pdq_status cst = {0};
     pdq_circle_model c1, c2;
@@ -429,7 +428,7 @@ static void test_writers_on_a_full_disk(void **state) {
 
     pdq_status st = {0};
     pdq_model *m;
-    assert_int_equal(pdq_model_load(SMALL_MODEL, &m, &st), PDQ_OK);
+    assert_int_equal(pdq_model_load(PDQ_TEST_MODEL, &m, &st), PDQ_OK);
     pdq_static_opts so;
     pdq_static_opts_default(&so);
     pdq_ptq_opts po;
