@@ -4,7 +4,7 @@
  * activations, the numbers its exported Circle pair computes.
  *
  *   cc model_generate.c $(pkg-config --cflags --libs pdq) -o model_generate
- *   ./model_generate models/stories260K "Once upon a time" 32 [MAX_SEQ]   */
+ *   ./model_generate ../shared/models/stories260K "Once upon a time" 32 [MAX_SEQ]   */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,19 +8,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pdq/circle.h"
+#include "pdq/eval.h"
 #include "pdq/file.h"
+#include "pdq/report.h"
 #include "pdq/model.h"
 #include "pdq/npy.h"
 #include "pdq/ptq.h"
 #include "pdq/safetensors.h"
 #include "testutil.h"
 
-#define SMALL_MODEL "models/stories260K"
 
 /* Entries of dir whose name contains ".tmp." (the layer's temp files). */
 static int temp_files(const char *dir) {
@@ -124,6 +127,65 @@ static void test_atomic_write_faults(void **state) {
     assert_int_equal(pdq_file_write_text(path, good, 0, NULL, &st), PDQ_ERR_IO);
     assert_non_null(strstr(st.msg, path));
     free(data);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* A put larger than the buffer that fails mid-way must read only its own bytes: the data ends
+ * at a PROT_NONE page, so a read past it (glibc's fwrite after a failed cookie write did, with
+ * the 8 MB lm_head on a full disk) faults here in every build, not only under ASan. Every put
+ * after the failure repeats the error; the stream shares it; nothing is left behind. */
+static void test_failed_put_stays_in_bounds(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/model.q.safetensors", dir);
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t n = (size_t)3 << 20; /* a multiple of the page size */
+    unsigned char *map = mmap(NULL, n + (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(map != MAP_FAILED);
+    assert_int_equal(mprotect(map + n, (size_t)pg, PROT_NONE), 0);
+    memset(map, 'q', n);
+    static const size_t budgets[] = {0, 1000, (1u << 20) - 5, (1u << 20) + 17, (2u << 20) + 1};
+    for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+        for (int small_first = 0; small_first < 2; small_first++) {
+            faults f = {budgets[i], ENOSPC, 0, 0};
+            pdq_io io = {.write = f_write, .ctx = &f};
+            pdq_status st = {0};
+            pdq_file_writer *w;
+            assert_int_equal(pdq_file_begin(path, &io, &w, &st), PDQ_OK);
+            if (small_first) assert_int_equal(pdq_file_put(w, map, 100, &st), PDQ_OK); /* a partly full buffer */
+            pdq_code c = pdq_file_put(w, map, n, &st);
+            if (c == PDQ_OK) c = pdq_file_put(w, map, n, &st);
+            assert_int_equal(c, PDQ_ERR_IO);
+            if (!strstr(st.msg, path) || !strstr(st.msg, "No space left on device"))
+                fail_msg("budget %zu: '%s'", budgets[i], st.msg);
+            pdq_status_clear(&st);
+            assert_int_equal(pdq_file_put(w, "x", 1, &st), PDQ_ERR_IO); /* sticky */
+            fputs("more", pdq_file_stream(w));                           /* dropped, never a crash */
+            assert_int_equal(pdq_file_commit(w, &st), PDQ_ERR_IO);
+            assert_non_null(strstr(st.msg, "No space left on device"));
+            assert_int_equal(access(path, F_OK), -1);
+            assert_int_equal(temp_files(dir), 0);
+        }
+    }
+    munmap(map, n + (size_t)pg);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* Text through the stream and bytes through put land in order, whole. */
+static void test_stream_and_put_interleave(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[512];
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    pdq_status st = {0};
+    pdq_file_writer *w;
+    assert_int_equal(pdq_file_begin(path, NULL, &w, &st), PDQ_OK);
+    fprintf(pdq_file_stream(w), "<a %d>", 1);
+    assert_int_equal(pdq_file_put(w, "b", 1, &st), PDQ_OK);
+    fputs("<c>", pdq_file_stream(w));
+    assert_int_equal(pdq_file_commit(w, &st), PDQ_OK);
+    assert_file_is(path, "<a 1>b<c>", 9);
     tu_rmtree(dir);
     free(dir);
 }
@@ -286,6 +348,14 @@ static pdq_code w_copy(const char *path, void *arg, pdq_status *st) {
     return pdq_file_copy(arg, path, PDQ_FILE_MAX_JSON, NULL, st);
 }
 
+static pdq_code w_kld(const char *path, void *arg, pdq_status *st) { return pdq_kld_base_save(path, arg, 7, st); }
+
+static pdq_code w_circle(const char *path, void *arg, pdq_status *st) { return pdq_circle_write(path, arg, NULL, st); }
+
+static pdq_code w_html(const char *path, void *arg, pdq_status *st) { return pdq_report_html(arg, path, st); }
+
+static pdq_code w_text(const char *path, void *arg, pdq_status *st) { return pdq_file_write_text(path, arg, 1, NULL, st); }
+
 /* Writes a good file with fn, then again under a 4 KiB limit with different content: the
  * rewrite must fail with an I/O error and leave the good file and no temp. */
 static void check_writer(const char *dir, const char *name, writer_fn fn, void *good_arg, void *new_arg) {
@@ -297,7 +367,7 @@ static void check_writer(const char *dir, const char *name, writer_fn fn, void *
     size_t n = 0;
     char *before = tu_read_file(path, &n);
     assert_non_null(before);
-    assert_true(n > 4096);
+    if (n <= 4096) fail_msg("%s: %zu bytes, not over the 4 KiB limit", name, n);
     int rc = write_limited(fn, path, new_arg, 4096, msg, sizeof msg);
     if (rc != PDQ_ERR_IO || !strstr(msg, name) || !strstr(msg, "File too large"))
         fail_msg("%s under a 4 KiB limit: exit %d, '%s'", name, rc, msg);
@@ -317,11 +387,48 @@ static void test_writers_on_a_full_disk(void **state) {
     }
     check_writer(dir, "logits.npy", w_npy, a, b);
     check_writer(dir, "model.safetensors", w_st, a, b);
-    check_writer(dir, "tokenizer.json", w_copy, SMALL_MODEL "/tokenizer.json", SMALL_MODEL "/tokenizer.json");
+    check_writer(dir, "tokenizer.json", w_copy, PDQ_TEST_MODEL "/tokenizer.json", PDQ_TEST_MODEL "/tokenizer.json");
+    /* a .circle file (one constant tensor), a KLD cache, an HTML report and a text file */
+    pdq_status cst = {0};
+    pdq_circle_model c1, c2;
+    int32_t shape[2] = {256, 256};
+    assert_int_equal(pdq_circle_model_init(&c1, &cst), PDQ_OK);
+    assert_int_equal(pdq_circle_model_init(&c2, &cst), PDQ_OK);
+    assert_true(pdq_circle_add_buffer(&c1, a, sizeof(float) * 256 * 256, 0, &cst) == 1);
+    assert_true(pdq_circle_add_buffer(&c2, b, sizeof(float) * 256 * 256, 0, &cst) == 1);
+    assert_true(pdq_circle_add_tensor(&c1, "w", 0, 2, shape, 1, &cst) == 0);
+    assert_true(pdq_circle_add_tensor(&c2, "w", 0, 2, shape, 1, &cst) == 0);
+    check_writer(dir, "model.circle", w_circle, &c1, &c2);
+    pdq_circle_model_free(&c1);
+    pdq_circle_model_free(&c2);
+    int32_t ids[2 * 600];
+    for (int i = 0; i < 2 * 600; i++) ids[i] = i % 512;
+    pdq_kld_base k1 = {512, 2, 600, ids, a, a}, k2 = {512, 2, 600, ids, b, b};
+    check_writer(dir, "kld-0123.bin", w_kld, &k1, &k2);
+    char rdir[600];
+    snprintf(rdir, sizeof rdir, "%s/run", dir);
+    assert_int_equal(mkdir(rdir, 0755), 0);
+    snprintf(rdir, sizeof rdir, "%s/run/report.json", dir);
+    char rj[4096] = "{\"modules\": [";
+    for (int i = 0; i < 40; i++) /* 40 bars: a page well over the limit */
+        snprintf(rj + strlen(rj), sizeof rj - strlen(rj), "%s{\"name\": \"m%d\", \"gptq_loss\": %d, \"rtn_loss\": %d}",
+                 i ? ", " : "", i, i + 1, i + 2);
+    strcat(rj, "]}");
+    assert_int_equal(tu_write_file(rdir, rj, strlen(rj)), 0);
+    snprintf(rdir, sizeof rdir, "%s/run", dir);
+    check_writer(dir, "report.html", w_html, rdir, rdir);
+    char *t1 = malloc(9000), *t2 = malloc(9000);
+    assert_true(t1 && t2);
+    memset(t1, 'a', 8999);
+    memset(t2, 'b', 8999);
+    t1[8999] = t2[8999] = '\0';
+    check_writer(dir, "report.json", w_text, t1, t2);
+    free(t1);
+    free(t2);
 
     pdq_status st = {0};
     pdq_model *m;
-    assert_int_equal(pdq_model_load(SMALL_MODEL, &m, &st), PDQ_OK);
+    assert_int_equal(pdq_model_load(PDQ_TEST_MODEL, &m, &st), PDQ_OK);
     pdq_static_opts so;
     pdq_static_opts_default(&so);
     pdq_ptq_opts po;
@@ -343,6 +450,8 @@ static void test_writers_on_a_full_disk(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_atomic_write_faults),
+        cmocka_unit_test(test_failed_put_stays_in_bounds),
+        cmocka_unit_test(test_stream_and_put_interleave),
         cmocka_unit_test(test_bounded_read),
         cmocka_unit_test(test_file_map),
         cmocka_unit_test(test_writers_on_a_full_disk),

@@ -13,7 +13,7 @@
 #include "pdq/quant.h"
 #include "testutil.h"
 
-#define STORIES "models/stories260K"
+#define STORIES PDQ_TEST_STORIES
 
 typedef struct {
     const char *model, *text;
@@ -182,13 +182,15 @@ static void test_bundled_rtn_w8_group(void **state) {
 
 static void test_stories_rtn_w4_group32(void **state) {
     (void)state;
-    qcase c = {STORIES, "data/tinystories-260k/test.txt", PDQ_QM_RTN, 4, 32, 4096};
+    if (!tu_have_stories()) skip();
+    qcase c = {STORIES, PDQ_TEST_TINYSTORIES "/test.txt", PDQ_QM_RTN, 4, 32, 4096};
     compare(&c, 0);
 }
 
 static void test_stories_gptq_actorder_groups(void **state) {
     (void)state;
-    qcase c = {STORIES, "data/tinystories-260k/train.txt", PDQ_QM_GPTQ, 4, 32, 4096};
+    if (!tu_have_stories()) skip();
+    qcase c = {STORIES, PDQ_TEST_TINYSTORIES "/train.txt", PDQ_QM_GPTQ, 4, 32, 4096};
     compare(&c, 1);
 }
 
@@ -201,13 +203,15 @@ static void test_bundled_gptq_actorder_groups(void **state) {
 
 static void test_stories_rtn_w8(void **state) {
     (void)state;
-    qcase c = {STORIES, "data/tinystories-260k/test.txt", PDQ_QM_RTN, 8, 0, 4096};
+    if (!tu_have_stories()) skip();
+    qcase c = {STORIES, PDQ_TEST_TINYSTORIES "/test.txt", PDQ_QM_RTN, 8, 0, 4096};
     compare(&c, 0);
 }
 
 /* A plain HF directory loads as the f32 reference; a damaged checkpoint is an error, not a crash. */
 static void test_plain_and_bad(void **state) {
     (void)state;
+    if (!tu_have_stories()) skip();
     pdq_status st = {0};
     pdq_model *m = NULL;
     assert_int_equal(pdq_model_load_packed(STORIES, &m, &st), PDQ_OK);

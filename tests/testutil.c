@@ -72,6 +72,16 @@ const char *tu_tokenizer_dir(const char *name, char *buf, size_t cap) {
     return NULL;
 }
 
+int tu_have_stories(void) {
+    struct stat sb;
+    if (stat(PDQ_TEST_STORIES "/model.safetensors", &sb) == 0 && stat(PDQ_TEST_TINYSTORIES "/train.txt", &sb) == 0 &&
+        stat(PDQ_TEST_TINYSTORIES "/test.txt", &sb) == 0)
+        return 1;
+    fprintf(stderr, "SKIP: %s or %s is absent (shared data, not in the repository)\n", PDQ_TEST_STORIES,
+            PDQ_TEST_TINYSTORIES);
+    return 0;
+}
+
 char *tu_flatc_json_text(const char *path, const char *tmpdir) {
     const char *sh = tu_shared_dir();
     if (!sh) return NULL;

@@ -11,6 +11,10 @@
 
 #define PDQ_TEST_MODEL "models/web-bible-llama-19m"
 #define PDQ_TEST_REF "tests/fixtures/hf-reference"
+/* Data from outside the project, never in the repository: read from ../shared (tests run from
+ * the repository root); tests that need it skip when it is absent (tests/README.md). */
+#define PDQ_TEST_STORIES "../shared/models/stories260K"
+#define PDQ_TEST_TINYSTORIES "../shared/data/tinystories-260k"
 
 /* Reads a whole file (NUL-terminated); NULL if missing. */
 char *tu_read_file(const char *path, size_t *len);
@@ -29,6 +33,9 @@ const char *tu_tokenizer_dir(const char *name, char *buf, size_t cap);
 /* flatc --json --strict-json of a .circle file against ../shared/circle's schema: the JSON text
  * (malloc'd), or NULL with flatc's message on stderr (no schema, flatc failed). */
 char *tu_flatc_json_text(const char *path, const char *tmpdir);
+/* 1 if stories260K and its TinyStories text are in ../shared; else prints a SKIP message naming
+ * them and returns 0 (the caller then calls cmocka's skip() or leaves out that part). */
+int tu_have_stories(void);
 /* Runs a shell command, returns its exit status; output captured into *out if non-NULL. */
 int tu_run(const char *cmd, char **out);
 /* Path of the pdq binary (env PDQ_BIN, else build/pdq). */

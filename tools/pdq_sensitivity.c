@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pdq/file.h"
 #include "pdq/model.h"
 #include "pdq/quant.h"
 
@@ -156,6 +157,7 @@ int main(int argc, char **argv) {
     int *assign = NULL;
     layer_h *lh = NULL;
     FILE *jf = NULL;
+    pdq_file_writer *jw = NULL; /* jf is its stream: written atomically, pdq/file.h */
     if (pdq_model_load(dir, &m, &st) || pdq_calib_tokenize(dir, evalf, &text, &n, &bos, &st) ||
         pdq_calib_windows(text, n, nwin, T, bos, 1, &win, &st))
         goto fail;
@@ -303,7 +305,7 @@ int main(int argc, char **argv) {
         printf("  uniform w%d           ppl %.4f (%+.2f%%)  KL %.4e\n", bits[b], chk_ppl[b], (chk_ppl[b] / ppl0 - 1) * 100, chk_kl[b]);
     printf("  suggestion %.3f bpw   ppl %.4f (%+.2f%%)  KL %.4e  (sum of the modules' KL alone: %.4e)\n",
            used / (double)total_w, chk_ppl[nb], (chk_ppl[nb] / ppl0 - 1) * 100, chk_kl[nb], pred);
-    if (json && (jf = fopen(json, "w"))) {
+    if (json && pdq_file_begin(json, NULL, &jw, &st) == PDQ_OK && (jf = pdq_file_stream(jw))) {
         fprintf(jf, "{\"model\": \"%s\", \"method\": \"%s\", \"fp32_ppl\": %.6f, \"budget\": %g, \"used_bpw\": %.6f,\n",
                 dir, method, ppl0, budget, used / (double)total_w);
         fprintf(jf, " \"suggestion\": {\"ppl\": %.6f, \"kl\": %.6e}, \"uniform\": [", chk_ppl[nb], chk_kl[nb]);
@@ -317,9 +319,13 @@ int main(int argc, char **argv) {
             fprintf(jf, "]}%s\n", k + 1 < nm ? "," : "");
         }
         fprintf(jf, " ]}\n");
+        jf = NULL;
+        pdq_code wrc = pdq_file_commit(jw, &st);
+        jw = NULL;
+        if (wrc) { free(H); goto fail_s; }
     } else if (json) {
         free(H);
-        pdq_fail(&st, PDQ_ERR_IO, "%s: cannot write", json);
+        if (!st.code) pdq_fail(&st, PDQ_ERR_NOMEM, "%s: out of memory", json);
         goto fail_s;
     }
     free(H);
@@ -331,7 +337,7 @@ fail_s:
 fail:
     fprintf(stderr, "pdq_sensitivity: %s\n", st.msg);
 done:
-    if (jf) fclose(jf);
+    pdq_file_abort(jw);
     if (lh) {
         for (int l = 0; l < m->cfg.n_layers; l++)
             for (int g = 0; g < 4; g++) pdq_hessian_free(&lh[l].h[g]);

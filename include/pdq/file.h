@@ -34,8 +34,12 @@ typedef struct pdq_file_writer pdq_file_writer;
 
 /* Opens PATH.tmp.XXXXXX beside path (mode 0644). */
 pdq_code pdq_file_begin(const char *path, const pdq_io *io, pdq_file_writer **out, pdq_status *st);
-/* A buffered stream onto the temp file, for writers built on stdio; errors surface at commit. */
+/* A stdio stream onto the writer, for text and FlatBuffer writers built on stdio (NULL only when
+ * out of memory). Its writes never fail towards stdio: a write error waits in the writer and
+ * surfaces at pdq_file_put, pdq_file_fail or pdq_file_commit. */
 FILE *pdq_file_stream(pdq_file_writer *w);
+/* Appends n bytes (buffered; written with write(2) in a loop). After the first failed write
+ * (ENOSPC, EFBIG, ...) every call returns PDQ_ERR_IO naming the final path and its errno text. */
 pdq_code pdq_file_put(pdq_file_writer *w, const void *data, size_t n, pdq_status *st);
 /* Flushes, fsyncs, renames into place, fsyncs the directory, frees w (also on failure). */
 pdq_code pdq_file_commit(pdq_file_writer *w, pdq_status *st);
@@ -56,6 +60,8 @@ pdq_code pdq_file_copy(const char *src, const char *dst, size_t max, const pdq_i
 /* Reads a whole regular file of at most max bytes into a malloc'd, NUL-terminated buffer; the
  * size comes from the data read, never from a header. *len may be NULL. */
 pdq_code pdq_file_read(const char *path, size_t max, char **out, size_t *len, pdq_status *st);
+/* 1 if path is a regular file (or a symlink to one), else 0: for "is it there" probes. */
+int pdq_file_exists(const char *path);
 /* The size of a regular file (for bounding counts by what is present). */
 pdq_code pdq_file_size(const char *path, size_t *size, pdq_status *st);
 

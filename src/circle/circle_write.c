@@ -278,7 +278,8 @@ pdq_code pdq_circle_write(const char *path, const pdq_circle_model *m, const pdq
     pdq_file_writer *w;
     pdq_code rc = pdq_file_begin(path, NULL, &w, st); /* temp + fsync + rename: pdq/file.h */
     if (!rc) {
-        rc = circle_write_stream(pdq_file_stream(w), m, opts, st);
+        FILE *f = pdq_file_stream(w);
+        rc = f ? circle_write_stream(f, m, opts, st) : pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path);
         if (rc == PDQ_ERR_IO) pdq_file_fail(w, st); /* the stream's errno, naming the final path */
         else if (rc) pdq_file_abort(w);
         else rc = pdq_file_commit(w, st);

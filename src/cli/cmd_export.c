@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "common.h"
 #include "pdq/circle_export.h"
+#include "pdq/file.h"
 #include "pdq/ptq.h"
 #include "quantize_export.h"
 #include "pdq/quant.h"
@@ -71,13 +72,11 @@ int cmd_export(int argc, char **argv) {
     if (hybrid) { /* weights only: the checkpoint's codes, float activations and norms */
         char qj[4096];
         snprintf(qj, sizeof qj, "%s/pdq_quant.json", dir);
-        FILE *qf = fopen(qj, "rb");
-        if (!qf) {
+        if (!pdq_file_exists(qj)) {
             fprintf(stderr, "pdq export: --hybrid needs a pdq quantized checkpoint (%s not found)\n", qj);
             pdq_model_free(m);
             return 1;
         }
-        fclose(qf);
         o.quant_dir = dir;
         o.hybrid = 1;
     } else if (pdq_ptq_in_dir(dir)) { /* quantized checkpoint with activation grids: .q.circle files */

@@ -12,6 +12,7 @@
 #include "exec_args.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
+#include "pdq/file.h"
 #include "ptq_args.h"
 
 static const char *k_usage =
@@ -97,9 +98,7 @@ int cmd_ppl(int argc, char **argv) {
     if (cdir) { /* the export copies the tokenizer */
         char mp[4096];
         snprintf(mp, sizeof mp, "%s/manifest.json", cdir);
-        FILE *f = fopen(mp, "rb");
-        if (!f) { fprintf(stderr, "pdq ppl: %s is not a Circle export (no manifest.json)\n", cdir); return 1; }
-        fclose(f);
+        if (!pdq_file_exists(mp)) { fprintf(stderr, "pdq ppl: %s is not a Circle export (no manifest.json)\n", cdir); return 1; }
         dir = cdir;
     }
 

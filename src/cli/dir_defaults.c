@@ -5,22 +5,18 @@
 #include <stdlib.h>
 
 #include "args.h"
+#include "pdq/file.h"
 #include "pdq/runtime.h"
 
 /* dir/name parsed, or NULL if absent or unreadable (the loaders report bad files). */
 static cJSON *load_json(const char *dir, const char *name) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 && n < (1L << 30))
-        buf = malloc((size_t)n + 1);
-    cJSON *j = NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) j = cJSON_ParseWithLength(buf, (size_t)n);
+    char *buf;
+    size_t n;
+    if (pdq_file_read(path, PDQ_FILE_MAX_JSON, &buf, &n, NULL)) return NULL;
+    cJSON *j = cJSON_ParseWithLength(buf, n);
     free(buf);
-    fclose(f);
     return j;
 }
 

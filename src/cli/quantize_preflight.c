@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "pdq/file.h"
 #include "pdq/tokenizer.h"
 
 /* A text input named by option opt: exists, is a readable non-empty file. */
@@ -21,14 +22,11 @@ static int check_input(const char *opt, const char *path) {
         fprintf(stderr, "pdq quantize: %s %s: is a directory, not a text file\n", opt, path);
         return 1;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    if (access(path, R_OK) != 0) {
         fprintf(stderr, "pdq quantize: %s %s: cannot open (%s)\n", opt, path, strerror(errno));
         return 1;
     }
-    int c = fgetc(f);
-    fclose(f);
-    if (c == EOF) {
+    if (S_ISREG(sb.st_mode) && sb.st_size == 0) { /* a pipe is not probed: that would eat its bytes */
         fprintf(stderr, "pdq quantize: %s %s: the file is empty\n", opt, path);
         return 1;
     }
@@ -67,13 +65,13 @@ static int check_out(const char *src, const char *out) {
     }
     char probe[PATH_MAX];
     snprintf(probe, sizeof probe, "%s/.pdq-write-probe", out);
-    FILE *f = fopen(probe, "wb");
-    if (!f) {
-        fprintf(stderr, "pdq quantize: --out %s: cannot write there (%s)\n", out, strerror(errno));
+    pdq_status st = {0};
+    pdq_file_writer *w;
+    if (pdq_file_begin(probe, NULL, &w, &st) != PDQ_OK) { /* a temp file beside probe, removed again */
+        fprintf(stderr, "pdq quantize: --out %s: cannot write there (%s)\n", out, st.msg);
         return 1;
     }
-    fclose(f);
-    remove(probe);
+    pdq_file_abort(w);
     return 0;
 }
 

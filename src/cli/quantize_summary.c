@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "pdq/config.h"
+#include "pdq/file.h"
 
 static const char *const k_phase[QS_COUNT] = {"fp32_eval", "calibration", "weights", "save", "quant_eval",
                                               "activations", "export", "export_check"};
@@ -162,11 +163,10 @@ int quantize_summary(const char *model_dir, const char *outdir, const quantize_t
     cJSON_DeleteItemFromObjectCaseSensitive(r, "summary");
     cJSON_AddItemToObject(r, "summary", s);
     char *txt = cJSON_Print(r);
-    FILE *f = txt ? fopen(path, "wb") : NULL;
-    int ok = f && fputs(txt, f) >= 0;
-    if (f && fclose(f) != 0) ok = 0;
+    pdq_status_clear(&st);
+    pdq_code wrc = pdq_file_write_text(path, txt, 0, NULL, &st); /* atomic: pdq/file.h */
     free(txt);
-    if (!ok) { fprintf(stderr, "pdq quantize: cannot write %s\n", path); cJSON_Delete(r); return 1; }
+    if (wrc) { fprintf(stderr, "pdq quantize: %s\n", st.msg); cJSON_Delete(r); return 1; }
     if (json) {
         char *js = cJSON_Print(s);
         if (js) printf("%s\n", js);

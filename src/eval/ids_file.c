@@ -4,27 +4,30 @@
 #include <stdlib.h>
 
 #include "pdq/eval.h"
+#include "pdq/file.h"
+
+static int is_space(int c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 pdq_code pdq_read_ids_file(const char *path, int32_t **ids, long *n, pdq_status *st) {
     *ids = NULL;
     *n = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot open ids file", path);
+    char *text;
+    size_t len;
+    pdq_code rc = pdq_file_read(path, PDQ_FILE_MAX_TEXT, &text, &len, st);
+    if (rc) return pdq_wrap(st, "ids file");
     long cap = 1024, count = 0;
     int32_t *buf = malloc((size_t)cap * sizeof *buf);
-    pdq_code rc = PDQ_OK;
     char word[32];
-    int c = 0;
-    while (buf && c != EOF) {
-        int len = 0;
-        while ((c = fgetc(f)) != EOF && (c == ' ' || c == '\n' || c == '\t' || c == '\r')) {}
-        while (c != EOF && c != ' ' && c != '\n' && c != '\t' && c != '\r') {
-            if (len < (int)sizeof word - 1) word[len++] = (char)c;
+    size_t i = 0;
+    while (buf) {
+        int wl = 0;
+        while (i < len && is_space(text[i])) i++;
+        while (i < len && !is_space(text[i])) {
+            if (wl < (int)sizeof word - 1) word[wl++] = text[i++];
             else { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: token %ld is too long to be an id", path, count); goto done; }
-            c = fgetc(f);
         }
-        if (!len) break;
-        word[len] = '\0';
+        if (!wl) break;
+        word[wl] = '\0';
         char *end;
         errno = 0;
         long v = strtol(word, &end, 10);
@@ -35,14 +38,14 @@ pdq_code pdq_read_ids_file(const char *path, int32_t **ids, long *n, pdq_status 
         if (count == cap) {
             cap *= 2;
             int32_t *nb = realloc(buf, (size_t)cap * sizeof *buf);
-            if (!nb) break;
+            if (!nb) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for %ld ids", path, cap); goto done; }
             buf = nb;
         }
         buf[count++] = (int32_t)v;
     }
     if (!buf) rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s", path);
 done:
-    fclose(f);
+    free(text);
     if (rc != PDQ_OK) { free(buf); return rc; }
     *ids = buf;
     *n = count;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pdq/eval.h"
+#include "pdq/file.h"
 #include "windows.h"
 
 typedef struct {
@@ -125,51 +126,54 @@ pdq_code pdq_kld_base_compute(pdq_window_logits_fn fn, void *ctx, int vocab, con
 static const char k_magic[8] = {'P', 'D', 'Q', 'K', 'L', 'D', '0', '1'};
 
 pdq_code pdq_kld_base_save(const char *path, const pdq_kld_base *b, uint64_t key, pdq_status *st) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create (%s)", tmp, strerror(errno));
+    pdq_file_writer *w;
+    pdq_code rc = pdq_file_begin(path, NULL, &w, st); /* temp + rename: pdq/file.h */
+    if (rc) return rc;
     int64_t hdr[4] = {(int64_t)key, b->vocab, b->k, b->n};
     size_t nk = (size_t)b->n * (size_t)b->k;
-    int ok = fwrite(k_magic, 1, 8, f) == 8 && fwrite(hdr, sizeof hdr, 1, f) == 1 &&
-             fwrite(b->top_id, sizeof *b->top_id, nk, f) == nk && fwrite(b->top_lp, sizeof *b->top_lp, nk, f) == nk &&
-             fwrite(b->target_lp, sizeof *b->target_lp, (size_t)b->n, f) == (size_t)b->n;
-    if (fclose(f) != 0) ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: write failed", path);
+    rc = pdq_file_put(w, k_magic, 8, st);
+    if (!rc) rc = pdq_file_put(w, hdr, sizeof hdr, st);
+    if (!rc) rc = pdq_file_put(w, b->top_id, sizeof *b->top_id * nk, st);
+    if (!rc) rc = pdq_file_put(w, b->top_lp, sizeof *b->top_lp * nk, st);
+    if (!rc) rc = pdq_file_put(w, b->target_lp, sizeof *b->target_lp * (size_t)b->n, st);
+    if (rc) {
+        pdq_file_abort(w);
+        return rc;
     }
-    return PDQ_OK;
+    return pdq_file_commit(w, st);
 }
 
 pdq_code pdq_kld_base_load(const char *path, uint64_t key, pdq_kld_base *out, pdq_status *st) {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return pdq_fail(st, PDQ_ERR_MISSING, "%s: no cached base logits", path);
-    char magic[8];
+    if (!pdq_file_exists(path)) return pdq_fail(st, PDQ_ERR_MISSING, "%s: no cached base logits", path);
+    pdq_file_map *fm;
+    pdq_code rc = pdq_file_map_open(path, &fm, st);
+    if (rc) return rc;
+    const unsigned char *p = fm->data;
     int64_t hdr[4];
-    pdq_code rc = PDQ_OK;
-    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, k_magic, 8) != 0 || fread(hdr, sizeof hdr, 1, f) != 1)
+    if (fm->size < 8 + sizeof hdr || memcmp(p, k_magic, 8) != 0)
         rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: not a pdq KLD cache file", path);
-    else if ((uint64_t)hdr[0] != key)
+    else memcpy(hdr, p + 8, sizeof hdr);
+    if (rc == PDQ_OK && (uint64_t)hdr[0] != key)
         rc = pdq_fail(st, PDQ_ERR_MISSING, "%s: cached for another model, corpus or window setting", path);
-    else if (hdr[1] < 1 || hdr[1] > (1 << 24) || hdr[2] < 1 || hdr[2] > hdr[1] || hdr[3] < 0 || hdr[3] > ((int64_t)1 << 34) / hdr[2])
+    else if (rc == PDQ_OK && (hdr[1] < 1 || hdr[1] > (1 << 24) || hdr[2] < 1 || hdr[2] > hdr[1] || hdr[3] < 0 || hdr[3] > ((int64_t)1 << 34) / hdr[2]))
         rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: bad header (vocab %lld, k %lld, tokens %lld)", path, (long long)hdr[1],
                       (long long)hdr[2], (long long)hdr[3]);
     if (rc == PDQ_OK) { /* the header must describe exactly this file before anything is allocated */
-        long here = ftell(f);
-        long end = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
         uint64_t want = 8 + sizeof hdr + (uint64_t)hdr[3] * ((uint64_t)hdr[2] * 8 + 4);
-        if (here < 0 || end < 0 || fseek(f, here, SEEK_SET) != 0 || (uint64_t)end != want)
-            rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %ld bytes, the header says %llu", path, end, (unsigned long long)want);
+        if ((uint64_t)fm->size != want)
+            rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %zu bytes, the header says %llu", path, fm->size, (unsigned long long)want);
     }
     if (rc == PDQ_OK) rc = base_alloc(out, (int)hdr[1], (int)hdr[2], (long)hdr[3], st);
     if (rc == PDQ_OK) {
         out->n = (long)hdr[3];
         size_t nk = (size_t)out->n * (size_t)out->k;
-        if (fread(out->top_id, sizeof *out->top_id, nk, f) != nk || fread(out->top_lp, sizeof *out->top_lp, nk, f) != nk ||
-            fread(out->target_lp, sizeof *out->target_lp, (size_t)out->n, f) != (size_t)out->n)
-            rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: truncated", path);
+        const unsigned char *q = p + 8 + sizeof hdr;
+        memcpy(out->top_id, q, sizeof *out->top_id * nk);
+        q += sizeof *out->top_id * nk;
+        memcpy(out->top_lp, q, sizeof *out->top_lp * nk);
+        q += sizeof *out->top_lp * nk;
+        memcpy(out->target_lp, q, sizeof *out->target_lp * (size_t)out->n);
         for (size_t i = 0; rc == PDQ_OK && i < nk; i++)
             if (out->top_id[i] < 0 || out->top_id[i] >= out->vocab)
                 rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: token id %d outside the vocabulary", path, out->top_id[i]);
@@ -180,7 +184,7 @@ pdq_code pdq_kld_base_load(const char *path, uint64_t key, pdq_kld_base *out, pd
                 rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: log-probability %g is not <= 0", path, (double)out->target_lp[i]);
         if (rc != PDQ_OK) pdq_kld_base_free(out);
     }
-    fclose(f);
+    pdq_file_map_close(fm);
     return rc;
 }
 

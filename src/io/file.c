@@ -1,6 +1,8 @@
-/* Bounded reads and atomic writes (see pdq/file.h). The writer's FILE* is a glibc cookie stream
- * over the temp file's descriptor, so stdio-based writers (Circle, safetensors) and the
- * fault-injection hooks see the same bytes. */
+/* Bounded reads and atomic writes (see pdq/file.h). Bytes reach the temp file only through
+ * write(2) in a loop (EINTR, short writes), from the writer's own buffer, as SQLite's os_unix.c
+ * does: never through stdio's error path, which in glibc can read past the caller's buffer
+ * when a cookie write fails mid-fwrite. The first error (ENOSPC, EFBIG, EIO) is sticky and is
+ * reported with the final path; nothing is renamed into place after one. */
 #include "pdq/file.h"
 
 #include <errno.h>
@@ -13,43 +15,67 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define WRITER_BUF ((size_t)1 << 20)
+
 struct pdq_file_writer {
-    FILE *f;
     int fd;
-    int err;       /* first errno of a failed write, 0 if none */
+    int err;             /* first errno of a failed write, 0 if none */
+    unsigned char *buf;  /* bytes not yet written */
+    size_t len;
+    FILE *f;             /* pdq_file_stream's stream, made on first use */
     char *path, *tmp;
     pdq_io io;
 };
 
-static ssize_t sys_write(const pdq_file_writer *w, const void *buf, size_t n) {
-    return w->io.write ? w->io.write(w->io.ctx, w->fd, buf, n) : write(w->fd, buf, n);
-}
-
-/* Cookie write: all n bytes or an error (stdio treats a short count as failure anyway). */
-static ssize_t cookie_write(void *cookie, const char *buf, size_t n) {
-    pdq_file_writer *w = cookie;
-    size_t done = 0;
-    while (done < n) {
-        ssize_t k = sys_write(w, buf + done, n - done);
+/* All n bytes to the temp file, or the first error recorded in w->err (-1). */
+static int write_all(pdq_file_writer *w, const void *p, size_t n) {
+    const unsigned char *b = p;
+    while (n && !w->err) {
+        ssize_t k = w->io.write ? w->io.write(w->io.ctx, w->fd, b, n) : write(w->fd, b, n);
         if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) {
-            if (!w->err) w->err = k < 0 ? errno : ENOSPC; /* write(2) returning 0: no room */
-            return -1;
+        if (k <= 0) w->err = k < 0 ? errno : ENOSPC; /* write(2) returning 0: no room */
+        else {
+            b += k;
+            n -= (size_t)k;
         }
-        done += (size_t)k;
     }
-    return (ssize_t)n;
+    return w->err ? -1 : 0;
 }
 
-static int cookie_close(void *cookie) {
-    pdq_file_writer *w = cookie;
-    int rc = w->fd >= 0 ? close(w->fd) : 0;
-    w->fd = -1;
-    return rc;
+static int flush_buf(pdq_file_writer *w) {
+    int r = write_all(w, w->buf, w->len);
+    w->len = 0;
+    return r;
+}
+
+/* Buffers small pieces, writes large ones directly; once a write failed, drops the rest. */
+static void append(pdq_file_writer *w, const void *p, size_t n) {
+    if (w->err) return;
+    if (n > WRITER_BUF - w->len && flush_buf(w)) return;
+    if (n >= WRITER_BUF) {
+        write_all(w, p, n);
+        return;
+    }
+    memcpy(w->buf + w->len, p, n);
+    w->len += n;
+}
+
+/* The stream's write never fails towards stdio (the error waits in w->err for commit). */
+static ssize_t cookie_write(void *cookie, const char *buf, size_t n) {
+    append(cookie, buf, n);
+    return (ssize_t)n;
 }
 
 static void writer_free(pdq_file_writer *w) {
     if (!w) return;
+    if (w->f) {
+        FILE *f = w->f;
+        w->f = NULL;
+        if (!w->err) w->err = ECANCELED; /* what fclose still flushes is dropped by append() */
+        fclose(f);
+    }
+    if (w->fd >= 0) close(w->fd);
+    free(w->buf);
     free(w->path);
     free(w->tmp);
     free(w);
@@ -63,9 +89,10 @@ pdq_code pdq_file_begin(const char *path, const pdq_io *io, pdq_file_writer **ou
         w->fd = -1;
         w->path = strdup(path);
         w->tmp = malloc(pl + 16);
+        w->buf = malloc(WRITER_BUF);
         if (io) w->io = *io;
     }
-    if (!w || !w->path || !w->tmp) {
+    if (!w || !w->path || !w->tmp || !w->buf) {
         writer_free(w);
         return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", path);
     }
@@ -82,19 +109,20 @@ pdq_code pdq_file_begin(const char *path, const pdq_io *io, pdq_file_writer **ou
         pdq_file_abort(w);
         return c;
     }
-    cookie_io_functions_t fns = {.write = cookie_write, .close = cookie_close};
-    w->f = fopencookie(w, "w", fns);
-    if (!w->f) {
-        pdq_code c = pdq_fail(st, PDQ_ERR_NOMEM, "%s: cannot open a stream", w->tmp);
-        pdq_file_abort(w);
-        return c;
-    }
-    setvbuf(w->f, NULL, _IOFBF, 1 << 20);
     *out = w;
     return PDQ_OK;
 }
 
-FILE *pdq_file_stream(pdq_file_writer *w) { return w->f; }
+FILE *pdq_file_stream(pdq_file_writer *w) {
+    if (!w->f) {
+        cookie_io_functions_t fns = {.write = cookie_write};
+        w->f = fopencookie(w, "w", fns);
+        if (w->f) setvbuf(w->f, NULL, _IOFBF, 1 << 16);
+        else if (!w->err) w->err = ENOMEM; /* reported at commit; writes to NULL are the caller's */
+    }
+    return w->f;
+}
+
 const char *pdq_file_path(const pdq_file_writer *w) { return w->path; }
 
 static pdq_code write_error(pdq_file_writer *w, int e, const char *what, pdq_status *st) {
@@ -103,12 +131,14 @@ static pdq_code write_error(pdq_file_writer *w, int e, const char *what, pdq_sta
 }
 
 pdq_code pdq_file_put(pdq_file_writer *w, const void *data, size_t n, pdq_status *st) {
-    if (n && fwrite(data, 1, n, w->f) != n) return write_error(w, w->err, "write", st);
-    return PDQ_OK;
+    if (w->f) fflush(w->f); /* the stream's bytes first, in order */
+    if (n) append(w, data, n);
+    return w->err ? write_error(w, w->err, "write", st) : PDQ_OK;
 }
 
 pdq_code pdq_file_fail(pdq_file_writer *w, pdq_status *st) {
-    fflush(w->f); /* surfaces a pending error into w->err */
+    if (w->f) fflush(w->f);
+    if (!w->err) flush_buf(w); /* surfaces an error still waiting in the buffer */
     pdq_code c = write_error(w, w->err, "write", st);
     pdq_file_abort(w);
     return c;
@@ -116,8 +146,6 @@ pdq_code pdq_file_fail(pdq_file_writer *w, pdq_status *st) {
 
 void pdq_file_abort(pdq_file_writer *w) {
     if (!w) return;
-    if (w->f) fclose(w->f);
-    else if (w->fd >= 0) close(w->fd);
     unlink(w->tmp);
     writer_free(w);
 }
@@ -137,14 +165,15 @@ static void fsync_dir(const char *path) {
 
 pdq_code pdq_file_commit(pdq_file_writer *w, pdq_status *st) {
     pdq_code c = PDQ_OK;
-    if (fflush(w->f) != 0 || w->err) c = write_error(w, w->err, "write", st);
+    if (w->f) fflush(w->f);
+    if (flush_buf(w)) c = write_error(w, w->err, "write", st);
     if (!c) {
         int r = w->io.fsync ? w->io.fsync(w->io.ctx, w->fd) : fsync(w->fd);
         if (r != 0) c = write_error(w, errno, "fsync", st);
     }
-    FILE *f = w->f;
-    w->f = NULL;
-    if (fclose(f) != 0 && !c) c = write_error(w, errno, "close", st);
+    int fd = w->fd;
+    w->fd = -1;
+    if (close(fd) != 0 && !c) c = write_error(w, errno, "close", st);
     if (!c) {
         int r = w->io.rename ? w->io.rename(w->io.ctx, w->tmp, w->path) : rename(w->tmp, w->path);
         if (r != 0) c = write_error(w, errno, "rename into place", st);
@@ -197,6 +226,11 @@ pdq_code pdq_file_copy(const char *src, const char *dst, size_t max, const pdq_i
 static void size_text(size_t n, char *out, size_t cap) {
     if (n >= (1u << 20)) snprintf(out, cap, "%zu bytes (%.1f MiB)", n, (double)n / 1048576.0);
     else snprintf(out, cap, "%zu bytes", n);
+}
+
+int pdq_file_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
 pdq_code pdq_file_size(const char *path, size_t *size, pdq_status *st) {

@@ -77,39 +77,41 @@ static pdq_code parse_header(const char *path, const char *h, pdq_npy *out, pdq_
 
 pdq_code pdq_npy_read(const char *path, pdq_npy *out, pdq_status *st) {
     memset(out, 0, sizeof *out);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot open", path);
-    unsigned char magic[10];
-    pdq_code rc = PDQ_OK;
+    pdq_file_map *fm;
+    pdq_code rc = pdq_file_map_open(path, &fm, st); /* bounded by the file's own size */
+    if (rc) return rc;
+    const unsigned char *p = fm->data;
+    size_t size = fm->size, at;
     char *hdr = NULL;
-    if (fread(magic, 1, 8, fp) != 8 || memcmp(magic, "\x93NUMPY", 6) != 0) {
+    if (size < 8 || memcmp(p, "\x93NUMPY", 6) != 0) {
         rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: not a .npy file", path);
         goto done;
     }
     size_t hlen;
-    if (magic[6] == 1) {
-        if (fread(magic + 8, 1, 2, fp) != 2) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: short npy header", path); goto done; }
-        hlen = (size_t)magic[8] | ((size_t)magic[9] << 8);
-    } else if (magic[6] == 2 || magic[6] == 3) {
-        unsigned char b[4];
-        if (fread(b, 1, 4, fp) != 4) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: short npy header", path); goto done; }
-        hlen = (size_t)b[0] | ((size_t)b[1] << 8) | ((size_t)b[2] << 16) | ((size_t)b[3] << 24);
+    if (p[6] == 1) {
+        if (size < 10) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: short npy header", path); goto done; }
+        hlen = (size_t)p[8] | ((size_t)p[9] << 8);
+        at = 10;
+    } else if (p[6] == 2 || p[6] == 3) {
+        if (size < 12) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: short npy header", path); goto done; }
+        hlen = (size_t)p[8] | ((size_t)p[9] << 8) | ((size_t)p[10] << 16) | ((size_t)p[11] << 24);
         if (hlen > (1u << 20)) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: npy header too long", path); goto done; }
+        at = 12;
     } else {
-        rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: npy version %d", path, magic[6]);
+        rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: npy version %d", path, p[6]);
         goto done;
     }
+    if (hlen > size - at) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: short npy header", path); goto done; }
     hdr = malloc(hlen + 1);
-    if (!hdr || fread(hdr, 1, hlen, fp) != hlen) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: short npy header", path); goto done; }
+    if (!hdr) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: npy header", path); goto done; }
+    memcpy(hdr, p + at, hlen);
     hdr[hlen] = '\0';
+    at += hlen;
     if ((rc = parse_header(path, hdr, out, st)) != PDQ_OK) goto done;
     /* Size from the data actually present: the shape must fit in what follows the header
      * before anything is allocated for it (count <= 2^40 and size <= 8: no overflow). */
     size_t bytes = out->count * pdq_npy_dtype_size(out->dtype);
-    struct stat sb;
-    long at = ftell(fp);
-    if (fstat(fileno(fp), &sb) != 0 || at < 0) { rc = pdq_fail(st, PDQ_ERR_IO, "%s: cannot stat", path); goto done; }
-    size_t avail = (size_t)sb.st_size > (size_t)at ? (size_t)sb.st_size - (size_t)at : 0;
+    size_t avail = size - at;
     if (bytes > avail) {
         rc = pdq_fail(st, PDQ_ERR_FORMAT,
                       "%s: npy data shorter than its shape: %zu elements of %zu bytes need %zu bytes, the file holds %zu "
@@ -119,10 +121,10 @@ pdq_code pdq_npy_read(const char *path, pdq_npy *out, pdq_status *st) {
     }
     out->data = malloc(bytes ? bytes : 1);
     if (!out->data) { rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: %zu bytes", path, bytes); goto done; }
-    if (fread(out->data, 1, bytes, fp) != bytes) { rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: npy data shorter than its shape", path); goto done; }
+    if (bytes) memcpy(out->data, p + at, bytes);
 done:
     free(hdr);
-    fclose(fp);
+    pdq_file_map_close(fm);
     if (rc != PDQ_OK) pdq_npy_free(out);
     return rc;
 }
@@ -163,13 +165,17 @@ pdq_code pdq_npy_write(const char *path, pdq_npy_dtype dt, int ndim, const int64
     pdq_file_writer *w;
     pdq_code rc = pdq_file_begin(path, NULL, &w, st);
     if (rc) return rc;
-    FILE *fp = pdq_file_stream(w);
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
-    int ok = fwrite(pre, 1, 10, fp) == 10 && fwrite(dict, 1, (size_t)n, fp) == (size_t)n;
-    for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', fp) != EOF;
-    ok = ok && fputc('\n', fp) != EOF;
-    size_t bytes = count * pdq_npy_dtype_size(dt);
-    ok = ok && (bytes == 0 || fwrite(data, 1, bytes, fp) == bytes);
-    if (!ok) return pdq_file_fail(w, st);
+    char spaces[64]; /* pad is at most 63 */
+    memset(spaces, ' ', sizeof spaces);
+    rc = pdq_file_put(w, pre, 10, st);
+    if (!rc) rc = pdq_file_put(w, dict, (size_t)n, st);
+    if (!rc) rc = pdq_file_put(w, spaces, pad, st);
+    if (!rc) rc = pdq_file_put(w, "\n", 1, st);
+    if (!rc) rc = pdq_file_put(w, data, count * pdq_npy_dtype_size(dt), st);
+    if (rc) {
+        pdq_file_abort(w);
+        return rc;
+    }
     return pdq_file_commit(w, st);
 }

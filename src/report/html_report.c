@@ -7,27 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pdq/file.h"
 #include "svg.h"
 
 static cJSON *read_json(const char *path, int required, pdq_status *st) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    if (!pdq_file_exists(path)) {
         if (required) pdq_fail(st, PDQ_ERR_IO, "%s: cannot open", path);
         return NULL;
     }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = len >= 0 ? malloc((size_t)len + 1) : NULL;
-    size_t got = buf ? fread(buf, 1, (size_t)len, f) : 0;
-    fclose(f);
-    if (!buf || got != (size_t)len) {
-        free(buf);
-        pdq_fail(st, PDQ_ERR_IO, "%s: short read", path);
-        return NULL;
-    }
-    buf[len] = 0;
-    cJSON *j = cJSON_Parse(buf);
+    char *buf;
+    size_t len;
+    if (pdq_file_read(path, PDQ_FILE_MAX_JSON, &buf, &len, st)) return NULL;
+    cJSON *j = cJSON_ParseWithLength(buf, len);
     free(buf);
     if (!j) pdq_fail(st, PDQ_ERR_FORMAT, "%s: not valid JSON", path);
     return j;
@@ -302,7 +293,7 @@ static const char *k_style =
     ".none{color:#888}svg.range{vertical-align:middle}";
 
 pdq_code pdq_report_html(const char *outdir, const char *html_path, pdq_status *st) {
-    char rpath[4096], ppath[4096], out[4096], tmp[4200];
+    char rpath[4096], ppath[4096], out[4096];
     snprintf(rpath, sizeof rpath, "%s/report.json", outdir);
     snprintf(ppath, sizeof ppath, "%s/ptq.json", outdir);
     snprintf(out, sizeof out, "%s", html_path ? html_path : "");
@@ -319,12 +310,14 @@ pdq_code pdq_report_html(const char *outdir, const char *html_path, pdq_status *
         cJSON_Delete(r);
         return pdq_fail(st, pst.code, "%s", pst.msg);
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp", out);
-    FILE *f = fopen(tmp, "w");
+    pdq_file_writer *w;
+    pdq_code rc = pdq_file_begin(out, NULL, &w, st); /* temp + rename: pdq/file.h */
+    FILE *f = rc ? NULL : pdq_file_stream(w);
     if (!f) {
         cJSON_Delete(r);
         cJSON_Delete(p);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create", tmp);
+        pdq_file_abort(w);
+        return rc ? rc : pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", out);
     }
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pdq report: ");
     html_esc(f, outdir);
@@ -339,17 +332,11 @@ pdq_code pdq_report_html(const char *outdir, const char *html_path, pdq_status *
     bad |= steps(f, r);
     bad |= edges(f, p);
     fputs("</body></html>\n", f);
-    bad |= ferror(f);
-    bad |= fclose(f) != 0;
     cJSON_Delete(r);
     cJSON_Delete(p);
-    if (bad) {
-        remove(tmp);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: write failed", out);
+    if (bad) { /* a chart's own allocation failed: the page would be incomplete */
+        pdq_file_abort(w);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory while building the page", out);
     }
-    if (rename(tmp, out) != 0) {
-        remove(tmp);
-        return pdq_fail(st, PDQ_ERR_IO, "%s: cannot rename into place", out);
-    }
-    return PDQ_OK;
+    return pdq_file_commit(w, st);
 }

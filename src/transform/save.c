@@ -7,39 +7,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pdq/file.h"
 #include "pdq/safetensors.h"
 #include "run.h"
-
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-        if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[n] = 0;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
-static pdq_code write_text(const char *path, const char *text, pdq_status *st) {
-    FILE *f = fopen(path, "wb");
-    int bad = !f || fputs(text, f) < 0;
-    if (f && fclose(f)) bad = 1;
-    return bad ? pdq_fail(st, PDQ_ERR_IO, "%s: cannot write", path) : PDQ_OK;
-}
 
 static pdq_code side_files(const pdq_model *m, const char *src, const char *out, pdq_status *st) {
     char a[4096], b[4096];
     snprintf(a, sizeof a, "%s/config.json", src);
-    char *txt = slurp(a);
-    if (!txt) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot read", a);
-    cJSON *j = cJSON_Parse(txt);
+    char *txt;
+    size_t len;
+    pdq_code rc = pdq_file_read(a, PDQ_FILE_MAX_JSON, &txt, &len, st);
+    if (rc) return rc;
+    cJSON *j = cJSON_ParseWithLength(txt, len);
     free(txt);
     if (!cJSON_IsObject(j)) { cJSON_Delete(j); return pdq_fail(st, PDQ_ERR_FORMAT, "%s: not a JSON object", a); }
     cJSON_DeleteItemFromObject(j, "torch_dtype");
@@ -50,17 +29,15 @@ static pdq_code side_files(const pdq_model *m, const char *src, const char *out,
     cJSON_Delete(j);
     if (!txt) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
     snprintf(b, sizeof b, "%s/config.json", out);
-    pdq_code rc = write_text(b, txt, st);
+    rc = pdq_file_write_text(b, txt, 0, NULL, st);
     free(txt);
     static const char *const files[] = {"tokenizer.json", "tokenizer_config.json", "generation_config.json",
                                         "special_tokens_map.json"};
     for (size_t i = 0; !rc && i < sizeof files / sizeof files[0]; i++) {
         snprintf(a, sizeof a, "%s/%s", src, files[i]);
-        char *t = slurp(a);
-        if (!t) continue; /* optional */
+        if (!pdq_file_exists(a)) continue; /* optional */
         snprintf(b, sizeof b, "%s/%s", out, files[i]);
-        rc = write_text(b, t, st);
-        free(t);
+        rc = pdq_file_copy(a, b, PDQ_FILE_MAX_JSON, NULL, st);
     }
     return rc;
 }

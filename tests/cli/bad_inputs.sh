@@ -36,7 +36,8 @@ source "$here/lib/checks.sh"
 
 # Fixtures. short-tok: the bundled TinyStories model with its tokenizer cut to 400 of its 512
 # tokens (merges that need a removed token dropped), so generated ids can fall outside it.
-M=models/stories260K C=data/tinystories-260k/train.txt E=data/tinystories-260k/test.txt T=$tmp
+need_stories
+M=$STORIES C=$TINY/train.txt E=$TINY/test.txt T=$tmp
 mkdir -p "$T/adir" "$T/short-tok"
 : >"$T/empty.txt"
 echo "Once upon a time." >"$T/tiny.txt"

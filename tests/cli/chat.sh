@@ -6,8 +6,9 @@
 # the exported pair and a quantized directory its fake-quant graphs, both matching generate.
 set -u
 PDQ=${1:?usage: chat.sh PDQ_BINARY}
-M=models/stories260K
 . "$(dirname "$0")/lib/checks.sh"
+need_stories
+M=$STORIES
 L1="Once upon a time"
 L2="The cat sat"
 
@@ -50,7 +51,7 @@ c1=$(printf '%s\n%s\n' "$L1" "$L2" | "$PDQ" chat --circle "$tmp/c" --max-new 12 
 m1=$(printf '%s\n%s\n' "$L1" "$L2" | "$PDQ" chat --model $M --max-seq 64 --max-new 12 --rope pre_negated_sin --scale-fusion k_proj --layout unrolled 2>/dev/null)
 check circle "[ -n \"\$c1\" ] && [ \"\$c1\" = \"\$m1\" ] && grep -q 'the exported Circle pair in' '$tmp/e'"
 # a quantized directory: its quantized graphs (integer mode by default), as generate --static runs them
-check quantize "'$PDQ' quantize --model $M --calib data/tinystories-260k/train.txt --method rtn --wbits 8 --max-seq 32 \
+check quantize "'$PDQ' quantize --model $M --calib $TINY/train.txt --method rtn --wbits 8 --max-seq 32 \
     --act-nsamples 2 --verify-steps 2 --quiet --out '$tmp/q' >/dev/null 2>&1"
 q1=$(echo "$L1" | "$PDQ" chat --model "$tmp/q" --max-new 8 2>"$tmp/e")
 qg=$("$PDQ" generate --static --model "$tmp/q" --max-seq 32 --prompt "$L1" --max-new 8 2>/dev/null)

@@ -32,10 +32,11 @@ for h in include/pdq/*.h; do echo "#include <pdq/$(basename "$h")>"; done >"$tmp
 echo 'int main() { return pdq_code_name(PDQ_OK) == 0; }' >>"$tmp/all.cpp"
 check cxx-headers "g++ -std=c++17 -Wall -Wextra -Werror -x c++ '$tmp/all.cpp' $flags -o '$tmp/cxx' && '$tmp/cxx'"
 
-M=models/stories260K
+need_stories
+M=$STORIES
 P="Once upon a time"
 q="$tmp/q"
-check quantize "'$PDQ' quantize --model $M --calib data/tinystories-260k/train.txt --method rtn --wbits 8 --quiet --threads 2 \
+check quantize "'$PDQ' quantize --model $M --calib $TINY/train.txt --method rtn --wbits 8 --quiet --threads 2 \
     --max-seq 32 --act-nsamples 2 --verify-steps 4 --export circle-full --out '$q' >'$tmp/qlog' 2>&1 || { cat '$tmp/qlog'; false; }"
 same() { # name "example command" "pdq command": identical stdout, non-empty
     local a b

@@ -16,15 +16,16 @@ err() { # name "cmd" needle
     if grep -qF -- "$3" <<<"$out"; then ok "$1"; else bad "$1: no '$3' in: $out"; fi
 }
 SYNTH=${PDQ_BUILD_DIR:-$(dirname "$PDQ")}/pdq_synth
-M=models/stories260K
-TXT=data/tinystories-260k/test.txt
+need_stories
+M=$STORIES
+TXT=$TINY/test.txt
 disk=$tmp/disk
 trap 'umount "$disk" 2>/dev/null; rm -rf "$tmp"' EXIT
 
 quant() { # OUT [--abits N] [extra options]: a fast RTN w8 / a16 (or aN) quantization
     local out=$1 abits=16; shift
     if [ "${1:-}" = --abits ]; then abits=$2; shift 2; fi
-    "$PDQ" quantize --model $M --calib data/tinystories-260k/train.txt --method rtn --wbits 8 --abits "$abits" \
+    "$PDQ" quantize --model $M --calib $TINY/train.txt --method rtn --wbits 8 --abits "$abits" \
         --max-seq 64 --nsamples 4 --decode-calib-steps 2 --threads 1 --out "$out" "$@"
 }
 snapshot() { (cd "$1" && find . -type f ! -name fill -print0 | sort -z | xargs -0 md5sum); }

@@ -6,11 +6,12 @@
 # plain command prints and its timings; inspect FILE.circle --json matches the text listing.
 set -u
 PDQ=${1:?usage: json_out.sh PDQ_BINARY}
-M=models/stories260K
 . "$(dirname "$0")/lib/checks.sh"
-head -c 3000 data/tinystories-260k/test.txt >"$tmp/eval.txt"
+need_stories
+M=$STORIES
+head -c 3000 $TINY/test.txt >"$tmp/eval.txt"
 q="$tmp/q"
-"$PDQ" quantize --model $M --calib data/tinystories-260k/train.txt --method gptq --wbits 4 --nsamples 4 --seq-len 64 \
+"$PDQ" quantize --model $M --calib $TINY/train.txt --method gptq --wbits 4 --nsamples 4 --seq-len 64 \
     --threads 2 --max-seq 32 --act-nsamples 2 --verify-steps 4 --eval "$tmp/eval.txt" --export circle-full \
     --json --out "$q" >"$tmp/s.json" 2>"$tmp/err"; rc=$?
 check quantize-rc "[ $rc = 0 ]"

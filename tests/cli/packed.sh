@@ -5,18 +5,15 @@
 # paths; bad bench arguments are errors.
 set -u
 PDQ=${1:?usage: packed.sh PDQ_BINARY}
-M=models/stories260K
-fail=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fail=1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib/checks.sh"
+need_stories
+M=$STORIES
 Q=$tmp/q4
 
 "$PDQ" quantize --model $M --method rtn --wbits 4 --group 32 --partial-groups --abits none --quiet --out $Q >/dev/null \
     || bad "quantize exit status"
-a=$("$PDQ" ppl --model $Q --text data/tinystories-260k/test.txt --max-len 128 --json --threads 2 | jq -r .ppl)
-b=$("$PDQ" ppl --model $Q/hf --text data/tinystories-260k/test.txt --max-len 128 --json --threads 1 | jq -r .ppl)
+a=$("$PDQ" ppl --model $Q --text $TINY/test.txt --max-len 128 --json --threads 2 | jq -r .ppl)
+b=$("$PDQ" ppl --model $Q/hf --text $TINY/test.txt --max-len 128 --json --threads 1 | jq -r .ppl)
 python3 -c "import sys; a,b=float('$a'),float('$b'); sys.exit(0 if abs(a-b)/b < 1e-4 else 1)" \
     && ok "ppl packed $a vs dequantized $b" || bad "ppl packed $a vs dequantized $b"
 

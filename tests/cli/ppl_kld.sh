@@ -5,10 +5,11 @@
 # zero KLD; a damaged cache is recomputed. stories260K's 512-token vocabulary makes the KLD exact.
 set -u
 PDQ=${1:?usage: ppl_kld.sh PDQ_BINARY}
-M=models/stories260K
 . "$(dirname "$0")/lib/checks.sh"
+need_stories
+M=$STORIES
 export XDG_CACHE_HOME="$tmp/cache"
-head -c 6000 data/tinystories-260k/test.txt >"$tmp/eval.txt"
+head -c 6000 $TINY/test.txt >"$tmp/eval.txt"
 E="--text $tmp/eval.txt --max-len 128 --threads 1"
 
 "$PDQ" ppl --model $M $E --json >"$tmp/p.json" 2>/dev/null

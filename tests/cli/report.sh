@@ -6,10 +6,11 @@
 set -u
 PDQ=${1:?usage: report.sh PDQ_BINARY}
 . "$(dirname "$0")/lib/checks.sh"
-M=models/stories260K
-head -c 4000 data/tinystories-260k/test.txt >"$tmp/eval.txt"
+need_stories
+M=$STORIES
+head -c 4000 $TINY/test.txt >"$tmp/eval.txt"
 q="$tmp/q"
-check quantize "'$PDQ' quantize --model $M --calib data/tinystories-260k/train.txt --method gptq --wbits 4 --nsamples 4 \
+check quantize "'$PDQ' quantize --model $M --calib $TINY/train.txt --method gptq --wbits 4 --nsamples 4 \
     --seq-len 64 --quiet --threads 2 --max-seq 32 --act-nsamples 2 --verify-steps 6 --eval '$tmp/eval.txt' \
     --out '$q' >'$tmp/log' 2>&1 || { cat '$tmp/log'; false; }"
 check written "[ -s '$q/report.html' ]"

@@ -6,9 +6,10 @@
 # (The bad inputs are tests/cli/bad_inputs.sh.)
 set -u
 PDQ=${1:?usage: strict_cli.sh PDQ_BINARY}
-M=models/stories260K
-C=data/tinystories-260k/train.txt
 . "$(dirname "$0")/lib/checks.sh"
+need_stories
+M=$STORIES
+C=$TINY/train.txt
 
 check version "'$PDQ' --version | grep -qE '^pdq [0-9]+\.[0-9]+\.[0-9]+$'"
 check help-cmd "[ \"\$('$PDQ' help verify)\" == \"\$('$PDQ' verify --help)\" ] && '$PDQ' help verify | grep -q '^usage: pdq verify'"

@@ -7,13 +7,14 @@
 # options fail with a message.
 set -u
 PDQ=${1:?usage: transforms.sh PDQ_BINARY}
-M=models/stories260K
 SYNTH="${PDQ_BUILD_DIR:-$(dirname "$PDQ")}/pdq_synth"
 . "$(dirname "$0")/lib/checks.sh"
+need_stories
+M=$STORIES
 
-head -c 6000 data/tinystories-260k/test.txt >"$tmp/eval.txt"
+head -c 6000 $TINY/test.txt >"$tmp/eval.txt"
 q="$tmp/q"
-if "$PDQ" quantize --model $M --calib data/tinystories-260k/train.txt --method rtn --wbits 4 --quiet --threads 1 \
+if "$PDQ" quantize --model $M --calib $TINY/train.txt --method rtn --wbits 4 --quiet --threads 1 \
     --transform r1,r2,cle,smooth --smooth-nsamples 2 --seq-len 64 --max-seq 32 --act-nsamples 1 --verify-steps 4 \
     --eval "$tmp/eval.txt" --eval-len 64 --eval-stride 64 --export circle-full --out "$q" >"$tmp/log" 2>&1; then
     ok run
@@ -38,7 +39,7 @@ fi
 # quantized), and the written one keeps the original's perplexity
 for v in view saved; do
     extra=; [ $v = saved ] && extra=--save-transformed
-    "$PDQ" quantize --model $M --calib data/tinystories-260k/train.txt --method gptq --nsamples 2 --seq-len 32 \
+    "$PDQ" quantize --model $M --calib $TINY/train.txt --method gptq --nsamples 2 --seq-len 32 \
         --wbits 4 --abits none --quiet --threads 1 --transform r1,r2,cle,smooth --smooth-nsamples 2 $extra \
         --out "$tmp/$v" >"$tmp/l$v" 2>&1 || { bad quantize-$v; cat "$tmp/l$v"; }
 done
@@ -66,11 +67,11 @@ else
     bad random-r1; cat "$tmp/l96"
 fi
 # GPTQ variants are recorded in both files
-if "$PDQ" quantize --model $M --calib data/tinystories-260k/train.txt --method gptq --nsamples 2 --seq-len 32 \
+if "$PDQ" quantize --model $M --calib $TINY/train.txt --method gptq --nsamples 2 --seq-len 32 \
     --gptq-orig-inputs --mse-gptq --mse-gptq-steps 2 --abits none --quiet --threads 1 --out "$tmp/g" >"$tmp/lg" 2>&1; then
     check gptq-variants "jq -e '.orig_inputs and .mse_gptq and .mse_gptq_steps == 2 and (.transforms == null)' '$tmp/g/report.json' >/dev/null && jq -e '.orig_inputs and .mse_gptq' '$tmp/g/pdq_quant.json' >/dev/null"
 else
     bad gptq-variants; cat "$tmp/lg"
 fi
-err mse-gptq-group "'$PDQ' quantize --model $M --calib data/tinystories-260k/train.txt --nsamples 2 --seq-len 32 --mse-gptq --group 32 --partial-groups --abits none --out '$tmp/x'" "per output row"
+err mse-gptq-group "'$PDQ' quantize --model $M --calib $TINY/train.txt --nsamples 2 --seq-len 32 --mse-gptq --group 32 --partial-groups --abits none --out '$tmp/x'" "per output row"
 exit $fail

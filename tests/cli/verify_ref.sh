@@ -5,12 +5,13 @@
 # status follows it; default prompts are the first lines of --text FILE or BOS alone.
 set -u
 PDQ=${1:?usage: verify_ref.sh PDQ_BINARY}
-M=models/stories260K
-T=data/tinystories-260k/test.txt
 . "$(dirname "$0")/lib/checks.sh"
+need_stories
+M=$STORIES
+T=$TINY/test.txt
 
 check quantize-w "'$PDQ' quantize --model $M --method rtn --wbits 4 --abits none --quiet --out '$tmp/w' >/dev/null 2>&1"
-check quantize-a "'$PDQ' quantize --model $M --method rtn --wbits 8 --calib data/tinystories-260k/train.txt --max-seq 32 \
+check quantize-a "'$PDQ' quantize --model $M --method rtn --wbits 8 --calib $TINY/train.txt --max-seq 32 \
     --act-nsamples 2 --verify-steps 2 --quiet --out '$tmp/a' >/dev/null 2>&1"
 
 # weight-only quantized dir, no --ref: the dequantized weights, matched to float rounding
