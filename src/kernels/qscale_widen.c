@@ -44,15 +44,6 @@ __attribute__((target("avx2"))) static void widen_bf16_avx2(const uint16_t *h, i
 }
 #endif
 
-int pdq_cpu_has_f16c(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-#else
-    return 0;
-#endif
-}
-
 #if defined(__x86_64__) || defined(__i386__)
 /* 0 portable, 1 F16C (+ AVX2 for bf16), 2 AVX-512F: asked once (CPUID is slow in a VM). */
 static int widen_level(void) {
