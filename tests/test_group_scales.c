@@ -286,12 +286,7 @@ static char *quantize_bundled(void) {
 static cJSON *read_json(const char *dir) {
     char path[1024];
     snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
-    char *txt = tu_read_file(path, NULL);
-    assert_non_null(txt);
-    cJSON *j = cJSON_Parse(txt);
-    free(txt);
-    assert_non_null(j);
-    return j;
+    return tu_load_json(path);
 }
 
 static void write_json(const char *dir, cJSON *j) {
