@@ -3,7 +3,9 @@
  * avx2-int (no VNNI) or f32 (the float kernels, not the integer path); group 0: per-channel. Prints one line
  * per case (best of 5). Codes take the 4-row layout where it applies (as the packed loader
  * does), row-major with BENCH_ROWS=1. BENCH_DRAM=MB: the GEMV also cycles over copies of the
- * matrix filling MB, so it streams from memory as decode does (GB/s of packed bytes). */
+ * matrix filling MB, so it streams from memory as decode does (GB/s of packed bytes).
+ * BENCH_COMPACT=f16|bf16: grouped grids as a symmetric checkpoint keeps them (two-byte scales,
+ * one shared row of zero points) instead of float32 scales and a zero byte per group. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +46,13 @@ int main(int argc, char **argv) {
             float *scales = malloc(sizeof(float) * (size_t)rows * ng);
             for (size_t i = 0; i < (size_t)rows * rb; i++) codes[i] = (uint8_t)(i * 2654435761u >> 13);
             for (int i = 0; i < rows * ng; i++) { zeros[i] = t == 0 ? 8 : 128; scales[i] = 0.01f; }
+            const char *cmp = getenv("BENCH_COMPACT");
+            pdq_qscale_type stype = !cmp ? PDQ_QSCALE_F32 : !strcmp(cmp, "bf16") ? PDQ_QSCALE_BF16 : PDQ_QSCALE_F16;
+            if (stype != PDQ_QSCALE_F32) /* the two-byte scales in place of the float ones */
+                for (int i = 0; i < rows * ng; i++) pdq_qscale_put(scales, stype, (size_t)i, pdq_qscale_round(0.01f, stype));
             pdq_qmatrix w;
-            if (pdq_qmatrix_init(&w, t == 0 ? PDQ_QT_U4 : PDQ_QT_U8, rows, cols, group, codes, scales, zeros, NULL, "b", &st)) return 1;
+            if (pdq_qmatrix_init_grids(&w, t == 0 ? PDQ_QT_U4 : PDQ_QT_U8, rows, cols, group, codes, scales, stype, zeros,
+                                       stype != PDQ_QSCALE_F32 ? 0 : (size_t)ng, NULL, "b", &st)) return 1;
             int rows4 = !getenv("BENCH_ROWS");
             if (rows4 && pdq_qmatrix_pack_rows4(&w, &st)) return 1;
             int ncopy = getenv("BENCH_DRAM") ? (int)(atof(getenv("BENCH_DRAM")) * 1e6 / (double)pdq_qmatrix_bytes(&w)) + 1 : 0;

@@ -2,7 +2,9 @@
  * groups, so the column permutation is exercised) checkpoints of the bundled model and of
  * stories260K are quantized here, loaded both ways, and must give the same perplexity within
  * 1e-4 relative and close logits; the packed model holds no f32 copy of a quantized weight, and
- * its logits are the same bits on the AVX-512, AVX2 and scalar kernels and at 1, 2 or 3 threads. */
+ * its logits are the same bits on the AVX-512, AVX2 and scalar kernels and at 1, 2 or 3 threads.
+ * Symmetric grouped checkpoints with f16 / bf16 scales stay compact in memory (two-byte scales,
+ * one shared row of zero points) and pass the same checks. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,8 @@ typedef struct {
     pdq_qmethod method;
     int bits, group;
     long n_eval;  /* tokens of the text evaluated */
+    int sym;
+    pdq_qscale_type gscale;
 } qcase;
 
 static char *quantize(const qcase *c) {
@@ -32,6 +36,8 @@ static char *quantize(const qcase *c) {
     o.method = c->method;
     o.gptq.scheme.group = c->group;
     o.gptq.scheme.partial_groups = 1;
+    o.gptq.scheme.sym = c->sym;
+    o.gptq.scheme.group_scale = c->gscale;
     o.quiet = 1;
     int32_t *text = NULL, *win = NULL;
     long n = 0;
@@ -77,6 +83,23 @@ static void check_packed_layout(const pdq_model *m, int expect_perm) {
     if (m->cfg.hidden_size == 256) assert_int_equal(rows4, m->cfg.n_layers * (PDQ_LIN_COUNT - 1));
 }
 
+/* Grouped decoder matrices keep the checkpoint's compact grids: two-byte scales of its type and,
+ * symmetric, one shared row of zero points; their bytes are codes + 2 per group (+ that row). */
+static void check_compact(const pdq_model *m, const qcase *c) {
+    if (!c->group || c->gscale == PDQ_QSCALE_F32) return;
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+            const pdq_qmatrix *w = m->layers[l].pw[i];
+            assert_null(w->scales);
+            assert_non_null(w->scales16);
+            assert_int_equal(w->scale_type, c->gscale);
+            assert_int_equal(w->zero_stride, c->sym ? 0 : (size_t)w->ngroups);
+            size_t want = (size_t)w->rows * w->row_bytes + (size_t)w->rows * w->ngroups * 2 +
+                          (c->sym ? 1 : (size_t)w->rows) * w->ngroups + (w->perm ? (size_t)w->cols * 4 : 0);
+            assert_int_equal(pdq_qmatrix_bytes(w), want);
+        }
+}
+
 /* Logits of a 24-token prefill and 2 cached decode steps of the packed model. */
 static void packed_logits(pdq_model *pk, const int32_t *ids, float *out) {
     pdq_status st = {0};
@@ -120,6 +143,7 @@ static void compare(const qcase *c, int expect_perm) {
     pdq_set_threads(deq, 1);
     pdq_set_threads(pk, 2);
     check_packed_layout(pk, expect_perm);
+    check_compact(pk, c);
     assert_null(deq->packed);
 
     int32_t *ids = NULL;
@@ -170,41 +194,55 @@ static void compare(const qcase *c, int expect_perm) {
 
 static void test_bundled_rtn_w4(void **state) {
     (void)state;
-    qcase c = {PDQ_TEST_MODEL, "data/web-bible/test.txt", PDQ_QM_RTN, 4, 0, 2048};
+    qcase c = {PDQ_TEST_MODEL, "data/web-bible/test.txt", PDQ_QM_RTN, 4, 0, 2048, 0, PDQ_QSCALE_F32};
     compare(&c, 0);
 }
 
 static void test_bundled_rtn_w8_group(void **state) {
     (void)state;
-    qcase c = {PDQ_TEST_MODEL, "data/web-bible/test.txt", PDQ_QM_RTN, 8, 128, 2048};
+    qcase c = {PDQ_TEST_MODEL, "data/web-bible/test.txt", PDQ_QM_RTN, 8, 128, 2048, 0, PDQ_QSCALE_F32};
     compare(&c, 0);
 }
 
 static void test_stories_rtn_w4_group32(void **state) {
     (void)state;
     if (!tu_have_stories()) skip();
-    qcase c = {STORIES, PDQ_TEST_TINYSTORIES "/test.txt", PDQ_QM_RTN, 4, 32, 4096};
+    qcase c = {STORIES, PDQ_TEST_TINYSTORIES "/test.txt", PDQ_QM_RTN, 4, 32, 4096, 0, PDQ_QSCALE_F32};
     compare(&c, 0);
 }
 
 static void test_stories_gptq_actorder_groups(void **state) {
     (void)state;
     if (!tu_have_stories()) skip();
-    qcase c = {STORIES, PDQ_TEST_TINYSTORIES "/train.txt", PDQ_QM_GPTQ, 4, 32, 4096};
+    qcase c = {STORIES, PDQ_TEST_TINYSTORIES "/train.txt", PDQ_QM_GPTQ, 4, 32, 4096, 0, PDQ_QSCALE_F32};
     compare(&c, 1);
 }
 
 /* act-order codes reordered at load, then copied into the 4-row layout (hidden 256, groups of 32) */
 static void test_bundled_gptq_actorder_groups(void **state) {
     (void)state;
-    qcase c = {PDQ_TEST_MODEL, "data/web-bible/train.txt", PDQ_QM_GPTQ, 4, 32, 1024};
+    qcase c = {PDQ_TEST_MODEL, "data/web-bible/train.txt", PDQ_QM_GPTQ, 4, 32, 1024, 0, PDQ_QSCALE_F32};
+    compare(&c, 1);
+}
+
+/* the issue-27 format: w4 g32 sym, f16 scales, no zero points (4.5 bits a weight) */
+static void test_bundled_rtn_w4_g32_sym_f16(void **state) {
+    (void)state;
+    qcase c = {PDQ_TEST_MODEL, "data/web-bible/test.txt", PDQ_QM_RTN, 4, 32, 2048, 1, PDQ_QSCALE_F16};
+    compare(&c, 0);
+}
+
+/* act-order permutation with compact grids; bf16 scales */
+static void test_bundled_gptq_w4_g32_sym_bf16(void **state) {
+    (void)state;
+    qcase c = {PDQ_TEST_MODEL, "data/web-bible/train.txt", PDQ_QM_GPTQ, 4, 32, 1024, 1, PDQ_QSCALE_BF16};
     compare(&c, 1);
 }
 
 static void test_stories_rtn_w8(void **state) {
     (void)state;
     if (!tu_have_stories()) skip();
-    qcase c = {STORIES, PDQ_TEST_TINYSTORIES "/test.txt", PDQ_QM_RTN, 8, 0, 4096};
+    qcase c = {STORIES, PDQ_TEST_TINYSTORIES "/test.txt", PDQ_QM_RTN, 8, 0, 4096, 0, PDQ_QSCALE_F32};
     compare(&c, 0);
 }
 
@@ -218,7 +256,7 @@ static void test_plain_and_bad(void **state) {
     assert_null(m->packed);
     assert_non_null(m->layers[0].w[0]);
     pdq_model_free(m);
-    qcase c = {STORIES, NULL, PDQ_QM_RTN, 4, 0, 0};
+    qcase c = {STORIES, NULL, PDQ_QM_RTN, 4, 0, 0, 0, PDQ_QSCALE_F32};
     char *dir = quantize(&c);
     char path[1024];
     snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
@@ -257,6 +295,8 @@ int main(void) {
         cmocka_unit_test(test_stories_gptq_actorder_groups),
         cmocka_unit_test(test_bundled_gptq_actorder_groups),
         cmocka_unit_test(test_stories_rtn_w8),
+        cmocka_unit_test(test_bundled_rtn_w4_g32_sym_f16),
+        cmocka_unit_test(test_bundled_gptq_w4_g32_sym_bf16),
         cmocka_unit_test(test_plain_and_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

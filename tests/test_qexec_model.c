@@ -5,7 +5,8 @@
  * per-layer; the in-memory integer run is identical with 1 and 2 threads and with the scalar
  * kernels; integer mode stays close to fake-quant (the difference is printed). The same with
  * group-wise weights (groups of 32, the last one of the 688-wide down_proj shorter; Circle
- * BlockwiseQuantization in the files). */
+ * BlockwiseQuantization in the files), also symmetric with f16 scales and no stored zero points
+ * (the files' float32 scales are the f16 values). */
 #include "circle/cinterp_share.h"
 #include "testutil.h"
 
@@ -29,8 +30,8 @@ static int argmax(const float *x, int n) {
 }
 
 /* The quantized checkpoint + ptq.json + exported files, as test_circle_export sets them up;
- * group > 0: weights in groups of that many columns. */
-static void make_quantized(char *qdir, char *out, int group) {
+ * group > 0: weights in groups of that many columns; compact: symmetric, f16 group scales. */
+static void make_quantized(char *qdir, char *out, int group, int compact) {
     pdq_status st = {0};
     pdq_model *m = NULL;
     assert_int_equal(pdq_model_load(PDQ_TEST_MODEL, &m, &st), PDQ_OK);
@@ -41,6 +42,8 @@ static void make_quantized(char *qdir, char *out, int group) {
     qo.quiet = 1;
     qo.gptq.scheme.group = group;
     qo.gptq.scheme.partial_groups = group > 0;
+    qo.gptq.scheme.sym = compact;
+    qo.gptq.scheme.group_scale = compact ? PDQ_QSCALE_F16 : PDQ_QSCALE_F32;
     pdq_qmodel qm;
     memset(&qm, 0, sizeof qm);
     assert_int_equal(pdq_quantize_model(m, &qo, NULL, 0, 0, &qm, &st), PDQ_OK);
@@ -270,9 +273,9 @@ static void expect_circle_equal(const char *out, const run_rec *r, int V, int L,
 }
 
 /* One quantized model (group 0: per channel), in memory and through its exported files. */
-static void integer_case(int group) {
+static void integer_case(int group, int compact) {
     char *qdir = tu_mkdtemp(), *out = tu_mkdtemp();
-    make_quantized(qdir, out, group);
+    make_quantized(qdir, out, group, compact);
     if (!group) {
         expect_shared_codes(qdir);
         expect_shared_float_copies(out);
@@ -307,13 +310,19 @@ static void integer_case(int group) {
 
 static void test_integer_exact(void **state) {
     (void)state;
-    integer_case(0);
+    integer_case(0, 0);
 }
 
 /* Weights in groups of 32 columns (Circle BlockwiseQuantization in the files). */
 static void test_integer_grouped(void **state) {
     (void)state;
-    integer_case(32);
+    integer_case(32, 0);
+}
+
+/* Symmetric groups of 32 with f16 scales and no zero points in the checkpoint. */
+static void test_integer_grouped_f16_sym(void **state) {
+    (void)state;
+    integer_case(32, 1);
 }
 
 /* integer vs fake-quant: a measurement, bounded loosely (a few grid steps of the logits) */
@@ -343,6 +352,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_integer_exact),
         cmocka_unit_test(test_integer_grouped),
+        cmocka_unit_test(test_integer_grouped_f16_sym),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

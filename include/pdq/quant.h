@@ -14,6 +14,7 @@
 
 #include "pdq/graph.h"
 #include "pdq/model.h"
+#include "pdq/qscale.h"
 #include "pdq/status.h"
 
 #ifdef __cplusplus
@@ -32,10 +33,16 @@ typedef struct {
     int grid;        /* 100 */
     float maxshrink; /* 0.8 */
     float norm;      /* 2.4 */
+    pdq_qscale_type group_scale; /* how grouped grids store their scales (per-channel ones stay
+                                  * float32): every scale is rounded to it before codes are chosen */
 } pdq_qscheme;
 
-/* bits, asym, per-channel, no MSE, grid 100, maxshrink 0.8, norm 2.4. */
+/* bits, asym, per-channel, no MSE, grid 100, maxshrink 0.8, norm 2.4, float32 group scales. */
 void pdq_qscheme_default(pdq_qscheme *s, int bits);
+/* The stored type of the scheme's scales: group_scale with groups, else float32. */
+static inline pdq_qscale_type pdq_qscheme_scale_type(const pdq_qscheme *s) {
+    return s->group > 0 ? s->group_scale : PDQ_QSCALE_F32;
+}
 /* Validates the scheme for a [rows, cols] weight (bits range, group divides cols, ...). */
 pdq_code pdq_qscheme_check(const pdq_qscheme *s, int rows, int cols, const char *name, pdq_status *st);
 /* Number of grids along the input dimension: ceil(cols / group), or 1. */
@@ -43,6 +50,10 @@ int pdq_qscheme_ngroups(const pdq_qscheme *s, int cols);
 /* The group size G when g_idx [cols] puts column c in group c / G for every c (ngroups groups),
  * else 0 (act-order groups, or an inconsistent g_idx). g_idx NULL: ngroups must be 1, G = cols. */
 int pdq_gidx_group(const int32_t *g_idx, int cols, int ngroups);
+
+/* PDQ_ERR_NUMERIC naming the option to use when a grid's scale overflowed the scheme's stored
+ * type (pdq_qscale_round gave +Inf). */
+pdq_code pdq_qscale_check(const pdq_qscheme *s, const float *scale, size_t n, const char *name, pdq_status *st);
 
 /* Grid parameters of `nvec` vectors of n values: element k of vector v is
  * x[v * vstride + k * estride]. Ignores per_tensor/group (callers pick the vectors). */

@@ -21,6 +21,7 @@
 #include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
+#include "quant/qgrid.h"
 #include "quant/quant_json_check.h"
 
 /* One weight as the graphs hold it, made once per checkpoint and shared: the prefill, decode and
@@ -136,20 +137,20 @@ static int search_scale(float s0, const int64_t *ks, const float *want, int n, f
  * the in-memory weight t exactly, row by row (a row of codes at a time: no unpacked copy of the
  * matrix). Groups must be the checkpoint's plain ones (column c in group c / group): act-order
  * groups (GPTQ g_idx) would need the kernels to gather columns. */
-static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod, int packed, int group,
+static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod, const cJSON *e, int bits, int group,
                            qw_block **out, pdq_status *st) {
+    int packed = bits <= 4;
     int rows = t->shape[0], cols = t->shape[1];
     int G = group > 0 && group < cols ? group : cols, ng = (cols + G - 1) / G;
     char nm[300];
     snprintf(nm, sizeof nm, "%s.qweight", mod);
     const pdq_st_tensor *tq = pdq_st_find(w->s, nm);
-    snprintf(nm, sizeof nm, "%s.scales", mod);
-    const pdq_st_tensor *ts = pdq_st_find(w->s, nm);
-    snprintf(nm, sizeof nm, "%s.zeros", mod);
-    const pdq_st_tensor *tz = pdq_st_find(w->s, nm);
-    if (!tq || !ts || !tz) return pdq_fail(st, PDQ_ERR_MISSING, "quantized export: codes/scales/zeros of %s missing", mod);
-    if (ts->nbytes != sizeof(float) * (size_t)rows * ng || tz->nbytes != (size_t)rows * ng)
-        return pdq_fail(st, PDQ_ERR_FORMAT, "quantized export: %s: scales/zeros are not [%d, %d]", mod, rows, ng);
+    if (!tq) return pdq_fail(st, PDQ_ERR_MISSING, "quantized export: codes of %s missing", mod);
+    if (tq->nbytes != (size_t)rows * (packed ? (size_t)(cols + 1) / 2 : (size_t)cols))
+        return pdq_fail(st, PDQ_ERR_FORMAT, "quantized export: %s: codes are not [%d, %d]", mod, rows,
+                        packed ? (cols + 1) / 2 : cols);
+    pdq_qgrid_view gv; /* scales of the stored type (widened exactly), zero points stored or implied */
+    if (pdq_qgrid_open(w->s, e, mod, rows, ng, bits, "quantized export", &gv, st)) return st ? st->code : PDQ_ERR_FORMAT;
     if (ng > 1) {
         snprintf(nm, sizeof nm, "%s.g_idx", mod);
         const pdq_st_tensor *tg = pdq_st_find(w->s, nm);
@@ -195,9 +196,8 @@ static pdq_code make_block(pdq_qweights *w, const pdq_tensor *t, const char *mod
         for (int g = 0; g < ng; g++) {
             int c0 = g * G, c1 = c0 + G < cols ? c0 + G : cols;
             size_t gi = (size_t)r * ng + g;
-            float sc;
-            memcpy(&sc, (const char *)ts->data + sizeof(float) * gi, sizeof sc);
-            uint8_t z = ((const uint8_t *)tz->data)[gi];
+            float sc = pdq_qgrid_scale(&gv, gi);
+            uint8_t z = (uint8_t)pdq_qgrid_zero(&gv, gi);
             bk->zero[gi] = z;
             /* up to 16 distinct (code - zero) of the group and the weights they must dequantize to
              * (seen[] by code: one pass over the group, not one per distinct value) */
@@ -251,7 +251,7 @@ static pdq_code quant_weight(pdq_graph *g, pdq_qweights *w, pdq_tensor *t, const
         if (w->memo[i]->src == t->data && !strcmp(w->memo[i]->mod, mod)) bk = w->memo[i];
     pdq_code rc;
     if (!bk) {
-        if ((rc = make_block(w, t, mod, bits <= 4, group, &bk, st))) return rc;
+        if ((rc = make_block(w, t, mod, e, bits, group, &bk, st))) return rc;
         if (!t->owned) {
             if (w->n_memo == w->cap_memo) {
                 int cap = w->cap_memo ? 2 * w->cap_memo : 64;

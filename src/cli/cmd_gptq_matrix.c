@@ -84,7 +84,7 @@ int cmd_gptq_matrix(int argc, char **argv) {
     const char *wpath = args_required(&a, "--weight"), *hpath = args_str(&a, "--hessian");
     const char *xpath = args_str(&a, "--inputs"), *out = args_required(&a, "--out");
     pdq_gptq_opts o;
-    quant_args_read(&a, &o);
+    quant_args_read(&a, &o, PDQ_QSCALE_F32); /* the reference algorithms' float32 grids */
     args_one_of(&a, "--hessian", hpath, "--inputs", xpath);
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
 

@@ -94,7 +94,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *method = args_str(&a, "--method"), *evalf = args_str(&a, "--eval");
     pdq_quant_opts o;
     pdq_quant_opts_default(&o, 4);
-    quant_args_read(&a, &o.gptq);
+    quant_args_read(&a, &o.gptq, PDQ_QSCALE_F16);
     int nsamples = (int)args_int_range(&a, "--nsamples", 128, 1, 1 << 20);
     int seq_len = (int)args_int_range(&a, "--seq-len", 0, 2, 1 << 20);
     o.seed = (uint64_t)args_int_range(&a, "--seed", 0, 0, LONG_MAX);

@@ -1,14 +1,22 @@
 #include "quant_args.h"
 
 #include <math.h>
+#include <string.h>
 
-void quant_args_read(pdq_args *a, pdq_gptq_opts *o) {
+void quant_args_read(pdq_args *a, pdq_gptq_opts *o, pdq_qscale_type group_scale) {
     pdq_gptq_opts_default(o, (int)args_int_range(a, "--wbits", 4, 2, 8));
     pdq_qscheme *s = &o->scheme;
     s->group = (int)args_int_range(a, "--group", 0, 0, QUANT_ARGS_GROUP_LIMIT);
     s->partial_groups = args_flag(a, "--partial-groups");
     s->per_tensor = args_flag(a, "--per-tensor");
     s->sym = args_flag(a, "--sym");
+    const char *gsc = args_str(a, "--group-scale");
+    s->group_scale = group_scale;
+    if (!gsc) {
+    } else if (!strcmp(gsc, "f16")) s->group_scale = PDQ_QSCALE_F16;
+    else if (!strcmp(gsc, "bf16")) s->group_scale = PDQ_QSCALE_BF16;
+    else if (!strcmp(gsc, "f32")) s->group_scale = PDQ_QSCALE_F32;
+    else args_error(a, "--group-scale %s: expected f16, bf16 or f32", gsc);
     s->mse = args_flag(a, "--mse");
     s->grid = (int)args_int_range(a, "--mse-grid", s->grid, 1, 100000);
     s->maxshrink = (float)args_real(a, "--mse-maxshrink", s->maxshrink, 0, 1, ARGS_LO_OPEN);

@@ -13,7 +13,9 @@
     "  --group G            group size along the input dimension (default: per output row)\n" \
     "  --partial-groups     allow a group that does not divide the input (shorter last group)\n" \
     "  --per-tensor         one grid per tensor\n" \
-    "  --sym                symmetric grid (zero point 2^(B-1))\n" \
+    "  --sym                symmetric grid (zero point 2^(B-1); with groups no zero points are stored)\n" \
+    "  --group-scale T      group scales as f16 (quantize's default), bf16 (f32's range) or f32\n" \
+    "                       (gptq-matrix's default); each is rounded to T before codes are chosen\n" \
     "  --mse                shrink search: p = 1 - i/grid, i < maxshrink*grid, minimise sum|err|^norm\n" \
     "  --mse-grid N --mse-maxshrink F --mse-norm F   (defaults 100, 0.8, 2.4)\n" \
     "  --no-actorder        quantize columns in natural order (default: descending diag(H))\n" \
@@ -26,7 +28,7 @@
     "                       p = 1 - k*range/steps, k = 0..steps, with the least GPTQ loss\n" \
     "  --mse-gptq-steps N --mse-gptq-range F   (defaults 10, 0.25)\n"
 
-/* Reads the flags into o (defaults first). */
-void quant_args_read(pdq_args *a, pdq_gptq_opts *o);
+/* Reads the flags into o (defaults first; group_scale: the command's default --group-scale). */
+void quant_args_read(pdq_args *a, pdq_gptq_opts *o, pdq_qscale_type group_scale);
 
 #endif

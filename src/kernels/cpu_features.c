@@ -16,6 +16,15 @@ int pdq_cpu_has_avx2_fma(void) {
 #endif
 }
 
+int pdq_cpu_has_f16c(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+
 int pdq_cpu_has_avx512(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();

@@ -173,7 +173,7 @@ QI_U8 void qi_panel_decode_avx2(const pdq_qmatrix *w, const qi_plan *pl, int r, 
         for (int l = 0; l < 8; l++) {
             int rl = r + (8 * h + l < nr ? 8 * h + l : nr - 1);
             row[l] = pdq_qmatrix_row(w, rl);
-            z[l] = w->zeros + (size_t)rl * w->ngroups;
+            z[l] = w->zeros + (size_t)rl * w->zero_stride;
         }
         for (int g = 0; g < w->ngroups; g++) {
             __m256i zv[8];

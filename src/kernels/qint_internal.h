@@ -57,12 +57,15 @@ static inline int qi_last_in_group(const qi_plan *p, int b) { return (b + 1) % p
  * measured on TinyLlama shapes from DRAM, 20 KiB to L2 beat 8 rows to L1 by 10-30 %. */
 static inline size_t qi_prefetch_bytes(size_t rb) { return (20480 + rb - 1) / rb * rb; }
 /* The scales and zero points of row r + ahead, the same distance ahead as the codes: grouped
- * rows carry 5 bytes per group in two more streams (a quarter of the GEMV's time went to waiting
- * on them with groups of 32 before). */
+ * rows carry their grids in one or two more streams (a quarter of the GEMV's time went to
+ * waiting on them with groups of 32 before). A shared row of zero points stays cached. */
 static inline void qi_prefetch_grid(const pdq_qmatrix *w, int r, int ahead) {
-    int rr = r + ahead;
-    const char *s = (const char *)(w->scales + (size_t)rr * w->ngroups), *z = (const char *)(w->zeros + (size_t)rr * w->ngroups);
-    for (int o = 0; o < w->ngroups * 4; o += 64) __builtin_prefetch(s + o, 0, 2);
+    size_t i = (size_t)(r + ahead) * w->ngroups;
+    int ssz = (int)pdq_qscale_size(w->scale_type);
+    const char *s = w->scales16 ? (const char *)(w->scales16 + i) : (const char *)(w->scales + i);
+    for (int o = 0; o < w->ngroups * ssz; o += 64) __builtin_prefetch(s + o, 0, 2);
+    if (!w->zero_stride) return;
+    const char *z = (const char *)(w->zeros + i);
     for (int o = 0; o < w->ngroups; o += 64) __builtin_prefetch(z + o, 0, 2);
 }
 

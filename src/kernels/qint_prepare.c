@@ -78,7 +78,7 @@ void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr,
             continue;
         }
         const uint8_t *row = pdq_qmatrix_row(w, r + l);
-        const uint8_t *z = w->zeros + (size_t)(r + l) * w->ngroups;
+        const uint8_t *z = qk_zeros(w, r + l);
         for (int j = j0; j < pairs; j++) {
             int c = 2 * j, v0 = 0, v1 = 0;
             /* groups have an even number of columns (or there is one), so both share a zero */
@@ -88,7 +88,7 @@ void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr,
             panel[(size_t)j * QI_PANEL + l] = (int32_t)((uint32_t)(uint16_t)v0 | (uint32_t)(uint16_t)v1 << 16);
         }
         for (int g = 0; g < w->ngroups; g++) {
-            pscale[g * QI_PANEL + l] = w->scales[(size_t)(r + l) * w->ngroups + g];
+            pscale[g * QI_PANEL + l] = qk_scale(w, r + l, g);
             zt[g * QI_PANEL + l] = (int32_t)z[g] * 0x10001;
         }
     }

@@ -7,8 +7,7 @@ void qi_gemv_scalar(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, i
     const float *xs = qi_xs(p, xt);
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = pdq_qmatrix_row(w, r);
-        const uint8_t *z = w->zeros + (size_t)r * w->ngroups;
-        const float *sc = w->scales + (size_t)r * w->ngroups;
+        const uint8_t *z = qk_zeros(w, r);
         float acc = 0.0f, t = 0.0f;
         for (int b = 0; b < p->nblocks; b++) {
             int c0 = b * p->B, c1 = c0 + p->B < w->cols ? c0 + p->B : w->cols, g = b / p->bpg;
@@ -16,7 +15,7 @@ void qi_gemv_scalar(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, i
             for (int c = c0; c < c1; c++) s += (qk_code(w, row, c) - zz) * xq[c];
             t = fmaf(xs[b], (float)s, t);
             if (qi_last_in_group(p, b)) {
-                acc = fmaf(sc[g], t, acc);
+                acc = fmaf(qk_scale(w, r, g), t, acc);
                 t = 0.0f;
             }
         }

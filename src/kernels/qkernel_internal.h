@@ -63,6 +63,15 @@ static inline int qk_group_len(const pdq_qmatrix *w, int g) {
     return rest < w->group ? rest : w->group;
 }
 
+/* The scale of row r's group g as float32 (a compact one widened, exactly), and row r's zero
+ * points (one shared row when zero_stride is 0). */
+static inline float qk_scale(const pdq_qmatrix *w, int r, int g) {
+    size_t i = (size_t)r * w->ngroups + (size_t)g;
+    if (!w->scales16) return w->scales[i];
+    return w->scale_type == PDQ_QSCALE_F16 ? pdq_f16_to_f32(w->scales16[i]) : pdq_bf16_to_f32(w->scales16[i]);
+}
+static inline const uint8_t *qk_zeros(const pdq_qmatrix *w, int r) { return w->zeros + (size_t)r * w->zero_stride; }
+
 /* The code of column c of a row (pdq_qmatrix_row), in either layout. */
 static inline int qk_code(const pdq_qmatrix *w, const uint8_t *row, int c) {
     return w->type == PDQ_QT_U4 ? (*pdq_qmatrix_at(w, row, (size_t)c >> 1) >> ((c & 1) * 4)) & 0xF
@@ -107,8 +116,15 @@ static inline void qk_prepare_x(const pdq_qmatrix *w, const float *x, float *xt)
  * accumulated in group order; the kernels return (lane sums of scale * x * code) minus this. */
 static inline float qk_zero_term(const pdq_qmatrix *w, int r, const float *xt) {
     const float *xs = xt + qk_xt_len(w);
-    const float *s = w->scales + (size_t)r * w->ngroups;
-    const uint8_t *z = w->zeros + (size_t)r * w->ngroups;
+    const uint8_t *z = qk_zeros(w, r);
+    float t = 0.0f;
+    for (int g = 0; g < w->ngroups; g++) t = fmaf(qk_scale(w, r, g) * (float)z[g], xs[g], t);
+    return t;
+}
+/* The same with row r's scales already as float32 (a 4-row block's, qk_rows4). */
+static inline float qk_zero_term_s(const pdq_qmatrix *w, int r, const float *s, const float *xt) {
+    const float *xs = xt + qk_xt_len(w);
+    const uint8_t *z = qk_zeros(w, r);
     float t = 0.0f;
     for (int g = 0; g < w->ngroups; g++) t = fmaf(s[g] * (float)z[g], xs[g], t);
     return t;

@@ -7,9 +7,13 @@
  * the codes may instead be in the 4-row layout (PDQ_QL_ROWS4, pdq_qmatrix_pack_rows4): rows in
  * blocks of four, each block's rows cut into 64-byte chunks stored chunk by chunk (chunk j of
  * rows 4b..4b+3, then chunk j + 1), so a GEMV walking four rows reads one contiguous stream;
- * float32
- * scales and uint8 zero points [rows, ngroups], one grid per `group` consecutive input columns
- * (group == cols: per-channel). An optional column permutation (GPTQ act-order with groups) makes
+ * scales
+ * (float32, or compact f16 / bf16: pdq/qscale.h) and uint8 zero points [rows, ngroups], one grid
+ * per `group` consecutive input columns (group == cols: per-channel); a symmetric grid may keep
+ * one row of zero points for every row (zero_stride 0), so w4 g32 sym takes 4.5 bits a weight.
+ * A compact scale is widened to float32 (exact) where it is read: the SIMD kernels convert a
+ * 4-row block's scales with F16C / AVX-512 into a small buffer, the scalar ones one at a time;
+ * the values, hence the results, are those of float32 scales holding the same numbers. An optional column permutation (GPTQ act-order with groups) makes
  * column c of the stored codes multiply x[perm[c]].
  *
  * Summation order (the contract every code path keeps, so AVX-512, AVX2 and scalar agree bit for
@@ -46,6 +50,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pdq/qscale.h"
 #include "pdq/status.h"
 #include "pdq/threadpool.h"
 
@@ -68,8 +73,11 @@ typedef struct pdq_qmatrix {
      * ROWS: row_step = row_bytes, chunk_step = 64; ROWS4: 64 and 256. */
     size_t row_step, chunk_step;
     const uint8_t *codes;     /* in `layout`; any alignment */
-    const float *scales;      /* [rows * ngroups], float-aligned */
-    const uint8_t *zeros;     /* [rows * ngroups] */
+    const float *scales;      /* [rows * ngroups], float-aligned, when scale_type is F32; else NULL */
+    const uint16_t *scales16; /* [rows * ngroups] f16 or bf16 (scale_type), 2-byte aligned; else NULL */
+    pdq_qscale_type scale_type;
+    const uint8_t *zeros;     /* row r's zero points at zeros + r * zero_stride */
+    size_t zero_stride;       /* ngroups, or 0: one row of zero points shared by every row */
     const int32_t *perm;      /* NULL, or [cols]: stored column c multiplies x[perm[c]] */
     void *owned;              /* freed with the matrix (one block holding what it owns) */
     void *owned_codes;        /* the codes when the matrix holds its own copy (freed with it) */
@@ -88,6 +96,15 @@ static inline const uint8_t *pdq_qmatrix_at(const pdq_qmatrix *w, const uint8_t 
 pdq_code pdq_qmatrix_init(pdq_qmatrix *w, pdq_qtype type, int rows, int cols, int group, const uint8_t *codes,
                           const float *scales, const uint8_t *zeros, const int32_t *perm, const char *name,
                           pdq_status *st);
+/* Most groups a matrix with compact scales may have (the 4-row kernels widen a block's scales
+ * on the stack); a caller with more widens them to float32 first. */
+#define PDQ_QMATRIX_MAX_COMPACT_GROUPS 512
+/* The same with scales of any type (F32: float-aligned; F16 / BF16: 2-byte aligned, at most
+ * PDQ_QMATRIX_MAX_COMPACT_GROUPS groups) and zero points [rows * zero_stride] (zero_stride
+ * ngroups, or 0 for one shared row of ngroups). */
+pdq_code pdq_qmatrix_init_grids(pdq_qmatrix *w, pdq_qtype type, int rows, int cols, int group, const uint8_t *codes,
+                                const void *scales, pdq_qscale_type scale_type, const uint8_t *zeros,
+                                size_t zero_stride, const int32_t *perm, const char *name, pdq_status *st);
 void pdq_qmatrix_free(pdq_qmatrix *w);
 /* 1 when W can take the 4-row layout: rows of whole 64-byte chunks, groups of whole 16-byte
  * runs (the kernels read at most 16 bytes at a time inside a group, 64 at a 64-byte offset, so
@@ -101,7 +118,7 @@ size_t pdq_qmatrix_rows4_bytes(const pdq_qmatrix *w);
  * are bit for bit those of the row-major codes. The old codes are no longer read (a previous
  * owned copy is freed). On error W is unchanged. */
 pdq_code pdq_qmatrix_pack_rows4(pdq_qmatrix *w, pdq_status *st);
-/* Bytes of codes, scales, zeros (and perm) a GEMV over W reads. */
+/* Bytes of codes, scales, zeros (and perm) a GEMV over W reads, as stored. */
 size_t pdq_qmatrix_bytes(const pdq_qmatrix *w);
 /* Dequantizes row r into out[cols] (in input order): scale * ((float)code - (float)zero),
  * the expression the dequantizing loader uses, so an embedding row matches it exactly. */
@@ -147,6 +164,8 @@ int pdq_cpu_has_avx2_fma(void);
 int pdq_cpu_has_avx512(void);
 /* 1 when it has AVX512_VNNI (the AVX-512 integer kernels need it with the above). */
 int pdq_cpu_has_avx512_vnni(void);
+/* 1 when it has F16C (and AVX): the compact-scale widening uses it. */
+int pdq_cpu_has_f16c(void);
 /* 1 when it has AVX-VNNI (VEX-coded 256-bit dot products, the AVX2 integer kernels use them). */
 int pdq_cpu_has_avx_vnni(void);
 /* The path pdq_qmatmul takes with this context for a per-channel uint4 or uint8 matrix: "avx512-vnni",

@@ -87,7 +87,7 @@ QK_AVX2 void qk_gemv_u4_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
             QK_ACC(2);
             QK_ACC(3);
         }
-        for (int k = 0; k < nr; k++) y[r + k] = hsum16(acc[k][0], acc[k][1]) - qk_zero_term(w, r + k, xt);
+        for (int k = 0; k < nr; k++) y[r + k] = hsum16(acc[k][0], acc[k][1]) - qk_zero_term_s(w, r + k, p.scale[k], xt);
     }
 }
 
@@ -142,7 +142,7 @@ QK_AVX2 void qk_gemv_u8_avx2(const pdq_qmatrix *w, const float *xt, int r0, int 
             QK_ACC(3);
 #undef QK_ACC
         }
-        for (int k = 0; k < nr; k++) y[r + k] = hsum16(acc[k][0], acc[k][1]) - qk_zero_term(w, r + k, xt);
+        for (int k = 0; k < nr; k++) y[r + k] = hsum16(acc[k][0], acc[k][1]) - qk_zero_term_s(w, r + k, p.scale[k], xt);
     }
 }
 
@@ -152,7 +152,7 @@ QK_AVX2 void qk_tile_avx2(const pdq_qmatrix *w, const float *const *xr, int ni, 
                           size_t ystride) {
     int b = qk_block(w), gs = qk_group_stride(w), ng = w->ngroups, len = qk_xt_stride(w);
     const float *w0 = wf, *w1 = wf + (size_t)(nr > 1) * len;
-    const float *s0 = w->scales + (size_t)r * ng, *s1 = s0 + (size_t)(nr > 1) * ng;
+    int r1 = r + (nr > 1);
     const float *x0 = xr[0], *x1 = xr[ni > 1 ? 1 : 0], *x2 = xr[ni > 2 ? 2 : ni - 1];
     __m256 acc[3][2][2];
     for (int i = 0; i < 3; i++)
@@ -174,7 +174,7 @@ QK_AVX2 void qk_tile_avx2(const pdq_qmatrix *w, const float *const *xr, int ni, 
             wv = _mm256_loadu_ps(w1 + o + 8);
             b01 = _mm256_fmadd_ps(xa, wv, b01); b11 = _mm256_fmadd_ps(xb, wv, b11); b21 = _mm256_fmadd_ps(xc, wv, b21);
         }
-        __m256 sv0 = _mm256_set1_ps(s0[g]), sv1 = _mm256_set1_ps(s1[g]);
+        __m256 sv0 = _mm256_set1_ps(qk_scale(w, r, g)), sv1 = _mm256_set1_ps(qk_scale(w, r1, g));
 #define QK_TA(i)                                                          \
     acc[i][0][0] = _mm256_fmadd_ps(sv0, a##i##0, acc[i][0][0]);           \
     acc[i][0][1] = _mm256_fmadd_ps(sv0, b##i##0, acc[i][0][1]);           \

@@ -76,7 +76,7 @@ QK_AVX512 void qk_gemv_u4_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
             a3 = _mm512_fmadd_ps(_mm512_set1_ps(p.scale[3][g]), d3, a3);
         }
         float out[4] = {hsum16z(a0), hsum16z(a1), hsum16z(a2), hsum16z(a3)};
-        for (int k = 0; k < nr; k++) y[r + k] = out[k] - qk_zero_term(w, r + k, xt);
+        for (int k = 0; k < nr; k++) y[r + k] = out[k] - qk_zero_term_s(w, r + k, p.scale[k], xt);
     }
 }
 
@@ -118,7 +118,7 @@ QK_AVX512 void qk_gemv_u8_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
             a3 = _mm512_fmadd_ps(_mm512_set1_ps(p.scale[3][g]), d3, a3);
         }
         float out[4] = {hsum16z(a0), hsum16z(a1), hsum16z(a2), hsum16z(a3)};
-        for (int k = 0; k < nr; k++) y[r + k] = out[k] - qk_zero_term(w, r + k, xt);
+        for (int k = 0; k < nr; k++) y[r + k] = out[k] - qk_zero_term_s(w, r + k, p.scale[k], xt);
     }
 }
 
@@ -127,11 +127,12 @@ QK_AVX512 void qk_gemv_u8_avx512(const pdq_qmatrix *w, const float *xt, int r0, 
 QK_AVX512 void qk_tile_avx512(const pdq_qmatrix *w, const float *const *xr, int ni, const float *wf, int r, int nr,
                               float *y, size_t ystride) {
     int b = qk_block(w), gs = qk_group_stride(w), ng = w->ngroups, len = qk_xt_stride(w);
-    const float *wr[4], *sc[4], *x[4];
+    const float *wr[4], *x[4];
+    int rk[4];
     for (int k = 0; k < 4; k++) {
         int kk = k < nr ? k : nr - 1, ii = k < ni ? k : ni - 1;
         wr[k] = wf + (size_t)kk * len;
-        sc[k] = w->scales + (size_t)(r + kk) * ng;
+        rk[k] = r + kk;
         x[k] = xr[ii];
     }
     __m512 acc[4][4];
@@ -156,7 +157,7 @@ QK_AVX512 void qk_tile_avx512(const pdq_qmatrix *w, const float *const *xr, int 
         }
 #define QK_A(k)                                                    \
     do {                                                           \
-        __m512 sv = _mm512_set1_ps(sc[k][g]);                      \
+        __m512 sv = _mm512_set1_ps(qk_scale(w, rk[k], g));         \
         acc[0][k] = _mm512_fmadd_ps(sv, d0##k, acc[0][k]);         \
         acc[1][k] = _mm512_fmadd_ps(sv, d1##k, acc[1][k]);         \
         acc[2][k] = _mm512_fmadd_ps(sv, d2##k, acc[2][k]);         \

@@ -20,7 +20,7 @@ static float row_dot(const pdq_qmatrix *w, int r, const float *xt) {
             if (b == 32)
                 for (int l = 0; l < 16; l++) d[l] = fmaf(xb[16 + l], (float)v[16 + l], d[l]);
         }
-        float s = w->scales[(size_t)r * ng + g];
+        float s = qk_scale(w, r, g);
         for (int l = 0; l < 16; l++) acc[l] = fmaf(s, d[l], acc[l]);
     }
     return qk_hsum16(acc) - qk_zero_term(w, r, xt);
@@ -49,7 +49,7 @@ void qk_panel_scalar(const pdq_qmatrix *w, const float *xt, const float *wf, int
                 float *dh = d + (q & 1) * 8;
                 for (int l = 0; l < 8; l++) dh[l] = fmaf(xg[8 * q + l], wg[8 * q + l], dh[l]);
             }
-            float s = w->scales[(size_t)(r + k) * ng + g];
+            float s = qk_scale(w, r + k, g);
             for (int l = 0; l < 16; l++) acc[l] = fmaf(s, d[l], acc[l]);
         }
         y[k] = qk_hsum16(acc) - qk_zero_term(w, r + k, xt);

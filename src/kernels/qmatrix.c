@@ -7,6 +7,14 @@
 pdq_code pdq_qmatrix_init(pdq_qmatrix *w, pdq_qtype type, int rows, int cols, int group, const uint8_t *codes,
                           const float *scales, const uint8_t *zeros, const int32_t *perm, const char *name,
                           pdq_status *st) {
+    int g = group <= 0 || group > cols ? cols : group;
+    size_t ng = cols > 0 ? (size_t)(cols + g - 1) / (size_t)g : 1;
+    return pdq_qmatrix_init_grids(w, type, rows, cols, group, codes, scales, PDQ_QSCALE_F32, zeros, ng, perm, name, st);
+}
+
+pdq_code pdq_qmatrix_init_grids(pdq_qmatrix *w, pdq_qtype type, int rows, int cols, int group, const uint8_t *codes,
+                                const void *scales, pdq_qscale_type scale_type, const uint8_t *zeros,
+                                size_t zero_stride, const int32_t *perm, const char *name, pdq_status *st) {
     memset(w, 0, sizeof *w);
     if (!name) name = "packed weight";
     if (type != PDQ_QT_U4 && type != PDQ_QT_U8)
@@ -16,7 +24,14 @@ pdq_code pdq_qmatrix_init(pdq_qmatrix *w, pdq_qtype type, int rows, int cols, in
     if (!codes || !scales || !zeros) return pdq_fail(st, PDQ_ERR_ARG, "%s: codes, scales and zeros are required", name);
     int ng = (cols + group - 1) / group;
     int maxz = type == PDQ_QT_U4 ? 15 : 255;
-    for (size_t i = 0; i < (size_t)rows * ng; i++)
+    if (scale_type != PDQ_QSCALE_F32 && scale_type != PDQ_QSCALE_F16 && scale_type != PDQ_QSCALE_BF16)
+        return pdq_fail(st, PDQ_ERR_ARG, "%s: unknown scale type %d", name, (int)scale_type);
+    if (scale_type != PDQ_QSCALE_F32 && ng > PDQ_QMATRIX_MAX_COMPACT_GROUPS)
+        return pdq_fail(st, PDQ_ERR_LIMIT, "%s: %d groups with %s scales: at most %d (widen them to F32)", name, ng,
+                        pdq_qscale_name(scale_type), PDQ_QMATRIX_MAX_COMPACT_GROUPS);
+    if (zero_stride != 0 && zero_stride != (size_t)ng)
+        return pdq_fail(st, PDQ_ERR_ARG, "%s: zero-point stride %zu: must be 0 or %d", name, zero_stride, ng);
+    for (size_t i = 0; i < (zero_stride ? (size_t)rows : 1) * ng; i++)
         if (zeros[i] > maxz)
             return pdq_fail(st, PDQ_ERR_FORMAT, "%s: zero point %d of grid %zu exceeds the %s range [0, %d]", name,
                             zeros[i], i, type == PDQ_QT_U4 ? "uint4" : "uint8", maxz);
@@ -34,8 +49,11 @@ pdq_code pdq_qmatrix_init(pdq_qmatrix *w, pdq_qtype type, int rows, int cols, in
     w->row_step = w->row_bytes;
     w->chunk_step = 64;
     w->codes = codes;
-    w->scales = scales;
+    w->scale_type = scale_type;
+    if (scale_type == PDQ_QSCALE_F32) w->scales = scales;
+    else w->scales16 = scales;
     w->zeros = zeros;
+    w->zero_stride = zero_stride;
     w->perm = perm;
     return PDQ_OK;
 }
@@ -77,13 +95,15 @@ pdq_code pdq_qmatrix_pack_rows4(pdq_qmatrix *w, pdq_status *st) {
 
 size_t pdq_qmatrix_bytes(const pdq_qmatrix *w) {
     size_t grids = (size_t)w->rows * (size_t)w->ngroups;
-    return (size_t)w->rows * w->row_bytes + grids * (sizeof(float) + 1) + (w->perm ? (size_t)w->cols * 4 : 0);
+    size_t zeros = (w->zero_stride ? (size_t)w->rows : 1) * (size_t)w->ngroups;
+    return (size_t)w->rows * w->row_bytes + grids * pdq_qscale_size(w->scale_type) + zeros +
+           (w->perm ? (size_t)w->cols * 4 : 0);
 }
 
 void pdq_qmatrix_dequant_row(const pdq_qmatrix *w, int r, float *out) {
     const uint8_t *row = pdq_qmatrix_row(w, r);
     for (int c = 0; c < w->cols; c++) {
-        size_t g = (size_t)r * w->ngroups + (size_t)(c / w->group);
-        out[w->perm ? w->perm[c] : c] = w->scales[g] * ((float)qk_code(w, row, c) - (float)w->zeros[g]);
+        int g = c / w->group;
+        out[w->perm ? w->perm[c] : c] = qk_scale(w, r, g) * ((float)qk_code(w, row, c) - (float)qk_zeros(w, r)[g]);
     }
 }

@@ -5,9 +5,19 @@
 
 #include "kernels/qmatmul.h"
 
+/* Rows r..r+nrows-1's compact (f16 / bf16) scales (contiguous: [rows, ngroups]) widened to
+ * float32 into out[nrows * ngroups]: F16C or AVX-512 conversions where the CPU has them, else
+ * the portable one (the same values: widening is exact). */
+void qk_widen_scales(const pdq_qmatrix *w, int r, int nrows, float *out);
+/* The same at a given level (0 portable, 1 F16C, 2 AVX-512; at most qk_widen_level(), the CPU's),
+ * for tests that run each. */
+void qk_widen_scales_at(const pdq_qmatrix *w, int r, int nrows, float *out, int level);
+int qk_widen_level(void);
+
 typedef struct {
     const uint8_t *row[4], *zero[4];
-    const float *scale[4];
+    const float *scale[4];      /* the matrix's float32 scales, or sbuf's widened ones */
+    float sbuf[4 * PDQ_QMATRIX_MAX_COMPACT_GROUPS];
     size_t step; /* bytes from one 64-byte chunk of a row to its next (pdq_qmatrix chunk_step) */
     size_t pf; /* bytes ahead to prefetch codes from these rows: 0 when that would leave the task */
 } qk_rows4;
@@ -27,11 +37,12 @@ static inline int qk_rows4_init(const pdq_qmatrix *w, int r, int r1, size_t pf, 
     int nr = r1 - r < 4 ? r1 - r : 4;
     p->step = w->chunk_step;
     p->pf = qk_prefetch_in_task(r, r1, pf, w->row_bytes);
+    if (w->scales16) qk_widen_scales(w, r, nr, p->sbuf); /* the block's rows in one run */
     for (int k = 0; k < 4; k++) {
         int rk = r + (k < nr ? k : nr - 1);
         p->row[k] = pdq_qmatrix_row(w, rk);
-        p->zero[k] = w->zeros + (size_t)rk * w->ngroups;
-        p->scale[k] = w->scales + (size_t)rk * w->ngroups;
+        p->zero[k] = w->zeros + (size_t)rk * w->zero_stride;
+        p->scale[k] = w->scales16 ? p->sbuf + (size_t)(rk - r) * w->ngroups : w->scales + (size_t)rk * w->ngroups;
     }
     return nr;
 }

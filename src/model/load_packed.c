@@ -15,6 +15,7 @@
 #include "kernels/qmatmul.h"
 #include "model/load_roles.h"
 #include "model/packed_internal.h"
+#include "quant/qgrid.h"
 #include "quant/quant_json_check.h"
 #include "pdq/file.h"
 #include "pdq/model.h"
@@ -84,14 +85,14 @@ static pdq_code load_matrix(const pdq_safetensors *s, const cJSON *e, const char
     int ng = group ? (cols + group - 1) / group : 1, maxq = (1 << bits) - 1, packed = bits <= 4;
     int64_t qc = packed ? (cols + 1) / 2 : cols;
     const pdq_st_tensor *tq = pdq_st_expect(s, name, ".qweight", PDQ_DT_U8, 2, rows, qc, file, st);
-    const pdq_st_tensor *ts = tq ? pdq_st_expect(s, name, ".scales", PDQ_DT_F32, 2, rows, ng, file, st) : NULL;
-    const pdq_st_tensor *tz = ts ? pdq_st_expect(s, name, ".zeros", PDQ_DT_U8, 2, rows, ng, file, st) : NULL;
-    if (!tz) return st ? st->code : PDQ_ERR_FORMAT;
-    const pdq_st_tensor *tg = ng > 1 ? pdq_st_expect(s, name, ".g_idx", PDQ_DT_I32, 1, cols, 0, file, st) : NULL;
-    if (ng > 1 && !tg) return st ? st->code : PDQ_ERR_FORMAT;
-    const uint8_t *z = tz->data, *codes = tq->data;
-    for (size_t i = 0; i < (size_t)rows * ng; i++)
-        if (z[i] > maxq) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s zero point %d exceeds %d bits", file, name, z[i], bits);
+    pdq_qgrid_view gv;
+    if (!tq) return st ? st->code : PDQ_ERR_FORMAT;
+    pdq_code grc = pdq_qgrid_open(s, e, name, rows, ng, bits, file, &gv, st); /* zero points checked */
+    if (grc) return grc;
+    int has_gidx = pdq_qgrid_has_gidx(e, ng);
+    const pdq_st_tensor *tg = has_gidx ? pdq_st_expect(s, name, ".g_idx", PDQ_DT_I32, 1, cols, 0, file, st) : NULL;
+    if (has_gidx && !tg) return st ? st->code : PDQ_ERR_FORMAT;
+    const uint8_t *codes = tq->data;
     /* 4- and 8-bit codes cannot exceed their grid; narrower ones are checked like the eager loader */
     if (bits != 4 && bits != 8)
         for (int r = 0; r < rows; r++)
@@ -113,8 +114,13 @@ static pdq_code load_matrix(const pdq_safetensors *s, const cJSON *e, const char
         free(gi);
         if (rc) return rc;
     }
-    /* one block: scales | zeros | perm; reordered codes apart (the 4-row copy replaces them) */
-    size_t nsc = (size_t)rows * ng * sizeof(float), nz = (size_t)rows * ng, np = perm ? sizeof(int32_t) * (size_t)cols : 0;
+    /* one block: scales | zeros | perm; reordered codes apart (the 4-row copy replaces them).
+     * Scales stay as stored (compact ones widened only past the kernels' group limit); a
+     * checkpoint without zero points gets one shared row of them. */
+    pdq_qscale_type stype = ng > PDQ_QMATRIX_MAX_COMPACT_GROUPS ? PDQ_QSCALE_F32 : gv.stype;
+    size_t zstride = gv.zeros ? (size_t)ng : 0;
+    size_t nsc = (size_t)rows * ng * pdq_qscale_size(stype), nz = (zstride ? (size_t)rows : 1) * ng;
+    size_t np = perm ? sizeof(int32_t) * (size_t)cols : 0;
     size_t off_z = nsc, off_p = (off_z + nz + 3) / 4 * 4, off_c = off_p + np;
     size_t ncodes = perm ? (size_t)rows * (size_t)qc : 0;
     unsigned char *blk = malloc(off_c + 1);
@@ -124,8 +130,11 @@ static pdq_code load_matrix(const pdq_safetensors *s, const cJSON *e, const char
         free(perm);
         return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for its grids", name);
     }
-    memcpy(blk, ts->data, nsc);
-    memcpy(blk + off_z, z, nz);
+    if (stype == gv.stype) memcpy(blk, gv.scales, nsc);
+    else
+        for (size_t i = 0; i < (size_t)rows * ng; i++) pdq_qscale_put(blk, stype, i, pdq_qgrid_scale(&gv, i));
+    if (gv.zeros) memcpy(blk + off_z, gv.zeros, nz);
+    else memset(blk + off_z, gv.zero, nz);
     if (perm) {
         memcpy(blk + off_p, perm, np);
         uint8_t *dst = reordered;
@@ -142,8 +151,8 @@ static pdq_code load_matrix(const pdq_safetensors *s, const cJSON *e, const char
         codes = dst;
     }
     free(perm);
-    rc = pdq_qmatrix_init(w, packed ? PDQ_QT_U4 : PDQ_QT_U8, rows, cols, group, codes, (const float *)blk,
-                          blk + off_z, np ? (const int32_t *)(blk + off_p) : NULL, name, st);
+    rc = pdq_qmatrix_init_grids(w, packed ? PDQ_QT_U4 : PDQ_QT_U8, rows, cols, group, codes, blk, stype, blk + off_z,
+                                zstride, np ? (const int32_t *)(blk + off_p) : NULL, name, st);
     if (rc) { free(blk); free(reordered); return rc; }
     w->owned = blk;
     w->owned_codes = reordered;

@@ -2,9 +2,14 @@
  * OUTDIR/model.q.safetensors holding, per quantized module NAME:
  *   NAME.qweight  U8 [rows, ceil(cols/2)] two 4-bit codes per byte, low nibble first (bits <= 4),
  *                 or U8 [rows, cols] (bits 5..8); codes in the original column order
- *   NAME.scales   F32 [rows, groups]      NAME.zeros  U8 [rows, groups]
- *   NAME.g_idx    I32 [cols] group of each column (only with groups)
- * and every other tensor as F32 under its HF name. w = scale * (code - zero).
+ *   NAME.scales   F32 [rows, groups]; with groups the scheme's group scale type instead (F16 by
+ *                 default, BF16, or F32: the entry's scale_dtype), the value the quantizer used
+ *   NAME.zeros    U8 [rows, groups]; absent for a symmetric grouped tensor (entry zeros: false,
+ *                 every zero point 2^(bits-1)): w4 g32 sym is then 4.5 bits a weight
+ *   NAME.g_idx    I32 [cols] group of each column (only with groups whose columns are not simply
+ *                 column / group, e.g. GPTQ act-order: the entry's g_idx says which)
+ * and every other tensor as F32 under its HF name. w = scale * (code - zero). pdq_quant.json
+ * records the format version (quant_json_check.h); version 1 checkpoints load as before.
  * Next to it: config/tokenizer copies, and OUTDIR/hf/ with the dequantized weights as an f32 HF
  * checkpoint (config.json + model.safetensors). Both files are streamed tensor by tensor (the
  * dequantized one row by row from the codes), so saving needs no whole model in memory. */
@@ -19,6 +24,7 @@
 #include "pdq/quant.h"
 #include "pdq/transform.h"
 #include "pdq/safetensors.h"
+#include "quant/qgrid.h"
 #include "quant/quant_json_check.h"
 
 #define MAXT 1024
@@ -120,6 +126,30 @@ static const pdq_qmodule *mod_of(const pdq_qmodel *q, const mtensor *t) {
     return strcmp(t->suffix, ".weight") == 0 ? find_mod(q, t->name) : NULL;
 }
 
+/* How a module's grids are stored: grouped ones take the scheme's group scale type, and a
+ * symmetric grouped one keeps no zero points (each is 2^(bits-1), checked here). */
+static pdq_qscale_type mod_scale_type(const pdq_qmodel *q, const pdq_qmodule *mod) {
+    return mod->group > 0 ? q->opts.gptq.scheme.group_scale : PDQ_QSCALE_F32;
+}
+
+static int mod_keeps_zeros(const pdq_qmodule *mod) {
+    if (mod->group <= 0 || !mod->sym) return 1;
+    float mid = (float)((1 << mod->bits) / 2);
+    for (size_t i = 0; i < (size_t)mod->r.rows * mod->r.ngroups; i++)
+        if (mod->r.zero[i] != mid) return 1;
+    return 0;
+}
+
+/* 1 when the module's g_idx says more than column / group (act-order groups): only then is it stored. */
+static int mod_keeps_gidx(const pdq_qmodule *mod) {
+    const pdq_qresult *r = &mod->r;
+    return r->g_idx && pdq_gidx_group(r->g_idx, r->cols, r->ngroups) != mod->group;
+}
+
+static pdq_dtype scale_dtype(pdq_qscale_type t) {
+    return t == PDQ_QSCALE_F16 ? PDQ_DT_F16 : t == PDQ_QSCALE_BF16 ? PDQ_DT_BF16 : PDQ_DT_F32;
+}
+
 static const pdq_qmodule *find_mod(const pdq_qmodel *q, const char *name) {
     for (int i = 0; i < q->n; i++)
         if (strcmp(q->mods[i].name, name) == 0) return &q->mods[i];
@@ -185,13 +215,14 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
     const pdq_qscheme *s = &o->gptq.scheme;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", "pdq-quant");
-    cJSON_AddNumberToObject(j, "version", 1);
+    cJSON_AddNumberToObject(j, "version", PDQ_QUANT_VERSION);
     cJSON_AddStringToObject(j, "method", o->method == PDQ_QM_GPTQ ? "gptq" : "rtn");
     cJSON_AddStringToObject(j, "formula", "w = scale * (code - zero)");
     cJSON_AddNumberToObject(j, "bits", s->bits);
     cJSON_AddNumberToObject(j, "group", s->group);
     cJSON_AddBoolToObject(j, "partial_groups", s->partial_groups);
     cJSON_AddBoolToObject(j, "sym", s->sym);
+    cJSON_AddStringToObject(j, "group_scale", pdq_qscale_name(s->group_scale));
     cJSON_AddBoolToObject(j, "per_tensor", s->per_tensor);
     cJSON_AddBoolToObject(j, "mse", s->mse);
     if (s->mse) {
@@ -229,7 +260,9 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
         cJSON_AddNumberToObject(e, "group", m->group);
         cJSON_AddBoolToObject(e, "sym", m->sym);
         cJSON_AddBoolToObject(e, "packed", m->bits <= 4);
-        cJSON_AddBoolToObject(e, "g_idx", m->r.g_idx != NULL);
+        cJSON_AddBoolToObject(e, "g_idx", mod_keeps_gidx(m));
+        cJSON_AddStringToObject(e, "scale_dtype", pdq_qscale_name(mod_scale_type(q, m)));
+        cJSON_AddBoolToObject(e, "zeros", mod_keeps_zeros(m));
         cJSON *sh = cJSON_AddArrayToObject(e, "shape");
         cJSON_AddItemToArray(sh, cJSON_CreateNumber(m->r.rows));
         cJSON_AddItemToArray(sh, cJSON_CreateNumber(m->r.cols));
@@ -285,21 +318,27 @@ static pdq_code put_float(pdq_st_writer *w, pdq_model *m, const mtensor *t, pdq_
 
 static int64_t qweight_cols(const pdq_qmodule *mod) { return mod->bits <= 4 ? (mod->r.cols + 1) / 2 : mod->r.cols; }
 
-/* The quantized tensors of a module, in file order: qweight, scales, zeros, g_idx. */
-static pdq_code put_module(pdq_st_writer *w, const pdq_qmodule *mod, pdq_status *st) {
+/* The quantized tensors of a module, in file order: qweight, scales, zeros (if kept), g_idx. */
+static pdq_code put_module(pdq_st_writer *w, const pdq_qmodel *q, const pdq_qmodule *mod, pdq_status *st) {
     const pdq_qresult *r = &mod->r;
     size_t rows = (size_t)r->rows, cols = (size_t)r->cols, ng = (size_t)r->ngroups;
     if (!mod->qweight) return pdq_fail(st, PDQ_ERR_ARG, "%s: no codes", mod->name);
     pdq_code rc = pdq_st_writer_put(w, mod->qweight, rows * (size_t)qweight_cols(mod), st);
-    if (!rc) rc = pdq_st_writer_put(w, r->scale, rows * ng * sizeof(float), st);
-    uint8_t *z = rc ? NULL : malloc(rows * ng);
-    if (!rc && !z) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
-    if (!rc) {
+    pdq_qscale_type t = mod_scale_type(q, mod);
+    void *sc = rc ? NULL : malloc(rows * ng * pdq_qscale_size(t));
+    if (!rc && !sc) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; !rc && k < rows * ng; k++) pdq_qscale_put(sc, t, k, r->scale[k]); /* exact: already rounded */
+    if (!rc) rc = pdq_st_writer_put(w, sc, rows * ng * pdq_qscale_size(t), st);
+    free(sc);
+    int keep = mod_keeps_zeros(mod);
+    uint8_t *z = rc || !keep ? NULL : malloc(rows * ng);
+    if (!rc && keep && !z) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    if (!rc && keep) {
         for (size_t k = 0; k < rows * ng; k++) z[k] = (uint8_t)r->zero[k];
         rc = pdq_st_writer_put(w, z, rows * ng, st);
     }
     free(z);
-    if (!rc && r->g_idx) rc = pdq_st_writer_put(w, r->g_idx, cols * sizeof(int32_t), st);
+    if (!rc && mod_keeps_gidx(mod)) rc = pdq_st_writer_put(w, r->g_idx, cols * sizeof(int32_t), st);
     return rc;
 }
 
@@ -328,14 +367,14 @@ static pdq_code put_dequant(pdq_st_writer *w, const pdq_qmodule *mod, pdq_status
 }
 
 /* Opens a writer for l's tensors (names, dtypes, shapes), then put(i) for every model tensor. */
-typedef pdq_code (*put_fn)(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodule *mod,
-                           pdq_status *st);
+typedef pdq_code (*put_fn)(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodel *q,
+                           const pdq_qmodule *mod, pdq_status *st);
 
 static pdq_code stream(const char *path, const tlist *l, const char *meta, pdq_model *m, const mtensor *mt,
                        int nt, const pdq_qmodel *q, put_fn put, pdq_status *st) {
     pdq_st_writer *w;
     pdq_code rc = pdq_st_writer_open(path, l->t, l->n, meta, &w, st);
-    for (int i = 0; !rc && i < nt; i++) rc = put(w, m, &mt[i], mod_of(q, &mt[i]), st);
+    for (int i = 0; !rc && i < nt; i++) rc = put(w, m, &mt[i], q, mod_of(q, &mt[i]), st);
     if (rc) {
         if (w) pdq_st_writer_abort(w);
         return rc;
@@ -343,11 +382,14 @@ static pdq_code stream(const char *path, const tlist *l, const char *meta, pdq_m
     return pdq_st_writer_close(w, st);
 }
 
-static pdq_code put_q(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodule *mod, pdq_status *st) {
-    return mod ? put_module(w, mod, st) : put_float(w, m, t, st);
+static pdq_code put_q(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodel *q, const pdq_qmodule *mod,
+                      pdq_status *st) {
+    return mod ? put_module(w, q, mod, st) : put_float(w, m, t, st);
 }
 
-static pdq_code put_hf(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodule *mod, pdq_status *st) {
+static pdq_code put_hf(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodel *q, const pdq_qmodule *mod,
+                       pdq_status *st) {
+    (void)q;
     return mod ? put_dequant(w, mod, st) : put_float(w, m, t, st);
 }
 
@@ -375,9 +417,10 @@ pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m, c
         }
         const pdq_qresult *r = &mod->r;
         rc = tl_add(l, mod->name, ".qweight", PDQ_DT_U8, 2, r->rows, qweight_cols(mod), NULL, NULL, st);
-        if (!rc) rc = tl_add(l, mod->name, ".scales", PDQ_DT_F32, 2, r->rows, r->ngroups, NULL, NULL, st);
-        if (!rc) rc = tl_add(l, mod->name, ".zeros", PDQ_DT_U8, 2, r->rows, r->ngroups, NULL, NULL, st);
-        if (!rc && r->g_idx) rc = tl_add(l, mod->name, ".g_idx", PDQ_DT_I32, 1, r->cols, 0, NULL, NULL, st);
+        if (!rc) rc = tl_add(l, mod->name, ".scales", scale_dtype(mod_scale_type(q, mod)), 2, r->rows, r->ngroups, NULL,
+                             NULL, st);
+        if (!rc && mod_keeps_zeros(mod)) rc = tl_add(l, mod->name, ".zeros", PDQ_DT_U8, 2, r->rows, r->ngroups, NULL, NULL, st);
+        if (!rc && mod_keeps_gidx(mod)) rc = tl_add(l, mod->name, ".g_idx", PDQ_DT_I32, 1, r->cols, 0, NULL, NULL, st);
     }
     snprintf(path, sizeof path, "%s/model.q.safetensors", outdir);
     if (!rc) rc = stream(path, l, "{\"format\": \"pdq-quant\"}", m, mt, nt, q, put_q, st);
@@ -425,11 +468,12 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
     int packed = bits <= 4;
     int64_t qc = packed ? (cols + 1) / 2 : cols;
     const pdq_st_tensor *tq = pdq_st_expect(s, mt->name, ".qweight", PDQ_DT_U8, 2, rows, qc, file, st);
-    const pdq_st_tensor *ts = tq ? pdq_st_expect(s, mt->name, ".scales", PDQ_DT_F32, 2, rows, ng, file, st) : NULL;
-    const pdq_st_tensor *tz = ts ? pdq_st_expect(s, mt->name, ".zeros", PDQ_DT_U8, 2, rows, ng, file, st) : NULL;
-    if (!tz) return st ? st->code : PDQ_ERR_FORMAT;
+    if (!tq) return st ? st->code : PDQ_ERR_FORMAT;
+    pdq_qgrid_view gv;
+    pdq_code grc = pdq_qgrid_open(s, e, mt->name, rows, ng, bits, file, &gv, st);
+    if (grc) return grc;
     int32_t *gi = NULL;
-    if (ng > 1) {
+    if (ng > 1 && pdq_qgrid_has_gidx(e, ng)) {
         const pdq_st_tensor *tg = pdq_st_expect(s, mt->name, ".g_idx", PDQ_DT_I32, 1, cols, 0, file, st);
         if (!tg) return st ? st->code : PDQ_ERR_FORMAT;
         if (!(gi = malloc((size_t)cols * sizeof *gi))) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
@@ -441,17 +485,15 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
                 return PDQ_ERR_FORMAT;
             }
     }
-    const uint8_t *q = tq->data, *z = tz->data;
-    const float *sc = ts->data;
+    const uint8_t *q = tq->data;
     uint8_t *row = malloc((size_t)cols);
     if (!row) { free(gi); return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); }
     for (int r = 0; r < rows; r++) {
         if (packed) pdq_unpack4(q + (size_t)r * qc, (size_t)cols, row);
         else memcpy(row, q + (size_t)r * cols, (size_t)cols);
         for (int c = 0; c < cols; c++) {
-            int g = gi ? gi[c] : 0;
-            float scale;
-            memcpy(&scale, sc + (size_t)r * ng + g, sizeof scale); /* mmapped data may be unaligned */
+            int g = gi ? gi[c] : c / (group ? group : cols);
+            float scale = pdq_qgrid_scale(&gv, (size_t)r * ng + g);
             if (row[c] > maxq) {
                 int bad = row[c];
                 free(row);
@@ -459,7 +501,7 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
                 return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s code %d at [%d, %d] exceeds %d bits", file, mt->name,
                                 bad, r, c, bits);
             }
-            mt->data[(size_t)r * cols + c] = scale * ((float)row[c] - (float)z[(size_t)r * ng + g]);
+            mt->data[(size_t)r * cols + c] = scale * ((float)row[c] - (float)pdq_qgrid_zero(&gv, (size_t)r * ng + g));
         }
     }
     free(row);
@@ -470,7 +512,7 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
 /* A quantized k_proj keeps its float32 row (or contiguous group) scales on the model
  * (pdq_layer.wk_scale): a k_proj scale fold then scales them, keeping the folded weight (code -
  * zero) * float32 scale. Act-order groups keep none. */
-static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const char *name, pdq_status *st) {
+static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const cJSON *e, const char *name, pdq_status *st) {
     int l, end = 0;
     if (sscanf(name, "model.layers.%d.self_attn.k_proj%n", &l, &end) != 1 || name[end] || l < 0 ||
         l >= m->cfg.n_layers)
@@ -480,10 +522,15 @@ static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const char 
     const pdq_st_tensor *ts = pdq_st_find(s, nm);
     int rows = m->cfg.n_kv_heads * m->cfg.head_dim;
     int cols = m->cfg.hidden_size;
-    if (!ts || ts->ndim != 2 || ts->shape[0] != rows || ts->shape[1] < 1 || ts->shape[1] > cols)
+    int stype = ts ? pdq_qgrid_scale_type(ts->dtype) : -1;
+    if (!ts || stype < 0 || ts->ndim != 2 || ts->shape[0] != rows || ts->shape[1] < 1 || ts->shape[1] > cols)
         return PDQ_OK;
     int ng = (int)ts->shape[1], G = cols;
-    if (ng > 1) {
+    const cJSON *jg = cJSON_GetObjectItemCaseSensitive(e, "group");
+    if (ng > 1 && !pdq_qgrid_has_gidx(e, ng)) { /* plain groups: column c in group c / group */
+        G = cJSON_IsNumber(jg) ? jg->valueint : 0;
+        if (G < 1 || (cols + G - 1) / G != ng) return PDQ_OK;
+    } else if (ng > 1) {
         snprintf(nm, sizeof nm, "%.127s.g_idx", name);
         const pdq_st_tensor *tg = pdq_st_find(s, nm);
         if (!tg || tg->nbytes != sizeof(int32_t) * (size_t)cols) return PDQ_OK;
@@ -496,7 +543,7 @@ static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const char 
     }
     float *sc = malloc(sizeof(float) * (size_t)rows * ng);
     if (!sc) return pdq_fail(st, PDQ_ERR_NOMEM, "k_proj scales");
-    memcpy(sc, ts->data, sizeof(float) * (size_t)rows * ng); /* mmapped data may be unaligned */
+    for (size_t i = 0; i < (size_t)rows * ng; i++) sc[i] = pdq_qscale_at(ts->data, (pdq_qscale_type)stype, i);
     free(m->layers[l].wk_scale);
     m->layers[l].wk_scale = sc;
     m->layers[l].wk_group = ng > 1 ? G : 0;
@@ -534,7 +581,7 @@ pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
             matched++;
             if (!mt[i].cols) rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s is 1-D and cannot be quantized", path, mt[i].name);
             else rc = load_module(s, e, &mt[i], path, st);
-            if (!rc) rc = keep_k_scale(m, s, mt[i].name, st);
+            if (!rc) rc = keep_k_scale(m, s, e, mt[i].name, st);
         } else {
             char nm[160];
             snprintf(nm, sizeof nm, "%.127s%s", mt[i].name, mt[i].suffix);

@@ -263,6 +263,7 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
                         } else {
                             pdq_qparams_find(s, wc, rows, width, 1, rows, sc, ze);
                         }
+                        if ((rc = pdq_qscale_check(s, sc, (size_t)rows, name, st))) goto done;
                         for (int rr = 0; rr < rows; rr++) {
                             r->scale[(size_t)rr * ng + g] = sc[rr];
                             r->zero[(size_t)rr * ng + g] = ze[rr];

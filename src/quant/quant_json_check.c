@@ -8,6 +8,7 @@
 #include "io/json_field.h"
 
 static const char *const k_methods[] = {"gptq", "rtn"};
+static const char *const k_scale_types[] = {"F32", "F16", "BF16"}; /* pdq_qscale_type order */
 
 /* 0 (kept float) or a quantizer width 2..8. */
 static pdq_code bits_or_none(const pdq_jctx *c, const cJSON *root, const char *key, pdq_status *st) {
@@ -46,6 +47,13 @@ static pdq_code check_entry(const char *path, const char *name, const cJSON *e, 
         (rc = pdq_jf_bool(&c, e, "g_idx", PDQ_JF_OPTIONAL, &gidx, st)) ||
         (rc = pdq_jf_bool(&c, e, "packed", PDQ_JF_OPTIONAL, &packed, st)))
         return rc;
+    int stype = 0, zeros = 1;
+    if ((rc = pdq_jf_enum(&c, e, "scale_dtype", PDQ_JF_OPTIONAL, k_scale_types, 3, &stype, st)) ||
+        (rc = pdq_jf_bool(&c, e, "zeros", PDQ_JF_OPTIONAL, &zeros, st)))
+        return rc;
+    if (!zeros && !sym)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s.zeros = false needs sym = true (only a symmetric grid has an implied "
+                        "zero point)", path, at);
     if (packed != (bits <= 4))
         return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s.packed = %s with bits = %lld: codes are packed exactly when bits <= 4",
                         path, at, packed ? "true" : "false", (long long)bits);
@@ -63,12 +71,18 @@ pdq_code pdq_quant_doc_check(const cJSON *root, const char *path, pdq_status *st
     int64_t i64 = 0;
     int method = 0, b = 0;
     double d = 0;
-    if ((rc = pdq_jf_int(&c, root, "version", PDQ_JF_OPTIONAL, 1, 1, &i64, st)) ||
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    if (cJSON_IsNumber(ver) && ver->valuedouble > PDQ_QUANT_VERSION)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: format version %g is newer than this pdq reads (%d): re-quantize "
+                        "the model with this pdq (pdq quantize MODEL OUTDIR ...) or update pdq", path, ver->valuedouble,
+                        PDQ_QUANT_VERSION);
+    if ((rc = pdq_jf_int(&c, root, "version", PDQ_JF_OPTIONAL, 1, PDQ_QUANT_VERSION, &i64, st)) ||
         (rc = pdq_jf_enum(&c, root, "method", PDQ_JF_OPTIONAL, k_methods, 2, &method, st)) ||
         (rc = pdq_jf_int(&c, root, "bits", PDQ_JF_OPTIONAL, 2, 8, &i64, st)) ||
         (rc = pdq_jf_int(&c, root, "group", PDQ_JF_OPTIONAL, 0, PDQ_QUANT_MAX_DIM, &i64, st)) ||
         (rc = pdq_jf_bool(&c, root, "partial_groups", PDQ_JF_OPTIONAL, &b, st)) ||
         (rc = pdq_jf_bool(&c, root, "sym", PDQ_JF_OPTIONAL, &b, st)) ||
+        (rc = pdq_jf_enum(&c, root, "group_scale", PDQ_JF_OPTIONAL, k_scale_types, 3, &method, st)) ||
         (rc = pdq_jf_bool(&c, root, "per_tensor", PDQ_JF_OPTIONAL, &b, st)) ||
         (rc = pdq_jf_bool(&c, root, "mse", PDQ_JF_OPTIONAL, &b, st)) ||
         (rc = pdq_jf_int(&c, root, "mse_grid", PDQ_JF_OPTIONAL, 1, 1 << 16, &i64, st)) ||

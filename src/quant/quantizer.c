@@ -25,6 +25,8 @@ pdq_code pdq_qscheme_check(const pdq_qscheme *s, int rows, int cols, const char 
                         "%s: group size %d does not divide the input dimension %d (--partial-groups allows a "
                         "shorter last group)", name, s->group, cols);
     if (rows <= 0 || cols <= 0) return pdq_fail(st, PDQ_ERR_SHAPE, "%s: empty weight [%d, %d]", name, rows, cols);
+    if (s->group_scale != PDQ_QSCALE_F32 && s->group_scale != PDQ_QSCALE_F16 && s->group_scale != PDQ_QSCALE_BF16)
+        return pdq_fail(st, PDQ_ERR_ARG, "%s: unknown group scale type %d", name, (int)s->group_scale);
     if (s->mse && (s->grid <= 0 || !(s->maxshrink > 0.0f && s->maxshrink <= 1.0f) || !(s->norm > 0.0f)))
         return pdq_fail(st, PDQ_ERR_ARG, "%s: bad MSE search (grid %d, maxshrink %g, norm %g)", name,
                         s->grid, (double)s->maxshrink, (double)s->norm);
@@ -50,9 +52,10 @@ float pdq_qdequant(float x, float scale, float zero, int maxq) {
     return scale * ((float)pdq_qcode(x, scale, zero, maxq) - zero);
 }
 
-/* Grid of one range [xmin, xmax] (xmin <= 0 <= xmax). */
-static void grid_of(float xmin, float xmax, int maxq, int sym, float *scale, float *zero) {
-    *scale = (xmax - xmin) / (float)maxq;
+/* Grid of one range [xmin, xmax] (xmin <= 0 <= xmax), its scale rounded to the stored type
+ * first: the zero point and every code are chosen with the value the checkpoint keeps. */
+static void grid_of(float xmin, float xmax, int maxq, int sym, pdq_qscale_type st, float *scale, float *zero) {
+    *scale = pdq_qscale_round((xmax - xmin) / (float)maxq, st);
     *zero = sym ? (float)((maxq + 1) / 2) : rintf(-xmin / *scale);
 }
 
@@ -60,6 +63,7 @@ void pdq_qparams_find(const pdq_qscheme *s, const float *x, int nvec, int n, ptr
                       ptrdiff_t estride, float *scale, float *zero) {
     int maxq = (1 << s->bits) - 1;
     int steps = s->mse ? (int)((double)s->maxshrink * s->grid) : 0;
+    pdq_qscale_type stype = pdq_qscheme_scale_type(s);
     for (int v = 0; v < nvec; v++) {
         const float *xv = x + (ptrdiff_t)v * vstride;
         float xmin = 0.0f, xmax = 0.0f;
@@ -73,13 +77,13 @@ void pdq_qparams_find(const pdq_qscheme *s, const float *x, int nvec, int n, ptr
             xmin = -xmax;
         }
         if (xmin == 0.0f && xmax == 0.0f) { xmin = -1.0f; xmax = 1.0f; }
-        grid_of(xmin, xmax, maxq, s->sym, &scale[v], &zero[v]);
+        grid_of(xmin, xmax, maxq, s->sym, stype, &scale[v], &zero[v]);
         /* MSE: shrink the range; p = 1 (i = 0) is the plain grid, so it never gets worse. */
         float best = INFINITY;
         for (int i = 0; i < steps; i++) {
             float p = (float)(1.0 - (double)i / s->grid);
             float sc, ze;
-            grid_of(p * xmin, p * xmax, maxq, s->sym, &sc, &ze);
+            grid_of(p * xmin, p * xmax, maxq, s->sym, stype, &sc, &ze);
             float err = 0.0f;
             for (int k = 0; k < n; k++) {
                 float e = xv[(ptrdiff_t)k * estride];
@@ -93,6 +97,15 @@ void pdq_qparams_find(const pdq_qscheme *s, const float *x, int nvec, int n, ptr
             }
         }
     }
+}
+
+pdq_code pdq_qscale_check(const pdq_qscheme *s, const float *scale, size_t n, const char *name, pdq_status *st) {
+    pdq_qscale_type t = pdq_qscheme_scale_type(s);
+    for (size_t i = 0; t != PDQ_QSCALE_F32 && i < n; i++)
+        if (!isfinite(scale[i]))
+            return pdq_fail(st, PDQ_ERR_NUMERIC, "%s: grid %zu needs a scale beyond the %s range (try --group-scale %s)",
+                            name ? name : "weight", i, pdq_qscale_name(t), t == PDQ_QSCALE_F16 ? "bf16" : "f32");
+    return PDQ_OK;
 }
 
 static int all_finite(const float *x, size_t n) {
@@ -125,6 +138,7 @@ pdq_code pdq_quant_rtn(const pdq_qscheme *s, const float *w, int rows, int cols,
             free(sc);
         }
     }
+    if ((rc = pdq_qscale_check(s, scale, (size_t)rows * ng, name, st))) return rc;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             size_t i = (size_t)r * cols + c, gi = (size_t)r * ng + c / gs;

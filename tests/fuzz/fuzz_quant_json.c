@@ -19,6 +19,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
             int cols = cJSON_GetArrayItem(sh, 1)->valueint, rows = cJSON_GetArrayItem(sh, 0)->valueint;
             if (bits < 2 || bits > 8 || group < 0 || cols < 1 || rows < 1) abort();
+            /* an entry without zero points is symmetric (qgrid.c implies 2^(bits-1)) */
+            if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "zeros")) &&
+                !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "sym")))
+                abort();
             volatile int ng = group ? (cols + group - 1) / group : 1;
             (void)ng;
         }

@@ -1,0 +1,84 @@
+/* Compact (f16 / bf16) scales of a row widened to float32 for the 4-row kernels (rows4.h):
+ * sixteen at a time with AVX-512F, eight with F16C, else one at a time. Every path gives the
+ * exact float32 of each scale, so results do not depend on which one ran. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "kernels/qkernel_internal.h"
+#include "kernels/rows4.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+/* The tails are masked (AVX-512) or go through a zero-padded copy (F16C): rows of few groups
+ * (8 for 256 columns in groups of 32) must not fall back to one conversion at a time. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void widen_f16_avx512(const uint16_t *h, int n, float *out) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + i))));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(out + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, h + i)));
+    }
+}
+
+__attribute__((target("avx,f16c"))) static void widen_f16_f16c(const uint16_t *h, int n, float *out) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    if (i < n) {
+        uint16_t t[8] = {0};
+        float f[8];
+        memcpy(t, h + i, sizeof(uint16_t) * (size_t)(n - i));
+        _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)t)));
+        memcpy(out + i, f, sizeof(float) * (size_t)(n - i));
+    }
+}
+
+/* bf16 is the top half of a float32: a shift */
+__attribute__((target("avx2"))) static void widen_bf16_avx2(const uint16_t *h, int n, float *out) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + i)));
+        _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    }
+    for (; i < n; i++) out[i] = pdq_bf16_to_f32(h[i]);
+}
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+/* 0 portable, 1 F16C (+ AVX2 for bf16), 2 AVX-512F: asked once (CPUID is slow in a VM). */
+static int widen_level(void) {
+    static atomic_int known = -1;
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v >= 0) return v;
+    v = pdq_cpu_has_avx512() ? 2 : pdq_cpu_has_f16c() && pdq_cpu_has_avx2_fma() ? 1 : 0;
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+    return v;
+}
+#endif
+
+int qk_widen_level(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return widen_level();
+#else
+    return 0;
+#endif
+}
+
+void qk_widen_scales_at(const pdq_qmatrix *w, int r, int nrows, float *out, int level) {
+    const uint16_t *h = w->scales16 + (size_t)r * w->ngroups;
+    int n = nrows * w->ngroups;
+#if defined(__x86_64__) || defined(__i386__)
+    if (w->scale_type == PDQ_QSCALE_F16 && level >= 2) { widen_f16_avx512(h, n, out); return; }
+    if (w->scale_type == PDQ_QSCALE_F16 && level == 1) { widen_f16_f16c(h, n, out); return; }
+    if (w->scale_type == PDQ_QSCALE_BF16 && level >= 1) { widen_bf16_avx2(h, n, out); return; }
+#else
+    (void)h;
+    (void)level;
+#endif
+    for (int k = 0; k < nrows; k++)
+        for (int g = 0; g < w->ngroups; g++) out[(size_t)k * w->ngroups + g] = qk_scale(w, r + k, g);
+}
+
+void qk_widen_scales(const pdq_qmatrix *w, int r, int nrows, float *out) {
+    qk_widen_scales_at(w, r, nrows, out, qk_widen_level());
+}
