@@ -21,7 +21,7 @@
 #include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
-#include "quant/qgrid.h"
+#include "io/qgrid.h"
 #include "quant/quant_json_check.h"
 
 /* One weight as the graphs hold it, made once per checkpoint and shared: the prefill, decode and

@@ -15,7 +15,7 @@
 #include "kernels/qmatmul.h"
 #include "model/load_roles.h"
 #include "model/packed_internal.h"
-#include "quant/qgrid.h"
+#include "io/qgrid.h"
 #include "quant/quant_json_check.h"
 #include "pdq/file.h"
 #include "pdq/model.h"

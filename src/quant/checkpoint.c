@@ -24,7 +24,7 @@
 #include "pdq/quant.h"
 #include "pdq/transform.h"
 #include "pdq/safetensors.h"
-#include "quant/qgrid.h"
+#include "io/qgrid.h"
 #include "quant/quant_json_check.h"
 
 #define MAXT 1024

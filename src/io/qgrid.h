@@ -2,8 +2,8 @@
  * quant_json_check.h): NAME.scales of the entry's scale_dtype (F32 when absent) and NAME.zeros,
  * or no zeros for a symmetric entry with zeros: false (every zero point 2^(bits-1)). One reader
  * for the dequantizing loader, the packed loader and the quantized export. */
-#ifndef PDQ_QUANT_QGRID_H
-#define PDQ_QUANT_QGRID_H
+#ifndef PDQ_IO_QGRID_H
+#define PDQ_IO_QGRID_H
 
 #include <cjson/cJSON.h>
 #include <stdint.h>

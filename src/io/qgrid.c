@@ -1,5 +1,5 @@
 /* Reading a quantized tensor's grids (qgrid.h). */
-#include "quant/qgrid.h"
+#include "io/qgrid.h"
 
 #include <string.h>
 
