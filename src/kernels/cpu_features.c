@@ -18,8 +18,11 @@ int pdq_cpu_has_avx2_fma(void) {
 
 int pdq_cpu_has_f16c(void) {
 #if defined(__x86_64__) || defined(__i386__)
+    /* clang's __builtin_cpu_supports knows no "f16c": CPUID leaf 1, ECX bit 29 (AVX's check
+     * covers the OS saving the YMM state) */
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1u);
 #else
     return 0;
 #endif
