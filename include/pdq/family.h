@@ -74,8 +74,6 @@ typedef struct pdq_family {
 const pdq_family *pdq_family_find(const char *model_type);
 /* The family of a config: cfg->family, or Llama for a config built in code without one. */
 const pdq_family *pdq_family_of(const pdq_config *cfg);
-/* Every family, in the order `pdq info --families` lists them; *n gets the count. */
-const pdq_family *const *pdq_family_all(int *n);
 /* "llama, mistral, qwen2, ..." of every model_type read, for messages. */
 void pdq_family_model_types(char *buf, size_t cap);
 
@@ -84,10 +82,6 @@ int pdq_role_present(const pdq_config *cfg, const pdq_tensor_role *r);
 int pdq_role_per_layer(const pdq_tensor_role *r);
 void pdq_role_shape(const pdq_config *cfg, const pdq_tensor_role *r, long *rows, long *cols);
 void pdq_role_name(const pdq_tensor_role *r, int layer, char *buf, size_t cap);
-/* The table row of a family for a linear's weight (its own row or the fused row holding it), and
- * the first output row of the linear inside a fused tensor (0 when not fused). */
-const pdq_tensor_role *pdq_family_weight_role(const pdq_family *f, pdq_linear_id id, long *row_offset,
-                                              const pdq_config *cfg);
 /* HF module name of a linear in layer l, without ".weight": "model.layers.3.self_attn.q_proj".
  * For a fused family this is the module of the unfused linear pdq keeps in memory. */
 void pdq_linear_module(int layer, pdq_linear_id id, char *buf, size_t cap);

@@ -1,5 +1,6 @@
-/* Qwen2 / Qwen2.5 (Qwen2ForCausalLM): Llama with biases on q, k and v (never on o_proj). Its sliding window applies only with use_sliding_window, per
- * layer from max_window_layers; pdq refuses that (no released Qwen2.5 turns it on). */
+/* Qwen2 / Qwen2.5 (Qwen2ForCausalLM): Llama with biases on q, k and v (never on o_proj). Its
+ * sliding window applies only with use_sliding_window, per layer from max_window_layers; pdq
+ * refuses that (no released Qwen2.5 turns it on). */
 #include "family/families.h"
 #include "family/roles_hf.h"
 #include "io/config_common.h"

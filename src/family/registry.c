@@ -17,11 +17,6 @@ static const pdq_family *const k_families[] = {
 };
 #define N_FAMILIES ((int)(sizeof k_families / sizeof k_families[0]))
 
-const pdq_family *const *pdq_family_all(int *n) {
-    *n = N_FAMILIES;
-    return k_families;
-}
-
 const pdq_family *pdq_family_of(const pdq_config *cfg) {
     return cfg->family ? cfg->family : &pdq_family_llama;
 }

@@ -56,20 +56,3 @@ void pdq_role_shape(const pdq_config *c, const pdq_tensor_role *r, long *rows, l
 void pdq_role_name(const pdq_tensor_role *r, int layer, char *buf, size_t cap) {
     snprintf(buf, cap, r->hf, layer);
 }
-
-const pdq_tensor_role *pdq_family_weight_role(const pdq_family *f, pdq_linear_id id, long *row_offset,
-                                              const pdq_config *cfg) {
-    for (int i = 0; i < f->n_roles; i++) {
-        const pdq_tensor_role *r = &f->roles[i];
-        if (r->kind == PDQ_ROLE_WEIGHT && r->lin == (int)id) {
-            *row_offset = 0;
-            return r;
-        }
-        if (r->kind == PDQ_ROLE_FUSED_WEIGHT && r->lin <= (int)id && (int)id <= r->lin_last) {
-            *row_offset = 0;
-            for (int j = r->lin; j < (int)id; j++) *row_offset += linear_rows(cfg, j);
-            return r;
-        }
-    }
-    return NULL;
-}
