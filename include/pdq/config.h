@@ -12,6 +12,8 @@ extern "C" {
 #endif
 
 #define PDQ_MAX_EOS 8
+/* num_hidden_layers at most (the per-layer attention types below are sized by it) */
+#define PDQ_MAX_LAYERS 1024
 /* rotary_dim / 2 at most (head_dim is at most 1024): the longrope factor lists' length bound */
 #define PDQ_MAX_ROPE_PAIRS 512
 
@@ -48,6 +50,11 @@ typedef struct pdq_config {
     int fused_qkv, fused_gate_up;    /* the checkpoint stacks these projections in one tensor */
     int rotary_dim;                  /* leading dims of a head that RoPE turns (partial_rotary_factor) */
     int sliding_window;              /* 0: full attention; else a key is seen by the W queries from it */
+    /* Per-layer attention type: 1 = this layer attends to the last sliding_window keys (and turns
+     * RoPE with rope_local_theta when that is set), 0 = full attention with rope_theta. The
+     * family fills it; a family with one window on every layer sets every entry. */
+    unsigned char layer_sliding[PDQ_MAX_LAYERS];
+    double rope_local_theta;         /* 0: sliding layers use rope_theta too (Gemma 3 sets it) */
     /* longrope (Phi-3): inv_freq is divided by short factors, or by long ones once a sequence
      * reaches rope_original_max_pos; cos and sin are multiplied by rope_attn_factor (1 otherwise) */
     float rope_attn_factor;
@@ -69,6 +76,13 @@ void pdq_rope_inv_freq_longrope(const pdq_config *cfg, int long_factors, float *
 
 /* The dims RoPE turns (a config built in code may leave rotary_dim 0: all of head_dim). */
 static inline int pdq_cfg_rotary_dim(const pdq_config *c) { return c->rotary_dim ? c->rotary_dim : c->head_dim; }
+
+/* Layer l's window: 0 for a full-attention layer, else sliding_window. */
+static inline int pdq_cfg_layer_window(const pdq_config *c, int l) {
+    return c->sliding_window && c->layer_sliding[l] ? c->sliding_window : 0;
+}
+/* 1 when any layer is sliding and any is full (the contract then has two attention types). */
+int pdq_cfg_mixed_attention(const pdq_config *c);
 
 /* Parameter count of the model (embed + layers + norm + lm_head unless tied). */
 long long pdq_config_param_count(const pdq_config *cfg);

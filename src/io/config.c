@@ -18,7 +18,7 @@
  * products of two of them cannot overflow and nothing is sized from an absurd value. */
 #define MAX_HIDDEN (1 << 16)
 #define MAX_INTERMEDIATE (1 << 20)
-#define MAX_LAYERS 1024
+#define MAX_LAYERS PDQ_MAX_LAYERS
 #define MAX_HEADS 1024
 #define MAX_HEAD_DIM 1024
 #define MAX_VOCAB (1 << 24)
@@ -257,7 +257,18 @@ pdq_code pdq_config_require_false(const cJSON *root, const char *key, const char
 }
 
 pdq_code pdq_config_window(const cJSON *root, const char *name, pdq_config *cfg, pdq_status *st) {
-    return get_int(root, "sliding_window", 0, 0, 1, MAX_POSITIONS, name, &cfg->sliding_window, st);
+    pdq_code c = get_int(root, "sliding_window", 0, 0, 1, MAX_POSITIONS, name, &cfg->sliding_window, st);
+    for (int l = 0; !c && l < cfg->n_layers; l++) cfg->layer_sliding[l] = cfg->sliding_window > 0;
+    return c;
+}
+
+int pdq_cfg_mixed_attention(const pdq_config *c) {
+    int sliding = 0, full = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        if (pdq_cfg_layer_window(c, l)) sliding = 1;
+        else full = 1;
+    }
+    return sliding && full;
 }
 
 /* HF _compute_default_rope_parameters computes in float32:

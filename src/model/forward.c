@@ -148,7 +148,7 @@ static void default_positions(const pdq_kvcache *kv, int B, int T, const uint8_t
 static void attend(const pdq_config *c, const pdq_kvcache *kv, int layer, int b, int T,
                    const float *q, float *att, float *scores) {
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, cap = kv->capacity;
-    int L = kv->len + T, group = H / KV, W = c->sliding_window;
+    int L = kv->len + T, group = H / KV, W = pdq_cfg_layer_window(c, layer);
     float scale = 1.0f / sqrtf((float)hd);
     const uint8_t *valid = kv->valid + (size_t)b * cap;
     for (int h = 0; h < H; h++) {
