@@ -73,6 +73,9 @@ pdq_code pdq_config_parse(const char *json, size_t len, const char *name, pdq_co
  * 1 the long factors' (HF _compute_longrope_parameters). */
 void pdq_rope_inv_freq(const pdq_config *cfg, float *inv_freq);
 void pdq_rope_inv_freq_longrope(const pdq_config *cfg, int long_factors, float *inv_freq);
+/* The local table of sliding layers when rope_local_theta is set: the default formula with that
+ * base and no scaling (HF Gemma3's rotary_emb_local). */
+void pdq_rope_inv_freq_local(const pdq_config *cfg, float *inv_freq);
 
 /* The dims RoPE turns (a config built in code may leave rotary_dim 0: all of head_dim). */
 static inline int pdq_cfg_rotary_dim(const pdq_config *c) { return c->rotary_dim ? c->rotary_dim : c->head_dim; }

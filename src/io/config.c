@@ -273,14 +273,23 @@ int pdq_cfg_mixed_attention(const pdq_config *c) {
 
 /* HF _compute_default_rope_parameters computes in float32:
  * 1 / (base ** (arange(0, dim, 2).float() / dim)); we round at the same points. */
-void pdq_rope_inv_freq(const pdq_config *cfg, float *inv_freq) {
+static void default_inv_freq(const pdq_config *cfg, double theta, float *inv_freq) {
     int dim = pdq_cfg_rotary_dim(cfg), half = dim / 2;
-    float base = (float)cfg->rope_theta;
+    float base = (float)theta;
     for (int i = 0; i < half; i++) {
         float e = (float)(2 * i) / (float)dim;
         float p = (float)pow((double)base, (double)e);
         inv_freq[i] = 1.0f / p;
     }
+}
+
+void pdq_rope_inv_freq_local(const pdq_config *cfg, float *inv_freq) {
+    default_inv_freq(cfg, cfg->rope_local_theta > 0 ? cfg->rope_local_theta : cfg->rope_theta, inv_freq);
+}
+
+void pdq_rope_inv_freq(const pdq_config *cfg, float *inv_freq) {
+    int dim = pdq_cfg_rotary_dim(cfg), half = dim / 2;
+    default_inv_freq(cfg, cfg->rope_theta, inv_freq);
     if (cfg->rope_type != PDQ_ROPE_LLAMA3) return;
     /* _compute_llama3_parameters: long wavelengths are divided by factor, short ones kept,
      * the band in between interpolated smoothly. */
