@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pdq/config.h"
+#include "pdq/family.h"
 #include "pdq/safetensors.h"
 
 static void test_bundled(void **state) {
@@ -200,7 +201,8 @@ static void test_errors(void **state) {
         {"eos_token_id", "\"2\"", PDQ_ERR_FORMAT, "eos_token_id"},
         {"tie_word_embeddings", "\"yes\"", PDQ_ERR_FORMAT, "tie_word_embeddings"},
         {"rope_scaling", "{\"rope_type\":\"yarn\",\"factor\":4.0}", PDQ_ERR_UNSUPPORTED, "yarn"},
-        {"rope_scaling", "{\"type\":\"linear\",\"factor\":4.0}", PDQ_ERR_UNSUPPORTED, "linear"},
+        {"rope_scaling", "{\"type\":\"dynamic\",\"factor\":4.0}", PDQ_ERR_UNSUPPORTED, "dynamic"},
+        {"rope_scaling", "{\"type\":\"linear\"}", PDQ_ERR_MISSING, "factor"},
         {"rope_scaling", "[1]", PDQ_ERR_FORMAT, "rope_scaling"},
         {"rope_scaling.factor", NULL, PDQ_ERR_MISSING, "factor"},
         {"rope_scaling.original_max_position_embeddings", NULL, PDQ_ERR_MISSING, "original_max_position_embeddings"},
@@ -242,8 +244,62 @@ static void test_errors(void **state) {
     assert_non_null(strstr(st.msg, "/nonexistent-dir/config.json"));
 }
 
+/* Gemma 3 text: Gemma3TextConfig's defaults when fields are absent (tie true, window 4096,
+ * pattern 6: layer i is full when (i + 1) % 6 == 0, scalar 256, local base 10000), the older
+ * sliding_window_pattern, the linear RoPE scaling of the global table, and errors naming fields. */
+static void test_gemma3(void **state) {
+    (void)state;
+    pdq_config c;
+    pdq_status st = {0};
+    const char *min = "{\"model_type\":\"gemma3_text\",\"hidden_size\":1152,\"intermediate_size\":6912,"
+                      "\"num_hidden_layers\":26,\"num_attention_heads\":4,\"num_key_value_heads\":1,"
+                      "\"head_dim\":256,\"vocab_size\":262144}";
+    assert_int_equal(pdq_config_parse(min, strlen(min), "g.json", &c, &st), PDQ_OK);
+    assert_string_equal(c.family->name, "gemma3");
+    assert_int_equal(c.tie_word_embeddings, 1);
+    assert_int_equal(c.sliding_window, 4096);
+    assert_int_equal(c.qk_norm, 1);
+    for (int l = 0; l < 26; l++) assert_int_equal(c.layer_sliding[l], (l + 1) % 6 != 0);
+    assert_true(c.attn_scale == (float)(1.0 / 16.0) && c.rope_local_theta == 10000.0);
+    assert_true(c.embed_scale == (float)sqrt(1152.0));
+    char buf[1024];
+    struct {
+        const char *extra;
+        pdq_code code;
+        const char *needle;
+    } cases[] = {
+        {",\"sliding_window_pattern\":2", PDQ_OK, NULL},
+        {",\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":8.0}", PDQ_OK, NULL},
+        {",\"final_logit_softcapping\":30.0", PDQ_OK, NULL},
+        {",\"layer_types\":[\"full_attention\"]", PDQ_ERR_FORMAT, "'layer_types' has 1 entries, num_hidden_layers is 26"},
+        {",\"hidden_activation\":\"gelu\"", PDQ_ERR_UNSUPPORTED, "hidden_activation 'gelu'"},
+        {",\"query_pre_attn_scalar\":\"x\"", PDQ_ERR_FORMAT, "query_pre_attn_scalar"},
+        {",\"sliding_window_pattern\":0", PDQ_ERR_FORMAT, "sliding_window_pattern"},
+        {",\"final_logit_softcapping\":-1", PDQ_ERR_FORMAT, "final_logit_softcapping"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(buf, sizeof buf, "%.*s%s}", (int)strlen(min) - 1, min, cases[i].extra);
+        pdq_code rc = pdq_config_parse(buf, strlen(buf), "g.json", &c, &st);
+        if (rc != cases[i].code || (cases[i].needle && (!strstr(st.msg, cases[i].needle) || !strstr(st.msg, "g.json"))))
+            fail_msg("%s: got %s '%s'", cases[i].extra, pdq_code_name(rc), rc ? st.msg : "");
+        if (i == 0)
+            for (int l = 0; l < 26; l++) assert_int_equal(c.layer_sliding[l], l % 2 == 0);
+        if (i == 1) {
+            float g[128], loc[128];
+            pdq_rope_inv_freq(&c, g);
+            pdq_rope_inv_freq_local(&c, loc);
+            /* global: rope_theta 1e6 (the default) / 8; local: 10000, unscaled */
+            assert_true(c.rope_type == PDQ_ROPE_LINEAR && g[0] == 0.125f && loc[0] == 1.0f);
+            assert_true(fabs(g[1] - pow(1e6, -2.0 / 256) / 8) < 1e-7 * g[1]);
+            assert_true(fabs(loc[1] - pow(1e4, -2.0 / 256)) < 1e-7 * loc[1]);
+        }
+        if (i == 2) assert_true(c.final_softcap == 30.0f);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemma3),
         cmocka_unit_test(test_bundled),
         cmocka_unit_test(test_llama31),
         cmocka_unit_test(test_variants),

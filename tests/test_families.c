@@ -16,6 +16,7 @@
 #include "pdq/eval.h"
 #include "pdq/family.h"
 #include "pdq/model.h"
+#include "pdq/npy.h"
 #include "pdq/runtime.h"
 
 static const char *families_dir(void) {
@@ -91,6 +92,11 @@ static void check_family(const char *fam) {
         worst = fmax(worst, fmax(pre, step));
     }
     printf("  %s (%s): max |dlogit| %.3g over every prompt, batch and greedy step\n", fam, m->cfg.family->name, worst);
+    /* the family's table counts what HF's model.num_parameters() counted */
+    snprintf(dir, sizeof dir, "%s/%s/ref/provenance.json", families_dir(), fam);
+    cJSON *prov = tu_load_json(dir);
+    assert_int_equal(pdq_family_param_count(&m->cfg), (long long)cJSON_GetObjectItem(prov, "params")->valuedouble);
+    cJSON_Delete(prov);
     check_ppl(m, fam);
     check_lazy(m, fam);
     pdq_model_free(m);
@@ -102,6 +108,63 @@ static void test_phi3(void **s) { (void)s; check_family("phi3"); }
 static void test_phi4mini(void **s) { (void)s; check_family("phi4mini"); }
 static void test_mistral(void **s) { (void)s; check_family("mistral"); }
 static void test_llama_bias(void **s) { (void)s; check_family("llama-bias"); }
+static void test_gemma3(void **s) { (void)s; check_family("gemma3"); }
+
+/* final_logit_softcapping (null in the reference config, set by Gemma 2 checkpoints): the capped
+ * model's logits are cap * tanh(HF's logits / cap), computed here from HF's own prefill logits. */
+static void test_gemma_final_softcap(void **s) {
+    (void)s;
+    if (!families_dir()) skip();
+    pdq_model *m = load("gemma3", 0);
+    const float cap = 2.5f; /* below the largest logit (about 4), so the cap bends them */
+    m->cfg.final_softcap = cap;
+    char path[600];
+    snprintf(path, sizeof path, "%s/gemma3/ref/prompt1/prefill_logits.npy", families_dir());
+    pdq_npy ref;
+    pdq_status st = {0};
+    assert_int_equal(pdq_npy_read_f32(path, &ref, &st), PDQ_OK);
+    const float *rd = ref.data;
+    snprintf(path, sizeof path, "%s/gemma3/ref/prompts.json", families_dir());
+    cJSON *pj = tu_load_json(path);
+    const cJSON *ids_j = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(pj, "cases"), 1), "ids");
+    int T = cJSON_GetArraySize(ids_j), V = m->cfg.vocab_size;
+    assert_int_equal((long)T * V, (long)ref.count);
+    int32_t *ids = malloc((size_t)T * sizeof *ids);
+    for (int i = 0; i < T; i++) ids[i] = cJSON_GetArrayItem(ids_j, i)->valueint;
+    float *lg = malloc((size_t)T * V * sizeof *lg);
+    assert_int_equal(pdq_model_forward(m, NULL, 1, T, ids, NULL, NULL, lg, 0, &st), PDQ_OK);
+    double worst = 0, top = 0;
+    for (size_t i = 0; i < (size_t)T * V; i++) {
+        double want = cap * tanh(rd[i] / cap);
+        worst = fmax(worst, fabs(lg[i] - want));
+        top = fmax(top, fabs(rd[i]));
+    }
+    printf("  gemma3 with final softcap %.1f: max |dlogit| %.3g vs cap * tanh(HF / cap) (HF's largest %.2f)\n", cap,
+           worst, top);
+    assert_true(top > cap);
+    assert_true(worst <= 1e-4);
+    free(lg);
+    free(ids);
+    cJSON_Delete(pj);
+    pdq_npy_free(&ref);
+    pdq_model_free(m);
+}
+
+/* Gemma 3's derived constants against model_facts.json (HF's own values): both RoPE tables, the
+ * attention scale and the float32 embedding scale. */
+static void check_gemma_facts(const pdq_config *c, const cJSON *f) {
+    const char *table[2] = {"rope_global", "rope_local"};
+    for (int t = 0; t < 2; t++) {
+        const cJSON *inv = cJSON_GetObjectItem(cJSON_GetObjectItem(f, table[t]), "inv_freq");
+        float got[PDQ_MAX_ROPE_PAIRS];
+        if (t) pdq_rope_inv_freq_local(c, got);
+        else pdq_rope_inv_freq(c, got);
+        assert_int_equal(cJSON_GetArraySize(inv), c->head_dim / 2);
+        for (int i = 0; i < c->head_dim / 2; i++) assert_true(got[i] == (float)cJSON_GetArrayItem(inv, i)->valuedouble);
+    }
+    assert_true(c->attn_scale == (float)cJSON_GetObjectItem(f, "attention_scale")->valuedouble);
+    assert_true(c->embed_scale == (float)cJSON_GetObjectItem(f, "embed_scale_float32")->valuedouble);
+}
 
 /* What a family description sets from its config.json. */
 static void test_descriptions(void **s) {
@@ -115,6 +178,7 @@ static void test_descriptions(void **s) {
         {"qwen2", "qwen2", 0x7, 0, 0, 16, 0, 1},   {"qwen3", "qwen3", 0, 1, 0, 32, 0, 1},
         {"phi3", "phi3", 0, 0, 1, 16, 2047, 0},    {"phi4mini", "phi3", 0, 0, 1, 24, 8192, 1},
         {"mistral", "mistral", 0, 0, 0, 16, 8, 0}, {"llama-bias", "llama", 0x7f, 0, 0, 16, 0, 0},
+        {"gemma3", "gemma3", 0, 1, 0, 32, 8, 1},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         char dir[600];
@@ -138,6 +202,21 @@ static void test_descriptions(void **s) {
     assert_int_equal(pdq_config_load(dir, &c, &st), PDQ_OK);
     assert_int_equal(c.rope_type, PDQ_ROPE_LONGROPE);
     assert_true(fabs(c.rope_attn_factor - sqrt(1.0 + log(32.0) / log(128.0))) < 1e-6);
+    /* Gemma 3: layer_types, the two RoPE tables and the constants model_facts.json derives */
+    snprintf(dir, sizeof dir, "%s/gemma3/ckpt", families_dir());
+    assert_int_equal(pdq_config_load(dir, &c, &st), PDQ_OK);
+    const unsigned char sliding[4] = {1, 1, 0, 1};
+    assert_memory_equal(c.layer_sliding, sliding, 4);
+    assert_int_equal(c.rope_type, PDQ_ROPE_LINEAR);
+    assert_true(c.rope_factor == 8.0 && c.rope_local_theta == 10000.0 && c.rope_theta == 1e6);
+    assert_int_equal(c.act, PDQ_ACT_GELU_TANH);
+    assert_true(c.norm_offset == 1.0f);
+    assert_true(c.final_softcap == 0.0f && c.attn_softcap == 0.0f);
+    char facts[600];
+    snprintf(facts, sizeof facts, "%s/gemma3/ref/model_facts.json", families_dir());
+    cJSON *f = tu_load_json(facts);
+    check_gemma_facts(&c, f);
+    cJSON_Delete(f);
 }
 
 /* A family pdq does not read yet is refused naming its model_type; a path that does not compute
@@ -148,12 +227,21 @@ static void test_refusals(void **s) {
     if (!families_dir()) skip();
     char dir[600];
     snprintf(dir, sizeof dir, "%s/gemma3/ckpt", families_dir());
-    pdq_model *m = NULL;
+    pdq_config gc;
     pdq_status st = {0};
-    assert_int_equal(pdq_model_load(dir, &m, &st), PDQ_ERR_UNSUPPORTED);
-    assert_non_null(strstr(st.msg, "gemma3_text"));
-    assert_non_null(strstr(st.msg, "config.json"));
-    m = load("phi3", 0);
+    assert_int_equal(pdq_config_load(dir, &gc, &st), PDQ_OK);
+    /* Gemma 3 runs in the reference model only: every other path names what it lacks */
+    assert_int_equal(pdq_family_require(&gc, PDQ_PATH_REFERENCE, &st), PDQ_OK);
+    const pdq_path others[] = {PDQ_PATH_STATIC, PDQ_PATH_EXPORT, PDQ_PATH_QUANTIZE, PDQ_PATH_TRANSFORM};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(pdq_family_require(&gc, others[i], &st), PDQ_ERR_UNSUPPORTED);
+        assert_non_null(strstr(st.msg, "gemma3 model: the sandwich block"));
+    }
+    /* the multimodal config (text_config nested) is not read */
+    const char *mm = "{\"model_type\": \"gemma3\", \"text_config\": {}}";
+    assert_int_equal(pdq_config_parse(mm, strlen(mm), "mm/config.json", &gc, &st), PDQ_ERR_UNSUPPORTED);
+    assert_non_null(strstr(st.msg, "model_type 'gemma3'"));
+    pdq_model *m = load("phi3", 0);
     assert_int_equal(pdq_family_require(&m->cfg, PDQ_PATH_QUANTIZE, &st), PDQ_ERR_UNSUPPORTED);
     assert_non_null(strstr(st.msg, "stacked qkv_proj / gate_up_proj"));
     assert_int_equal(pdq_family_require(&m->cfg, PDQ_PATH_STATIC, &st), PDQ_OK);
@@ -173,7 +261,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_descriptions), cmocka_unit_test(test_qwen2),      cmocka_unit_test(test_qwen3),
         cmocka_unit_test(test_phi3),         cmocka_unit_test(test_phi4mini),   cmocka_unit_test(test_mistral),
-        cmocka_unit_test(test_llama_bias),   cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_llama_bias),   cmocka_unit_test(test_gemma3),     cmocka_unit_test(test_gemma_final_softcap),
+        cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

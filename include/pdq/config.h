@@ -17,7 +17,11 @@ extern "C" {
 /* rotary_dim / 2 at most (head_dim is at most 1024): the longrope factor lists' length bound */
 #define PDQ_MAX_ROPE_PAIRS 512
 
-typedef enum { PDQ_ROPE_DEFAULT = 0, PDQ_ROPE_LLAMA3 = 1, PDQ_ROPE_LONGROPE = 2 } pdq_rope_type;
+typedef enum { PDQ_ROPE_DEFAULT = 0, PDQ_ROPE_LLAMA3 = 1, PDQ_ROPE_LONGROPE = 2, PDQ_ROPE_LINEAR = 3 } pdq_rope_type;
+
+/* The MLP's gate activation: SiLU (hidden_act "silu") or GELU with the tanh approximation
+ * (Gemma's hidden_activation "gelu_pytorch_tanh"). */
+typedef enum { PDQ_ACT_SILU = 0, PDQ_ACT_GELU_TANH = 1 } pdq_act;
 
 struct pdq_family;
 
@@ -32,7 +36,7 @@ typedef struct pdq_config {
     float rms_norm_eps;
     double rope_theta;
     pdq_rope_type rope_type;
-    double rope_factor;              /* llama3 only */
+    double rope_factor;              /* llama3 and linear (inv_freq / factor) */
     double rope_low_freq_factor;     /* llama3 only */
     double rope_high_freq_factor;    /* llama3 only */
     int rope_original_max_pos;       /* llama3 only */
@@ -55,6 +59,15 @@ typedef struct pdq_config {
      * family fills it; a family with one window on every layer sets every entry. */
     unsigned char layer_sliding[PDQ_MAX_LAYERS];
     double rope_local_theta;         /* 0: sliding layers use rope_theta too (Gemma 3 sets it) */
+    /* Gemma (all zero otherwise): every RMSNorm multiplies by (norm_offset + w) in float32 (1 for
+     * Gemma's (1 + w)); the embedding rows are multiplied by embed_scale (sqrt(hidden_size) as a
+     * float32, 0: none); scores are scaled by attn_scale instead of head_dim^-0.5 (0: that);
+     * softcaps (0: none) turn x into cap * tanh(x / cap) on attention scores / final logits. */
+    pdq_act act;
+    float norm_offset;
+    float embed_scale;
+    float attn_scale;
+    float attn_softcap, final_softcap;
     /* longrope (Phi-3): inv_freq is divided by short factors, or by long ones once a sequence
      * reaches rope_original_max_pos; cos and sin are multiplied by rope_attn_factor (1 otherwise) */
     float rope_attn_factor;

@@ -41,6 +41,8 @@ typedef enum {
     PDQ_ROLE_WEIGHT,         /* a decoder linear's weight, `lin` says which */
     PDQ_ROLE_BIAS,           /* its bias [out]; present when cfg->bias_mask has bit `lin` */
     PDQ_ROLE_FUSED_WEIGHT,   /* rows of several linears in one tensor, `lin` .. `lin_last` stacked */
+    PDQ_ROLE_POST_ATTN_NORM, /* [D] per layer, on the attention output before the residual add (sandwich) */
+    PDQ_ROLE_POST_FFN_NORM,  /* [D] per layer, on the MLP output before the residual add (sandwich) */
     PDQ_ROLE_COUNT
 } pdq_role_kind;
 
@@ -56,7 +58,8 @@ typedef struct {
  * graph builder (src/static/) for it. Families that differ only in config switches (biases, q/k
  * norms, partial or scaled RoPE, fused projections split at load) share one block. */
 typedef enum {
-    PDQ_BLOCK_PRENORM /* x += o(attn(norm(x))); x += down(act(gate(norm(x))) * up(norm(x))) */
+    PDQ_BLOCK_PRENORM, /* x += o(attn(norm(x))); x += down(act(gate(norm(x))) * up(norm(x))) */
+    PDQ_BLOCK_SANDWICH /* Gemma: x += post_norm(o(attn(norm(x)))); x += post_norm(down(...(norm(x)))) */
 } pdq_block_kind;
 
 typedef struct pdq_family {
@@ -82,6 +85,9 @@ int pdq_role_present(const pdq_config *cfg, const pdq_tensor_role *r);
 int pdq_role_per_layer(const pdq_tensor_role *r);
 void pdq_role_shape(const pdq_config *cfg, const pdq_tensor_role *r, long *rows, long *cols);
 void pdq_role_name(const pdq_tensor_role *r, int layer, char *buf, size_t cap);
+/* Parameters of the tensors the family's table holds for this config (a tied lm_head not
+ * counted twice); pdq_config_param_count is the pre-norm block's formula. */
+long long pdq_family_param_count(const pdq_config *cfg);
 /* HF module name of a linear in layer l, without ".weight": "model.layers.3.self_attn.q_proj".
  * For a fused family this is the module of the unfused linear pdq keeps in memory. */
 void pdq_linear_module(int layer, pdq_linear_id id, char *buf, size_t cap);

@@ -18,7 +18,7 @@ extern "C" {
 typedef struct {
     float *attn_norm;          /* [D] input_layernorm */
     float *w[PDQ_LIN_COUNT];   /* q [H*hd, D], k/v [KV*hd, D], o [D, H*hd], gate/up [I, D], down [D, I] */
-    float *ffn_norm;           /* [D] post_attention_layernorm */
+    float *ffn_norm;           /* [D] before the MLP: post_attention_layernorm (Llama), pre_feedforward_layernorm (Gemma) */
     float *wk_scale;           /* NULL, or [n_kv*hd] when Wk is per-row quantized (w = wk_scale[r] *
                                   integer): a k_proj scale fold then scales these scales, so the folded
                                   weight is still (code - zero) * float32 scale, exactly as exported;
@@ -26,6 +26,8 @@ typedef struct {
     int wk_group;              /* 0: wk_scale per row; else the columns of one group */
     float *bias[PDQ_LIN_COUNT];/* [out] when cfg.bias_mask has the linear's bit, else NULL */
     float *q_norm, *k_norm;    /* [head_dim] when cfg.qk_norm, else NULL */
+    float *post_attn_norm;     /* [D] sandwich block (Gemma's post_attention_layernorm), else NULL */
+    float *post_ffn_norm;      /* [D] sandwich block (post_feedforward_layernorm), else NULL */
     struct pdq_qmatrix *pw[PDQ_LIN_COUNT]; /* packed weight-only model (pdq_model_load_packed): the
                                   packed linear (w[i] is then NULL), else NULL */
 } pdq_layer;
@@ -41,6 +43,7 @@ typedef struct pdq_model {
     float *inv_freq;    /* [rotary_dim/2] RoPE inverse frequencies (llama3 scaling applied; longrope:
                            the short factors') */
     float *inv_freq_long; /* longrope: [rotary_dim/2] for sequences past its original length; else NULL */
+    float *inv_freq_local; /* [rotary_dim/2] of sliding layers when cfg.rope_local_theta is set; else NULL */
     int n_threads;
     char *dir;          /* directory it was loaded from */
     struct pdq_safetensors *lazy_src; /* non-NULL: loaded lazily (pdq_model_load_lazy), the open
@@ -145,8 +148,16 @@ void pdq_model_head(const pdq_model *m, int n, const float *x, float *logits);
 /* RMSNorm: y = x / sqrt(mean(x^2) + eps) * w, per row of d values (y may alias x). */
 void pdq_rmsnorm(float *y, const float *x, const float *w, int rows, int d, float eps);
 
-/* Fills cos/sin [n, head_dim] for the given positions (HF: emb = cat(freqs, freqs)). */
+/* Fills cos/sin [n, head_dim] for the given positions (HF: emb = cat(freqs, freqs)), with the
+ * global table (rope_theta and its scaling). */
 void pdq_rope_tables(const pdq_model *m, int n, const int32_t *pos, float *cos_out, float *sin_out);
+/* The same for layer `layer`: a sliding layer of a model with a local RoPE base (Gemma 3's
+ * rope_local_base_freq) takes that table; every other layer the global one. */
+void pdq_rope_tables_layer(const pdq_model *m, int layer, int n, const int32_t *pos, float *cos_out,
+                           float *sin_out);
+
+/* GELU with the tanh approximation, float32, as PyTorch computes gelu(approximate="tanh"). */
+float pdq_gelu_tanh(float x);
 
 #ifdef __cplusplus
 }

@@ -80,23 +80,44 @@ static void print_text(const char *dir, const pdq_config *c, const info *in, int
     }
     if (c->qk_norm) printf("q/k head norms:     yes (RMSNorm over head_dim before RoPE)\n");
     if (c->fused_qkv || c->fused_gate_up) printf("stacked linears:    qkv_proj, gate_up_proj (split at load)\n");
-    if (c->sliding_window) printf("sliding window:     %d keys on every layer\n", c->sliding_window);
+    int n_sliding = 0;
+    for (int l = 0; l < c->n_layers; l++) n_sliding += pdq_cfg_layer_window(c, l) != 0;
+    if (c->sliding_window && n_sliding == c->n_layers)
+        printf("sliding window:     %d keys on every layer\n", c->sliding_window);
+    else if (n_sliding) {
+        printf("sliding window:     %d keys on %d of %d layers; full attention on layers", c->sliding_window, n_sliding,
+               c->n_layers);
+        for (int l = 0; l < c->n_layers; l++)
+            if (!pdq_cfg_layer_window(c, l)) printf(" %d", l);
+        printf("\n");
+    }
+    if (pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH)
+        printf("block:              sandwich (input, post-attention, pre- and post-feedforward norms)\n");
+    if (c->norm_offset != 0.0f) printf("norms:              RMSNorm times (%g + w)\n", (double)c->norm_offset);
+    if (c->act == PDQ_ACT_GELU_TANH) printf("mlp activation:     gelu_pytorch_tanh\n");
+    if (c->embed_scale != 0.0f) printf("embedding scale:    %.9g\n", (double)c->embed_scale);
+    if (c->attn_scale != 0.0f) printf("attention scale:    %.9g\n", (double)c->attn_scale);
+    if (c->attn_softcap != 0.0f) printf("attn softcap:       %g\n", (double)c->attn_softcap);
+    if (c->final_softcap != 0.0f) printf("final softcap:      %g\n", (double)c->final_softcap);
     if (pdq_cfg_rotary_dim(c) != c->head_dim)
         printf("partial rope:       %d of %d head dims\n", pdq_cfg_rotary_dim(c), c->head_dim);
     if (c->rope_type == PDQ_ROPE_LONGROPE)
         printf("rope:               longrope (theta %g, original %d, attention factor %g)\n", c->rope_theta,
                c->rope_original_max_pos, (double)c->rope_attn_factor);
+    else if (c->rope_type == PDQ_ROPE_LINEAR)
+        printf("rope:               linear (theta %g, factor %g)\n", c->rope_theta, c->rope_factor);
     else if (c->rope_type == PDQ_ROPE_LLAMA3)
         printf("rope:               llama3 (theta %g, factor %g, low %g, high %g, original %d)\n", c->rope_theta,
                c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor, c->rope_original_max_pos);
     else
         printf("rope:               default (theta %g)\n", c->rope_theta);
+    if (c->rope_local_theta > 0) printf("local rope:         theta %g on sliding layers (unscaled)\n", c->rope_local_theta);
     printf("tied embeddings:    %s\n", c->tie_word_embeddings ? "yes" : "no");
     printf("bos / eos:          %d /", c->bos_token_id);
     for (int i = 0; i < c->n_eos; i++) printf(" %d", c->eos_token_ids[i]);
     printf("%s\n", c->n_eos ? "" : " none");
     printf("torch_dtype:        %s\n", c->torch_dtype[0] ? c->torch_dtype : "(not given)");
-    long long p = pdq_config_param_count(c);
+    long long p = pdq_family_param_count(c);
     printf("parameters:         %lld (%.2fM)\n", p, (double)p / 1e6);
     if (weights_ok) {
         printf("stored dtypes:     ");
@@ -124,6 +145,19 @@ static int print_json(const char *dir, const pdq_config *c, const info *in, int 
     if (c->qk_norm) cJSON_AddBoolToObject(r, "qk_norm", 1);
     if (c->fused_qkv || c->fused_gate_up) cJSON_AddBoolToObject(r, "stacked_linears", 1);
     if (c->sliding_window) cJSON_AddNumberToObject(r, "sliding_window", c->sliding_window);
+    if (pdq_cfg_mixed_attention(c)) {
+        cJSON *lt = cJSON_AddArrayToObject(r, "layer_types");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(lt, cJSON_CreateString(pdq_cfg_layer_window(c, l) ? "sliding_attention" : "full_attention"));
+    }
+    if (pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH) cJSON_AddStringToObject(r, "block", "sandwich");
+    if (c->norm_offset != 0.0f) cJSON_AddNumberToObject(r, "norm_offset", c->norm_offset);
+    if (c->act == PDQ_ACT_GELU_TANH) cJSON_AddStringToObject(r, "hidden_activation", "gelu_pytorch_tanh");
+    if (c->embed_scale != 0.0f) cJSON_AddNumberToObject(r, "embed_scale", c->embed_scale);
+    if (c->attn_scale != 0.0f) cJSON_AddNumberToObject(r, "attention_scale", c->attn_scale);
+    if (c->attn_softcap != 0.0f) cJSON_AddNumberToObject(r, "attn_logit_softcapping", c->attn_softcap);
+    if (c->final_softcap != 0.0f) cJSON_AddNumberToObject(r, "final_logit_softcapping", c->final_softcap);
+    if (c->rope_local_theta > 0) cJSON_AddNumberToObject(r, "rope_local_base_freq", c->rope_local_theta);
     if (pdq_cfg_rotary_dim(c) != c->head_dim) cJSON_AddNumberToObject(r, "rotary_dim", pdq_cfg_rotary_dim(c));
     cJSON_AddBoolToObject(r, "quantized", in->quantized);
     cJSON_AddNumberToObject(r, "hidden_size", c->hidden_size);
@@ -140,7 +174,9 @@ static int print_json(const char *dir, const pdq_config *c, const info *in, int 
     cJSON_AddNumberToObject(r, "rope_theta", c->rope_theta);
     cJSON_AddStringToObject(r, "rope_type", c->rope_type == PDQ_ROPE_LLAMA3     ? "llama3"
                                             : c->rope_type == PDQ_ROPE_LONGROPE ? "longrope"
+                                            : c->rope_type == PDQ_ROPE_LINEAR   ? "linear"
                                                                                 : "default");
+    if (c->rope_type == PDQ_ROPE_LINEAR) cJSON_AddNumberToObject(cJSON_AddObjectToObject(r, "rope_scaling"), "factor", c->rope_factor);
     if (c->rope_type == PDQ_ROPE_LLAMA3) {
         cJSON *rs = cJSON_AddObjectToObject(r, "rope_scaling");
         cJSON_AddNumberToObject(rs, "factor", c->rope_factor);
@@ -153,7 +189,7 @@ static int print_json(const char *dir, const pdq_config *c, const info *in, int 
     cJSON *eos = cJSON_AddArrayToObject(r, "eos_token_ids");
     for (int i = 0; i < c->n_eos; i++) cJSON_AddItemToArray(eos, cJSON_CreateNumber(c->eos_token_ids[i]));
     cJSON_AddStringToObject(r, "torch_dtype", c->torch_dtype);
-    cJSON_AddNumberToObject(r, "parameters", (double)pdq_config_param_count(c));
+    cJSON_AddNumberToObject(r, "parameters", (double)pdq_family_param_count(c));
     if (weights_ok) {
         cJSON *dt = cJSON_AddObjectToObject(r, "dtypes");
         for (int d = 0; d <= PDQ_DT_BOOL; d++)

@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "pdq/config.h"
+#include "pdq/family.h"
 #include "pdq/file.h"
 
 static const char *const k_phase[QS_COUNT] = {"fp32_eval", "calibration", "weights", "save", "quant_eval",
@@ -84,7 +85,7 @@ int quantize_summary(const char *model_dir, const char *outdir, const quantize_t
     if (!r) { fprintf(stderr, "pdq quantize: %s: cannot read it back\n", path); return 1; }
     pdq_config cfg;
     pdq_status st = {0};
-    double params = pdq_config_load(model_dir, &cfg, &st) == PDQ_OK ? (double)pdq_config_param_count(&cfg) : -1;
+    double params = pdq_config_load(model_dir, &cfg, &st) == PDQ_OK ? (double)pdq_family_param_count(&cfg) : -1;
     cJSON *s = cJSON_CreateObject();
     cJSON_AddNumberToObject(s, "parameters", params);
     /* sizes and bits per weight (the quantized checkpoint over every parameter of the model) */

@@ -53,6 +53,19 @@ void pdq_role_shape(const pdq_config *c, const pdq_tensor_role *r, long *rows, l
     }
 }
 
+long long pdq_family_param_count(const pdq_config *c) {
+    const pdq_family *f = pdq_family_of(c);
+    long long n = 0;
+    for (int i = 0; i < f->n_roles; i++) {
+        const pdq_tensor_role *r = &f->roles[i];
+        if (!pdq_role_present(c, r)) continue;
+        long rows, cols;
+        pdq_role_shape(c, r, &rows, &cols);
+        n += (long long)rows * (cols ? cols : 1) * (pdq_role_per_layer(r) ? c->n_layers : 1);
+    }
+    return n;
+}
+
 void pdq_role_name(const pdq_tensor_role *r, int layer, char *buf, size_t cap) {
     snprintf(buf, cap, r->hf, layer);
 }

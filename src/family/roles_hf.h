@@ -26,6 +26,18 @@
     PDQ_ROLE_HF_LINEAR(kind, PDQ_LIN_UP, "mlp.up_proj", leaf),                 \
     PDQ_ROLE_HF_LINEAR(kind, PDQ_LIN_DOWN, "mlp.down_proj", leaf)
 
+/* Gemma's sandwich block: four norms per layer, the linears (and their optional biases). */
+#define PDQ_ROLES_HF_GEMMA                                                       \
+    {PDQ_ROLE_EMBED, -1, -1, "model.embed_tokens.weight"},                       \
+    {PDQ_ROLE_LM_HEAD, -1, -1, "lm_head.weight"},                                \
+    {PDQ_ROLE_FINAL_NORM, -1, -1, "model.norm.weight"},                          \
+    {PDQ_ROLE_ATTN_NORM, -1, -1, PDQ_HF_LAYER "input_layernorm.weight"},         \
+    {PDQ_ROLE_POST_ATTN_NORM, -1, -1, PDQ_HF_LAYER "post_attention_layernorm.weight"}, \
+    {PDQ_ROLE_FFN_NORM, -1, -1, PDQ_HF_LAYER "pre_feedforward_layernorm.weight"}, \
+    {PDQ_ROLE_POST_FFN_NORM, -1, -1, PDQ_HF_LAYER "post_feedforward_layernorm.weight"}, \
+    PDQ_ROLES_HF_LINEARS(PDQ_ROLE_WEIGHT, "weight"),                             \
+    PDQ_ROLES_HF_LINEARS(PDQ_ROLE_BIAS, "bias")
+
 #define PDQ_ROLES_HF_LLAMA                                \
     PDQ_ROLES_HF_BASE,                                    \
     PDQ_ROLES_HF_LINEARS(PDQ_ROLE_WEIGHT, "weight"),      \

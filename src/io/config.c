@@ -100,13 +100,18 @@ static pdq_code parse_rope(const cJSON *root, const char *name, pdq_config *cfg,
         cfg->rope_type = PDQ_ROPE_LONGROPE;
         return PDQ_OK;
     }
-    if (strcmp(type, "llama3") != 0)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
-                        "%s: %s type '%s' is not supported (only default, llama3 and longrope)", name, key, type);
-    cfg->rope_type = PDQ_ROPE_LLAMA3;
     pdq_code c;
     char sub[64];
     snprintf(sub, sizeof sub, "%s (%s)", name, key);
+    if (strcmp(type, "linear") == 0) { /* positions divided by factor: inv_freq / factor */
+        cfg->rope_type = PDQ_ROPE_LINEAR;
+        return get_num(rs, "factor", 1, 0, 1e-6, 1e6, sub, &cfg->rope_factor, st);
+    }
+    if (strcmp(type, "llama3") != 0)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                        "%s: %s type '%s' is not supported (only default, linear, llama3 and longrope)", name, key,
+                        type);
+    cfg->rope_type = PDQ_ROPE_LLAMA3;
     if ((c = get_num(rs, "factor", 1, 0, 1e-6, 1e6, sub, &cfg->rope_factor, st)) ||
         (c = get_num(rs, "low_freq_factor", 1, 0, 1e-6, 1e6, sub, &cfg->rope_low_freq_factor, st)) ||
         (c = get_num(rs, "high_freq_factor", 1, 0, 1e-6, 1e6, sub, &cfg->rope_high_freq_factor, st)) ||
@@ -290,6 +295,10 @@ void pdq_rope_inv_freq_local(const pdq_config *cfg, float *inv_freq) {
 void pdq_rope_inv_freq(const pdq_config *cfg, float *inv_freq) {
     int dim = pdq_cfg_rotary_dim(cfg), half = dim / 2;
     default_inv_freq(cfg, cfg->rope_theta, inv_freq);
+    if (cfg->rope_type == PDQ_ROPE_LINEAR) { /* _compute_linear_scaling_rope_parameters, float32 */
+        for (int i = 0; i < half; i++) inv_freq[i] /= (float)cfg->rope_factor;
+        return;
+    }
     if (cfg->rope_type != PDQ_ROPE_LLAMA3) return;
     /* _compute_llama3_parameters: long wavelengths are divided by factor, short ones kept,
      * the band in between interpolated smoothly. */

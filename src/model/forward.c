@@ -1,8 +1,10 @@
 /* The FP32 reference forward pass, written to mirror Hugging Face's modeling code of each
- * family of the pre-norm block (LlamaForCausalLM, Qwen2/Qwen3, Phi3, Mistral; eager attention,
- * float32): RMSNorm, rotate_half RoPE (partial, llama3 or longrope scaled), GQA, SiLU-gated MLP,
- * causal + padding (+ sliding window) mask; the switches of pdq_config add linear biases and
- * q/k head norms. */
+ * family (LlamaForCausalLM, Qwen2/Qwen3, Phi3, Mistral, Gemma3ForCausalLM; eager attention,
+ * float32): RMSNorm, rotate_half RoPE (partial, llama3, linear or longrope scaled; Gemma's local
+ * table on sliding layers), GQA, SiLU- or GELU-tanh-gated MLP, causal + padding (+ sliding
+ * window) mask; the switches of pdq_config add linear biases, q/k head norms, (1 + w) norms, the
+ * embedding scale, the attention scale and softcaps; the sandwich block (Gemma) adds a norm on
+ * each branch's output before its residual add. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +59,43 @@ void pdq_rmsnorm(float *y, const float *x, const float *w, int rows, int d, floa
     }
 }
 
-void pdq_rope_tables(const pdq_model *m, int n, const int32_t *pos, float *cos_out, float *sin_out) {
+/* Gemma's RMSNorm: x / sqrt(mean(x^2) + eps) * (offset + w), every step in float32 as HF's
+ * Gemma3RMSNorm (offset 1); a config without the offset takes pdq_rmsnorm unchanged. */
+static void norm(const pdq_config *c, float *y, const float *x, const float *w, int rows, int d) {
+    if (c->norm_offset == 0.0f) {
+        pdq_rmsnorm(y, x, w, rows, d, c->rms_norm_eps);
+        return;
+    }
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * d;
+        float *yr = y + (size_t)r * d;
+        float ss = 0.0f;
+        for (int i = 0; i < d; i++) ss += xr[i] * xr[i];
+        float inv = 1.0f / sqrtf(ss / (float)d + c->rms_norm_eps);
+        for (int i = 0; i < d; i++) yr[i] = (xr[i] * inv) * (c->norm_offset + w[i]);
+    }
+}
+
+/* cap * tanh(x / cap), float32 as HF's softcapping (cap 0: none). */
+static void softcap(float *x, size_t n, float cap) {
+    if (cap == 0.0f) return;
+    for (size_t i = 0; i < n; i++) x[i] = tanhf(x[i] / cap) * cap;
+}
+
+/* PyTorch's gelu(approximate="tanh") in float32: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+float pdq_gelu_tanh(float x) {
+    const float beta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
+    float inner = beta * (x + kappa * (x * x * x));
+    return 0.5f * x * (1.0f + tanhf(inner));
+}
+
+void pdq_rope_tables_layer(const pdq_model *m, int layer, int n, const int32_t *pos, float *cos_out,
+                           float *sin_out) {
     int hd = pdq_cfg_rotary_dim(&m->cfg), half = hd / 2;
     /* longrope: HF picks the long factors for a whole call once its longest position reaches
      * the original context */
     const float *inv_freq = m->inv_freq;
+    if (layer >= 0 && m->inv_freq_local && pdq_cfg_layer_window(&m->cfg, layer)) inv_freq = m->inv_freq_local;
     if (m->inv_freq_long) {
         int32_t top = 0;
         for (int t = 0; t < n; t++) top = pos[t] > top ? pos[t] : top;
@@ -78,6 +112,10 @@ void pdq_rope_tables(const pdq_model *m, int n, const int32_t *pos, float *cos_o
             sin_out[(size_t)t * hd + i] = sin_out[(size_t)t * hd + i + half] = s;
         }
     }
+}
+
+void pdq_rope_tables(const pdq_model *m, int n, const int32_t *pos, float *cos_out, float *sin_out) {
+    pdq_rope_tables_layer(m, -1, n, pos, cos_out, sin_out);
 }
 
 /* x ← x·cos + rotate_half(x)·sin on the first rd dims of one head vector (the rest pass). */
@@ -97,6 +135,8 @@ pdq_code pdq_model_embed(const pdq_model *m, int n, const int32_t *ids, float *x
             return pdq_fail(st, PDQ_ERR_ARG, "token id %d at position %d is outside the vocabulary [0, %d)", ids[i], i, V);
         if (!m->embed && m->embed_q) pdq_qmatrix_dequant_row(m->embed_q, ids[i], x + (size_t)i * D);
         else memcpy(x + (size_t)i * D, m->embed + (size_t)ids[i] * D, (size_t)D * sizeof(float));
+        if (m->cfg.embed_scale != 0.0f)
+            for (int j = 0; j < D; j++) x[(size_t)i * D + j] *= m->cfg.embed_scale;
     }
     return PDQ_OK;
 }
@@ -105,7 +145,7 @@ static pdq_code head(const pdq_model *m, int n, const float *x, float *logits, p
     int D = m->cfg.hidden_size;
     float *h = malloc((size_t)n * D * sizeof *h);
     if (!h) return pdq_fail(st, PDQ_ERR_NOMEM, "head of %d rows", n);
-    pdq_rmsnorm(h, x, m->norm, n, D, m->cfg.rms_norm_eps);
+    norm(&m->cfg, h, x, m->norm, n, D);
     pdq_code rc = PDQ_OK;
     if (m->lm_head_q) {
         pdq_qctx ctx = kernel_ctx(m);
@@ -113,6 +153,7 @@ static pdq_code head(const pdq_model *m, int n, const float *x, float *logits, p
     } else {
         linear(logits, h, m->lm_head, n, m->cfg.vocab_size, D);
     }
+    if (!rc) softcap(logits, (size_t)n * m->cfg.vocab_size, m->cfg.final_softcap);
     free(h);
     return rc;
 }
@@ -149,7 +190,7 @@ static void attend(const pdq_config *c, const pdq_kvcache *kv, int layer, int b,
                    const float *q, float *att, float *scores) {
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, cap = kv->capacity;
     int L = kv->len + T, group = H / KV, W = pdq_cfg_layer_window(c, layer);
-    float scale = 1.0f / sqrtf((float)hd);
+    float scale = c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
     const uint8_t *valid = kv->valid + (size_t)b * cap;
     for (int h = 0; h < H; h++) {
         int g = h / group;
@@ -165,6 +206,7 @@ static void attend(const pdq_config *c, const pdq_kvcache *kv, int layer, int b,
             for (int j = 0; j < L; j++) {
                 if (j <= self && valid[j] && (W == 0 || j > self - W)) {
                     s[j] *= scale;
+                    if (c->attn_softcap != 0.0f) s[j] = tanhf(s[j] / c->attn_softcap) * c->attn_softcap;
                     if (s[j] > mx) mx = s[j];
                 } else {
                     s[j] = -INFINITY;
@@ -211,7 +253,8 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     }
 
     /* Attention block. */
-    pdq_rmsnorm(s.h, x, w->attn_norm, n, D, c->rms_norm_eps);
+    int sandwich = pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH;
+    norm(c, s.h, x, w->attn_norm, n, D);
     if (hook) hook(hook_ctx, li, PDQ_LIN_Q, s.h, n, D);
     pdq_code rc = layer_linear(m, w, PDQ_LIN_Q, s.q, s.h, n, H * hd, D, st);
     if (!rc) rc = layer_linear(m, w, PDQ_LIN_K, s.k, s.h, n, KV * hd, D, st);
@@ -220,11 +263,11 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
         scratch_free(&s);
         return rc;
     }
-    if (w->q_norm) { /* Qwen3: each head normed over head_dim before RoPE */
-        pdq_rmsnorm(s.q, s.q, w->q_norm, n * H, hd, c->rms_norm_eps);
-        pdq_rmsnorm(s.k, s.k, w->k_norm, n * KV, hd, c->rms_norm_eps);
+    if (w->q_norm) { /* Qwen3, Gemma 3: each head normed over head_dim before RoPE */
+        norm(c, s.q, s.q, w->q_norm, n * H, hd);
+        norm(c, s.k, s.k, w->k_norm, n * KV, hd);
     }
-    pdq_rope_tables(m, n, pos, s.cos, s.sin);
+    pdq_rope_tables_layer(m, li, n, pos, s.cos, s.sin);
     for (int i = 0; i < n; i++) {
         const float *ci = s.cos + (size_t)i * rd, *si = s.sin + (size_t)i * rd;
         for (int h = 0; h < H; h++) apply_rope(s.q + ((size_t)i * H + h) * hd, ci, si, rd);
@@ -248,10 +291,11 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
         scratch_free(&s);
         return rc;
     }
+    if (sandwich) norm(c, s.o, s.o, w->post_attn_norm, n, D);
     for (size_t i = 0; i < (size_t)n * D; i++) x[i] += s.o[i];
 
-    /* MLP block: down(silu(gate(h)) * up(h)). */
-    pdq_rmsnorm(s.h, x, w->ffn_norm, n, D, c->rms_norm_eps);
+    /* MLP block: down(act(gate(h)) * up(h)), act SiLU or GELU-tanh. */
+    norm(c, s.h, x, w->ffn_norm, n, D);
     if (hook) hook(hook_ctx, li, PDQ_LIN_GATE, s.h, n, D);
     rc = layer_linear(m, w, PDQ_LIN_GATE, s.g, s.h, n, F, D, st);
     if (!rc) rc = layer_linear(m, w, PDQ_LIN_UP, s.u, s.h, n, F, D, st);
@@ -259,15 +303,19 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
         scratch_free(&s);
         return rc;
     }
-    for (size_t i = 0; i < (size_t)n * F; i++) {
-        float g = s.g[i];
-        s.g[i] = g / (1.0f + expf(-g)) * s.u[i];
-    }
+    if (c->act == PDQ_ACT_GELU_TANH)
+        for (size_t i = 0; i < (size_t)n * F; i++) s.g[i] = pdq_gelu_tanh(s.g[i]) * s.u[i];
+    else
+        for (size_t i = 0; i < (size_t)n * F; i++) {
+            float g = s.g[i];
+            s.g[i] = g / (1.0f + expf(-g)) * s.u[i];
+        }
     if (hook) hook(hook_ctx, li, PDQ_LIN_DOWN, s.g, n, F);
     if ((rc = layer_linear(m, w, PDQ_LIN_DOWN, s.o, s.g, n, D, F, st))) {
         scratch_free(&s);
         return rc;
     }
+    if (sandwich) norm(c, s.o, s.o, w->post_ffn_norm, n, D);
     for (size_t i = 0; i < (size_t)n * D; i++) x[i] += s.o[i];
     scratch_free(&s);
     return PDQ_OK;

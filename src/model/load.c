@@ -42,6 +42,8 @@ void pdq_model_free(pdq_model *m) {
             pdq_layer *L = &m->layers[l];
             free(L->attn_norm);
             free(L->ffn_norm);
+            free(L->post_attn_norm);
+            free(L->post_ffn_norm);
             free(L->wk_scale);
             free(L->q_norm);
             free(L->k_norm);
@@ -56,6 +58,7 @@ void pdq_model_free(pdq_model *m) {
     free(m->norm);
     free(m->inv_freq);
     free(m->inv_freq_long);
+    free(m->inv_freq_local);
     free(m->dir);
     pdq_st_close(m->lazy_src);
     pdq_pool_free(m->pool);
@@ -104,7 +107,7 @@ pdq_code pdq_model_alloc(const pdq_config *cfg, pdq_model **out, pdq_status *st)
     if (!ok) {
         pdq_model_free(m);
         return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model (%lld parameters)",
-                        pdq_config_param_count(cfg));
+                        pdq_family_param_count(cfg));
     }
     *out = m;
     return PDQ_OK;

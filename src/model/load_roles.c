@@ -13,6 +13,8 @@ static float **small_slot(pdq_model *m, const pdq_tensor_role *r, int l) {
     case PDQ_ROLE_FINAL_NORM: return &m->norm;
     case PDQ_ROLE_ATTN_NORM: return &L->attn_norm;
     case PDQ_ROLE_FFN_NORM: return &L->ffn_norm;
+    case PDQ_ROLE_POST_ATTN_NORM: return &L->post_attn_norm;
+    case PDQ_ROLE_POST_FFN_NORM: return &L->post_ffn_norm;
     case PDQ_ROLE_Q_NORM: return &L->q_norm;
     case PDQ_ROLE_K_NORM: return &L->k_norm;
     case PDQ_ROLE_BIAS: return &L->bias[r->lin];
@@ -61,6 +63,11 @@ pdq_code pdq_model_alloc_small(pdq_model *m, pdq_status *st) {
         pdq_rope_inv_freq_longrope(&m->cfg, 1, m->inv_freq_long);
     } else {
         pdq_rope_inv_freq(&m->cfg, m->inv_freq);
+    }
+    if (m->cfg.rope_local_theta > 0) {
+        if (!(m->inv_freq_local = calloc(pairs + 1, sizeof(float))))
+            return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
+        pdq_rope_inv_freq_local(&m->cfg, m->inv_freq_local);
     }
     return PDQ_OK;
 }
