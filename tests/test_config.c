@@ -262,6 +262,8 @@ static void test_gemma3(void **state) {
     for (int l = 0; l < 26; l++) assert_int_equal(c.layer_sliding[l], (l + 1) % 6 != 0);
     assert_true(c.attn_scale == (float)(1.0 / 16.0) && c.rope_local_theta == 10000.0);
     assert_true(c.embed_scale == (float)sqrt(1152.0));
+    /* google/gemma-3-1b-pt's safetensors total_size is 1,999,771,904 bfloat16 bytes */
+    assert_int_equal(pdq_family_param_count(&c), 999885952LL);
     char buf[1024];
     struct {
         const char *extra;

@@ -261,6 +261,50 @@ static void test_dtypes_and_shards(void **state) {
     free(root);
 }
 
+/* A synthetic Gemma 3 (the family's name accepted for its model_type): the config reads back as
+ * written (layer types, window), every role of the table is stored (the four norms of a layer
+ * centred on 0 for (1 + w)), a bfloat16 sharded copy loads to the same weights and logits. */
+static void test_synth_gemma3(void **state) {
+    (void)state;
+    char *root = tu_mkdtemp();
+    pdq_synth_opts o;
+    pdq_synth_opts_default(&o);
+    o.family = "gemma3";
+    o.layers = 4;
+    o.kv_heads = 1;
+    o.head_dim = 32;
+    o.window = 4;
+    o.window_pattern = 2;
+    o.tied = 1;
+    char *d32 = synth(root, "g32", &o);
+    o.dtype = PDQ_DT_BF16;
+    o.shards = 2;
+    char *dbf = synth(root, "gbf", &o);
+    pdq_model *a = load_ok(d32), *b = load_ok(dbf);
+    assert_string_equal(a->cfg.family->name, "gemma3");
+    assert_int_equal(a->cfg.sliding_window, 4);
+    for (int l = 0; l < 4; l++) assert_int_equal(pdq_cfg_layer_window(&a->cfg, l), l % 2 ? 0 : 4);
+    size_t D = 64;
+    for (int l = 0; l < 4; l++) {
+        const float *norms[4] = {a->layers[l].attn_norm, a->layers[l].post_attn_norm, a->layers[l].ffn_norm,
+                                 a->layers[l].post_ffn_norm};
+        for (int k = 0; k < 4; k++) {
+            double sum = 0;
+            for (size_t i = 0; i < D; i++) sum += norms[k][i];
+            assert_true(fabs(sum / D) < 0.1);
+        }
+        assert_memory_equal(a->layers[l].post_attn_norm, b->layers[l].post_attn_norm, D * 4);
+        assert_memory_equal(a->layers[l].post_ffn_norm, b->layers[l].post_ffn_norm, D * 4);
+    }
+    assert_same_weights(a, b);
+    assert_same_logits(a, b);
+    pdq_model_free(a);
+    pdq_model_free(b);
+    free(d32), free(dbf);
+    tu_rmtree(root);
+    free(root);
+}
+
 static void test_tied(void **state) {
     (void)state;
     char *root = tu_mkdtemp();
@@ -424,6 +468,7 @@ int main(void) {
         cmocka_unit_test(test_bundled),
         cmocka_unit_test(test_dtypes_and_shards),
         cmocka_unit_test(test_tied),
+        cmocka_unit_test(test_synth_gemma3),
         cmocka_unit_test(test_llama3_gqa),
         cmocka_unit_test(test_errors),
     };

@@ -10,7 +10,10 @@ static void usage(FILE *f) {
             "usage: pdq_synth --out DIR [--hidden 64] [--intermediate 160] [--layers 2] [--heads 4]\n"
             "                 [--kv-heads 2] [--head-dim N] [--vocab 300] [--dtype f32|bf16|f16]\n"
             "                 [--shards N] [--tied] [--rope-llama3 factor,low,high,orig]\n"
-            "                 [--rope-theta X] [--seed S] [--max-pos N] [--family MODEL_TYPE] [--bias]\n");
+            "                 [--rope-theta X] [--seed S] [--max-pos N] [--family MODEL_TYPE|NAME] [--bias]\n"
+            "                 gemma3: [--window W (4096)] [--window-pattern N (6)] [--rope-local-theta X (10000)]\n"
+            "  Gemma-3-1B shape: --family gemma3 --hidden 1152 --intermediate 6912 --layers 26 --heads 4\n"
+            "                    --kv-heads 1 --head-dim 256 --vocab 262144 --window 512 --tied --rope-theta 1e6\n");
 }
 
 static int parse_long(const char *flag, const char *v, long *out) {
@@ -60,6 +63,8 @@ int main(int argc, char **argv) {
                   : !strcmp(a, "--vocab") ? &o.vocab
                   : !strcmp(a, "--shards") ? &o.shards
                   : !strcmp(a, "--max-pos") ? &o.max_pos
+                  : !strcmp(a, "--window") ? &o.window
+                  : !strcmp(a, "--window-pattern") ? &o.window_pattern
                   : NULL;
         if (ip) {
             if (parse_long(a, v, &x) || x < 0 || x > 1000000000) return 2;
@@ -71,6 +76,8 @@ int main(int argc, char **argv) {
             o.seed = (uint64_t)x;
         } else if (!strcmp(a, "--rope-theta")) {
             o.rope_theta = atof(v);
+        } else if (!strcmp(a, "--rope-local-theta")) {
+            o.rope_local_theta = atof(v);
         } else if (!strcmp(a, "--dtype")) {
             if (!strcmp(v, "f32")) o.dtype = PDQ_DT_F32;
             else if (!strcmp(v, "bf16")) o.dtype = PDQ_DT_BF16;

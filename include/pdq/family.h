@@ -75,6 +75,8 @@ typedef struct pdq_family {
 
 /* The family whose model_types hold `model_type`, or NULL. */
 const pdq_family *pdq_family_find(const char *model_type);
+/* The family called `name` ("gemma3", ...: pdq_family.name), or NULL. */
+const pdq_family *pdq_family_named(const char *name);
 /* The family of a config: cfg->family, or Llama for a config built in code without one. */
 const pdq_family *pdq_family_of(const pdq_config *cfg);
 /* "llama, mistral, qwen2, ..." of every model_type read, for messages. */

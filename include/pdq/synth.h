@@ -13,7 +13,8 @@ extern "C" {
 
 typedef struct {
     const char *out_dir;   /* created if missing */
-    const char *family;    /* a model_type of pdq/family.h ("qwen2", ...); NULL: "llama" */
+    const char *family;    /* a model_type of pdq/family.h ("qwen2", ...) or a family name
+                              ("gemma3"); NULL: "llama" */
     int bias;              /* llama: attention_bias and mlp_bias */
     int hidden, intermediate, layers, heads, kv_heads;
     int head_dim;          /* 0: not written (hidden / heads) */
@@ -26,6 +27,10 @@ typedef struct {
     int rope_orig_max_pos;
     double rope_theta;
     int max_pos;
+    /* sandwich-block families (gemma3_text): sliding_window (0: 4096, the config default), every
+     * window_pattern-th layer global (0: 6) and the local RoPE base (0: 10000) */
+    int window, window_pattern;
+    double rope_local_theta;
     uint64_t seed;
 } pdq_synth_opts;
 
@@ -35,7 +40,7 @@ void pdq_synth_opts_default(pdq_synth_opts *o);
 /* Writes config.json and the weights, streaming tensor by tensor. Values depend only on the
  * seed and the tensor name (not on dtype or sharding) and are exactly representable in bf16 and
  * f16, so every dtype/sharding of the same seed loads to identical f32 weights:
- * linears/embeddings ~ N(0, 0.02), norms ~ 1 + N(0, 0.1). */
+ * linears/embeddings ~ N(0, 0.02), norms ~ 1 + N(0, 0.1) (N(0, 0.1) for Gemma's (1 + w) norms). */
 pdq_code pdq_synth_write(const pdq_synth_opts *o, pdq_status *st);
 
 #ifdef __cplusplus

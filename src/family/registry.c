@@ -22,6 +22,12 @@ const pdq_family *pdq_family_of(const pdq_config *cfg) {
     return cfg->family ? cfg->family : &pdq_family_llama;
 }
 
+const pdq_family *pdq_family_named(const char *name) {
+    for (int i = 0; name && i < N_FAMILIES; i++)
+        if (strcmp(k_families[i]->name, name) == 0) return k_families[i];
+    return NULL;
+}
+
 const pdq_family *pdq_family_find(const char *model_type) {
     for (int i = 0; i < N_FAMILIES; i++)
         for (const char *const *t = k_families[i]->model_types; *t; t++)

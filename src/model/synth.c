@@ -55,12 +55,12 @@ static uint64_t name_seed(uint64_t seed, const char *name) {
 /* Sum of four 16-bit uniforms, centred and scaled to unit variance (Irwin-Hall): cheap and close
  * enough to normal for weights. Rounded to bf16, and values below f16's normal range dropped to 0,
  * so the value is exact in bf16, f16 and f32 alike. */
-static float next_value(uint64_t *s, int is_norm) {
+static float next_value(uint64_t *s, int is_norm, float norm_centre) {
     uint64_t r = splitmix(s);
     uint32_t u = (uint32_t)(r & 0xffff) + (uint32_t)((r >> 16) & 0xffff) + (uint32_t)((r >> 32) & 0xffff) +
                  (uint32_t)(r >> 48);
     float n = (float)((int32_t)u - 131072) * (1.7320508f / 65536.0f);
-    float x = is_norm ? 1.0f + 0.1f * n : 0.02f * n;
+    float x = is_norm ? norm_centre + 0.1f * n : 0.02f * n;
     x = pdq_bf16_to_f32(pdq_f32_to_bf16(x));
     if (x > -6.103515625e-05f && x < 6.103515625e-05f) x = 0.0f;
     return x;
@@ -91,7 +91,9 @@ static int build_specs(const pdq_config *c, spec **out) {
                 s[k].shape[0] = rows;
                 s[k].shape[1] = cols;
                 s[k].is_norm = r->kind == PDQ_ROLE_FINAL_NORM || r->kind == PDQ_ROLE_ATTN_NORM ||
-                               r->kind == PDQ_ROLE_FFN_NORM || r->kind == PDQ_ROLE_Q_NORM || r->kind == PDQ_ROLE_K_NORM;
+                               r->kind == PDQ_ROLE_FFN_NORM || r->kind == PDQ_ROLE_Q_NORM ||
+                               r->kind == PDQ_ROLE_K_NORM || r->kind == PDQ_ROLE_POST_ATTN_NORM ||
+                               r->kind == PDQ_ROLE_POST_FFN_NORM;
                 k++;
             }
     *out = s;
@@ -110,15 +112,36 @@ static pdq_code write_json(const char *path, cJSON *root, pdq_status *st) {
     return rc;
 }
 
+/* A model_type, or a family's name ("gemma3" for gemma3_text). */
+static const pdq_family *find_family(const char *name) {
+    const pdq_family *f = pdq_family_find(name ? name : "llama");
+    return f ? f : pdq_family_named(name);
+}
+
+/* Gemma's fields: the GELU-tanh MLP, the window and layer types, the scalar (head_dim, as the
+ * released Gemma 3 models set it) and the local RoPE base. */
+static void write_gemma(const pdq_synth_opts *o, cJSON *r) {
+    cJSON_AddStringToObject(r, "hidden_activation", "gelu_pytorch_tanh");
+    cJSON_AddNumberToObject(r, "sliding_window", o->window ? o->window : 4096);
+    int pattern = o->window_pattern ? o->window_pattern : 6;
+    cJSON *lt = cJSON_AddArrayToObject(r, "layer_types");
+    for (int l = 0; l < o->layers; l++)
+        cJSON_AddItemToArray(lt, cJSON_CreateString((l + 1) % pattern ? "sliding_attention" : "full_attention"));
+    cJSON_AddNumberToObject(r, "query_pre_attn_scalar", o->head_dim ? o->head_dim : o->hidden / o->heads);
+    cJSON_AddNumberToObject(r, "rope_local_base_freq", o->rope_local_theta > 0 ? o->rope_local_theta : 10000.0);
+}
+
 static pdq_code write_config(const pdq_synth_opts *o, pdq_status *st) {
     cJSON *r = cJSON_CreateObject();
-    const pdq_family *f = o->family ? pdq_family_find(o->family) : pdq_family_find("llama");
+    const pdq_family *f = find_family(o->family);
+    int gemma = f->block == PDQ_BLOCK_SANDWICH;
     cJSON *arch = cJSON_AddArrayToObject(r, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString(f->hf_class));
     cJSON_AddStringToObject(r, "model_type", f->model_types[0]);
     cJSON_AddBoolToObject(r, "attention_bias", o->bias);
-    cJSON_AddBoolToObject(r, "mlp_bias", o->bias);
-    cJSON_AddStringToObject(r, "hidden_act", "silu");
+    if (!gemma) cJSON_AddBoolToObject(r, "mlp_bias", o->bias);
+    if (gemma) write_gemma(o, r);
+    else cJSON_AddStringToObject(r, "hidden_act", "silu");
     cJSON_AddNumberToObject(r, "hidden_size", o->hidden);
     cJSON_AddNumberToObject(r, "intermediate_size", o->intermediate);
     cJSON_AddNumberToObject(r, "num_hidden_layers", o->layers);
@@ -151,14 +174,14 @@ static pdq_code write_config(const pdq_synth_opts *o, pdq_status *st) {
 }
 
 /* Streams the values of one tensor into w, converted to dtype. */
-static pdq_code put_tensor(pdq_st_writer *w, const spec *s, uint64_t seed, pdq_dtype dt, float *fbuf,
+static pdq_code put_tensor(pdq_st_writer *w, const spec *s, uint64_t seed, pdq_dtype dt, float norm_centre, float *fbuf,
                            uint8_t *obuf, pdq_status *st) {
     uint64_t rs = name_seed(seed, s->name);
     size_t n = (size_t)s->shape[0] * (size_t)(s->ndim == 2 ? s->shape[1] : 1);
     size_t es = pdq_dtype_size(dt);
     for (size_t done = 0; done < n;) {
         size_t k = n - done < CHUNK ? n - done : CHUNK;
-        for (size_t i = 0; i < k; i++) fbuf[i] = next_value(&rs, s->is_norm);
+        for (size_t i = 0; i < k; i++) fbuf[i] = next_value(&rs, s->is_norm, norm_centre);
         if (dt == PDQ_DT_F32) {
             memcpy(obuf, fbuf, k * 4);
         } else {
@@ -176,7 +199,7 @@ static pdq_code put_tensor(pdq_st_writer *w, const spec *s, uint64_t seed, pdq_d
 
 static pdq_code check_opts(const pdq_synth_opts *o, pdq_config *c, pdq_status *st) {
     if (!o->out_dir) return pdq_fail(st, PDQ_ERR_ARG, "synth: no output directory");
-    if (o->family && !pdq_family_find(o->family)) {
+    if (o->family && !find_family(o->family)) {
         char known[256];
         pdq_family_model_types(known, sizeof known);
         return pdq_fail(st, PDQ_ERR_ARG, "synth: unknown family '%s' (known: %s)", o->family, known);
@@ -242,6 +265,7 @@ pdq_code pdq_synth_write(const pdq_synth_opts *o, pdq_status *st) {
         goto done;
     }
     uint64_t total = 0;
+    float centre = cfg.norm_offset != 0.0f ? 0.0f : 1.0f; /* a (1 + w) norm stores w centred on 0 */
     for (int i = 0; i < n; i++) {
         t[i].name = s[i].name;
         t[i].dtype = o->dtype;
@@ -259,7 +283,7 @@ pdq_code pdq_synth_write(const pdq_synth_opts *o, pdq_status *st) {
         else snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", o->out_dir, k + 1, n_shards);
         pdq_st_writer *w;
         if ((c = pdq_st_writer_open(path, t + first, last - first, "{\"format\":\"pt\"}", &w, st))) break;
-        for (int i = first; i < last && c == PDQ_OK; i++) c = put_tensor(w, &s[i], o->seed, o->dtype, fbuf, obuf, st);
+        for (int i = first; i < last && c == PDQ_OK; i++) c = put_tensor(w, &s[i], o->seed, o->dtype, centre, fbuf, obuf, st);
         if (c) pdq_st_writer_abort(w);
         else c = pdq_st_writer_close(w, st);
         first = last;
