@@ -143,6 +143,7 @@ static void test_constants_match_schema(void **state) {
         {"enum", "BuiltinOperator", "SPLIT_V", CIRCLE_OP_SPLIT_V},
         {"enum", "BuiltinOperator", "QUANTIZE", CIRCLE_OP_QUANTIZE},
         {"enum", "BuiltinOperator", "BATCH_MATMUL", CIRCLE_OP_BATCH_MATMUL},
+        {"enum", "BuiltinOperator", "TANH", CIRCLE_OP_TANH},
         {"enum", "BuiltinOperator", "PLACEHOLDER_FOR_GREATER_OP_CODES", CIRCLE_OP_PLACEHOLDER_FOR_GREATER_OP_CODES},
         {"enum", "BuiltinOperator", "CUMSUM", CIRCLE_OP_CUMSUM},
         {"enum", "BuiltinOperator", "BROADCAST_TO", CIRCLE_OP_BROADCAST_TO},
@@ -165,6 +166,7 @@ static void test_constants_match_schema(void **state) {
         {"union", "BuiltinOptions", "SplitVOptions", CIRCLE_OPT_SplitVOptions},
         {"union", "BuiltinOptions", "QuantizeOptions", CIRCLE_OPT_QuantizeOptions},
         {"union", "BuiltinOptions", "BatchMatMulOptions", CIRCLE_OPT_BatchMatMulOptions},
+        {"union", "BuiltinOptions", "GeluOptions", CIRCLE_OPT_GeluOptions},
         {"union", "BuiltinOptions", "AttentionOptions", CIRCLE_OPT_AttentionOptions},
         {"union", "BuiltinOptions", "RoPEOptions", CIRCLE_OPT_RoPEOptions},
         {"union", "BuiltinOptions", "RmsNormOptions", CIRCLE_OPT_RmsNormOptions},
@@ -217,6 +219,7 @@ static void test_constants_match_schema(void **state) {
         {"table", "FullyConnectedOptions", "asymmetric_quantize_inputs", CIRCLE_FC_ASYMMETRIC_QUANTIZE_INPUTS},
         {"table", "FullyConnectedOptions", "quantized_bias_type", CIRCLE_FC_QUANTIZED_BIAS_TYPE},
         {"table", "BatchMatMulOptions", "adjoint_lhs", CIRCLE_BMM_ADJOINT_LHS},
+        {"table", "GeluOptions", "approximate", CIRCLE_GELU_APPROXIMATE},
         {"table", "BatchMatMulOptions", "adjoint_rhs", CIRCLE_BMM_ADJOINT_RHS},
         {"table", "BatchMatMulOptions", "asymmetric_quantize_inputs", CIRCLE_BMM_ASYMMETRIC_QUANTIZE_INPUTS},
         {"table", "RmsNormOptions", "epsilon", CIRCLE_RMSNORM_EPSILON},
@@ -354,7 +357,9 @@ static void build_sample(pdq_circle_model *m) {
     o.bmm.adjoint_rhs = true;
     pdq_circle_add_op(m, CIRCLE_OP_BATCH_MATMUL, 2, (int32_t[]){sl, sl}, 1, &mm, CIRCLE_OPT_BatchMatMulOptions, &o,
                       &st);
-    pdq_circle_add_op(m, CIRCLE_OP_GELU, 1, &mm, 1, &ge, 0, NULL, &st);
+    o = pdq_circle_options_default(CIRCLE_OPT_GeluOptions);
+    o.gelu.approximate = true; /* Gemma's gelu_pytorch_tanh */
+    pdq_circle_add_op(m, CIRCLE_OP_GELU, 1, &mm, 1, &ge, CIRCLE_OPT_GeluOptions, &o, &st);
     pdq_circle_add_op(m, CIRCLE_OP_ADD, 2, (int32_t[]){ge, ge}, 1, &ad, CIRCLE_OPT_AddOptions, NULL, &st);
     o = pdq_circle_options_default(CIRCLE_OPT_SubOptions);
     o.sub.pot_scale_int16 = false;
@@ -425,6 +430,7 @@ static void assert_options_equal(uint8_t type, const pdq_circle_options *a, cons
     case CIRCLE_OPT_MulOptions:
         assert_int_equal(a->mul.fused_activation_function, b->mul.fused_activation_function);
         break;
+    case CIRCLE_OPT_GeluOptions: assert_int_equal(a->gelu.approximate, b->gelu.approximate); break;
     case CIRCLE_OPT_GatherOptions:
         assert_int_equal(a->gather.axis, b->gather.axis);
         assert_int_equal(a->gather.batch_dims, b->gather.batch_dims);
@@ -606,7 +612,7 @@ static void check_sample_json(const cJSON *j, const pdq_circle_model *m, int ext
     const cJSON *ops = get(sg, "operators");
     assert_int_equal(cJSON_GetArraySize(ops), 11);
     static const char *opt[11] = {"FullyConnectedOptions", "RmsNormOptions", "ReshapeOptions",
-                                  "ConcatenationOptions", "StridedSliceOptions", "BatchMatMulOptions", "NONE",
+                                  "ConcatenationOptions", "StridedSliceOptions", "BatchMatMulOptions", "GeluOptions",
                                   "AddOptions", "SubOptions", "SoftmaxOptions", "MulOptions"};
     for (int i = 0; i < 11; i++) {
         const cJSON *o = cJSON_GetArrayItem(ops, i);
@@ -632,6 +638,7 @@ static void check_sample_json(const cJSON *j, const pdq_circle_model *m, int ext
     const cJSON *bm = get(cJSON_GetArrayItem(ops, 5), "builtin_options");
     assert_false(boolean(bm, "adjoint_lhs", 0));
     assert_true(boolean(bm, "adjoint_rhs", 0));
+    assert_true(boolean(get(cJSON_GetArrayItem(ops, 6), "builtin_options"), "approximate", 0));
     assert_true(boolean(get(cJSON_GetArrayItem(ops, 7), "builtin_options"), "pot_scale_int16", 1)); /* default */
     assert_false(boolean(get(cJSON_GetArrayItem(ops, 8), "builtin_options"), "pot_scale_int16", 1));
     assert_true(num(get(cJSON_GetArrayItem(ops, 9), "builtin_options"), "beta", 0) == 1.0);

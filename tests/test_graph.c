@@ -165,14 +165,20 @@ static void test_elementwise(void **state) {
     int t_rs = pdq_graph_op(g, PDQ_OP_RSQRT, &xi, 1, NULL, "rsqrt", &st);
     int t_neg = pdq_graph_op(g, PDQ_OP_NEG, &xi, 1, NULL, "neg", &st);
     int t_lg = pdq_graph_op(g, PDQ_OP_LOGISTIC, &xi, 1, NULL, "logistic", &st);
-    int outs[6] = {t_rms, t_sm, t_mean, t_rs, t_neg, t_lg};
-    for (int i = 0; i < 6; i++) { assert_true(outs[i] >= 0); pdq_graph_mark_output(g, outs[i], &st); }
+    int t_th = pdq_graph_op(g, PDQ_OP_TANH, &xi, 1, NULL, "tanh", &st);
+    memset(&o, 0, sizeof o);
+    o.opt.gelu.approximate = 1;
+    int t_ga = pdq_graph_op(g, PDQ_OP_GELU, &xi, 1, &o, "gelu_tanh", &st);
+    int t_ge = pdq_graph_op(g, PDQ_OP_GELU, &xi, 1, NULL, "gelu_erf", &st);
+    int outs[9] = {t_rms, t_sm, t_mean, t_rs, t_neg, t_lg, t_th, t_ga, t_ge};
+    for (int i = 0; i < 9; i++) { assert_true(outs[i] >= 0); pdq_graph_mark_output(g, outs[i], &st); }
     assert_int_equal(g->tensors[t_mean].shape[1], 1);
     float *ins[1] = {x};
     pdq_interp *ip;
     run(g, ins, &ip);
     float *rms = pdq_interp_data(ip, t_rms), *sm = pdq_interp_data(ip, t_sm), *mn = pdq_interp_data(ip, t_mean);
     float *rsq = pdq_interp_data(ip, t_rs), *ng = pdq_interp_data(ip, t_neg), *lg = pdq_interp_data(ip, t_lg);
+    float *th = pdq_interp_data(ip, t_th), *ga = pdq_interp_data(ip, t_ga), *ge = pdq_interp_data(ip, t_ge);
     for (int r = 0; r < 3; r++) {
         double ss = 0, mx = -1e30, se = 0, sum = 0;
         for (int i = 0; i < 8; i++) { ss += x[r * 8 + i] * x[r * 8 + i]; mx = fmax(mx, x[r * 8 + i]); sum += x[r * 8 + i]; }
@@ -185,6 +191,11 @@ static void test_elementwise(void **state) {
             assert_true(fabs(rsq[k] - 1 / sqrt(x[k])) < 1e-5);
             assert_true(ng[k] == -x[k]);
             assert_true(fabs(lg[k] - 1 / (1 + exp(-x[k]))) < 1e-6);
+            assert_true(fabs(th[k] - tanh(x[k])) < 1e-6);
+            /* GELU: the tanh form (PyTorch's approximate="tanh") and the exact erf form */
+            double v = x[k];
+            assert_true(fabs(ga[k] - 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)))) < 1e-6);
+            assert_true(fabs(ge[k] - 0.5 * v * (1 + erf(v / sqrt(2.0)))) < 1e-6);
         }
     }
     pdq_interp_free(ip);

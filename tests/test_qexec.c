@@ -271,7 +271,7 @@ static void test_nonlinear(void **state) {
     uint64_t rs = 11;
     int16_t xd[R * C];
     for (int i = 0; i < R * C; i++) xd[i] = (int16_t)((int)(tu_rand(&rs) % 20000) - 10000);
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 6; kind++) {
         pdq_graph *g;
         assert_int_equal(pdq_graph_new("nl", &g, &st), PDQ_OK);
         int xs[2] = {R, C}, bs[2] = {1, C};
@@ -294,6 +294,11 @@ static void test_nonlinear(void **state) {
             y = pdq_graph_op(g, PDQ_OP_SOFTMAX, &x, 1, &op, "y", &st);
         } else if (kind == 2) {
             y = pdq_graph_op(g, PDQ_OP_LOGISTIC, &x, 1, NULL, "y", &st);
+        } else if (kind == 4) {
+            y = pdq_graph_op(g, PDQ_OP_TANH, &x, 1, NULL, "y", &st);
+        } else if (kind == 5) { /* Gemma's GELU-tanh */
+            op.opt.gelu.approximate = 1;
+            y = pdq_graph_op(g, PDQ_OP_GELU, &x, 1, &op, "y", &st);
         } else {
             b = pdq_graph_input(g, "b", PDQ_TI16, 2, bs, &st);
             int in[2] = {x, b};
@@ -301,7 +306,8 @@ static void test_nonlinear(void **state) {
         }
         assert_true(y >= 0);
         assert_int_equal(pdq_graph_mark_output(g, y, &st), PDQ_OK);
-        double sy = kind == 0 ? 0.0004 : kind == 1 ? 1.0 / 32767 : kind == 2 ? 1.0 / 32767 : 0.00002;
+        double sy = kind == 0 ? 0.0004 : kind == 1 ? 1.0 / 32767 : kind == 2 || kind == 4 ? 1.0 / 32767
+                  : kind == 5 ? 9.0 / 32767 : 0.00002;
         set_q1(&g->tensors[x], PDQ_TI16, sx, 0);
         if (b >= 0) set_q1(&g->tensors[b], PDQ_TI16, 0.0007f, 0);
         set_q1(&g->tensors[y], PDQ_TI16, (float)sy, 0);
@@ -322,6 +328,9 @@ static void test_nonlinear(void **state) {
                 if (kind == 0) o = v[i] / sqrtl(ss / C + 1e-5L) * ((long double)gam[i] * gs[i]);
                 else if (kind == 1) o = expl(v[i] - mx) / sum;
                 else if (kind == 2) o = 1.0L / (1.0L + expl(-v[i]));
+                else if (kind == 4) o = tanhl(v[i]);
+                else if (kind == 5)
+                    o = 0.5L * v[i] * (1.0L + tanhl(sqrtl(2.0L / 3.14159265358979323846L) * (v[i] + 0.044715L * v[i] * v[i] * v[i])));
                 else o = v[i] * ((long double)bcodes[i] * 0.0007f);
                 want[r * C + i] = o;
             }

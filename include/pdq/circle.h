@@ -71,6 +71,7 @@ typedef union {
     struct { int8_t fused_activation_function; } mul, div;
     struct { bool keep_dims; } reducer;  /* MEAN */
     struct { int32_t num_splits; } split_v;
+    struct { bool approximate; } gelu;
     /* TransposeOptions, NegOptions, QuantizeOptions, DequantizeOptions: no fields */
 } pdq_circle_options;
 

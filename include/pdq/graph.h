@@ -70,6 +70,8 @@ typedef enum {
     PDQ_OP_STRIDED_SLICE,       /* x, begin, end, strides (int32 consts, positive strides, masks 0) */
     PDQ_OP_SLICE,               /* x, begin, size (int32 consts) */
     PDQ_OP_GATHER,              /* params, indices(int32) ; axis */
+    PDQ_OP_TANH,                /* x */
+    PDQ_OP_GELU,                /* x ; approximate (1: the tanh form, Gemma's gelu_pytorch_tanh) */
     PDQ_OP_COUNT
 } pdq_op_type;
 
@@ -85,6 +87,7 @@ typedef struct {
         struct { float beta; } softmax;
         struct { int axis; } concat;
         struct { int axis; } gather;
+        struct { int approximate; } gelu;
     } opt;
 } pdq_op;
 

@@ -301,6 +301,7 @@ static pdq_code read_options(rd *r, const tbl *t, uint8_t type, pdq_circle_optio
         if (!rc) rc = get_bool(r, t, CIRCLE_BMM_ASYMMETRIC_QUANTIZE_INPUTS, 0, &o->bmm.asymmetric_quantize_inputs, what);
         break;
     case CIRCLE_OPT_RmsNormOptions: rc = get_f32(r, t, CIRCLE_RMSNORM_EPSILON, 0, &o->rms_norm.epsilon, what); break;
+    case CIRCLE_OPT_GeluOptions: rc = get_bool(r, t, CIRCLE_GELU_APPROXIMATE, 0, &o->gelu.approximate, what); break;
     case CIRCLE_OPT_GatherOptions:
         rc = get_i32(r, t, CIRCLE_GATHER_AXIS, 0, &o->gather.axis, what);
         if (!rc) rc = get_i32(r, t, CIRCLE_GATHER_BATCH_DIMS, 0, &o->gather.batch_dims, what);

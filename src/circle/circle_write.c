@@ -64,7 +64,7 @@ static int options_supported(uint8_t t) {
         CIRCLE_OPT_ConcatenationOptions, CIRCLE_OPT_ReshapeOptions, CIRCLE_OPT_StridedSliceOptions,
         CIRCLE_OPT_AddOptions, CIRCLE_OPT_SubOptions, CIRCLE_OPT_MulOptions, CIRCLE_OPT_DivOptions,
         CIRCLE_OPT_ReducerOptions, CIRCLE_OPT_SplitVOptions, CIRCLE_OPT_TransposeOptions,
-        CIRCLE_OPT_NegOptions, CIRCLE_OPT_QuantizeOptions, CIRCLE_OPT_DequantizeOptions};
+        CIRCLE_OPT_NegOptions, CIRCLE_OPT_QuantizeOptions, CIRCLE_OPT_DequantizeOptions, CIRCLE_OPT_GeluOptions};
     for (size_t i = 0; i < sizeof k; i++)
         if (k[i] == t) return 1;
     return 0;
@@ -118,6 +118,7 @@ static fb_ref build_options(fb_builder *b, const pdq_circle_op *o) {
         break;
     case CIRCLE_OPT_MulOptions: fb_add_i8(b, CIRCLE_MUL_FUSED_ACTIVATION_FUNCTION, p->mul.fused_activation_function, 0); break;
     case CIRCLE_OPT_DivOptions: fb_add_i8(b, CIRCLE_DIV_FUSED_ACTIVATION_FUNCTION, p->div.fused_activation_function, 0); break;
+    case CIRCLE_OPT_GeluOptions: fb_add_u8(b, CIRCLE_GELU_APPROXIMATE, p->gelu.approximate, 0); break;
     case CIRCLE_OPT_ReducerOptions: fb_add_u8(b, CIRCLE_REDUCER_KEEP_DIMS, p->reducer.keep_dims, 0); break;
     case CIRCLE_OPT_SplitVOptions: fb_add_i32(b, CIRCLE_SPLITV_NUM_SPLITS, p->split_v.num_splits, 0); break;
     default: /* empty tables: Transpose, Neg, Quantize, Dequantize */

@@ -94,7 +94,7 @@ static inline int pdq_op_n_values(const pdq_op_def *d, const pdq_op *op) {
 
 /* Each op's row, defined in its file. */
 extern const pdq_op_def pdq_op_fully_connected, pdq_op_batch_matmul, pdq_op_add, pdq_op_sub, pdq_op_mul, pdq_op_div,
-    pdq_op_mean, pdq_op_rsqrt, pdq_op_neg, pdq_op_logistic, pdq_op_rms_norm, pdq_op_softmax, pdq_op_reshape,
+    pdq_op_mean, pdq_op_rsqrt, pdq_op_neg, pdq_op_logistic, pdq_op_tanh, pdq_op_gelu, pdq_op_rms_norm, pdq_op_softmax, pdq_op_reshape,
     pdq_op_transpose, pdq_op_concatenation, pdq_op_strided_slice, pdq_op_slice, pdq_op_gather;
 
 #endif

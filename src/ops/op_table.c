@@ -21,6 +21,8 @@ static const pdq_op_def *const k_ops[PDQ_OP_COUNT] = {
     [PDQ_OP_STRIDED_SLICE] = &pdq_op_strided_slice,
     [PDQ_OP_SLICE] = &pdq_op_slice,
     [PDQ_OP_GATHER] = &pdq_op_gather,
+    [PDQ_OP_TANH] = &pdq_op_tanh,
+    [PDQ_OP_GELU] = &pdq_op_gelu,
 };
 
 const pdq_op_def *pdq_op_def_of(pdq_op_type t) {
