@@ -1,6 +1,8 @@
 /* Which path computes which feature of a family. A path that does not yet compute a feature
  * refuses the model up front, naming the feature and the config field that turns it on, so
  * nothing downstream computes a silently different function. */
+#include <string.h>
+
 #include "pdq/family.h"
 
 typedef struct {
@@ -18,18 +20,32 @@ typedef struct {
 static const char *const k_path_names[] = {"the reference model", "the static graphs (verify, PTQ)",
                                            "the Circle export", "quantization", "the transforms"};
 
+/* Whether sliding layers turn RoPE by another table than the global one (Gemma 3: a local base,
+ * and the global table's scaling). */
+static int local_rope_differs(const pdq_config *c) {
+    if (!(c->rope_local_theta > 0) || pdq_cfg_rotary_dim(c) / 2 > PDQ_MAX_ROPE_PAIRS) return c->rope_local_theta > 0;
+    float g[PDQ_MAX_ROPE_PAIRS], l[PDQ_MAX_ROPE_PAIRS];
+    if (c->rope_type == PDQ_ROPE_LONGROPE) return 1;
+    pdq_rope_inv_freq(c, g);
+    pdq_rope_inv_freq_local(c, l);
+    return memcmp(g, l, sizeof(float) * (size_t)(pdq_cfg_rotary_dim(c) / 2)) != 0;
+}
+
 pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) {
     const feature f[] = {
-        /* Gemma: the graphs, the quantized checkpoint and the transforms know one pre-norm block of
-         * plain-weight norms and a SiLU MLP (a rotation or fold through (1 + w) would also have to
-         * move the 1, and the post-norms sit after o_proj / down_proj, where R1 cannot pass) */
-        {"the sandwich block (four norms per layer)", "model_type", pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH, REF},
-        {"(1 + w) RMSNorm", "model_type", c->norm_offset != 0.0f, REF},
-        {"a GELU-tanh MLP", "hidden_activation", c->act == PDQ_ACT_GELU_TANH, REF},
-        {"a scaled embedding", "hidden_size (Gemma's sqrt(hidden) scale)", c->embed_scale != 0.0f, REF},
-        {"the attention scale query_pre_attn_scalar^-0.5", "query_pre_attn_scalar", c->attn_scale != 0.0f, REF},
-        {"logit softcapping", "final_logit_softcapping", c->final_softcap != 0.0f || c->attn_softcap != 0.0f, REF},
-        {"a local RoPE base on sliding layers", "rope_local_base_freq", c->rope_local_theta > 0, REF},
+        /* Gemma: the static graphs compute its block; the quantized checkpoint, the export's
+         * weight and norm handling and the transforms know one pre-norm block of plain-weight
+         * norms (a rotation or fold through (1 + w) would also have to move the 1, and the
+         * post-norms sit after o_proj / down_proj, where R1 cannot pass) */
+        {"the sandwich block (four norms per layer)", "model_type", pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH, REF | STATIC},
+        {"(1 + w) RMSNorm", "model_type", c->norm_offset != 0.0f, REF | STATIC},
+        {"a GELU-tanh MLP", "hidden_activation", c->act == PDQ_ACT_GELU_TANH, REF | STATIC},
+        {"a scaled embedding", "hidden_size (Gemma's sqrt(hidden) scale)", c->embed_scale != 0.0f, REF | STATIC},
+        {"the attention scale query_pre_attn_scalar^-0.5", "query_pre_attn_scalar", c->attn_scale != 0.0f, REF | STATIC},
+        {"final logit softcapping", "final_logit_softcapping", c->final_softcap != 0.0f, REF | STATIC},
+        {"attention logit softcapping", "attn_logit_softcapping", c->attn_softcap != 0.0f, REF},
+        /* the static runtime feeds every layer one cos/sin (one RoPE table per graph is issue 25's) */
+        {"a local RoPE table on sliding layers", "rope_local_base_freq", local_rope_differs(c), REF},
         {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"q/k head norms", "model_type", c->qk_norm, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT | EXPORT},

@@ -1,5 +1,7 @@
 /* The pieces outside the decoder layers as graphs too (embedding, final norm + lm_head), so the
- * observer and export steps treat them like the layers. */
+ * observer and export steps treat them like the layers; Gemma's embedding scale (a MUL by the
+ * float32 sqrt(hidden)) and final logit softcap (DIV, TANH, MUL: cap * tanh(x / cap), HF's order)
+ * are ops of these graphs. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +35,11 @@ pdq_code pdq_build_embed(const pdq_model *m, int B, int T, pdq_graph **out, pdq_
     go.opt.gather.axis = 0;
     int in[2] = {e, ids};
     int y = pdq_b_op(&b, PDQ_OP_GATHER, in, 2, &go, "model.embed_tokens.out");
+    if (c->embed_scale != 0.0f) {
+        int one[1] = {1};
+        int s = pdq_b_const(&b, 1, one, &c->embed_scale, 1, "model.embed_tokens.scale");
+        y = pdq_b_op2(&b, PDQ_OP_MUL, y, s, "model.embed_tokens.scaled");
+    }
     return finish(&b, y, out, st);
 }
 
@@ -45,8 +52,7 @@ pdq_code pdq_build_head(const pdq_model *m, int B, int T, pdq_graph **out, pdq_s
     pdq_bld b = {.g = g, .st = st};
     int hs[3] = {B, T, c->hidden_size};
     int x = pdq_b_input(&b, PDQ_TF32, 3, hs, "model.norm.input");
-    int ds[1] = {c->hidden_size};
-    int gamma = pdq_b_role(&b, pdq_b_const(&b, 1, ds, m->norm, 0, "model.norm.weight"), PDQ_ROLE_FINAL_NORM);
+    int gamma = pdq_b_gamma(&b, c, c->hidden_size, m->norm, 1.0f, PDQ_ROLE_FINAL_NORM, "model.norm.weight");
     int ws[2] = {c->vocab_size, c->hidden_size};
     int w = pdq_b_const(&b, 2, ws, m->lm_head, 0, "lm_head.weight");
     pdq_op rms;
@@ -59,5 +65,12 @@ pdq_code pdq_build_head(const pdq_model *m, int B, int T, pdq_graph **out, pdq_s
     fc.opt.fc.keep_num_dims = 1;
     int in2[2] = {h, w};
     int y = pdq_b_op(&b, PDQ_OP_FULLY_CONNECTED, in2, 2, &fc, "lm_head.out");
+    if (c->final_softcap != 0.0f) {
+        int one[1] = {1};
+        int cap = pdq_b_const(&b, 1, one, &c->final_softcap, 1, "lm_head.softcap");
+        y = pdq_b_op2(&b, PDQ_OP_DIV, y, cap, "lm_head.softcap_div");
+        y = pdq_b_op1(&b, PDQ_OP_TANH, y, "lm_head.softcap_tanh");
+        y = pdq_b_op2(&b, PDQ_OP_MUL, y, cap, "lm_head.softcap_out");
+    }
     return finish(&b, y, out, st);
 }

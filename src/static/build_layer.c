@@ -86,34 +86,15 @@ static int rope(lctx *l, int x, int cos, int sin, const char *base) {
     return pdq_b_concat(b, parts, 2, b->g->tensors[x].ndim - 1, "%s", base);
 }
 
-/* A [n] constant holding v * s (owned by the graph). */
-static int scaled_const(pdq_bld *b, int n, const float *v, float s, const char *name) {
-    if (b->err) return -1;
-    float *d = malloc(sizeof(float) * (size_t)n);
-    if (!d) {
-        b->err = 1;
-        pdq_fail(b->st, PDQ_ERR_NOMEM, "%s", name);
-        return -1;
-    }
-    for (int i = 0; i < n; i++) d[i] = v[i] * s;
-    char full[200];
-    snprintf(full, sizeof full, "%s%s", b->prefix, name);
-    int shp[1] = {n};
-    int t = pdq_graph_const_owned(b->g, full, PDQ_TF32, 1, shp, d, b->st);
-    if (t < 0) b->err = 1;
-    return t;
-}
-
 /* Qwen3's per-head RMSNorm over head_dim (x is [..., heads, hd]); x itself without q/k norms.
- * The k_proj scale fold lands in k_norm's gamma (fold = 1/sqrt(hd)), since a norm after k_proj
- * would undo a scaled weight. */
+ * The k_proj scale fold lands in k_norm's gamma (fold = the attention scale), since a norm after
+ * k_proj would undo a scaled weight. */
 static int head_norm(lctx *l, int x, const float *gamma, float fold, const char *name) {
     if (!gamma || l->b->err) return x;
-    int hs[1] = {l->c->head_dim};
     char gname[160];
     snprintf(gname, sizeof gname, "%s.weight", name);
-    int g = fold != 1.0f ? scaled_const(l->b, hs[0], gamma, fold, gname) : pdq_b_const(l->b, 1, hs, gamma, 0, "%s", gname);
-    pdq_b_role(l->b, g, gamma == l->w->q_norm ? PDQ_ROLE_Q_NORM : PDQ_ROLE_K_NORM);
+    int g = pdq_b_gamma(l->b, l->c, l->c->head_dim, gamma, fold, gamma == l->w->q_norm ? PDQ_ROLE_Q_NORM : PDQ_ROLE_K_NORM,
+                        gname);
     pdq_op rms;
     memset(&rms, 0, sizeof rms);
     rms.opt.rms.epsilon = l->c->rms_norm_eps;
@@ -287,7 +268,9 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
     if (rc != PDQ_OK) return rc;
     pdq_bld b = {.g = g, .st = st};
     snprintf(b.prefix, sizeof b.prefix, "model.layers.%d.", layer);
-    lctx l = {.b = &b, .c = c, .w = w, .o = o, .kfold = o->scale == PDQ_RT_SCALE_K_PROJ ? 1.0f / sqrtf((float)hd) : 1.0f, .B = B, .S = S, .L = max_seq,
+    /* the attention scale: head_dim^-0.5, or Gemma's query_pre_attn_scalar^-0.5 */
+    float qk_scale = c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
+    lctx l = {.b = &b, .c = c, .w = w, .o = o, .kfold = o->scale == PDQ_RT_SCALE_K_PROJ ? qk_scale : 1.0f, .B = B, .S = S, .L = max_seq,
               .P = mode == PDQ_MODE_PREFILL ? 0 : max_seq - Q, .past_k = -1, .past_v = -1, .scale = -1};
 
     /* Inputs in contract order. */
@@ -316,7 +299,7 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
             size_t n = (size_t)shp[0] * shp[1];
             scaled = malloc(n * sizeof(float));
             if (!scaled) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "scaled k_proj"); }
-            float s = 1.0f / sqrtf((float)hd);
+            float s = qk_scale;
             if (w->wk_scale) {
                 /* quantized rows (or groups): the fold scales the float32 scale, codes unchanged */
                 int G = w->wk_group ? w->wk_group : shp[1], ng = (shp[1] + G - 1) / G;
@@ -343,23 +326,30 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
     /* Biases (Qwen2's q/k/v, Llama's attention_bias / mlp_bias): FULLY_CONNECTED's third operand;
      * k's bias takes the k_proj scale fold with its weight. */
     int bs[PDQ_LIN_COUNT];
-    float kfold = 1.0f / sqrtf((float)hd);
+    float kfold = qk_scale;
     for (int i = 0; i < PDQ_LIN_COUNT; i++) {
         int shp[2];
         pdq_linear_shape(c, (pdq_linear_id)i, &shp[0], &shp[1]);
         int fold = i == PDQ_LIN_K && o->scale == PDQ_RT_SCALE_K_PROJ && !w->k_norm;
-        bs[i] = !w->bias[i] ? -1 : fold ? scaled_const(&b, shp[0], w->bias[i], kfold, "self_attn.k_proj.bias")
+        bs[i] = !w->bias[i] ? -1 : fold ? pdq_b_scaled_const(&b, shp[0], w->bias[i], 0.0f, kfold, "self_attn.k_proj.bias")
                               : pdq_b_const(&b, 1, shp, w->bias[i], 0, "%s.%s.bias", pdq_linear_parent((pdq_linear_id)i),
                                             pdq_linear_name((pdq_linear_id)i));
     }
-    int ds[1] = {D};
-    int g_in = pdq_b_role(&b, pdq_b_const(&b, 1, ds, w->attn_norm, 0, "input_layernorm.weight"), PDQ_ROLE_ATTN_NORM);
-    int g_post =
-        pdq_b_role(&b, pdq_b_const(&b, 1, ds, w->ffn_norm, 0, "post_attention_layernorm.weight"), PDQ_ROLE_FFN_NORM);
+    /* the block's norms: Llama's two pre-norms, or Gemma's four (sandwich: each branch's output
+     * normed before its residual add), named as HF names them */
+    int sandwich = pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH;
+    int g_in = pdq_b_gamma(&b, c, D, w->attn_norm, 1.0f, PDQ_ROLE_ATTN_NORM, "input_layernorm.weight");
+    int g_post = pdq_b_gamma(&b, c, D, w->ffn_norm, 1.0f, PDQ_ROLE_FFN_NORM,
+                             sandwich ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
+    int g_attn_out = sandwich ? pdq_b_gamma(&b, c, D, w->post_attn_norm, 1.0f, PDQ_ROLE_POST_ATTN_NORM,
+                                            "post_attention_layernorm.weight")
+                              : -1;
+    int g_ffn_out = sandwich ? pdq_b_gamma(&b, c, D, w->post_ffn_norm, 1.0f, PDQ_ROLE_POST_FFN_NORM,
+                                           "post_feedforward_layernorm.weight")
+                             : -1;
     if (o->scale == PDQ_RT_SCALE_LOGITS) {
-        float s = 1.0f / sqrtf((float)hd);
         int one[1] = {1};
-        l.scale = pdq_b_const(&b, 1, one, &s, 1, "self_attn.scale");
+        l.scale = pdq_b_const(&b, 1, one, &qk_scale, 1, "self_attn.scale");
     }
 
     pdq_op rms;
@@ -377,15 +367,32 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
     int att = o->layout == PDQ_RT_LAYOUT_UNROLLED ? attn_unrolled(&l, q, k, v, &new_k, &new_v)
                                                   : attn_batched(&l, q, k, v, &new_k, &new_v);
     int ao = linear(&b, &fc, att, ws, bs, PDQ_LIN_O);
+    if (sandwich) {
+        int ina[2] = {ao, g_attn_out};
+        ao = pdq_b_op(&b, PDQ_OP_RMS_NORM, ina, 2, &rms, "post_attention_layernorm.out");
+    }
     int h = pdq_b_op2(&b, PDQ_OP_ADD, x, ao, "attn_residual");
     int in3[2] = {h, g_post};
-    int h2 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in3, 2, &rms, "post_attention_layernorm.out");
+    int h2 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in3, 2, &rms,
+                      sandwich ? "pre_feedforward_layernorm.out" : "post_attention_layernorm.out");
     int gt = linear(&b, &fc, h2, ws, bs, PDQ_LIN_GATE);
-    int sg = pdq_b_op1(&b, PDQ_OP_LOGISTIC, gt, "mlp.act_fn.sigmoid");
-    int silu = pdq_b_op2(&b, PDQ_OP_MUL, gt, sg, "mlp.act_fn.out");
+    int act;
+    if (c->act == PDQ_ACT_GELU_TANH) {
+        pdq_op ge;
+        memset(&ge, 0, sizeof ge);
+        ge.opt.gelu.approximate = 1;
+        act = pdq_b_op(&b, PDQ_OP_GELU, &gt, 1, &ge, "mlp.act_fn.out");
+    } else {
+        int sg = pdq_b_op1(&b, PDQ_OP_LOGISTIC, gt, "mlp.act_fn.sigmoid");
+        act = pdq_b_op2(&b, PDQ_OP_MUL, gt, sg, "mlp.act_fn.out");
+    }
     int up = linear(&b, &fc, h2, ws, bs, PDQ_LIN_UP);
-    int mm = pdq_b_op2(&b, PDQ_OP_MUL, silu, up, "mlp.mul");
+    int mm = pdq_b_op2(&b, PDQ_OP_MUL, act, up, "mlp.mul");
     int dn = linear(&b, &fc, mm, ws, bs, PDQ_LIN_DOWN);
+    if (sandwich) {
+        int inf[2] = {dn, g_ffn_out};
+        dn = pdq_b_op(&b, PDQ_OP_RMS_NORM, inf, 2, &rms, "post_feedforward_layernorm.out");
+    }
     int y = pdq_b_op2(&b, PDQ_OP_ADD, h, dn, "out");
     (void)F;
     (void)H;

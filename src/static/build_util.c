@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NAME(buf, b, fmt)                                        \
@@ -104,4 +105,29 @@ void pdq_b_output(pdq_bld *b, int tid) {
 int pdq_b_role(pdq_bld *b, int tid, int role) {
     if (tid >= 0 && !b->err) b->g->tensors[tid].role = role + 1;
     return tid;
+}
+
+int pdq_b_scaled_const(pdq_bld *b, int n, const float *v, float offset, float s, const char *name) {
+    if (b->err) return -1;
+    float *d = malloc(sizeof(float) * (size_t)n);
+    if (!d) {
+        b->err = 1;
+        pdq_fail(b->st, PDQ_ERR_NOMEM, "%s", name);
+        return -1;
+    }
+    if (offset != 0.0f)
+        for (int i = 0; i < n; i++) d[i] = (offset + v[i]) * s;
+    else
+        for (int i = 0; i < n; i++) d[i] = v[i] * s;
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", b->prefix, name);
+    int shp[1] = {n};
+    return check(b, pdq_graph_const_owned(b->g, full, PDQ_TF32, 1, shp, d, b->st));
+}
+
+int pdq_b_gamma(pdq_bld *b, const pdq_config *c, int n, const float *w, float fold, int role, const char *name) {
+    int g, sh[1] = {n};
+    if (fold != 1.0f || c->norm_offset != 0.0f) g = pdq_b_scaled_const(b, n, w, c->norm_offset, fold, name);
+    else g = pdq_b_const(b, 1, sh, w, 0, "%s", name);
+    return pdq_b_role(b, g, role);
 }

@@ -2,6 +2,7 @@
 #ifndef PDQ_STATIC_BUILD_UTIL_H
 #define PDQ_STATIC_BUILD_UTIL_H
 
+#include "pdq/config.h"
 #include "pdq/graph.h"
 
 typedef struct {
@@ -34,5 +35,13 @@ int pdq_b_concat(pdq_bld *b, const int *in, int n, int axis, const char *fmt, ..
 void pdq_b_output(pdq_bld *b, int tid);
 /* Marks constant tid with its model role (pdq/family.h); returns tid. */
 int pdq_b_role(pdq_bld *b, int tid, int role);
+/* A [n] constant (prefix + name) holding v * s, or (offset + v) * s when offset is not 0, owned by
+ * the graph. */
+int pdq_b_scaled_const(pdq_bld *b, int n, const float *v, float offset, float s, const char *name);
+/* A norm's gamma of n values with its role: the stored weight (borrowed), or, for Gemma's (1 + w)
+ * norms (cfg->norm_offset), (1 + w) computed in float32 -- exactly the factor HF's Gemma3RMSNorm
+ * multiplies by, so the graph's RMS_NORM computes HF's float32 values; times fold (the k_proj
+ * scale fold into k_norm, 1 otherwise). */
+int pdq_b_gamma(pdq_bld *b, const pdq_config *c, int n, const float *w, float fold, int role, const char *name);
 
 #endif

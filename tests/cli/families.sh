@@ -57,8 +57,32 @@ check gemma3-info "'$PDQ' info --model $G/ckpt --json | jq -e '.family == \"gemm
     .layer_types == [\"sliding_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\"] and
     .rope_local_base_freq == 10000 and .rope_type == \"linear\" and .hidden_activation == \"gelu_pytorch_tanh\"' >/dev/null"
 check gemma3-info-text "'$PDQ' info --model $G/ckpt | grep -q '^local rope: *theta 10000 on sliding layers'"
-err gemma3-verify-refused "'$PDQ' verify --model $G/ckpt --ids '2 5 9' --max-seq 8" \
-    "gemma3 model: the sandwich block (four norms per layer) (config.json 'model_type') not yet supported by the static graphs"
+# the static graphs feed every layer one RoPE table and one mask: Gemma 3's local table and a
+# max_seq past its window are refused (issue 25's per-layer contract)
+err gemma3-verify-local-rope "'$PDQ' verify --model $G/ckpt --ids '2 5 9' --max-seq 8" \
+    "gemma3 model: a local RoPE table on sliding layers (config.json 'rope_local_base_freq') not yet supported by the static graphs"
+# ... so the block's ops (sandwich and (1 + w) norms, GELU-tanh, the embedding scale, the attention
+# scale, the final softcap) are checked on the reference weights with one RoPE table (local base =
+# rope_theta, no scaling), a window no shorter than max_seq (sliding == full) and a softcap of 3
+# below the largest logit (about 4): every option combination within 1e-4 of the reference model
+mkdir -p $tmp/g1
+ln -s "$(cd $G/ckpt && pwd)/model.safetensors" $tmp/g1/model.safetensors
+jq '.rope_local_base_freq = .rope_theta | .rope_scaling = null | .sliding_window = 32 | .final_logit_softcapping = 3.0' \
+    $G/ckpt/config.json >$tmp/g1/config.json
+all=1
+for pad in left right; do for lay in batched unrolled; do for rope in hf pre_negated_sin; do for sf in none k_proj; do
+    out=$("$PDQ" verify --model $tmp/g1 --ids "5 9 13 77 2 3 4 8 9 10 11 12" --ids "7 8 9" --max-seq 32 --steps 12 \
+          --padding $pad --layout $lay --rope $rope --scale-fusion $sf --append-ids "3 4 5 6" --bucket 4 2>&1 | tail -n 1)
+    case "$out" in
+    "PASS  max |dlogit| "*"(tol 1.0e-04), top-1 34/34 vs FP32 model $tmp/g1") ;;
+    *) bad "gemma3 block verify $pad $lay $rope $sf: $out"; all=0 ;;
+    esac
+done; done; done; done
+[ $all = 1 ] && ok "gemma3 block: verify within 1e-4, 16 option combinations"
+err gemma3-verify-window "'$PDQ' verify --model $tmp/g1 --ids '2 5 9' --max-seq 64" \
+    "max_seq 64 exceeds sliding_window 32 of a model with sliding and full layers"
+err gemma3-quantize-refused "'$PDQ' quantize --model $tmp/g1 --calib /dev/null --wbits 4 --out $tmp/gq" \
+    "gemma3 model: the sandwich block (four norms per layer) (config.json 'model_type') not yet supported by quantization"
 err longrope-max-seq "'$PDQ' verify --model $F/phi4mini/ckpt --ids '1 2 3' --max-seq 256" \
     "max_seq 256 exceeds longrope's original_max_position_embeddings 128"
 exit $fail
