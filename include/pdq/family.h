@@ -87,6 +87,8 @@ int pdq_role_present(const pdq_config *cfg, const pdq_tensor_role *r);
 int pdq_role_per_layer(const pdq_tensor_role *r);
 void pdq_role_shape(const pdq_config *cfg, const pdq_tensor_role *r, long *rows, long *cols);
 void pdq_role_name(const pdq_tensor_role *r, int layer, char *buf, size_t cap);
+/* The HF name of the family's role of `kind` (EMBED, FFN_NORM, ...) for layer l ("" if none). */
+void pdq_family_role_name(const pdq_config *cfg, pdq_role_kind kind, int layer, char *buf, size_t cap);
 /* Parameters of the tensors the family's table holds for this config (a tied lm_head not
  * counted twice); pdq_config_param_count is the pre-norm block's formula. */
 long long pdq_family_param_count(const pdq_config *cfg);

@@ -173,7 +173,10 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
                                 ? "y = x*cos + concat(x2, x1)*sin' with sin'[:hd/2] = -sin[:hd/2]"
                                 : "y = x*cos + concat(-x2, x1)*sin");
     cJSON_AddNumberToObject(rp, "theta", c->rope_theta);
-    cJSON_AddStringToObject(rp, "scaling", c->rope_type == PDQ_ROPE_LLAMA3 ? "llama3" : "default");
+    cJSON_AddStringToObject(rp, "scaling", c->rope_type == PDQ_ROPE_LLAMA3   ? "llama3"
+                                           : c->rope_type == PDQ_ROPE_LINEAR ? "linear"
+                                                                             : "default");
+    if (c->rope_type == PDQ_ROPE_LINEAR) cJSON_AddNumberToObject(rp, "factor", c->rope_factor);
     if (c->rope_type == PDQ_ROPE_LLAMA3) {
         cJSON_AddNumberToObject(rp, "factor", c->rope_factor);
         cJSON_AddNumberToObject(rp, "low_freq_factor", c->rope_low_freq_factor);
@@ -259,6 +262,10 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
                         c->rope_original_max_pos);
     if (c->max_position_embeddings > 0 && S > c->max_position_embeddings)
         return pdq_fail(st, PDQ_ERR_LIMIT, "export: max_seq %d exceeds max_position_embeddings %d", S, c->max_position_embeddings);
+    if (pdq_cfg_mixed_attention(c) && S > c->sliding_window)
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                        "export: max_seq %d exceeds sliding_window %d of a model with sliding and full layers (one "
+                        "mask per graph)", S, c->sliding_window);
     /* append-prefill buckets: the list and the single append_q, distinct, ascending */
     int nb = 0, bk[PDQ_MAX_BUCKETS + 1];
     for (int i = 0; i <= o->n_buckets; i++) {

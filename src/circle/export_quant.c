@@ -367,7 +367,8 @@ pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pd
             if (t->dtype != PDQ_TF32) continue; /* shapes, perms, indices */
             int role = t->role - 1;
             if (role == PDQ_ROLE_ATTN_NORM || role == PDQ_ROLE_FFN_NORM || role == PDQ_ROLE_FINAL_NORM ||
-                role == PDQ_ROLE_Q_NORM || role == PDQ_ROLE_K_NORM) {
+                role == PDQ_ROLE_Q_NORM || role == PDQ_ROLE_K_NORM || role == PDQ_ROLE_POST_ATTN_NORM ||
+                role == PDQ_ROLE_POST_FFN_NORM) {
                 rc = quant_norm(w, t, st);
             } else if (ends_with(t->name, ".weight") && t->ndim == 2) {
                 char mod[256];

@@ -33,19 +33,20 @@ static int local_rope_differs(const pdq_config *c) {
 
 pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) {
     const feature f[] = {
-        /* Gemma: the static graphs compute its block; the quantized checkpoint, the export's
-         * weight and norm handling and the transforms know one pre-norm block of plain-weight
-         * norms (a rotation or fold through (1 + w) would also have to move the 1, and the
-         * post-norms sit after o_proj / down_proj, where R1 cannot pass) */
-        {"the sandwich block (four norms per layer)", "model_type", pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH, REF | STATIC},
-        {"(1 + w) RMSNorm", "model_type", c->norm_offset != 0.0f, REF | STATIC},
-        {"a GELU-tanh MLP", "hidden_activation", c->act == PDQ_ACT_GELU_TANH, REF | STATIC},
-        {"a scaled embedding", "hidden_size (Gemma's sqrt(hidden) scale)", c->embed_scale != 0.0f, REF | STATIC},
-        {"the attention scale query_pre_attn_scalar^-0.5", "query_pre_attn_scalar", c->attn_scale != 0.0f, REF | STATIC},
-        {"final logit softcapping", "final_logit_softcapping", c->final_softcap != 0.0f, REF | STATIC},
+        /* Gemma: the graphs, the quantized checkpoint and the export compute its block; the
+         * transforms know one pre-norm block of plain-weight norms (a fold into (1 + w) would
+         * have to move the 1 as well, and R1 cannot pass the post-branch norms after o_proj and
+         * down_proj: a rotation of the residual stream does not commute with an RMSNorm's
+         * per-channel gamma) */
+        {"the sandwich block (four norms per layer)", "model_type", pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH, REF | STATIC | QUANT | EXPORT},
+        {"(1 + w) RMSNorm", "model_type", c->norm_offset != 0.0f, REF | STATIC | QUANT | EXPORT},
+        {"a GELU-tanh MLP", "hidden_activation", c->act == PDQ_ACT_GELU_TANH, REF | STATIC | QUANT | EXPORT},
+        {"a scaled embedding", "hidden_size (Gemma's sqrt(hidden) scale)", c->embed_scale != 0.0f, REF | STATIC | QUANT | EXPORT},
+        {"the attention scale query_pre_attn_scalar^-0.5", "query_pre_attn_scalar", c->attn_scale != 0.0f, REF | STATIC | QUANT | EXPORT},
+        {"final logit softcapping", "final_logit_softcapping", c->final_softcap != 0.0f, REF | STATIC | QUANT | EXPORT},
         {"attention logit softcapping", "attn_logit_softcapping", c->attn_softcap != 0.0f, REF},
         /* the static runtime feeds every layer one cos/sin (one RoPE table per graph is issue 25's) */
-        {"a local RoPE table on sliding layers", "rope_local_base_freq", local_rope_differs(c), REF},
+        {"a local RoPE table on sliding layers", "rope_local_base_freq", local_rope_differs(c), REF | QUANT},
         {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"q/k head norms", "model_type", c->qk_norm, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT | EXPORT},
@@ -56,8 +57,7 @@ pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) 
         {"a sliding attention window", "sliding_window", c->sliding_window > 0, REF | STATIC | QUANT | EXPORT},
         /* the quantized checkpoint keeps q/k/v and gate/up split; its hf/ copy would need them stacked */
         {"stacked qkv_proj / gate_up_proj", "model_type", c->fused_qkv || c->fused_gate_up, REF | STATIC | EXPORT},
-        /* the manifest names default and llama3 scaling only */
-        {"linear RoPE scaling", "rope_scaling.rope_type", c->rope_type == PDQ_ROPE_LINEAR, REF | STATIC | QUANT | TRANSFORM},
+
     };
     const char *fam = pdq_family_of(c)->name;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)

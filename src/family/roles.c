@@ -66,6 +66,16 @@ long long pdq_family_param_count(const pdq_config *c) {
     return n;
 }
 
+void pdq_family_role_name(const pdq_config *cfg, pdq_role_kind kind, int l, char *buf, size_t cap) {
+    const pdq_family *f = pdq_family_of(cfg);
+    buf[0] = '\0';
+    for (int i = 0; i < f->n_roles; i++)
+        if (f->roles[i].kind == kind) {
+            pdq_role_name(&f->roles[i], l, buf, cap);
+            return;
+        }
+}
+
 void pdq_role_name(const pdq_tensor_role *r, int layer, char *buf, size_t cap) {
     snprintf(buf, cap, r->hf, layer);
 }

@@ -122,7 +122,7 @@ static pdq_code read2(const pdq_safetensors *s, const char *name, int64_t a, int
 /* The embedding or lm_head table ([V, D]) into dst. */
 static pdq_code read_table(const pdq_safetensors *s, pdq_model *m, pdq_role_kind kind, float *dst, pdq_status *st) {
     char name[192];
-    pdq_model_role_name(&m->cfg, kind, -1, name, sizeof name);
+    pdq_family_role_name(&m->cfg, kind, -1, name, sizeof name);
     return read2(s, name, m->cfg.vocab_size, m->cfg.hidden_size, dst, st);
 }
 
@@ -241,7 +241,7 @@ static pdq_code acquire_table(pdq_model *m, float **dst, int embed, pdq_status *
     int of_embed = embed || m->lm_head_of_embed; /* the embedding tensor fills the buffer */
     pdq_role_kind kind = of_embed ? PDQ_ROLE_EMBED : PDQ_ROLE_LM_HEAD;
     char name[192];
-    pdq_model_role_name(&m->cfg, kind, -1, name, sizeof name);
+    pdq_family_role_name(&m->cfg, kind, -1, name, sizeof name);
     pdq_code rc = read_table(m->lazy_src, m, kind, *dst, st);
     pdq_st_drop_pages(m->lazy_src, name);
     if (!rc && m->on_acquire) rc = m->on_acquire(m->on_acquire_ctx, m, embed ? PDQ_ACQ_EMBED : PDQ_ACQ_LM_HEAD, st);

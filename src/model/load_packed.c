@@ -191,7 +191,7 @@ static pdq_code load_2d(struct pdq_packed *p, const cJSON *tens, const char *nam
 
 /* A table role's HF name without its ".weight": the base load_2d looks up. */
 static void role_base(const pdq_config *c, pdq_role_kind kind, char *buf, size_t cap) {
-    pdq_model_role_name(c, kind, -1, buf, cap);
+    pdq_family_role_name(c, kind, -1, buf, cap);
     size_t n = strlen(buf);
     if (n > 7 && strcmp(buf + n - 7, ".weight") == 0) buf[n - 7] = '\0';
 }

@@ -86,16 +86,6 @@ pdq_code pdq_model_read_small(const pdq_safetensors *s, pdq_model *m, pdq_status
     return each_small(m, read_one, (void *)s, st);
 }
 
-void pdq_model_role_name(const pdq_config *cfg, pdq_role_kind kind, int l, char *buf, size_t cap) {
-    const pdq_family *f = pdq_family_of(cfg);
-    buf[0] = '\0';
-    for (int i = 0; i < f->n_roles; i++)
-        if (f->roles[i].kind == kind) {
-            pdq_role_name(&f->roles[i], l, buf, cap);
-            return;
-        }
-}
-
 /* Weight roles of a layer: separate linears and stacked ones. */
 static int is_weight(const pdq_tensor_role *r) {
     return r->kind == PDQ_ROLE_WEIGHT || r->kind == PDQ_ROLE_FUSED_WEIGHT;

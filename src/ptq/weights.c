@@ -18,6 +18,8 @@ void pdq_ptq_quantize_norms(pdq_model *m) {
     for (int l = 0; l < m->cfg.n_layers; l++) {
         norm_fq(m->layers[l].attn_norm, D);
         norm_fq(m->layers[l].ffn_norm, D);
+        if (m->layers[l].post_attn_norm) norm_fq(m->layers[l].post_attn_norm, D);
+        if (m->layers[l].post_ffn_norm) norm_fq(m->layers[l].post_ffn_norm, D);
     }
     norm_fq(m->norm, D);
 }

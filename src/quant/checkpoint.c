@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "pdq/family.h"
 #include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/transform.h"
@@ -111,8 +112,18 @@ static int model_tensors(const pdq_model *m, mtensor *out, int max) {
             snprintf(nm, sizeof nm, "model.layers.%d.self_attn.k_norm", l);
             ADD(nm, L->k_norm, c->head_dim, 0);
         }
-        snprintf(nm, sizeof nm, "model.layers.%d.post_attention_layernorm", l);
-        ADD(nm, L->ffn_norm, D, 0);
+        /* the norm before the MLP (Llama's post_attention_layernorm, Gemma's
+         * pre_feedforward_layernorm) and the sandwich block's two post-branch norms, by the
+         * family's names */
+        const struct { pdq_role_kind kind; float *w; } norms[3] = {
+            {PDQ_ROLE_POST_ATTN_NORM, L->post_attn_norm}, {PDQ_ROLE_FFN_NORM, L->ffn_norm},
+            {PDQ_ROLE_POST_FFN_NORM, L->post_ffn_norm}};
+        for (int k = 0; k < 3; k++) {
+            if (!norms[k].w) continue;
+            pdq_family_role_name(c, norms[k].kind, l, nm, sizeof nm);
+            nm[strlen(nm) - strlen(".weight")] = '\0';
+            ADD(nm, norms[k].w, D, 0);
+        }
     }
     ADD("model.norm", m->norm, D, 0);
     if (!c->tie_word_embeddings) ADD("lm_head", m->lm_head, V, D);

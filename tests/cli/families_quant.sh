@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quantize and export on the families of ../shared/reference/families that every path computes
-# (qwen2: q/k/v biases, qwen3: q/k head norms, llama-bias: biases on all seven linears): GPTQ w4
+# (qwen2: q/k/v biases, qwen3: q/k head norms, llama-bias: biases on all seven linears; gemma3's
+# block below): GPTQ w4
 # a16 with the Circle pair, per-layer files and the hybrid export; the exported pair equals the
 # in-memory integer run logit for logit; integer mode stays as close to the float graphs as
 # fake-quant does; flatc parses every file against the schema; the quantized checkpoint and its
@@ -58,6 +59,59 @@ for fam in qwen2 qwen3 llama-bias; do
     p0=$("$PDQ" ppl --model "$m" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
     p1=$("$PDQ" ppl --model "$tmp/$fam-t/transformed" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
     check "$fam-transforms-preserve" "awk -v a='$p0' -v b='$p1' 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d / a < 1e-5) }'"
+done
+
+# gemma3: the sandwich block, (1 + w) norms, GELU-tanh, embedding scale, attention scale and a final
+# softcap through GPTQ w4 a16, the Circle pair, the per-layer files and the hybrid export, on the
+# reference weights with one RoPE table and a window no shorter than max_seq (the static contract
+# of today: one cos/sin and one mask per graph; see families.sh)
+G=$F/gemma3
+m=$tmp/gemma3-src
+mkdir -p "$m" && cp "$G/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
+jq '.rope_local_base_freq = .rope_theta | .rope_scaling = null | .sliding_window = 32 | .final_logit_softcapping = 3.0' \
+    "$G/ckpt/config.json" >"$m/config.json"
+q=$tmp/gemma3-q
+if "$PDQ" quantize --model "$m" --method gptq --wbits 4 --calib $C --nsamples 8 --seq-len 64 --max-seq 32 --act-nsamples 2 \
+    --verify-steps 4 --export circle-full,circle-per-layer --append-bucket 4 --out "$q" --quiet >"$tmp/g.log" 2>&1; then
+    check gemma3-report "jq -e '.export.quality.equal_in_memory == true' '$q/report.json' >/dev/null"
+    check gemma3-circle "'$PDQ' verify --circle '$q/circle' --model '$q' --ids '5 9 13 77 2 3' --steps 8 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
+    fake=$("$PDQ" verify --model "$q" --ids "5 9 13 77 2 3" --steps 8 --mode fake --json "$tmp/gf.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/gf.json")
+    int=$("$PDQ" verify --model "$q" --ids "5 9 13 77 2 3" --steps 8 --mode int --json "$tmp/gi.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/gi.json")
+    check "gemma3-int-vs-fake ($int vs $fake)" "awk -v a=$int -v b=$fake 'BEGIN { exit !(a > 0 && a <= 1.05 * b + 1e-3) }'"
+    "$PDQ" export --model "$q" --hybrid --max-seq 32 --out "$tmp/gemma3-h" --quiet >/dev/null 2>&1 || bad "gemma3 hybrid export"
+    check gemma3-hybrid "'$PDQ' verify --circle '$tmp/gemma3-h' --model '$q' --ids '5 9 13' --steps 4 2>&1 | grep -q 'max |circle - in-memory| 0.000e+00'"
+    if [ -f "$schema" ] && command -v flatc >/dev/null; then
+        n=0
+        for f in "$q"/circle/*.circle "$tmp/gemma3-h"/*.circle; do
+            flatc --json --strict-json --raw-binary -o "$tmp/gj" "$schema" -- "$f" >/dev/null 2>&1 || bad "gemma3 flatc $f"
+            n=$((n + 1))
+        done
+        ok "gemma3: flatc parsed $n files"
+        # the MLP's GELU carries approximate = true; the four norms of a layer are int16 gammas
+        j=$tmp/gj/decoder_layer_prefill_0.q.json
+        check gemma3-gelu-option "jq -e '[.operator_codes[] | .builtin_code] as \$c | [.subgraphs[0].operators[] |
+            select(\$c[.opcode_index // 0] == \"GELU\") | .builtin_options.approximate] == [true]' '$j' >/dev/null"
+        check gemma3-norms-int16 "jq -e '[.subgraphs[0].tensors[] | select(.name | test(\"(input|post_attention|pre_feedforward|post_feedforward)_layernorm.weight\$\")) | .type] == [\"INT16\", \"INT16\", \"INT16\", \"INT16\"]' '$j' >/dev/null"
+    fi
+    check gemma3-hf-copy "'$PDQ' info --model '$q/hf' --json | jq -e '.family == \"gemma3\"' >/dev/null"
+    seq 1 3 300 | awk '{ print $1 % 500 }' >"$tmp/ids"
+    pq=$("$PDQ" ppl --model "$q" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
+    ph=$("$PDQ" ppl --model "$q/hf" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
+    check gemma3-packed-vs-hf "awk -v a='$pq' -v b='$ph' 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d / b < 1e-3) }'"
+else
+    bad "gemma3 quantize: $(tail -n 2 "$tmp/g.log")"
+fi
+# the real reference config: weight-only GPTQ runs (the reference model computes both RoPE tables);
+# int16 activations need the static graphs, which refuse the local table; every transform is
+# refused with the reason (a fold into (1 + w), R1 past the post-branch norms)
+m=$tmp/gemma3-real
+mkdir -p "$m" && cp "$G/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
+check gemma3-weight-only "'$PDQ' quantize --model '$m' --method gptq --wbits 4 --abits none --calib $C --nsamples 4 --seq-len 64 --out '$tmp/gw' --quiet >/dev/null 2>&1 && [ -f '$tmp/gw/model.q.safetensors' ]"
+err gemma3-a16-refused "'$PDQ' quantize --model '$m' --method gptq --wbits 4 --calib $C --max-seq 8 --out '$tmp/ga'" \
+    "a local RoPE table on sliding layers (config.json 'rope_local_base_freq') not yet supported by the static graphs"
+for t in r1 r2 cle smooth; do
+    err "gemma3-transform-$t" "'$PDQ' quantize --model '$m' --method rtn --wbits 8 --abits none --transform $t --calib $C --out '$tmp/gt'" \
+        "gemma3 model: the sandwich block (four norms per layer) (config.json 'model_type') not yet supported by the transforms"
 done
 
 # mistral: the sliding window (8) in the Circle pair's masks, a 12-token prompt and 12 steps past it
