@@ -22,9 +22,13 @@ static void fuzz_config(const uint8_t *data, size_t size) {
         float *inv = malloc((size_t)cfg.head_dim / 2 * sizeof *inv + sizeof *inv);
         if (inv) pdq_rope_inv_freq(&cfg, inv);
         if (inv && cfg.rope_type == PDQ_ROPE_LONGROPE) pdq_rope_inv_freq_longrope(&cfg, 1, inv);
+        if (inv && cfg.rope_local_theta > 0) pdq_rope_inv_freq_local(&cfg, inv);
         free(inv);
     }
     (void)pdq_config_param_count(&cfg);
+    /* per-layer attention types only where layers exist, each 0 or 1 */
+    for (int l = 0; l < PDQ_MAX_LAYERS; l++)
+        if (cfg.layer_sliding[l] > 1 || (l >= cfg.n_layers && cfg.layer_sliding[l])) abort();
 }
 
 static void fuzz_npy(const uint8_t *data, size_t size) {
