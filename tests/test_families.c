@@ -150,6 +150,108 @@ static void test_gemma_final_softcap(void **s) {
     pdq_model_free(m);
 }
 
+/* attn_logit_softcapping (Gemma 2's; HF's Gemma 3 never applies it): the attention output of
+ * layer 0 (sliding, local RoPE base) recomputed here in double from the layer's normed input --
+ * q/k/v, (1 + w) head norms, rotate_half RoPE with base 10000, scores times 24^-0.5, the cap
+ * cap * tanh(s / cap), causal softmax -- against what the reference forward feeds o_proj. */
+typedef struct {
+    int n;
+    float *h, *att; /* [n, D] input of q/k/v, [n, H*hd] input of o_proj */
+} attn_seen;
+
+static void see_attn(void *ctx, int layer, pdq_linear_id which, const float *x, int rows, int cols) {
+    attn_seen *a = ctx;
+    if (layer != 0) return;
+    float **dst = which == PDQ_LIN_Q ? &a->h : which == PDQ_LIN_O ? &a->att : NULL;
+    if (!dst) return;
+    *dst = malloc(sizeof(float) * (size_t)rows * cols);
+    memcpy(*dst, x, sizeof(float) * (size_t)rows * cols);
+    a->n = rows;
+}
+
+static void head_norm_rope(double *v, const float *w, int hd, float eps, int pos) {
+    double ss = 0;
+    for (int i = 0; i < hd; i++) ss += v[i] * v[i];
+    double inv = 1 / sqrt(ss / hd + eps), r[1024];
+    for (int i = 0; i < hd; i++) r[i] = v[i] * inv * (1.0 + w[i]);
+    for (int i = 0; i < hd / 2; i++) {
+        double f = pos * pow(10000.0, -2.0 * i / hd), c = cos(f), sn = sin(f);
+        v[i] = r[i] * c - r[i + hd / 2] * sn;
+        v[i + hd / 2] = r[i + hd / 2] * c + r[i] * sn;
+    }
+}
+
+static void test_gemma_attn_softcap(void **s) {
+    (void)s;
+    if (!families_dir()) skip();
+    pdq_model *m = load("gemma3", 0);
+    const pdq_config *c = &m->cfg;
+    int D = c->hidden_size, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, T = 6;
+    const int32_t ids[6] = {2, 17, 300, 45, 9, 511};
+    const float caps[2] = {0.0f, 0.3f}; /* none, then one that bends scores of about +-1 */
+    for (int ci = 0; ci < 2; ci++) {
+        m->cfg.attn_softcap = caps[ci];
+        float *x = malloc(sizeof(float) * (size_t)T * D);
+        pdq_status st = {0};
+        assert_int_equal(pdq_model_embed(m, T, ids, x, &st), PDQ_OK);
+        attn_seen a = {0};
+        assert_int_equal(pdq_model_layer_forward(m, 0, &m->layers[0], NULL, 1, T, x, NULL, NULL, see_attn, &a, &st),
+                         PDQ_OK);
+        assert_non_null(a.h);
+        assert_non_null(a.att);
+        double *q = malloc(sizeof(double) * (size_t)T * H * hd), *k = malloc(sizeof(double) * (size_t)T * KV * hd);
+        double *v = malloc(sizeof(double) * (size_t)T * KV * hd);
+        const pdq_layer *L = &m->layers[0];
+        for (int t = 0; t < T; t++) {
+            for (int o = 0; o < H * hd; o++) {
+                double acc = 0;
+                for (int i = 0; i < D; i++) acc += (double)L->w[PDQ_LIN_Q][(size_t)o * D + i] * a.h[(size_t)t * D + i];
+                q[(size_t)t * H * hd + o] = acc;
+            }
+            for (int o = 0; o < KV * hd; o++) {
+                double ak = 0, av = 0;
+                for (int i = 0; i < D; i++) {
+                    ak += (double)L->w[PDQ_LIN_K][(size_t)o * D + i] * a.h[(size_t)t * D + i];
+                    av += (double)L->w[PDQ_LIN_V][(size_t)o * D + i] * a.h[(size_t)t * D + i];
+                }
+                k[(size_t)t * KV * hd + o] = ak;
+                v[(size_t)t * KV * hd + o] = av;
+            }
+            for (int h = 0; h < H; h++) head_norm_rope(q + ((size_t)t * H + h) * hd, L->q_norm, hd, c->rms_norm_eps, t);
+            for (int h = 0; h < KV; h++) head_norm_rope(k + ((size_t)t * KV + h) * hd, L->k_norm, hd, c->rms_norm_eps, t);
+        }
+        double worst = 0, bent = 0;
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++) {
+                int g = h / (H / KV);
+                double sc[6], mx = -1e300, sum = 0;
+                for (int j = 0; j <= t; j++) {
+                    double d = 0;
+                    for (int i = 0; i < hd; i++) d += q[((size_t)t * H + h) * hd + i] * k[((size_t)j * KV + g) * hd + i];
+                    d /= sqrt(24.0); /* query_pre_attn_scalar */
+                    if (caps[ci] > 0) {
+                        bent = fmax(bent, fabs(d - caps[ci] * tanh(d / caps[ci])));
+                        d = caps[ci] * tanh(d / caps[ci]);
+                    }
+                    sc[j] = d;
+                    mx = fmax(mx, d);
+                }
+                for (int j = 0; j <= t; j++) sum += (sc[j] = exp(sc[j] - mx));
+                for (int i = 0; i < hd; i++) {
+                    double o = 0;
+                    for (int j = 0; j <= t; j++) o += sc[j] / sum * v[((size_t)j * KV + g) * hd + i];
+                    worst = fmax(worst, fabs(o - a.att[(size_t)t * H * hd + h * hd + i]));
+                }
+            }
+        printf("  gemma3 layer 0 attention, softcap %.1f: max |d| %.3g vs double (scores bent by up to %.3g)\n",
+               (double)caps[ci], worst, bent);
+        assert_true(worst <= 1e-5);
+        if (caps[ci] > 0) assert_true(bent > 0.05);
+        free(q), free(k), free(v), free(a.h), free(a.att), free(x);
+    }
+    pdq_model_free(m);
+}
+
 /* Gemma 3's derived constants against model_facts.json (HF's own values): both RoPE tables, the
  * attention scale and the float32 embedding scale. */
 static void check_gemma_facts(const pdq_config *c, const cJSON *f) {
@@ -270,6 +372,7 @@ int main(void) {
         cmocka_unit_test(test_descriptions), cmocka_unit_test(test_qwen2),      cmocka_unit_test(test_qwen3),
         cmocka_unit_test(test_phi3),         cmocka_unit_test(test_phi4mini),   cmocka_unit_test(test_mistral),
         cmocka_unit_test(test_llama_bias),   cmocka_unit_test(test_gemma3),     cmocka_unit_test(test_gemma_final_softcap),
+        cmocka_unit_test(test_gemma_attn_softcap),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
