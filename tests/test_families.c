@@ -347,10 +347,28 @@ static void test_refusals(void **s) {
     gc.rope_type = PDQ_ROPE_DEFAULT;
     assert_int_equal(pdq_family_require(&gc, PDQ_PATH_STATIC, &st), PDQ_OK);
     assert_int_equal(pdq_family_require(&gc, PDQ_PATH_EXPORT, &st), PDQ_OK);
-    /* the multimodal config (text_config nested) is not read */
-    const char *mm = "{\"model_type\": \"gemma3\", \"text_config\": {}}";
-    assert_int_equal(pdq_config_parse(mm, strlen(mm), "mm/config.json", &gc, &st), PDQ_ERR_UNSUPPORTED);
-    assert_non_null(strstr(st.msg, "model_type 'gemma3'"));
+    /* a multimodal config: the text model's fields under text_config, ids at the root (HF's
+     * Gemma3Config); without text_config it is refused naming it; only the reference model and
+     * the static graphs read its language_model.* tensors */
+    const char *mm = "{\"model_type\": \"gemma3\", \"eos_token_id\": [1, 106], \"text_config\": {\"hidden_size\": 96, "
+                     "\"intermediate_size\": 256, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, \"head_dim\": 32, "
+                     "\"num_key_value_heads\": 1, \"vocab_size\": 512, \"sliding_window\": 8}}";
+    assert_int_equal(pdq_config_parse(mm, strlen(mm), "mm/config.json", &gc, &st), PDQ_OK);
+    assert_string_equal(gc.family->hf_class, "Gemma3ForConditionalGeneration");
+    assert_int_equal(gc.n_eos, 2);
+    assert_int_equal(gc.eos_token_ids[1], 106);
+    assert_int_equal(gc.sliding_window, 8);
+    assert_int_equal(pdq_family_require(&gc, PDQ_PATH_QUANTIZE, &st), PDQ_ERR_UNSUPPORTED);
+    assert_non_null(strstr(st.msg, "the text model of a multimodal checkpoint"));
+    char role[128];
+    pdq_family_role_name(&gc, PDQ_ROLE_POST_FFN_NORM, 3, role, sizeof role);
+    assert_string_equal(role, "language_model.model.layers.3.post_feedforward_layernorm.weight");
+    const char *bad = "{\"model_type\": \"gemma3\", \"vision_config\": {}}";
+    assert_int_equal(pdq_config_parse(bad, strlen(bad), "mm/config.json", &gc, &st), PDQ_ERR_MISSING);
+    assert_non_null(strstr(st.msg, "mm/config.json: 'text_config'"));
+    const char *badf = "{\"model_type\": \"gemma3\", \"text_config\": {\"hidden_size\": \"x\"}}";
+    assert_int_equal(pdq_config_parse(badf, strlen(badf), "mm/config.json", &gc, &st), PDQ_ERR_FORMAT);
+    assert_non_null(strstr(st.msg, "mm/config.json (text_config)"));
     pdq_model *m = load("phi3", 0);
     assert_int_equal(pdq_family_require(&m->cfg, PDQ_PATH_QUANTIZE, &st), PDQ_ERR_UNSUPPORTED);
     assert_non_null(strstr(st.msg, "stacked qkv_proj / gate_up_proj"));

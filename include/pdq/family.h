@@ -66,6 +66,10 @@ typedef struct pdq_family {
     const char *name;              /* "llama", "qwen2", ... as `pdq info` prints it */
     const char *hf_class;          /* the HF class that computes it, for messages and docs */
     const char *const *model_types;/* config.json model_type values it reads; NULL-terminated */
+    /* The object of config.json holding the model's fields (Gemma3ForConditionalGeneration's
+     * "text_config": the text model of a multimodal checkpoint); NULL: the root. Token ids, the
+     * dtype and tying absent there are taken from the root. */
+    const char *config_object;
     /* Fields only this family reads, after the common ones (io/config_common.h). NULL: none. */
     pdq_code (*read_config)(const void *json_root, const char *file, pdq_config *cfg, pdq_status *st);
     const pdq_tensor_role *roles;

@@ -15,5 +15,6 @@ extern const pdq_family pdq_family_qwen3;
 extern const pdq_family pdq_family_phi3;
 extern const pdq_family pdq_family_mistral;
 extern const pdq_family pdq_family_gemma3;
+extern const pdq_family pdq_family_gemma3_mm;
 
 #endif

@@ -7,7 +7,9 @@
  * rope_local_base_freq and full attention with rope_theta and its scaling (layer_types, or
  * sliding_window_pattern in older configs). Defaults are Gemma3TextConfig's (tie true, window
  * 4096, pattern 6, scalar 256). final_logit_softcapping caps the logits; HF's Gemma 3 attention
- * never applies attn_logit_softcapping, so it is read and not applied here either. */
+ * never applies attn_logit_softcapping, so it is read and not applied here either. The text part
+ * of a Gemma3ForConditionalGeneration checkpoint is the same family read from text_config and
+ * language_model.* tensors. */
 #include "family/families.h"
 #include "family/gemma_common.h"
 #include "family/roles_hf.h"
@@ -30,11 +32,7 @@ static pdq_code read_config(const void *json, const char *file, pdq_config *cfg,
     return c;
 }
 
-static const pdq_tensor_role k_roles[] = {
-    PDQ_ROLES_HF_GEMMA,
-    {PDQ_ROLE_Q_NORM, -1, -1, PDQ_HF_LAYER "self_attn.q_norm.weight"},
-    {PDQ_ROLE_K_NORM, -1, -1, PDQ_HF_LAYER "self_attn.k_norm.weight"},
-};
+static const pdq_tensor_role k_roles[] = {PDQ_ROLES_HF_GEMMA("")};
 static const char *const k_types[] = {"gemma3_text", NULL};
 
 const pdq_family pdq_family_gemma3 = {
@@ -43,5 +41,21 @@ const pdq_family pdq_family_gemma3 = {
     .model_types = k_types,
     .read_config = read_config,
     .roles = PDQ_FAMILY_ROLES(k_roles),
+    .block = PDQ_BLOCK_SANDWICH,
+};
+
+/* The text model inside a Gemma3ForConditionalGeneration checkpoint (model_type gemma3): its
+ * fields under text_config, its tensors under language_model. (as the released checkpoints
+ * store them); the vision tower is not read. */
+static const pdq_tensor_role k_mm_roles[] = {PDQ_ROLES_HF_GEMMA("language_model.")};
+static const char *const k_mm_types[] = {"gemma3", NULL};
+
+const pdq_family pdq_family_gemma3_mm = {
+    .name = "gemma3",
+    .hf_class = "Gemma3ForConditionalGeneration",
+    .model_types = k_mm_types,
+    .config_object = "text_config",
+    .read_config = read_config,
+    .roles = PDQ_FAMILY_ROLES(k_mm_roles),
     .block = PDQ_BLOCK_SANDWICH,
 };

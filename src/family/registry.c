@@ -14,7 +14,7 @@
 
 static const pdq_family *const k_families[] = {
     &pdq_family_llama, &pdq_family_mistral, &pdq_family_qwen2, &pdq_family_qwen3, &pdq_family_phi3,
-    &pdq_family_gemma3,
+    &pdq_family_gemma3, &pdq_family_gemma3_mm,
 };
 #define N_FAMILIES ((int)(sizeof k_families / sizeof k_families[0]))
 
@@ -43,6 +43,33 @@ void pdq_family_model_types(char *buf, size_t cap) {
             n += (size_t)snprintf(buf + n, cap - n, "%s'%s'", n ? ", " : "", *t);
 }
 
+/* The object the family's fields live in: the root, or a copy of its config_object with the
+ * root's token ids, dtype and tying where the object has none (the caller frees a copy); NULL
+ * with *c set when the object is missing. `sub` names it in messages. */
+static cJSON *model_fields(cJSON *root, const pdq_family *f, const char *name, char *sub, size_t cap, pdq_code *c,
+                           pdq_status *st) {
+    snprintf(sub, cap, "%s", name);
+    *c = PDQ_OK;
+    if (!f->config_object) return root;
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, f->config_object);
+    if (!cJSON_IsObject(o)) {
+        *c = pdq_fail(st, PDQ_ERR_MISSING, "%s: '%s' (the %s text model's fields) is missing or not an object", name,
+                      f->config_object, f->hf_class);
+        return NULL;
+    }
+    cJSON *copy = cJSON_Duplicate(o, 1);
+    static const char *const from_root[] = {"eos_token_id", "bos_token_id", "pad_token_id", "torch_dtype", "dtype",
+                                            "tie_word_embeddings"};
+    for (size_t i = 0; copy && i < sizeof from_root / sizeof from_root[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, from_root[i]);
+        if (v && !cJSON_GetObjectItemCaseSensitive(copy, from_root[i]))
+            cJSON_AddItemToObject(copy, from_root[i], cJSON_Duplicate(v, 1));
+    }
+    if (!copy) *c = pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", name);
+    snprintf(sub, cap, "%s (%s)", name, f->config_object);
+    return copy;
+}
+
 pdq_code pdq_config_parse(const char *json, size_t len, const char *name, pdq_config *cfg, pdq_status *st) {
     memset(cfg, 0, sizeof *cfg);
     cJSON *root = cJSON_ParseWithLength(json, len);
@@ -60,8 +87,13 @@ pdq_code pdq_config_parse(const char *json, size_t len, const char *name, pdq_co
         c = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: model_type '%s' is not supported (known: %s)", name,
                      mt->valuestring, known);
     } else {
-        c = pdq_config_common(root, name, cfg, st);
-        if (!c && cfg->family->read_config) c = cfg->family->read_config(root, name, cfg, st);
+        char sub[512];
+        cJSON *fields = model_fields(root, cfg->family, name, sub, sizeof sub, &c, st);
+        if (fields) {
+            c = pdq_config_common(fields, sub, cfg, st);
+            if (!c && cfg->family->read_config) c = cfg->family->read_config(fields, sub, cfg, st);
+            if (fields != root) cJSON_Delete(fields);
+        }
     }
     cJSON_Delete(root);
     return c;

@@ -47,6 +47,8 @@ pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) 
         {"attention logit softcapping", "attn_logit_softcapping", c->attn_softcap != 0.0f, REF},
         /* the static runtime feeds every layer one cos/sin (one RoPE table per graph is issue 25's) */
         {"a local RoPE table on sliding layers", "rope_local_base_freq", local_rope_differs(c), REF | QUANT},
+        /* the quantized checkpoint and its hf/ copy are written under the text model's names */
+        {"the text model of a multimodal checkpoint", "model_type", pdq_family_of(c)->config_object != NULL, REF | STATIC},
         {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"q/k head norms", "model_type", c->qk_norm, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT | EXPORT},

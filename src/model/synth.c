@@ -112,10 +112,12 @@ static pdq_code write_json(const char *path, cJSON *root, pdq_status *st) {
     return rc;
 }
 
-/* A model_type, or a family's name ("gemma3" for gemma3_text). */
+/* A family's name ("gemma3": the text model) or a model_type; text models only (a family whose
+ * fields sit in a sub-object of config.json is not written). */
 static const pdq_family *find_family(const char *name) {
-    const pdq_family *f = pdq_family_find(name ? name : "llama");
-    return f ? f : pdq_family_named(name);
+    const pdq_family *f = pdq_family_named(name ? name : "llama");
+    if (!f) f = pdq_family_find(name);
+    return f && !f->config_object ? f : NULL;
 }
 
 /* Gemma's fields: the GELU-tanh MLP, the window and layer types, the scalar (head_dim, as the

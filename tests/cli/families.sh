@@ -81,8 +81,28 @@ done; done; done; done
 [ $all = 1 ] && ok "gemma3 block: verify within 1e-4, 16 option combinations"
 err gemma3-verify-window "'$PDQ' verify --model $tmp/g1 --ids '2 5 9' --max-seq 64" \
     "max_seq 64 exceeds sliding_window 32 of a model with sliding and full layers"
-err gemma3-quantize-refused "'$PDQ' quantize --model $tmp/g1 --calib /dev/null --wbits 4 --out $tmp/gq" \
-    "gemma3 model: the sandwich block (four norms per layer) (config.json 'model_type') not yet supported by quantization"
+# the text part of a Gemma3ForConditionalGeneration checkpoint: the same weights under
+# language_model.* and the fields under text_config give the text model's logits bit for bit
+if command -v python3 >/dev/null; then
+    mkdir -p $tmp/mm
+    jq '{model_type: "gemma3", architectures: ["Gemma3ForConditionalGeneration"], eos_token_id: .eos_token_id,
+         text_config: (del(.eos_token_id) | .model_type = "gemma3_text"), vision_config: {hidden_size: 8}}' \
+        $G/ckpt/config.json >$tmp/mm/config.json
+    python3 - $G/ckpt/model.safetensors $tmp/mm/model.safetensors <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+h = {("language_model." + k if k != "__metadata__" else k): v for k, v in h.items()}
+t = json.dumps(h).encode(); t += b" " * (-len(t) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+    ids="$(jq -r '.cases[2].ids | join(" ")' $G/ref/prompts.json)"
+    "$PDQ" logits --model $tmp/mm --ids "$ids" --out $tmp/mm.npy >/dev/null 2>&1 || bad "gemma3 multimodal logits exit status"
+    "$PDQ" logits --model $G/ckpt --ids "$ids" --out $tmp/text.npy >/dev/null 2>&1
+    check gemma3-multimodal-text "cmp -s $tmp/mm.npy $tmp/text.npy"
+    check gemma3-multimodal-info "'$PDQ' info --model $tmp/mm | grep -q '^architecture: *gemma3'"
+fi
+err gemma3-multimodal-quantize "'$PDQ' quantize --model $tmp/mm --calib /dev/null --wbits 4 --out $tmp/mq" \
+    "gemma3 model: the text model of a multimodal checkpoint (config.json 'model_type') not yet supported by quantization"
 err longrope-max-seq "'$PDQ' verify --model $F/phi4mini/ckpt --ids '1 2 3' --max-seq 256" \
     "max_seq 256 exceeds longrope's original_max_position_embeddings 128"
 exit $fail
