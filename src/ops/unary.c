@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ops/op_def.h"
 #include "ops/op_rules.h"
@@ -76,12 +75,11 @@ static pdq_code qx_run(pdq_qexec *x, int oi, pdq_status *st) {
     return PDQ_OK;
 }
 
-#define UNARY_OP(var, NAME, OPT)                                                                     \
+#define UNARY_OP(var, NAME)                                                                          \
     const pdq_op_def var = {                                                                        \
         .name = #NAME, .kind = PDQ_OPK_ELEMENTWISE, .grid = PDQ_GRID_OWN,                           \
         .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},                                     \
-        .circle_code = CIRCLE_OP_##NAME, .circle_options = OPT,                                     \
     }
-UNARY_OP(pdq_op_rsqrt, RSQRT, CIRCLE_OPT_NONE);
-UNARY_OP(pdq_op_neg, NEG, CIRCLE_OPT_NegOptions);
-UNARY_OP(pdq_op_logistic, LOGISTIC, CIRCLE_OPT_NONE);
+UNARY_OP(pdq_op_rsqrt, RSQRT);
+UNARY_OP(pdq_op_neg, NEG);
+UNARY_OP(pdq_op_logistic, LOGISTIC);
