@@ -45,13 +45,7 @@ pdq_code pdq_circle_load_graph(const char *path, pdq_graph **out, pdq_status *st
  * Otherwise 0 and why[] says the first difference. */
 int pdq_graph_same(const pdq_graph *a, const pdq_graph *b, char *why, size_t n);
 
-/* ---------------- composition (whole-model graphs) ---------------- */
-
-/* Copies src's constants and ops into dst. src input i is replaced by dst tensor map[i], or
- * becomes a new dst input of the same name when map is NULL or map[i] < 0. outs (may be NULL)
- * receives the dst ids of src's outputs (intermediates of dst until marked). Constants that src
- * owns are copied, borrowed ones stay borrowed. qparams are copied. */
-pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, int *outs, pdq_status *st);
+/* ---------------- composition (whole-model graphs; pdq_graph_append is in graph.h) ---------------- */
 
 /* Whole model, B = 1:
  *   prefill: in  input_ids (1,S) int32, attention_mask (1,S,S), cos (1,S,hd), sin (1,S,hd)

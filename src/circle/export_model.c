@@ -15,7 +15,7 @@
 #include "pdq/file.h"
 #include "pdq/npy.h"
 #include "circle/export_gather.h"
-#include "circle/export_quant.h"
+#include "ptq/lower_quant.h"
 
 void pdq_export_opts_default(pdq_export_opts *o) {
     memset(o, 0, sizeof *o);

@@ -16,7 +16,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "circle/export_quant.h"
+#include "ptq/lower_quant.h"
 #include "pdq/family.h"
 #include "pdq/file.h"
 #include "pdq/quant.h"
