@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "pdq/file.h"
 #include "model/check_tensors.h"
 #include "args.h"
 #include "commands.h"
@@ -44,10 +44,9 @@ static void gather(const char *dir, const pdq_config *c, info *in, pdq_status *w
         for (int i = 0; i < pdq_st_count(s); i++) in->count[pdq_st_at(s, i)->dtype]++;
         pdq_st_close(s);
     }
-    struct stat sb;
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     snprintf(in->tok, sizeof in->tok, "none");
-    if (stat(path, &sb) == 0) {
+    if (pdq_path_stat(path, NULL, NULL) != PDQ_PATH_NONE) {
         pdq_tokenizer *t;
         pdq_status st = {0};
         if (pdq_tokenizer_load(dir, &t, &st) == PDQ_OK) {

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "kernels/qmatmul.h"
 #include "model/load_roles.h"
@@ -227,8 +226,7 @@ static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, 
 
 pdq_code pdq_model_load_packed(const char *dir, pdq_model **out, pdq_status *st) {
     *out = NULL;
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
+    if (!pdq_dir_exists(dir)) return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
     if (!pdq_quant_is_checkpoint(dir)) return pdq_model_load(dir, out, st);
     pdq_config cfg;
     pdq_code rc = pdq_config_load(dir, &cfg, st);

@@ -1,11 +1,9 @@
 /* A transformed model as an ordinary f32 HF checkpoint, so every later step (lazy quantization,
  * PTQ, export, the runtimes) reads it like any other model directory. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "pdq/file.h"
 #include "pdq/safetensors.h"
@@ -112,7 +110,8 @@ static void table_free(table *tb) {
 }
 
 static pdq_code open_out(const char *out_dir, const table *tb, pdq_st_writer **w, pdq_status *st) {
-    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create: %s", out_dir, strerror(errno));
+    pdq_code rc = pdq_dir_make(out_dir, 0, st);
+    if (rc != PDQ_OK) return rc;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
     return pdq_st_writer_open(path, tb->t, tb->n, "{\"format\": \"pt\"}", w, st);
