@@ -1,11 +1,9 @@
 /* Export of a model to Circle files as TICO names them, the RoPE tables and manifest.json (the
  * contract a device runtime needs: I/O order, names, shapes, dtypes, qparams, max_seq, mask fill,
  * RoPE convention and tables, KV-cache layout and update rule). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,8 +85,8 @@ static pdq_code emit(ectx *e, pdq_graph *g, const char *base) {
         rc = pdq_circle_write(path, &cm, NULL, e->st);
     }
     if (rc == PDQ_OK) {
-        struct stat sb;
-        long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+        long long bytes = -1;
+        pdq_path_stat(path, &bytes, NULL);
         cJSON *gj = graph_json(g, file, bytes);
         cJSON *req = pdq_circle_requirements(&cm);
         cJSON *r;
@@ -238,7 +236,7 @@ static pdq_code copy_side_files(const char *src, const char *dir, pdq_status *st
         char a[4096], b[4096];
         snprintf(a, sizeof a, "%s/%s", src, k[i]);
         snprintf(b, sizeof b, "%s/%s", dir, k[i]);
-        if (access(a, F_OK) != 0) continue;
+        if (pdq_path_stat(a, NULL, NULL) == PDQ_PATH_NONE) continue;
         pdq_code rc = pdq_file_copy(a, b, PDQ_FILE_MAX_JSON, NULL, st); /* atomic: pdq/file.h */
         if (rc) return rc;
     }
@@ -275,8 +273,7 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     }
     if (o->hybrid && !o->quant_dir) return pdq_fail(st, PDQ_ERR_ARG, "export: a hybrid export needs a quantized checkpoint");
     if (!o->whole && !o->per_layer) return pdq_fail(st, PDQ_ERR_ARG, "export: nothing to export (neither whole nor per-layer)");
-    if (mkdir(outdir, 0777) != 0 && errno != EEXIST)
-        return pdq_fail(st, PDQ_ERR_IO, "export: cannot create %s: %s", outdir, strerror(errno));
+    if (pdq_dir_make(outdir, 0, st) != PDQ_OK) return pdq_wrap(st, "export");
     pdq_export_opts qo = *o;
     pdq_ptq *ptq = NULL;
     pdq_qweights *qw = NULL;

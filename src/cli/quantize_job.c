@@ -1,6 +1,5 @@
 /* pdq quantize as one rank of an MPI job: the up-front agreement check, the job-wide failure and
  * the per-rank peak RSS (quantize_job.h). */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,26 +46,18 @@ static uint64_t hash_file(uint64_t h, const char *path, size_t max) {
     return h;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* config.json, then every *.safetensors by name: its size and header (not the weights). */
 static uint64_t hash_model(const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     uint64_t h = hash_file(0xcbf29ce484222325ull, path, PDQ_FILE_MAX_JSON);
-    DIR *dp = opendir(dir);
-    if (!dp) return fnv(h, "no dir", 6);
-    char *names[256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(dp)) && n < 256) {
-        size_t len = strlen(e->d_name);
-        if (len > 12 && strcmp(e->d_name + len - 12, ".safetensors") == 0) names[n++] = strdup(e->d_name);
-    }
-    closedir(dp);
-    qsort(names, (size_t)n, sizeof *names, by_name);
+    char **names;
+    int n;
+    pdq_status lst = {0};
+    if (pdq_dir_names(dir, 4096, &names, &n, &lst) != PDQ_OK) return fnv(h, "no dir", 6);
     for (int i = 0; i < n; i++) {
-        if (!names[i]) continue;
+        size_t len = strlen(names[i]);
+        if (!(len > 12 && strcmp(names[i] + len - 12, ".safetensors") == 0)) continue;
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         h = fnv(h, names[i], strlen(names[i]));
         pdq_status st = {0};
@@ -81,8 +72,8 @@ static uint64_t hash_model(const char *dir) {
         } else {
             h = fnv(h, "?", 1);
         }
-        free(names[i]);
     }
+    pdq_dir_names_free(names, n);
     return h;
 }
 

@@ -1,9 +1,8 @@
+#include "pdq/file.h"
 #include "quantize_transform.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "pdq/threadpool.h"
 
@@ -43,8 +42,8 @@ int quantize_transform_run(const char *src_dir, const char *outdir, pdq_transfor
                            int ns, int T, int threads, char *dst, size_t dst_len) {
     pdq_status st = {0};
     pdq_model *m = NULL;
-    if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "pdq quantize: %s: cannot create: %s\n", outdir, strerror(errno));
+    if (pdq_dir_make(outdir, 0, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq quantize: %s\n", st.msg);
         return -1;
     }
     snprintf(dst, dst_len, "%s/transformed", outdir);
