@@ -6,7 +6,7 @@
 # Prints one JSON object on stdout: {"skipped": reason} when llama.cpp, its converter's Python
 # packages, the shape's family (in pdq_synth or in the converter) or its tokenizer is absent,
 # else {"llama_cpp": {"shape", "checkpoint", "rows": [...]}}. llama.cpp is never part of pdq:
-# build it outside the repository (DEVELOPERS.md) and point LLAMA_CPP at it.
+# build it outside the repository (docs/peer-bench.md) and point LLAMA_CPP at it.
 #   LLAMA_CPP   llama.cpp source tree with build/bin/llama-bench (default ../peer/llama.cpp)
 #   PEER_CACHE  where checkpoints and GGUF files are kept between runs (default /tmp/pdq-peer);
 #               bench-packed.sh times pdq on the same PEER_CACHE/SHAPE checkpoint
