@@ -41,6 +41,17 @@ pdq_code pdq_ppl_windows(pdq_window_logits_fn fn, void *ctx, int vocab, const in
 pdq_code pdq_ppl_model(const pdq_model *m, const int32_t *ids, long n, int max_len, int stride,
                        const char *label, pdq_ppl_result *out, pdq_status *st);
 
+/* The same split over the ranks of a distributed job (struct pdq_dist, src/dist; NULL: one
+ * process): window w runs on rank w % ranks, every rank's per-token NLLs are gathered and summed in
+ * token order on every rank, so out is bit-identical to pdq_ppl_windows for any number of ranks.
+ * Progress (label) shows on rank 0 only. Collective: every rank calls it with the same arguments. */
+struct pdq_dist;
+pdq_code pdq_ppl_windows_split(const struct pdq_dist *d, pdq_window_logits_fn fn, void *ctx, int vocab,
+                               const int32_t *ids, long n, int max_len, int stride, const char *label,
+                               pdq_ppl_result *out, pdq_status *st);
+pdq_code pdq_ppl_model_split(const struct pdq_dist *d, const pdq_model *m, const int32_t *ids, long n, int max_len,
+                             int stride, const char *label, pdq_ppl_result *out, pdq_status *st);
+
 /* ---- KL divergence against a base (FP32) model over a corpus, llama.cpp-style ----
  * The base side keeps, per scored token (the tokens pdq_ppl_windows scores, in order), its top-k
  * log-probabilities and the target's log-probability: k * 8 + 4 bytes a token instead of the whole
