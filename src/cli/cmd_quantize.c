@@ -271,15 +271,19 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
     quantize_job_report(&job, q.comm_bytes, q.comm_seconds);
-    if (!job.lead) { /* rank 0 alone writes; the others then read OUTDIR for their share of the evaluation */
-        if (ev.has) {
+    ro.seed = o.seed;
+    ro.dist = job.d;
+    if (!job.lead) { /* rank 0 alone writes; the others then read OUTDIR for their share of the evaluation
+                      * and of the activation calibration */
+        if (ev.has || abits != PDQ_ADT_FLOAT) {
             if (pdq_dist_barrier(job.d, &st)) goto fail;
             pdq_model_free(m);
             if (!(m = cli_load_model("quantize", out, threads))) goto done;
-            double qp;
-            long qt;
-            if (eval_ppl(&job, m, eval_ids, (long)n_eval, eval_len, eval_stride, NULL, &qp, &qt)) goto done;
         }
+        double qp;
+        long qt;
+        if (ev.has && eval_ppl(&job, m, eval_ids, (long)n_eval, eval_len, eval_stride, NULL, &qp, &qt)) goto done;
+        if (abits != PDQ_ADT_FLOAT && pdq_ptq_calibrate_share(m, &ro, text, n_text, bos, &st)) goto fail;
         status = 0;
         goto done;
     }
@@ -289,7 +293,8 @@ int cmd_quantize(int argc, char **argv) {
     t0 = pdq_now();
     if (pdq_quant_save(out, dir, m, &q, &st)) goto fail;
     tm.t[QS_SAVE] = pdq_now() - t0;
-    if (ev.has && pdq_dist_barrier(job.d, &st)) goto fail; /* the checkpoint is complete for every rank */
+    /* the checkpoint is complete: the other ranks may read it */
+    if ((ev.has || abits != PDQ_ADT_FLOAT) && pdq_dist_barrier(job.d, &st)) goto fail;
     if (ev.has || abits != PDQ_ADT_FLOAT) {
         /* the steps below run the whole quantized model: loaded from OUTDIR (dequantized there
          * exactly as the quantizer computed it) */
@@ -317,7 +322,6 @@ int cmd_quantize(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/report.json", out);
     if (pdq_quant_write_report(path, &q, &ev, &st)) goto fail;
     if (ev.has) printf("perplexity fp32 %.4f  quantized %.4f  (+%.4f)\n", ev.fp32_ppl, ev.quant_ppl, ev.quant_ppl - ev.fp32_ppl);
-    ro.seed = o.seed;
     t0 = pdq_now();
     if (abits != PDQ_ADT_FLOAT && pdq_ptq_quantize_dir(dir, out, m, &ro, text, n_text, bos, eval_ids, (long)n_eval, stdout, &st))
         goto fail;
