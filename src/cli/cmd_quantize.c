@@ -278,7 +278,13 @@ int cmd_quantize(int argc, char **argv) {
         if (ev.has || abits != PDQ_ADT_FLOAT) {
             if (pdq_dist_barrier(job.d, &st)) goto fail;
             pdq_model_free(m);
-            if (!(m = cli_load_model("quantize", out, threads))) goto done;
+            if (!(m = cli_load_model("quantize", out, threads))) {
+                char msg[4400];
+                snprintf(msg, sizeof msg, "cannot read the checkpoint rank 0 wrote to %s (--eval and --abits read it on "
+                         "every rank: OUTDIR must be on a file system all ranks share)", out);
+                quantize_job_fail(&job, msg);
+                goto done;
+            }
         }
         double qp;
         long qt;
