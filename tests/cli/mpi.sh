@@ -6,7 +6,8 @@
 # w4 a16 with r1,r2,smooth, --eval, decode-step calibration and --export on the bundled model (the
 # SmoothQuant ranges, the activation calibration and both perplexities split over the ranks), for
 # --gptq-orig-inputs with --calib-chunk 2 and an EMA observer (order-dependent: replayed in the
-# one-process order), and for stories260K (tied head) when ../shared has it.
+# one-process order), for --save-transformed with smooth, and for stories260K (tied head) when
+# ../shared has it.
 # Faults end the whole job with one message naming the rank, within a timeout, leaving no output
 # and earlier outputs untouched: a model that differs on one rank, a corrupt model on one rank,
 # a rank killed mid-layer, an evaluation text that differs, an OUTDIR rank 1 cannot read.
@@ -74,6 +75,14 @@ B=(quantize --model $M --calib "$tmp/calib.txt" --wbits 4 --abits 16 --observer 
 "$PDQ" "${B[@]}" --out "$tmp/orig-plain" >"$tmp/orig.log" 2>&1 || bad orig-plain-run
 mpi -np 3 "$MPDQ" "${B[@]}" --out "$tmp/orig-np3" >"$tmp/orig3.log" 2>&1 || { bad orig-np3-run; tail -5 "$tmp/orig3.log"; }
 same orig-inputs-chunk2-np3 "$tmp/orig-plain" "$tmp/orig-np3"
+
+# 2b. --save-transformed: rank 0 writes the transformed checkpoint while rank 1 takes its share of
+# the SmoothQuant windows in the same pass (5 windows over 2 ranks)
+D=(quantize --model $M --calib "$tmp/calib.txt" --nsamples 3 --wbits 4 --abits none --transform r1,smooth
+   --smooth-nsamples 5 --seq-len 32 --save-transformed --quiet --threads 1)
+"$PDQ" "${D[@]}" --out "$tmp/save-plain" >"$tmp/save.log" 2>&1 || bad save-plain-run
+mpi -np 2 "$MPDQ" "${D[@]}" --out "$tmp/save-np2" >"$tmp/save2.log" 2>&1 || { bad save-np2-run; tail -5 "$tmp/save2.log"; }
+same save-transformed-np2 "$tmp/save-plain" "$tmp/save-np2"
 
 # 3. stories260K (tied embeddings), from ../shared
 S=../shared/models/stories260K
