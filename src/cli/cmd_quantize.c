@@ -289,6 +289,16 @@ int cmd_quantize(int argc, char **argv) {
         double qp;
         long qt;
         if (ev.has && eval_ppl(&job, m, eval_ids, (long)n_eval, eval_len, eval_stride, NULL, &qp, &qt)) goto done;
+        if (ev.has && want_kld) { /* the same KLD call as rank 0's below: its share of both sides */
+            kld_opts ko = {dir, NULL, 0, 0, threads, job.d};
+            int reused;
+            char cache[4600];
+            pdq_kld_result kr;
+            pdq_ppl_result pr;
+            if (cli_kld("quantize", &ko, eval_ids, (long)n_eval, eval_len, eval_stride, quantize_model_window, m,
+                        m->cfg.vocab_size, &kr, &pr, &reused, cache, (int)sizeof cache))
+                goto done;
+        }
         if (abits != PDQ_ADT_FLOAT && pdq_ptq_calibrate_share(m, &ro, text, n_text, bos, &st)) goto fail;
         status = 0;
         goto done;
@@ -313,7 +323,7 @@ int cmd_quantize(int argc, char **argv) {
     pdq_kld_result kr;
     int have_kld = 0;
     if (ev.has && want_kld) {
-        kld_opts ko = {dir, NULL, 0, 0, threads};
+        kld_opts ko = {dir, NULL, 0, 0, threads, job.d};
         int reused;
         char cache[4600];
         pdq_ppl_result pr;

@@ -26,9 +26,7 @@ double pdq_nll_rows(const float *logits, const int32_t *targets, int n, int voca
     return total;
 }
 
-/* The walk over every window, or over windows w with w % size == rank (a rank's share of a split
- * evaluation); windows receives the windows this call ran. */
-static pdq_code windows_walk(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
+pdq_code pdq_windows_share(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
                              int stride, const char *label, pdq_scored_fn cb, void *cb_ctx, int *windows, int rank,
                              int size, pdq_status *st) {
     if (windows) *windows = 0;
@@ -73,9 +71,17 @@ static pdq_code windows_walk(pdq_window_logits_fn fn, void *ctx, int vocab, cons
     return rc;
 }
 
+void pdq_windows_owners(long n, int max_len, int stride, int size, int *owner) {
+    for (long begin = 0, prev_end = 0, w = 0; prev_end < n; begin += stride, w++) {
+        long end = begin + max_len < n ? begin + max_len : n;
+        for (long t = (prev_end > begin + 1 ? prev_end : begin + 1); t < end; t++) owner[t - 1] = (int)(w % size);
+        prev_end = end;
+    }
+}
+
 pdq_code pdq_windows_each(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
                           int stride, const char *label, pdq_scored_fn cb, void *cb_ctx, int *windows, pdq_status *st) {
-    return windows_walk(fn, ctx, vocab, ids, n, max_len, stride, label, cb, cb_ctx, windows, 0, 1, st);
+    return pdq_windows_share(fn, ctx, vocab, ids, n, max_len, stride, label, cb, cb_ctx, windows, 0, 1, st);
 }
 
 static pdq_code ppl_rows(void *ctx, const float *logits, int from, int count, const int32_t *targets, int vocab,
@@ -140,7 +146,7 @@ pdq_code pdq_ppl_windows_split(const struct pdq_dist *d, pdq_window_logits_fn fn
     long *allc = malloc(2 * (size_t)size * sizeof(long));
     pdq_code rc = c.nll && all && allc ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "perplexity: NLLs of %ld tokens", n);
     if (!rc)
-        rc = windows_walk(fn, ctx, vocab, ids, n, max_len, stride, rank == 0 ? label : NULL, split_rows, &c,
+        rc = pdq_windows_share(fn, ctx, vocab, ids, n, max_len, stride, rank == 0 ? label : NULL, split_rows, &c,
                           &out->windows, rank, size, st);
     counts[0] = c.tokens, counts[1] = out->windows;
     /* every rank's token NLLs (zero at the tokens others score: adding them is exact), then one

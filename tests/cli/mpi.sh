@@ -50,7 +50,9 @@ same() { # name dirA dirB
 # 1. the bundled model, GPTQ w4 a16, r1,r2,smooth, Circle export, GPTQ lm_head
 A=(quantize --model $M --calib "$tmp/calib.txt" --wbits 4 --abits 16 --nsamples 5 --seq-len 64 --max-seq 32
    --act-nsamples 4 --decode-calib-steps 3 --verify-steps 4 --transform r1,r2,smooth --smooth-nsamples 4
-   --export circle-full --lm-head-gptq --eval "$tmp/eval.txt" --eval-len 64 --eval-stride 48 --quiet --threads 1)
+   --export circle-full --lm-head-gptq --eval "$tmp/eval.txt" --eval-len 64 --eval-stride 48 --kld --quiet --threads 1)
+# the plain run caches the FP32 side of --kld; the ranks then take it from rank 0's cache
+export XDG_CACHE_HOME="$tmp/kld-a"
 nps="1 2 3"
 [ "${PDQ_ASAN:-}" = 1 ] && nps="3" # sanitized ranks are slow: the uneven split alone
 "$PDQ" "${A[@]}" --out "$tmp/plain" >"$tmp/plain.log" 2>&1 || { bad plain-run; tail -5 "$tmp/plain.log"; }
@@ -67,14 +69,20 @@ if [ -f "$tmp/np3.log" ]; then
     check ppl-windows-split "grep -Eq '^ppl quant: windows per rank [0-9]+ \| [0-9]+ \| [0-9]+$' '$tmp/np3.log'"
 fi
 
+[ -f "$tmp/np3.log" ] && check kld-cache-from-rank0 "grep -q 'kld: FP32 logits reused from' '$tmp/np3.log'"
+unset XDG_CACHE_HOME
+
 # 2. float-model Hessians, chunks of 2 windows (7 windows: 4 chunks over 3 ranks); an EMA observer
 # over 4 samples with 2 decode steps each (3 ranks: 2, 1, 1 samples), --eval with another stride
 B=(quantize --model $M --calib "$tmp/calib.txt" --wbits 4 --abits 16 --observer ema --act-nsamples 4
    --decode-calib-steps 2 --max-seq 32 --verify-steps 2 --nsamples 7 --seq-len 32 --gptq-orig-inputs
-   --calib-chunk 2 --group 16 --eval "$tmp/eval.txt" --eval-len 32 --eval-stride 20 --quiet --threads 1)
-"$PDQ" "${B[@]}" --out "$tmp/orig-plain" >"$tmp/orig.log" 2>&1 || bad orig-plain-run
-mpi -np 3 "$MPDQ" "${B[@]}" --out "$tmp/orig-np3" >"$tmp/orig3.log" 2>&1 || { bad orig-np3-run; tail -5 "$tmp/orig3.log"; }
+   --calib-chunk 2 --group 16 --eval "$tmp/eval.txt" --eval-len 32 --eval-stride 20 --kld --quiet --threads 1)
+# each run computes the FP32 side of --kld (its own cache): split over 3 ranks, the same file
+XDG_CACHE_HOME="$tmp/kld-b1" "$PDQ" "${B[@]}" --out "$tmp/orig-plain" >"$tmp/orig.log" 2>&1 || bad orig-plain-run
+XDG_CACHE_HOME="$tmp/kld-b3" mpi -np 3 "$MPDQ" "${B[@]}" --out "$tmp/orig-np3" >"$tmp/orig3.log" 2>&1 ||
+    { bad orig-np3-run; tail -5 "$tmp/orig3.log"; }
 same orig-inputs-chunk2-np3 "$tmp/orig-plain" "$tmp/orig-np3"
+check kld-base-split-identical "cmp -s $tmp/kld-b1/pdq/kld-*.bin $tmp/kld-b3/pdq/kld-*.bin"
 
 # 2b. --save-transformed: rank 0 writes the transformed checkpoint while rank 1 takes its share of
 # the SmoothQuant windows in the same pass (5 windows over 2 ranks)
