@@ -80,6 +80,9 @@ int pdq_rt_max_seq(const pdq_rt *rt);
 /* Tokens in row b's sequence so far (prompt + decoded + appended). */
 int pdq_rt_len(const pdq_rt *rt, int b);
 void pdq_rt_reset(pdq_rt *rt);
+/* pdq_rt_reset and every cache slot zeroed, as a new runtime: what the masked slots of the next
+ * sequence hold then does not depend on earlier sequences. */
+void pdq_rt_clear(pdq_rt *rt);
 /* The layer graphs (for observers / export): mode prefill, or append with Q (built if needed). */
 pdq_code pdq_rt_layer_graph(pdq_rt *rt, pdq_graph_mode mode, int Q, int layer, const pdq_graph **g,
                             pdq_status *st);

@@ -73,11 +73,12 @@ static pdq_code quantize_model_window(void *ctx, const int32_t *ids, int T, floa
     return pdq_model_forward((const pdq_model *)ctx, NULL, 1, T, ids, NULL, NULL, logits, 0, st);
 }
 
-static int eval_ppl(const pdq_model *m, const int32_t *ids, long n, int len, int stride, const char *label,
-                    double *ppl, long *tokens) {
+/* Split over the job's ranks (every rank calls it; the numbers do not depend on how many). */
+static int eval_ppl(const quantize_job *job, const pdq_model *m, const int32_t *ids, long n, int len, int stride,
+                    const char *label, double *ppl, long *tokens) {
     pdq_status st = {0};
     pdq_ppl_result r;
-    if (pdq_ppl_model(m, ids, n, len, stride, label, &r, &st)) {
+    if (pdq_ppl_model_split(job->d, m, ids, n, len, stride, label, &r, &st)) {
         fprintf(stderr, "pdq quantize: eval: %s\n", st.msg);
         return 1;
     }
@@ -136,6 +137,7 @@ int cmd_quantize(int argc, char **argv) {
         return ARGS_USAGE_EXIT;
     }
     if (pdq_transform_any(&tro)) o.transforms = &tro;
+    tro.dist = NULL; /* set to the job's ranks once it has started */
     char tdir[4096];
     if (export && !graph_opts_given) { /* the graphs TICO exports for the NPU */
         ro.so.rope = PDQ_RT_ROPE_PRE_NEGATED_SIN;
@@ -165,13 +167,14 @@ int cmd_quantize(int argc, char **argv) {
     quantize_job job; /* under mpirun: this rank of the job (pdq-mpi); else a job of one */
     if (quantize_job_start(&job)) return 1;
     o.dist = job.d;
+    tro.dist = job.d;
     if (pdq_model_load_lazy(dir, &m, &st)) {
         quantize_job_fail(&job, st.msg);
         fprintf(stderr, "pdq quantize: %s\n", st.msg);
         quantize_job_end(&job);
         return 1;
     }
-    quantize_job_check(&job, argc, argv, dir, calib);
+    quantize_job_check(&job, argc, argv, dir, calib, evalf);
     pdq_set_threads(m, threads);
     if (evalf && eval_len > m->cfg.max_position_embeddings) {
         fprintf(stderr, "pdq quantize: note: --eval-len %d capped to max_position_embeddings %d\n", eval_len,
@@ -186,7 +189,7 @@ int cmd_quantize(int argc, char **argv) {
      * Under mpirun rank 0 checks first and the others follow once it passed (one message). */
     if (!job.lead && pdq_dist_barrier(job.d, &st)) goto fail;
     if ((status = quantize_preflight(&plan, m)) != 0) goto done;
-    if (!job.lead) evalf = NULL, export = NULL;
+    if (!job.lead) export = NULL; /* --eval stays: the perplexities are split over the ranks */
     if ((abits != PDQ_ADT_FLOAT || export) && job.lead && quantize_prompts_load(evalf ? evalf : calib, &prompts, &ro))
         goto done;
     if ((abits != PDQ_ADT_FLOAT || export) && job.lead && (status = quantize_check_verify(dir, &ro)) != 0) goto done;
@@ -243,7 +246,8 @@ int cmd_quantize(int argc, char **argv) {
         else {
             double te = pdq_now();
             pdq_model *fm = cli_load_model("quantize", dir, threads);
-            int bad = !fm || eval_ppl(fm, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens);
+            int bad = !fm || eval_ppl(&job, fm, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl,
+                                      &ev.tokens);
             pdq_model_free(fm);
             tm.t[QS_FP32_EVAL] = pdq_now() - te;
             if (bad) goto done;
@@ -255,6 +259,8 @@ int cmd_quantize(int argc, char **argv) {
         /* rank 0 writes the transformed checkpoint, the others then read it */
         if (job.lead && quantize_transform_run(dir, out, &tro, windows, nsamples, seq_len, threads, tdir, sizeof tdir))
             goto done;
+        /* the others take their share of SmoothQuant's windows in the same pass, writing nothing */
+        if (!job.lead && tro.smooth && quantize_transform_share(dir, &tro, windows, nsamples, seq_len, threads)) goto done;
         if (!job.lead) snprintf(tdir, sizeof tdir, "%s/transformed", out);
         if (pdq_dist_barrier(job.d, &st)) goto fail;
         dir = tdir;
@@ -265,7 +271,35 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
     quantize_job_report(&job, q.comm_bytes, q.comm_seconds);
-    if (!job.lead) { /* rank 0 alone writes */
+    ro.seed = o.seed;
+    ro.dist = job.d;
+    if (!job.lead) { /* rank 0 alone writes; the others then read OUTDIR for their share of the evaluation
+                      * and of the activation calibration */
+        if (ev.has || abits != PDQ_ADT_FLOAT) {
+            if (pdq_dist_barrier(job.d, &st)) goto fail;
+            pdq_model_free(m);
+            if (!(m = cli_load_model("quantize", out, threads))) {
+                char msg[4400];
+                snprintf(msg, sizeof msg, "cannot read the checkpoint rank 0 wrote to %s (--eval and --abits read it on "
+                         "every rank: OUTDIR must be on a file system all ranks share)", out);
+                quantize_job_fail(&job, msg);
+                goto done;
+            }
+        }
+        double qp;
+        long qt;
+        if (ev.has && eval_ppl(&job, m, eval_ids, (long)n_eval, eval_len, eval_stride, NULL, &qp, &qt)) goto done;
+        if (ev.has && want_kld) { /* the same KLD call as rank 0's below: its share of both sides */
+            kld_opts ko = {dir, NULL, 0, 0, threads, job.d};
+            int reused;
+            char cache[4600];
+            pdq_kld_result kr;
+            pdq_ppl_result pr;
+            if (cli_kld("quantize", &ko, eval_ids, (long)n_eval, eval_len, eval_stride, quantize_model_window, m,
+                        m->cfg.vocab_size, &kr, &pr, &reused, cache, (int)sizeof cache))
+                goto done;
+        }
+        if (abits != PDQ_ADT_FLOAT && pdq_ptq_calibrate_share(m, &ro, text, n_text, bos, &st)) goto fail;
         status = 0;
         goto done;
     }
@@ -275,6 +309,8 @@ int cmd_quantize(int argc, char **argv) {
     t0 = pdq_now();
     if (pdq_quant_save(out, dir, m, &q, &st)) goto fail;
     tm.t[QS_SAVE] = pdq_now() - t0;
+    /* the checkpoint is complete: the other ranks may read it */
+    if ((ev.has || abits != PDQ_ADT_FLOAT) && pdq_dist_barrier(job.d, &st)) goto fail;
     if (ev.has || abits != PDQ_ADT_FLOAT) {
         /* the steps below run the whole quantized model: loaded from OUTDIR (dequantized there
          * exactly as the quantizer computed it) */
@@ -282,12 +318,12 @@ int cmd_quantize(int argc, char **argv) {
         if (!(m = cli_load_model("quantize", out, threads))) goto done;
     }
     t0 = pdq_now();
-    if (ev.has && eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl quant", &ev.quant_ppl, &ev.tokens))
+    if (ev.has && eval_ppl(&job, m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl quant", &ev.quant_ppl, &ev.tokens))
         goto done;
     pdq_kld_result kr;
     int have_kld = 0;
     if (ev.has && want_kld) {
-        kld_opts ko = {dir, NULL, 0, 0, threads};
+        kld_opts ko = {dir, NULL, 0, 0, threads, job.d};
         int reused;
         char cache[4600];
         pdq_ppl_result pr;
@@ -302,7 +338,6 @@ int cmd_quantize(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/report.json", out);
     if (pdq_quant_write_report(path, &q, &ev, &st)) goto fail;
     if (ev.has) printf("perplexity fp32 %.4f  quantized %.4f  (+%.4f)\n", ev.fp32_ppl, ev.quant_ppl, ev.quant_ppl - ev.fp32_ppl);
-    ro.seed = o.seed;
     t0 = pdq_now();
     if (abits != PDQ_ADT_FLOAT && pdq_ptq_quantize_dir(dir, out, m, &ro, text, n_text, bos, eval_ids, (long)n_eval, stdout, &st))
         goto fail;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "dist/dist.h"
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
@@ -58,7 +59,8 @@ int cli_kld(const char *cmd, const kld_opts *o, const int32_t *ids, long n, int 
     int32_t hdr[4] = {max_len, stride, k, vocab};
     key = fnv(key, hdr, sizeof hdr);
     key = fnv(key, ids, sizeof *ids * (size_t)n);
-    if (!o->no_cache) {
+    int rank = pdq_dist_rank(o->dist);
+    if (!o->no_cache && rank == 0) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         char dir[PATH_MAX];
         if (o->cache_dir) snprintf(dir, sizeof dir, "%s", o->cache_dir);
@@ -70,6 +72,15 @@ int cli_kld(const char *cmd, const kld_opts *o, const int32_t *ids, long n, int 
         if (pdq_kld_base_load(cache_path, key, &base, &st) == PDQ_OK) *reused = 1;
         else if (st.code != PDQ_ERR_MISSING) fprintf(stderr, "pdq %s: warning: ignoring cache: %s\n", cmd, st.msg);
     }
+    if (pdq_dist_size(o->dist) > 1) { /* rank 0's cached base, if any, to every rank */
+        int32_t r = *reused;
+        if (pdq_dist_bcast(o->dist, &r, sizeof r, 0, &st) || (r && pdq_kld_base_bcast(o->dist, &base, &st))) {
+            fprintf(stderr, "pdq %s: kld base: %s\n", cmd, st.msg);
+            pdq_kld_base_free(&base);
+            return 1;
+        }
+        *reused = r;
+    }
     if (!*reused) {
         pdq_model *bm = cli_load_model(cmd, o->base_dir, o->threads);
         if (!bm) return 1;
@@ -78,7 +89,8 @@ int cli_kld(const char *cmd, const kld_opts *o, const int32_t *ids, long n, int 
             pdq_model_free(bm);
             return 1;
         }
-        pdq_code rc = pdq_kld_base_compute(base_window, bm, vocab, ids, n, max_len, stride, k, "fp32 logits (kld base)", &base, &st);
+        pdq_code rc = pdq_kld_base_compute_split(o->dist, base_window, bm, vocab, ids, n, max_len, stride, k,
+                                                 "fp32 logits (kld base)", &base, &st);
         pdq_model_free(bm);
         if (rc != PDQ_OK) { fprintf(stderr, "pdq %s: kld base: %s\n", cmd, st.msg); return 1; }
         if (cache_path[0] && pdq_kld_base_save(cache_path, &base, key, &st) != PDQ_OK) {
@@ -86,7 +98,7 @@ int cli_kld(const char *cmd, const kld_opts *o, const int32_t *ids, long n, int 
             cache_path[0] = 0;
         }
     }
-    pdq_code rc = pdq_kld_windows(fn, ctx, ids, n, max_len, stride, &base, "perplexity + kld", out, ppl, &st);
+    pdq_code rc = pdq_kld_windows_split(o->dist, fn, ctx, ids, n, max_len, stride, &base, "perplexity + kld", out, ppl, &st);
     pdq_kld_base_free(&base);
     if (rc != PDQ_OK) { fprintf(stderr, "pdq %s: kld: %s\n", cmd, st.msg); return 1; }
     return 0;

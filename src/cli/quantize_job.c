@@ -77,17 +77,19 @@ static uint64_t hash_model(const char *dir) {
     return h;
 }
 
-void quantize_job_check(quantize_job *j, int argc, char **argv, const char *model_dir, const char *calib) {
+void quantize_job_check(quantize_job *j, int argc, char **argv, const char *model_dir, const char *calib,
+                        const char *eval) {
     if (j->size == 1) return;
-    enum { BIN, ARGS, MODEL, CALIB, N };
+    enum { BIN, ARGS, MODEL, CALIB, EVAL, N };
     static const char *what[N] = {"the pdq-mpi executable", "the command-line arguments", "the model (config.json, "
-                                  "safetensors headers or sizes)", "the calibration text"};
+                                  "safetensors headers or sizes)", "the calibration text", "the evaluation text"};
     uint64_t mine[N];
     mine[BIN] = hash_file(0xcbf29ce484222325ull, "/proc/self/exe", (size_t)-1);
     mine[ARGS] = 0xcbf29ce484222325ull;
     for (int i = 0; i < argc; i++) mine[ARGS] = fnv(mine[ARGS], argv[i], strlen(argv[i]) + 1);
     mine[MODEL] = hash_model(model_dir);
     mine[CALIB] = calib ? hash_file(0xcbf29ce484222325ull, calib, (size_t)-1) : 0;
+    mine[EVAL] = eval ? hash_file(0xcbf29ce484222325ull, eval, (size_t)-1) : 0;
     uint64_t *all = malloc(sizeof(uint64_t) * N * (size_t)j->size);
     pdq_status st = {0};
     if (!all || pdq_dist_allgather_u64(j->d, mine, N, all, &st)) {

@@ -70,6 +70,22 @@ int quantize_transform_run(const char *src_dir, const char *outdir, pdq_transfor
     return bad ? -1 : 0;
 }
 
+int quantize_transform_share(const char *src_dir, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
+                             int threads) {
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    quantize_view v = {0};
+    int bad = pdq_model_load_lazy(src_dir, &m, &st) != PDQ_OK;
+    if (bad) fprintf(stderr, "pdq quantize: %s\n", st.msg);
+    else {
+        pdq_set_threads(m, threads);
+        bad = quantize_transform_attach(m, o, calib, ns, T, threads, &v) != 0; /* the same pass, kept nowhere */
+    }
+    pdq_model_free(m);
+    quantize_transform_detach(&v);
+    return bad ? -1 : 0;
+}
+
 int quantize_transform_attach(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T, int threads,
                               quantize_view *v) {
     pdq_status st = {0};

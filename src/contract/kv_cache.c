@@ -46,6 +46,11 @@ pdq_code pdq_kv_init(pdq_kv_cache *c, int L, int B, int KV, int C, int hd, const
     return pdq_fail(st, PDQ_ERR_NOMEM, "KV cache: %d layers of %zu slots' values", L, n);
 }
 
+void pdq_kv_zero(pdq_kv_cache *c) {
+    size_t n = (size_t)c->B * c->KV * c->C * c->hd;
+    for (int i = 0; i < 2 * c->L; i++) memset(c->data[i], 0, n * es_of(c->grid[i].dt));
+}
+
 /* n values of src into cache i at element `at`. */
 static void put(const pdq_kv_cache *c, int i, size_t at, const float *src, size_t n) {
     const pdq_kv_grid *g = &c->grid[i];

@@ -31,6 +31,8 @@ pdq_kv_grid pdq_kv_grid_of(const pdq_tensor *t);
 /* grid: [2L] (NULL: every cache float). On error c holds nothing and needs no free. */
 pdq_code pdq_kv_init(pdq_kv_cache *c, int L, int B, int KV, int C, int hd, const pdq_kv_grid *grid, pdq_status *st);
 void pdq_kv_free(pdq_kv_cache *c);
+/* Every slot back to code 0, as pdq_kv_init left them. */
+void pdq_kv_zero(pdq_kv_cache *c);
 /* Layer l's K (which 0) or V (which 1) cache, in its grid's dtype. */
 static inline void *pdq_kv_data(const pdq_kv_cache *c, int l, int which) { return c->data[2 * l + which]; }
 /* Writes K/V deltas k, v (B, KV, T, hd) of the positions that have a slot: slot[b * T + t]

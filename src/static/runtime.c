@@ -121,6 +121,11 @@ void pdq_rt_reset(pdq_rt *rt) {
     memset(rt->len, 0, sizeof(int) * (size_t)rt->B);
 }
 
+void pdq_rt_clear(pdq_rt *rt) {
+    pdq_rt_reset(rt);
+    pdq_kv_zero(&rt->kv);
+}
+
 void pdq_rt_set_hook(pdq_rt *rt, pdq_edge_hook hook, void *ctx) {
     rt->hook = hook;
     rt->hook_ctx = ctx;

@@ -8,11 +8,13 @@
  * they do not interfere. SmoothQuant is last: its ranges are measured on the model as the other
  * transforms left it. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layer_ops.h"
+#include "dist/dist.h"
 #include "pdq/progress.h"
 #include "run.h"
 
@@ -134,6 +136,32 @@ static pdq_code tables(pdq_model *m, pdq_transform_opts *o, const pdq_orth *q, c
     return rc;
 }
 
+/* The ranks' ranges of one layer into r: the channel-wise maximum, taken in rank order on every
+ * rank (exact, so the result does not depend on the number of ranks or the order). */
+static pdq_code ranges_merge(const pdq_transform_opts *o, const pdq_config *c, pdq_layer_ranges *r, pdq_status *st) {
+    int size = pdq_dist_size(o->dist);
+    if (size == 1) return PDQ_OK;
+    size_t D = (size_t)c->hidden_size, O = (size_t)c->n_heads * c->head_dim, I = (size_t)c->intermediate_size;
+    size_t n = 2 * D + O + I;
+    float *mine = malloc(n * sizeof(float)), *all = malloc(n * (size_t)size * sizeof(float));
+    pdq_code rc = mine && all ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "SmoothQuant: out of memory merging ranges");
+    float *part[4] = {r->qkv, r->o, r->gate, r->down};
+    size_t len[4] = {D, O, D, I};
+    if (!rc) {
+        for (size_t i = 0, off = 0; i < 4; off += len[i], i++) memcpy(mine + off, part[i], len[i] * sizeof(float));
+        rc = pdq_dist_allgather(o->dist, mine, n * sizeof(float), all, st);
+    }
+    for (size_t i = 0, off = 0; !rc && i < 4; off += len[i], i++)
+        for (size_t j = 0; j < len[i]; j++) {
+            float v = all[off + j];
+            for (int k = 1; k < size; k++) v = fmaxf(v, all[(size_t)k * n + off + j]);
+            part[i][j] = v;
+        }
+    free(mine);
+    free(all);
+    return rc;
+}
+
 static pdq_code one_layer(pdq_model *m, int l, pdq_transform_opts *o, const pdq_orth *q, float *x, int ns, int T,
                           pdq_layer_ranges *r, pdq_layer_ranges *keep, const pdq_tensor_sink *k, pdq_status *st) {
     const pdq_config *c = &m->cfg;
@@ -143,6 +171,7 @@ static pdq_code one_layer(pdq_model *m, int l, pdq_transform_opts *o, const pdq_
     rc = pdq_transform_layer_fixed(L, c, l, o, q, st);
     /* SmoothQuant's ranges are those of the model as the other transforms left it */
     if (!rc && o->smooth) rc = pdq_layer_ranges_collect(m, l, L, x, ns, T, r, st);
+    if (!rc && o->smooth) rc = ranges_merge(o, c, r, st);
     if (!rc && o->smooth && keep) pdq_layer_ranges_copy(&keep[l], r, c);
     if (!rc && o->smooth) rc = pdq_smooth_layer(L, c, r, o->smooth_alpha, st);
     char name[160];
@@ -184,6 +213,17 @@ pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *c
     if (frc) return frc;
     if (o->smooth && (!calib || ns <= 0 || T <= 0)) return pdq_fail(st, PDQ_ERR_ARG, "SmoothQuant needs calibration windows");
     if (o->smooth && o->smooth_nsamples > 0 && o->smooth_nsamples < ns) ns = o->smooth_nsamples;
+    /* this rank's windows: s % ranks == rank (all of them in one process) */
+    int rank = pdq_dist_rank(o->dist), size = pdq_dist_size(o->dist);
+    int32_t *mine = NULL;
+    if (o->smooth && size > 1) {
+        int n = 0;
+        if (!(mine = malloc(((size_t)ns / size + 1) * T * sizeof *mine)))
+            return pdq_fail(st, PDQ_ERR_NOMEM, "SmoothQuant: out of memory for this rank's windows");
+        for (int s = rank; s < ns; s += size, n++) memcpy(mine + (size_t)n * T, calib + (size_t)s * T, (size_t)T * sizeof *mine);
+        calib = mine;
+        ns = n;
+    }
     pdq_transform_plan(m, o);
     pdq_orth q = {0};
     pdq_layer_ranges r = {0};
@@ -192,13 +232,14 @@ pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *c
     q.pool = o->pool;
     q.force_scalar = o->force_scalar;
     if (!rc && o->smooth) { /* every window's activations, carried from layer to layer */
-        x = malloc((size_t)ns * T * c->hidden_size * sizeof(float));
+        x = malloc(((size_t)ns * T * c->hidden_size + 1) * sizeof(float));
         rc = x ? pdq_layer_ranges_alloc(&r, c, st)
                : pdq_fail(st, PDQ_ERR_NOMEM, "SmoothQuant: out of memory for %d windows of %d tokens", ns, T);
     }
     if (!rc) rc = tables(m, o, &q, calib, ns, T, x, k, st);
     for (int l = 0; !rc && l < c->n_layers; l++) rc = one_layer(m, l, o, &q, x, ns, T, &r, keep, k, st);
     free(x);
+    free(mine);
     pdq_layer_ranges_free(&r);
     pdq_orth_free(&q);
     o->seconds = pdq_now() - t0;
