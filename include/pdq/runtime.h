@@ -80,6 +80,11 @@ int pdq_rt_max_seq(const pdq_rt *rt);
 /* Tokens in row b's sequence so far (prompt + decoded + appended). */
 int pdq_rt_len(const pdq_rt *rt, int b);
 void pdq_rt_reset(pdq_rt *rt);
+/* Forgets row b's tokens from position len on (0 <= len <= its length): the next append writes
+ * from slot len. Masks never show a slot at or past a row's length, so what those slots still
+ * hold is never read (as after any prefill). Used to score several continuations of one
+ * prefilled context (pdq eval). */
+pdq_code pdq_rt_rewind(pdq_rt *rt, int b, int len, pdq_status *st);
 /* The layer graphs (for observers / export): mode prefill, or append with Q (built if needed). */
 pdq_code pdq_rt_layer_graph(pdq_rt *rt, pdq_graph_mode mode, int Q, int layer, const pdq_graph **g,
                             pdq_status *st);
