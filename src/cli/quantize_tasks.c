@@ -25,6 +25,7 @@ typedef struct {
     pdq_task **t;
     pdq_task_result *r[P_COUNT]; /* [task] */
     int done[P_COUNT];           /* tasks scored on the path */
+    int skipped[P_COUNT];        /* integer mode unsupported on this checkpoint (group-wise weights) */
     pdq_ll_request ***reqs;      /* [task][item][request] of the FP32 path (same tokenizer everywhere) */
 } task_set;
 
@@ -112,7 +113,8 @@ static int run_reference(task_set *s, int path, const char *dir, const pdq_token
     return bad;
 }
 
-/* The static graphs of outdir in fake-quant or integer mode, as pdq eval --static --mode runs them. */
+/* The static graphs of outdir in fake-quant or integer mode, as pdq eval --static --mode runs them.
+ * Where integer mode cannot run (cli_exec_rt falls back to fake-quant) the path is skipped. */
 static int run_static(task_set *s, int path, const char *outdir, const pdq_tokenizer *tok, const char *buckets, int threads) {
     pdq_model *m = cli_load_model("quantize", outdir, threads);
     if (!m) return 1;
@@ -120,12 +122,16 @@ static int run_static(task_set *s, int path, const char *outdir, const pdq_token
     pdq_ptq *ptq = NULL;
     cli_exec ex = {0};
     ex.mode = path == P_INT ? PDQ_EXEC_INT : PDQ_EXEC_FAKE;
-    ex.given = 1;
+    ex.given = path != P_INT; /* int: a checkpoint it cannot run is noted, not an error */
     eval_rt_session es = {0};
     pdq_ll_session ss = {0};
     pdq_status st = {0};
     int bq[PDQ_MAX_BUCKETS], nb = 0, bad = 1;
     if (cli_static_runtime("quantize", outdir, m, 1, 0, NULL, 0, &rt, &ptq) || cli_exec_rt(&ex, "quantize", outdir, rt, ptq, threads)) {
+    } else if (path == P_INT && ex.mode != PDQ_EXEC_INT) {
+        fprintf(stderr, "pdq quantize: tasks: no integer-mode scores (integer mode cannot run this checkpoint)\n");
+        s->skipped[path] = 1;
+        bad = 0;
     } else if (buckets && pdq_buckets_parse(buckets, pdq_rt_max_seq(rt), bq, &nb, &st) != PDQ_OK) {
         fprintf(stderr, "pdq quantize: --append-bucket: %s\n", st.msg);
     } else if (eval_rt_session_init(&es, rt, m->cfg.vocab_size, bq, nb, &ss, &st) != PDQ_OK) {
@@ -224,6 +230,7 @@ int quantize_tasks_run(const quantize_tasks_opts *o, const char *fp32_dir, const
         cJSON_AddBoolToObject(tj, "add_bos", 1);
         for (int i = 0; i < s.n; i++)
             for (int p = 0; p < paths; p++) {
+                if (s.skipped[p]) continue;
                 const pdq_task_result *x = &s.r[p][i];
                 cJSON *e = cJSON_CreateObject();
                 cJSON_AddStringToObject(e, "task", s.t[i]->name);
@@ -237,7 +244,7 @@ int quantize_tasks_run(const quantize_tasks_opts *o, const char *fp32_dir, const
                 if (x->n_subjects) add_metric(e, "macro_acc", x->macro);
                 cJSON_AddItemToArray(res, e);
             }
-        if (act) {
+        if (act && !s.skipped[P_INT]) {
             cJSON *iv = cJSON_AddArrayToObject(tj, "int_vs_fake");
             for (int i = 0; i < s.n; i++)
                 if (s.t[i]->kind != PDQ_TASK_GREEDY) cJSON_AddItemToArray(iv, int_vs_fake(&s, i));
