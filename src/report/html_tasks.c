@@ -67,8 +67,10 @@ void html_tasks(FILE *f, const cJSON *r) {
     fputs("<th>n</th></tr>\n", f);
     for (int t = 0; t < nt; t++)
         for (size_t k = 0; k < sizeof k_metrics / sizeof *k_metrics; k++) {
-            const cJSON *first = find(res, tasks[t], paths[0]);
-            if (!cJSON_IsNumber(get(first, k_metrics[k]))) continue;
+            const cJSON *first = NULL; /* the first path with the metric: a row when any has it */
+            for (int p = 0; p < np && !first; p++)
+                if (cJSON_IsNumber(get(find(res, tasks[t], paths[p]), k_metrics[k]))) first = find(res, tasks[t], paths[p]);
+            if (!first) continue;
             fputs("<tr><td>", f);
             html_esc(f, tasks[t]);
             fprintf(f, "</td><td>%s</td>", k_metrics[k]);

@@ -87,4 +87,13 @@ vals = [float(v) for v in re.findall(r'<td data-value="([^"]+)">', html[html.ind
 want = [r[m] for r in rep['results'] for m in ('acc', 'acc_norm') if m in r]
 assert sorted(vals) == sorted(want), (vals, want)
 PY
+# pdq report on hostile "tasks" entries: wrong types, missing fields, more paths than a row shows
+mkdir -p "$tmp/h"
+python3 - "$tmp/h/report.json" <<'PY'
+import json, sys
+res = [1, "x", {"task": 3}, {"path": "fp32"}, {"task": "t", "path": "fp32", "acc": "high", "acc_stderr": None}]
+res += [{"task": "t%d" % (i % 70), "path": "p%d" % i, "acc": i / 100, "refused": "many"} for i in range(100)]
+json.dump({"tasks": {"results": res, "int_vs_fake": [{"task": 5}, 7, {"changed": "a"}], "limit": "all"}}, open(sys.argv[1], "w"))
+PY
+check report-hostile "'$PDQ' report '$tmp/h' >/dev/null 2>&1 && grep -q 'Task accuracy per path' '$tmp/h/report.html'"
 exit $fail
