@@ -151,6 +151,9 @@ void pdq_crt_free(pdq_crt *rt);
 int pdq_crt_max_seq(const pdq_crt *rt);
 int pdq_crt_vocab(const pdq_crt *rt);
 int pdq_crt_len(const pdq_crt *rt);
+/* Forgets the tokens from position len on (0 <= len <= pdq_crt_len): the next append writes from
+ * slot len (masks never show a slot at or past the length). */
+pdq_code pdq_crt_rewind(pdq_crt *rt, int len, pdq_status *st);
 /* pdq_cg_weight_bytes of everything one decode step runs (the decode file, or every layer's
  * decode file with token_embedding and lm_head). */
 size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt);

@@ -83,6 +83,11 @@ void pdq_rt_reset(pdq_rt *rt);
 /* pdq_rt_reset and every cache slot zeroed, as a new runtime: what the masked slots of the next
  * sequence hold then does not depend on earlier sequences. */
 void pdq_rt_clear(pdq_rt *rt);
+/* Forgets row b's tokens from position len on (0 <= len <= its length): the next append writes
+ * from slot len. Masks never show a slot at or past a row's length, so what those slots still
+ * hold is never read (as after any prefill). Used to score several continuations of one
+ * prefilled context (pdq eval). */
+pdq_code pdq_rt_rewind(pdq_rt *rt, int b, int len, pdq_status *st);
 /* The layer graphs (for observers / export): mode prefill, or append with Q (built if needed). */
 pdq_code pdq_rt_layer_graph(pdq_rt *rt, pdq_graph_mode mode, int Q, int layer, const pdq_graph **g,
                             pdq_status *st);

@@ -248,6 +248,13 @@ int pdq_crt_max_seq(const pdq_crt *rt) { return rt->S; }
 int pdq_crt_vocab(const pdq_crt *rt) { return rt->V; }
 int pdq_crt_len(const pdq_crt *rt) { return rt->len; }
 
+pdq_code pdq_crt_rewind(pdq_crt *rt, int len, pdq_status *st) {
+    if (len < 0 || len > rt->len)
+        return pdq_fail(st, PDQ_ERR_ARG, "circle rewind: the cache holds %d tokens, cannot rewind to %d", rt->len, len);
+    rt->len = len;
+    return PDQ_OK;
+}
+
 size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt) {
     if (rt->whole) return pdq_cg_weight_bytes(rt->decode);
     size_t n = pdq_cg_weight_bytes(rt->embed) + pdq_cg_weight_bytes(rt->head);

@@ -23,6 +23,7 @@
 #include "quantize_preflight.h"
 #include "quantize_prompts.h"
 #include "quantize_job.h"
+#include "quantize_tasks.h"
 
 #define MAX_OVERRIDES 64
 
@@ -50,6 +51,12 @@ static const char *k_usage =
     "  --eval-tokens N      evaluate on the first N tokens of --eval only (a quick look)\n"
     "  --kld                KL divergence of the quantized weights against the FP32 model on --eval (as\n"
     "                       pdq ppl --kld; FP32 logits cached per evaluation file), in report.json and the summary\n"
+    "  --eval-task NAME[,NAME...]  task accuracy as pdq eval scores it (lm-evaluation-harness's rules) of FP32,\n"
+    "                       the quantized weights and, with activations, the static graphs in fake-quant and\n"
+    "                       integer mode, in report.json (\"tasks\"), the summary and report.html\n"
+    "  --task-data PATH     the task data sets (pdq eval --data; required with --eval-task)\n"
+    "  --task-limit N       the first N items of each task (default: all)\n"
+    "  --task-shots K       mmlu: K dev questions before each (default 0)\n"
     QUANTIZE_TRANSFORM_USAGE
     PTQ_ARGS_USAGE
     QUANTIZE_EXPORT_USAGE;
@@ -91,7 +98,7 @@ int cmd_quantize(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "quantize", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_required(&a, "--model"), *out = args_required(&a, "--out"), *calib = args_str(&a, "--calib");
+    const char *dir = args_required(&a, "--model"), *fp32_dir = dir, *out = args_required(&a, "--out"), *calib = args_str(&a, "--calib");
     const char *method = args_str(&a, "--method"), *evalf = args_str(&a, "--eval");
     pdq_quant_opts o;
     pdq_quant_opts_default(&o, 4);
@@ -113,6 +120,10 @@ int cmd_quantize(int argc, char **argv) {
     double known_fp32 = args_real(&a, "--eval-fp32-ppl", 0, 1, HUGE_VAL, ARGS_CLOSED);
     const char *export = args_str(&a, "--export"), *buckets = args_str(&a, "--append-bucket");
     int want_kld = args_flag(&a, "--kld");
+    quantize_tasks_opts tko = {args_str(&a, "--eval-task"), args_str(&a, "--task-data"),
+                               args_int_range(&a, "--task-limit", 0, 1, 1L << 30), (int)args_int_range(&a, "--task-shots", 0, 0, 64)};
+    if (tko.tasks && !tko.data) args_error(&a, "--eval-task needs --task-data PATH (the task data sets, as pdq eval's --data)");
+    if (!tko.tasks && (tko.data || tko.limit || tko.shots)) args_error(&a, "--task-data/--task-limit/--task-shots go with --eval-task NAME");
     if (want_kld && !evalf) args_error(&a, "--kld needs --eval FILE (the text it compares the two models on)");
     int graph_opts_given = args_str(&a, "--rope") || args_str(&a, "--scale-fusion") || args_str(&a, "--layout");
     pdq_ptq_run_opts ro;
@@ -189,6 +200,7 @@ int cmd_quantize(int argc, char **argv) {
      * Under mpirun rank 0 checks first and the others follow once it passed (one message). */
     if (!job.lead && pdq_dist_barrier(job.d, &st)) goto fail;
     if ((status = quantize_preflight(&plan, m)) != 0) goto done;
+    if (job.lead && tko.tasks && (status = quantize_tasks_check(&tko)) != 0) goto done;
     if (!job.lead) export = NULL; /* --eval stays: the perplexities are split over the ranks */
     if ((abits != PDQ_ADT_FLOAT || export) && job.lead && quantize_prompts_load(evalf ? evalf : calib, &prompts, &ro))
         goto done;
@@ -345,6 +357,11 @@ int cmd_quantize(int argc, char **argv) {
     t0 = pdq_now();
     if (export && quantize_export(dir, out, ex_whole, ex_per, buckets, &ro, eval_ids, (long)n_eval, threads)) goto done;
     if (export) quantize_split_export_time(out, pdq_now() - t0, &tm);
+    if (tko.tasks) { /* one model at a time from here */
+        pdq_model_free(m);
+        m = NULL;
+        if (quantize_tasks_run(&tko, fp32_dir, out, abits != PDQ_ADT_FLOAT, buckets, threads)) goto done;
+    }
     tm.total = pdq_now() - t_start;
     fflush(stdout);
     if (saved_stdout >= 0) { dup2(saved_stdout, 1); close(saved_stdout); saved_stdout = -1; }

@@ -9,6 +9,7 @@
 #include "common.h"
 #include "pdq/config.h"
 #include "pdq/file.h"
+#include "quantize_tasks.h"
 
 static const char *const k_phase[QS_COUNT] = {"fp32_eval", "calibration", "weights", "save", "quant_eval",
                                               "activations", "export", "export_check"};
@@ -195,6 +196,7 @@ int quantize_summary(const char *model_dir, const char *outdir, const quantize_t
     if (top1 >= 0) printf("top-1        %.2f%% of %.0f steps vs FP32 (fake-quant)", 100 * top1, nsteps);
     if (etop1 >= 0) printf(", %.2f%% through the exported pair", 100 * etop1);
     if (top1 >= 0 || etop1 >= 0) printf("\n");
+    quantize_tasks_print(r, stdout);
     snprintf(p2, sizeof p2, "%s/ptq.json", outdir);
     printf("outputs      %s/: report.json, report.html, pdq_quant.json + model.q.safetensors, hf/%s%s\n", outdir,
            file_bytes(p2) >= 0 ? ", ptq.json" : "", cb >= 0 ? ", circle/" : "");

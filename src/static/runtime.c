@@ -126,6 +126,14 @@ void pdq_rt_clear(pdq_rt *rt) {
     pdq_kv_zero(&rt->kv);
 }
 
+pdq_code pdq_rt_rewind(pdq_rt *rt, int b, int len, pdq_status *st) {
+    if (b < 0 || b >= rt->B) return pdq_fail(st, PDQ_ERR_ARG, "rewind: row %d of a batch of %d", b, rt->B);
+    if (len < 0 || len > rt->len[b])
+        return pdq_fail(st, PDQ_ERR_ARG, "rewind: row %d holds %d tokens, cannot rewind to %d", b, rt->len[b], len);
+    rt->len[b] = len;
+    return PDQ_OK;
+}
+
 void pdq_rt_set_hook(pdq_rt *rt, pdq_edge_hook hook, void *ctx) {
     rt->hook = hook;
     rt->hook_ctx = ctx;
