@@ -487,11 +487,10 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
 /* A quantized k_proj keeps its float32 row (or contiguous group) scales on the model
  * (pdq_layer.wk_scale): a k_proj scale fold then scales them, keeping the folded weight (code -
  * zero) * float32 scale. Act-order groups keep none. */
-static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const cJSON *e, const char *name, pdq_status *st) {
-    int l, end = 0;
-    if (sscanf(name, "model.layers.%d.self_attn.k_proj%n", &l, &end) != 1 || name[end] || l < 0 ||
-        l >= m->cfg.n_layers)
-        return PDQ_OK;
+static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const cJSON *e, const mtensor *t, pdq_status *st) {
+    int l = t->layer;
+    const char *name = t->name;
+    if (t->kind != PDQ_ROLE_WEIGHT || t->lin != PDQ_LIN_K || l < 0 || l >= m->cfg.n_layers) return PDQ_OK;
     char nm[160];
     snprintf(nm, sizeof nm, "%.127s.scales", name);
     const pdq_st_tensor *ts = pdq_st_find(s, nm);
@@ -560,7 +559,7 @@ pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
             matched++;
             if (!mt[i].cols) rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s is 1-D and cannot be quantized", path, mt[i].name);
             else rc = load_module(s, e, &mt[i], dst, path, st);
-            if (!rc) rc = keep_k_scale(m, s, e, mt[i].name, st);
+            if (!rc) rc = keep_k_scale(m, s, e, &mt[i], st);
         } else {
             char nm[160];
             snprintf(nm, sizeof nm, "%.127s%s", mt[i].name, mt[i].suffix);
