@@ -171,14 +171,28 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
                                 ? "y = x*cos + concat(x2, x1)*sin' with sin'[:hd/2] = -sin[:hd/2]"
                                 : "y = x*cos + concat(-x2, x1)*sin");
     cJSON_AddNumberToObject(rp, "theta", c->rope_theta);
-    cJSON_AddStringToObject(rp, "scaling", c->rope_type == PDQ_ROPE_LLAMA3 ? "llama3" : "default");
+    int longrope = c->rope_type == PDQ_ROPE_LONGROPE;
+    cJSON_AddStringToObject(rp, "scaling", c->rope_type == PDQ_ROPE_LLAMA3 ? "llama3" : longrope ? "longrope" : "default");
     if (c->rope_type == PDQ_ROPE_LLAMA3) {
         cJSON_AddNumberToObject(rp, "factor", c->rope_factor);
         cJSON_AddNumberToObject(rp, "low_freq_factor", c->rope_low_freq_factor);
         cJSON_AddNumberToObject(rp, "high_freq_factor", c->rope_high_freq_factor);
         cJSON_AddNumberToObject(rp, "original_max_position_embeddings", c->rope_original_max_pos);
     }
-    cJSON_AddNumberToObject(rp, "attention_scaling", 1.0);
+    if (longrope) {
+        /* HF picks long_factor for a sequence longer than original_max_position_embeddings; the
+         * graphs hold one table and max_seq is refused past that length, so every graph here
+         * uses short_factor, at every position */
+        cJSON_AddStringToObject(rp, "factor_set", "short_factor");
+        cJSON *sf = cJSON_AddArrayToObject(rp, "factors");
+        for (int i = 0; i < pdq_cfg_rotary_dim(c) / 2; i++) cJSON_AddItemToArray(sf, cJSON_CreateNumber(c->rope_short[i]));
+        cJSON_AddNumberToObject(rp, "original_max_position_embeddings", c->rope_original_max_pos);
+        cJSON_AddStringToObject(rp, "factor_rule",
+                                "inv_freq[i] = 1 / (factors[i] * theta^(2i/rotary_dim)); long_factor (positions past "
+                                "original_max_position_embeddings) is not served: max_seq <= that length");
+    }
+    /* longrope's attention factor multiplies cos and sin; the tables already hold it */
+    cJSON_AddNumberToObject(rp, "attention_scaling", longrope ? c->rope_attn_factor : 1.0);
     cJSON_AddStringToObject(rp, "tables", "rope_cos.npy, rope_sin.npy: (max_seq, head_dim) float32 rows by position "
                                           "(emb = cat(freqs, freqs)); sin already in the convention's form");
     cJSON_AddStringToObject(rp, "cos", "rope_cos.npy");

@@ -188,18 +188,12 @@ static pdq_code load_2d(struct pdq_packed *p, const cJSON *tens, const char *nam
     return rc;
 }
 
-/* A table role's HF name without its ".weight": the base load_2d looks up. */
-static void role_base(const pdq_config *c, pdq_role_kind kind, char *buf, size_t cap) {
-    pdq_model_role_name(c, kind, -1, buf, cap);
-    size_t n = strlen(buf);
-    if (n > 7 && strcmp(buf + n - 7, ".weight") == 0) buf[n - 7] = '\0';
-}
 
 static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, const char *file, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     int D = c->hidden_size, V = c->vocab_size, matched = 0;
     char nm[192];
-    role_base(c, PDQ_ROLE_EMBED, nm, sizeof nm);
+    pdq_model_role_module(c, PDQ_ROLE_EMBED, -1, nm, sizeof nm);
     pdq_code rc = load_2d(p, tens, nm, V, D, file, c->tie_word_embeddings, &m->embed, &m->embed_q, &matched, st);
     if (!rc) rc = pdq_model_read_small(p->src, m, st);
     for (int l = 0; !rc && l < c->n_layers; l++) {
@@ -215,7 +209,7 @@ static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, 
         m->lm_head = m->embed;
         m->lm_head_q = m->embed_q;
     } else if (!rc) {
-        role_base(c, PDQ_ROLE_LM_HEAD, nm, sizeof nm);
+        pdq_model_role_module(c, PDQ_ROLE_LM_HEAD, -1, nm, sizeof nm);
         rc = load_2d(p, tens, nm, V, D, file, 1, &m->lm_head, &m->lm_head_q, &matched, st);
     }
     if (!rc && matched != cJSON_GetArraySize(tens))

@@ -89,6 +89,12 @@ void pdq_model_role_name(const pdq_config *cfg, pdq_role_kind kind, int l, char 
         }
 }
 
+void pdq_model_role_module(const pdq_config *cfg, pdq_role_kind kind, int l, char *buf, size_t cap) {
+    pdq_model_role_name(cfg, kind, l, buf, cap);
+    size_t n = strlen(buf);
+    if (n > 7 && strcmp(buf + n - 7, ".weight") == 0) buf[n - 7] = '\0';
+}
+
 /* Weight roles of a layer: separate linears and stacked ones. */
 static int is_weight(const pdq_tensor_role *r) {
     return r->kind == PDQ_ROLE_WEIGHT || r->kind == PDQ_ROLE_FUSED_WEIGHT;

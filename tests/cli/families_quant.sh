@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Quantize and export on the families of ../shared/reference/families that every path computes
-# (qwen2: q/k/v biases, qwen3: q/k head norms, llama-bias: biases on all seven linears): GPTQ w4
-# a16 with the Circle pair, per-layer files and the hybrid export; the exported pair equals the
+# (qwen2: q/k/v biases, qwen3: q/k head norms, llama-bias: biases on all seven linears, phi3:
+# stacked qkv_proj / gate_up_proj, phi4mini: those plus partial RoPE and longrope): GPTQ w4 a16
+# with the Circle pair, per-layer files and the hybrid export; the exported pair equals the
 # in-memory integer run logit for logit; integer mode stays as close to the float graphs as
 # fake-quant does; flatc parses every file against the schema; the quantized checkpoint and its
-# hf/ copy reload. The checkpoints carry no tokenizer, so stories260K's (the same 512-token
+# hf/ copy reload, and the hf/ copy holds the codes' values under the source's names and shapes
+# (stacked tensors restacked in the source's row order), re-read by an independent Python reader. The checkpoints carry no tokenizer, so stories260K's (the same 512-token
 # vocabulary size) is put beside them for calibration text. Skips when ../shared is absent.
 set -u
 PDQ=${1:?usage: families_quant.sh PDQ_BINARY}
@@ -18,7 +20,7 @@ if [ ! -d "$F" ] || [ ! -d "$S" ]; then
 fi
 schema=../shared/circle/circle_schema.flatc2.fbs
 
-for fam in qwen2 qwen3 llama-bias; do
+for fam in qwen2 qwen3 llama-bias phi3 phi4mini; do
     m=$tmp/$fam-src
     mkdir -p "$m"
     cp "$F/$fam/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
@@ -47,6 +49,9 @@ for fam in qwen2 qwen3 llama-bias; do
     fi
     # the quantized checkpoint (packed and dequantized) and its hf/ copy load, and agree
     check "$fam-hf-copy" "'$PDQ' info --model '$q/hf' --json | jq -e '.family' >/dev/null"
+    check "$fam-hf-values" "python3 '$(dirname "$0")/lib/check_restack.py' '$q' '$m' >'$tmp/$fam.restack'"
+    [ "$fam" = phi3 ] && check "$fam-restacked" "grep -q 'qkv_proj.weight = q_proj | k_proj | v_proj' '$tmp/$fam.restack' &&
+        grep -q 'gate_up_proj.weight = gate_proj | up_proj' '$tmp/$fam.restack'"
     # (packed kernels on the codes against f32 on the dequantized copy: equal to rounding)
     seq 1 3 300 | awk '{ print $1 % 500 }' >"$tmp/ids"
     pq=$("$PDQ" ppl --model "$q" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
@@ -67,17 +72,43 @@ mkdir -p "$m" && cp "$F/mistral/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/toke
     --verify-steps 4 --export circle-full,circle-per-layer --append-bucket 4 --out "$tmp/mq" --quiet >/dev/null 2>&1 || bad "mistral quantize"
 check mistral-manifest "jq -e '.model.sliding_window == 8' '$tmp/mq/circle/manifest.json' >/dev/null"
 check mistral-circle "'$PDQ' verify --circle '$tmp/mq/circle' --model '$tmp/mq' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
-err mistral-transform "'$PDQ' quantize --model '$m' --method rtn --wbits 4 --transform r1 --out '$tmp/mt'" \
-    "a sliding attention window (config.json 'sliding_window') not yet supported by the transforms"
-# phi4mini (partial RoPE, longrope): the float pair, cos/sin of 24 of 32 dims, equals the in-memory graphs;
-# quantizing its stacked linears is refused before any work
+# the transforms are weight-space: the window the masks apply changes nothing in them
+"$PDQ" quantize --model "$m" --calib $C --method rtn --wbits 8 --abits none --transform r1,r2,cle,smooth \
+    --smooth-nsamples 2 --seq-len 64 --save-transformed --out "$tmp/mt" --quiet >/dev/null 2>&1 || bad "mistral transform"
+seq 1 3 300 | awk '{ print $1 % 500 }' >"$tmp/ids"
+p0=$("$PDQ" ppl --model "$m" --ids-file "$tmp/ids" --max-len 32 --stride 16 --json 2>/dev/null | jq .ppl)
+p1=$("$PDQ" ppl --model "$tmp/mt/transformed" --ids-file "$tmp/ids" --max-len 32 --stride 16 --json 2>/dev/null | jq .ppl)
+check mistral-transforms-preserve "awk -v a='$p0' -v b='$p1' 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d / a < 1e-5) }'"
+# phi4mini (partial RoPE, longrope): the float pair, cos/sin of 24 of 32 dims, equals the in-memory
+# graphs; the manifest says the graphs use longrope's short factors (the only set a max_seq within
+# original_max_position_embeddings reaches), and the cos/sin tables are those factors' rows with the
+# attention factor, recomputed here from config.json
 p=$F/phi4mini/ckpt
 "$PDQ" export --model $p --max-seq 32 --out "$tmp/pe" --quiet >/dev/null 2>&1 || bad "phi4mini export"
 check phi4mini-manifest "jq -e '.model.rotary_dim == 24' '$tmp/pe/manifest.json' >/dev/null"
 check phi4mini-circle "'$PDQ' verify --circle '$tmp/pe' --model $p --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
 err phi4mini-longrope "'$PDQ' export --model $p --max-seq 256 --out '$tmp/pe2'" "exceeds longrope's original_max_position_embeddings 128"
-m=$tmp/phi-src
-mkdir -p "$m" && cp "$p/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
-err phi4mini-quantize "'$PDQ' quantize --model '$m' --method rtn --wbits 4 --out '$tmp/pq'" "stacked qkv_proj / gate_up_proj"
-check phi4mini-no-output "[ ! -e '$tmp/pq/model.q.safetensors' ]"
+check phi4mini-factor-set "jq -e '.rope.scaling == \"longrope\" and .rope.factor_set == \"short_factor\" and
+    .rope.original_max_position_embeddings == 128 and (.rope.attention_scaling - 1.309307 | fabs) < 1e-5' '$tmp/pe/manifest.json' >/dev/null"
+check phi4mini-short-tables "python3 - '$p/config.json' '$tmp/pe' <<'PY'
+import json, math, struct, sys
+cfg = json.load(open(sys.argv[1]))
+def npy(path):
+    b = open(path, 'rb').read()
+    n = struct.unpack('<H', b[8:10])[0]
+    d = b[10 + n:]
+    return struct.unpack('<%df' % (len(d) // 4), d)
+cos, sin = npy(sys.argv[2] + '/rope_cos.npy'), npy(sys.argv[2] + '/rope_sin.npy')
+neg = json.load(open(sys.argv[2] + '/manifest.json'))['rope']['convention'] == 'pre_negated_sin'
+rd = int(cfg['hidden_size'] // cfg['num_attention_heads'] * cfg['partial_rotary_factor'])
+sc = cfg['rope_scaling']
+orig = cfg['original_max_position_embeddings']
+attn = math.sqrt(1 + math.log(cfg['max_position_embeddings'] / orig) / math.log(orig))
+worst = 0.0
+for p in range(len(cos) // rd):
+    for i in range(rd):
+        f = p / (sc['short_factor'][i % (rd // 2)] * cfg['rope_theta'] ** (2 * (i % (rd // 2)) / rd))
+        worst = max(worst, abs(cos[p * rd + i] - math.cos(f) * attn), abs(sin[p * rd + i] - (-1 if neg and i < rd // 2 else 1) * math.sin(f) * attn))
+sys.exit(0 if len(cos) == 32 * rd and worst < 1e-5 else 1)
+PY"
 exit $fail
