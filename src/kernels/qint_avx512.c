@@ -113,7 +113,111 @@ QI_AVX512 static inline __m512i step4(const qk_rows4 *p, size_t off, size_t rb, 
     return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
 }
 
+/* Groups of 32 whose steps are whole groups (cols > 128 (ns - 1)), at most G32_GROUPS a row:
+ * sixteen rows at a time, as four 4-row blocks read one after the other (the same stream as
+ * four rows at a time). A block's step leaves t = fmaf(xs, S, 0) of its four groups and rows and
+ * their scales, in tb / sb at [group][row of the sixteen]; then one chain y = fmaf(scale, t, y)
+ * over the groups, in the rule's order, runs for all sixteen rows in one register. Run for four
+ * rows in the lanes of an __m128 that chain (a dependent fma per group) bounded the GEMV; the
+ * stack copy of widened scales cost another tenth. */
+#define G32_GROUPS 256
+
+/* Groups g0..g0+3 of rows rk[0..3]'s scales in lane 4j + k (group g0 + j, row k), f16 and bf16
+ * converted in registers (exact, as the widening copy). */
+QI_AVX512 static inline __m512 scales_4x4(const pdq_qmatrix *w, const int *rk, int g0) {
+    const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    size_t ng = (size_t)w->ngroups;
+    __m512 f; /* lane 4k + j */
+    if (w->scales16) {
+        const uint16_t *s = w->scales16 + g0;
+        __m128i a = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(s + (size_t)rk[0] * ng)),
+                                       _mm_loadl_epi64((const __m128i *)(s + (size_t)rk[1] * ng)));
+        __m128i b = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(s + (size_t)rk[2] * ng)),
+                                       _mm_loadl_epi64((const __m128i *)(s + (size_t)rk[3] * ng)));
+        __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+        f = w->scale_type == PDQ_QSCALE_F16 ? _mm512_cvtph_ps(h)
+                                           : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+        const float *s = w->scales + g0;
+        f = _mm512_castps128_ps512(_mm_loadu_ps(s + (size_t)rk[0] * ng));
+        f = _mm512_insertf32x4(f, _mm_loadu_ps(s + (size_t)rk[1] * ng), 1);
+        f = _mm512_insertf32x4(f, _mm_loadu_ps(s + (size_t)rk[2] * ng), 2);
+        f = _mm512_insertf32x4(f, _mm_loadu_ps(s + (size_t)rk[3] * ng), 3);
+    }
+    return _mm512_permutexvar_ps(transpose, f);
+}
+
+/* One 4-row block's step of gemv_groups32: S = q - zero * sum(xq), t = fmaf(xs, S, 0), then
+ * y = fmaf(scale, t, y) for the step's four groups in order (lane 4j + k: group 4s + j, row k). */
+QI_AVX512 static inline __m128 g32_step(const pdq_qmatrix *w, const qk_rows4 *p, const int *rk, const int32_t *sx,
+                                        const float *xsv, const int32_t *zsv, int s, __m512i q, __m128 y) {
+    __m512i zs;
+    if (zsv) {
+        zs = _mm512_load_si512(zsv + 16 * s);
+    } else { /* dword k: row k's zeros of the step's four groups */
+        const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+        const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        int g0 = 4 * s;
+        __m128i z01 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[0] + g0), _mm_loadu_si32(p->zero[1] + g0));
+        __m128i z23 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[2] + g0), _mm_loadu_si32(p->zero[3] + g0));
+        __m512i z = _mm512_permutexvar_epi32(transpose, _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(z01, z23)));
+        zs = _mm512_mullo_epi32(z, _mm512_permutexvar_epi32(lane_j, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(sx + g0)))));
+    }
+    __m512 t = _mm512_fmadd_ps(_mm512_load_ps(xsv + 16 * s), _mm512_cvtepi32_ps(_mm512_sub_epi32(q, zs)), _mm512_setzero_ps());
+    __m512 sc = scales_4x4(w, rk, 4 * s);
+    y = _mm_fmadd_ps(_mm512_castps512_ps128(sc), _mm512_castps512_ps128(t), y);
+    y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 1), _mm512_extractf32x4_ps(t, 1), y);
+    y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 2), _mm512_extractf32x4_ps(t, 2), y);
+    return _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 3), _mm512_extractf32x4_ps(t, 3), y);
+}
+
+QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1,
+                                    float *y) {
+    const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const int8_t *planes = qi_planes(pl, xt);
+    const float *xs = qi_xs(pl, xt);
+    const int32_t *sx = qi_sx(pl, xt);
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
+    int ns = pl->nsteps;
+    _Alignas(64) float xsv[G32_GROUPS * 4];
+    _Alignas(64) int32_t zsv[G32_GROUPS * 4];
+    /* per step, in lane 4j + k: xs of group 4s + j and, with one shared row of zero points, zero * sum(xq) */
+    for (int s = 0; s < ns; s++) {
+        _mm512_store_ps(xsv + 16 * s, _mm512_permutexvar_ps(lane_j, _mm512_castps128_ps512(_mm_loadu_ps(xs + 4 * s))));
+        if (w->zero_stride) continue;
+        __m512i z = _mm512_cvtepu8_epi32(_mm_loadu_si32(w->zeros + 4 * s));
+        __m512i zs = _mm512_mullo_epi32(z, _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)(sx + 4 * s))));
+        _mm512_store_si512(zsv + 16 * s, _mm512_permutexvar_epi32(lane_j, zs));
+    }
+    const int32_t *zp = w->zero_stride ? NULL : zsv;
+    for (int r = r0; r < r1; r += 8) { /* two blocks at once: each one's chain hides the other's latency */
+        qk_rows4 pa, pb;
+        int rk[8], na = qi_rows4_begin_codes(w, r, r1, pf, &pa);
+        int nb = r + 4 < r1 ? qi_rows4_begin_codes(w, r + 4, r1, pf, &pb) : 0;
+        if (!nb) pb = pa; /* a last lone block: computed twice, stored once */
+        for (int k = 0; k < 4; k++) {
+            rk[k] = r + (k < na ? k : na - 1);
+            rk[4 + k] = nb ? r + 4 + (k < nb ? k : nb - 1) : rk[k];
+        }
+        __m128 ya = _mm_setzero_ps(), yb = _mm_setzero_ps();
+        for (int s = 0; s < ns; s++) {
+            __m512i qa = step4(&pa, (size_t)s * 64, rb, planes + (size_t)s * 256);
+            __m512i qb = step4(&pb, (size_t)s * 64, rb, planes + (size_t)s * 256);
+            ya = g32_step(w, &pa, rk, sx, xsv, zp, s, qa, ya);
+            yb = g32_step(w, &pb, rk + 4, sx, xsv, zp, s, qb, yb);
+        }
+        float out[8];
+        _mm_storeu_ps(out, ya);
+        _mm_storeu_ps(out + 4, yb);
+        for (int k = 0; k < na + nb; k++) y[r + k] = out[k];
+    }
+}
+
 QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+    if (pl->B == 32 && pl->nblocks == 4 * pl->nsteps && w->ngroups <= G32_GROUPS) {
+        gemv_groups32(w, pl, xt, r0, r1, y);
+        return;
+    }
     const int8_t *planes = qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
