@@ -123,11 +123,17 @@ QI_AVX512 static inline __m512i step4(const qk_rows4 *p, size_t off, size_t rb, 
 #define G32_GROUPS 256
 
 /* Groups g0..g0+3 of rows rk[0..3]'s scales in lane 4j + k (group g0 + j, row k), f16 and bf16
- * converted in registers (exact, as the widening copy). */
+ * converted in registers (exact, as the widening copy); scales in 4-row blocks (rk[0] a block's
+ * first row, rk the block's rows) are one 32-byte load. */
 QI_AVX512 static inline __m512 scales_4x4(const pdq_qmatrix *w, const int *rk, int g0) {
     const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     size_t ng = (size_t)w->ngroups;
     __m512 f; /* lane 4k + j */
+    if (w->scales_rows4) { /* the block's [group][row]: lane 4j + k as stored */
+        __m256i h = _mm256_loadu_si256((const __m256i *)(w->scales16 + pdq_qmatrix_scale_index(w, rk[0], g0)));
+        return w->scale_type == PDQ_QSCALE_F16 ? _mm512_cvtph_ps(h)
+                                               : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
     if (w->scales16) {
         const uint16_t *s = w->scales16 + g0;
         __m128i a = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(s + (size_t)rk[0] * ng)),

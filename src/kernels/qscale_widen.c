@@ -67,6 +67,16 @@ int qk_widen_level(void) {
 void qk_widen_scales_at(const pdq_qmatrix *w, int r, int nrows, float *out, int level) {
     const uint16_t *h = w->scales16 + (size_t)r * w->ngroups;
     int n = nrows * w->ngroups;
+    if (w->scales_rows4 && r % 4 == 0 && level > 0) { /* a block's [group][4 rows], widened, then transposed */
+        float blk[4 * PDQ_QMATRIX_MAX_COMPACT_GROUPS];
+        pdq_qmatrix row_major = *w;
+        row_major.scales_rows4 = 0; /* the block read as one run of 4 * ngroups scales */
+        qk_widen_scales_at(&row_major, r, 4, blk, level);
+        for (int k = 0; k < nrows; k++)
+            for (int g = 0; g < w->ngroups; g++) out[(size_t)k * w->ngroups + g] = blk[4 * g + k];
+        return;
+    }
+    if (w->scales_rows4) level = 0; /* qk_scale finds each one */
 #if defined(__x86_64__) || defined(__i386__)
     if (w->scale_type == PDQ_QSCALE_F16 && level >= 2) { widen_f16_avx512(h, n, out); return; }
     if (w->scale_type == PDQ_QSCALE_F16 && level == 1) { widen_f16_f16c(h, n, out); return; }
