@@ -338,10 +338,68 @@ QI_AVX512 void qi_exact_groups_avx512(const pdq_qmatrix *w, const qi_plan *pl, c
  * named so that they stay in registers; per block t += xs * S and per group y += scale * t go
  * through memory (once per block, against 16 * B / 2 dot products). Missing x rows and panels
  * repeat the last one and are not stored. */
+/* qi_tile_avx512 for groups of one block (B == group: 32 or 64), two panels at a time: t of a
+ * block is final at once, so y += scale * fmaf(xs, S, 0) follows each block and the tile's state
+ * (8 sums, 8 y) stays in registers; the four-panel tile kept 16 t and 16 y on the stack and
+ * went through them every block. Panels p0, p1 for rows of x x0..x3 (repeats are not stored). */
+QI_AVX512 static void tile_groups1_2p(const qi_plan *pl, const int32_t *const *x, const float *const *xs, int ni,
+                                      const int32_t *p0, const int32_t *p1, const float *s0, const float *s1,
+                                      int np, int left0, float *y, size_t ystride) {
+    const int32_t *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    __m512 y00 = _mm512_setzero_ps(), y01 = y00, y10 = y00, y11 = y00, y20 = y00, y21 = y00, y30 = y00, y31 = y00;
+    int half = pl->B / 2;
+    for (int b = 0; b < pl->nblocks; b++) {
+        __m512i a00 = _mm512_setzero_si512(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+        for (int j = b * half; j < (b + 1) * half; j++) {
+            size_t o = (size_t)j * QI_PANEL;
+            __m512i w0 = _mm512_load_si512(p0 + o), w1 = _mm512_load_si512(p1 + o), xb;
+#define QI_X(i)                                \
+    xb = _mm512_set1_epi32(x##i[j]);           \
+    a##i##0 = pdq_dpwssd512(a##i##0, w0, xb);  \
+    a##i##1 = pdq_dpwssd512(a##i##1, w1, xb);
+            QI_X(0) QI_X(1) QI_X(2) QI_X(3)
+#undef QI_X
+        }
+        __m512 c0 = _mm512_load_ps(s0 + (size_t)b * QI_PANEL), c1 = _mm512_load_ps(s1 + (size_t)b * QI_PANEL);
+#define QI_Y(i)                                                                                                  \
+    do {                                                                                                         \
+        __m512 xsb = _mm512_set1_ps(xs[i][b]);                                                                   \
+        y##i##0 = _mm512_fmadd_ps(c0, _mm512_fmadd_ps(xsb, _mm512_cvtepi32_ps(a##i##0), _mm512_setzero_ps()), y##i##0); \
+        y##i##1 = _mm512_fmadd_ps(c1, _mm512_fmadd_ps(xsb, _mm512_cvtepi32_ps(a##i##1), _mm512_setzero_ps()), y##i##1); \
+    } while (0)
+        QI_Y(0);
+        QI_Y(1);
+        QI_Y(2);
+        QI_Y(3);
+#undef QI_Y
+    }
+    __m512 out[4][2] = {{y00, y01}, {y10, y11}, {y20, y21}, {y30, y31}};
+    for (int k = 0; k < np; k++) {
+        int left = left0 - k * QI_PANEL;
+        __mmask16 m = (__mmask16)(left >= QI_PANEL ? 0xFFFF : (1u << left) - 1);
+        for (int i = 0; i < ni; i++) _mm512_mask_storeu_ps(y + (size_t)i * ystride + (size_t)k * QI_PANEL, m, out[i][k]);
+    }
+}
+
 QI_AVX512 void qi_tile_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *const *xr, int ni,
                               const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
                               size_t ystride) {
     (void)w;
+    if (pl->bpg == 1) { /* groups of one block: two panels at a time */
+        const int32_t *x[4];
+        const float *xs[4];
+        for (int i = 0; i < 4; i++) {
+            const uint8_t *xi = xr[i < ni ? i : ni - 1];
+            x[i] = (const int32_t *)qi_xq(pl, xi);
+            xs[i] = qi_xs(pl, xi);
+        }
+        for (int k = 0; k < np; k += 2) {
+            int k1 = k + 1 < np ? k + 1 : k;
+            tile_groups1_2p(pl, x, xs, ni, panels[k], panels[k1], pscales[k], pscales[k1], k1 - k + 1,
+                            nrows - k * QI_PANEL, y + (size_t)k * QI_PANEL, ystride);
+        }
+        return;
+    }
     const int32_t *x0, *x1, *x2, *x3;
     const float *xs[4];
     {
