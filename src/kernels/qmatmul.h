@@ -172,6 +172,10 @@ int pdq_qexact_groups_fast(const pdq_qctx *ctx, pdq_qtype type, int G);
 void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int G, int r0, int r1, int rend,
                        int64_t *s);
 
+/* n compact (f16 / bf16) scales widened to float32, exactly: F16C or AVX-512 where the CPU has
+ * them, else one at a time (the same values). */
+void pdq_qscale_widen(const uint16_t *h, pdq_qscale_type t, size_t n, float *out);
+
 /* 1 when this CPU has AVX2 and FMA (what the SIMD kernels need). */
 int pdq_cpu_has_avx2_fma(void);
 /* 1 when it also has AVX-512 F/DQ/VL/BW (the two-rows-per-register kernels). */
