@@ -113,7 +113,8 @@ QI_AVX512 static inline __m512i step4(const qk_rows4 *p, size_t off, size_t rb, 
     return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
 }
 
-/* Groups of 32 whose steps are whole groups (cols > 128 (ns - 1)), at most G32_GROUPS a row:
+/* Groups of 32 whose steps are whole groups (cols > 128 (ns - 1); uint8: cols a multiple of
+ * 128, a step being 128 bytes of a row), at most G32_GROUPS a row:
  * sixteen rows at a time, as four 4-row blocks read one after the other (the same stream as
  * four rows at a time). A block's step leaves t = fmaf(xs, S, 0) of its four groups and rows and
  * their scales, in tb / sb at [group][row of the sixteen]; then one chain y = fmaf(scale, t, y)
@@ -153,6 +154,39 @@ QI_AVX512 static inline __m512 scales_4x4(const pdq_qmatrix *w, const int *rk, i
     return _mm512_permutexvar_ps(transpose, f);
 }
 
+/* uint8: one row's 128 columns (its 64-byte chunks at c0, c1) against xq: codes widen to int16
+ * and vpmaddwd takes them against xq itself (exact int32 pair sums, as the AVX2 uint8 GEMV);
+ * chunk j of the result holds four partial sums of columns 32j..32j+31. */
+QI_AVX512 static inline __m512i row_u8(const uint8_t *c0, const uint8_t *c1, const int16_t *xq) {
+    __m512i m0 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)c0)), _mm512_loadu_si512(xq));
+    __m512i m1 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(c0 + 32))),
+                                   _mm512_loadu_si512(xq + 32));
+    __m512i m2 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)c1)), _mm512_loadu_si512(xq + 64));
+    __m512i m3 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(c1 + 32))),
+                                   _mm512_loadu_si512(xq + 96));
+    __m512i a = _mm512_add_epi32(_mm512_shuffle_i32x4(m0, m1, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_i32x4(m0, m1, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512i b = _mm512_add_epi32(_mm512_shuffle_i32x4(m2, m3, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_i32x4(m2, m3, _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* step4 for uint8 codes: step s is 128 bytes of each row (whole steps only: cols a multiple of
+ * 128); lane 4j + k the exact sum of code * xq over columns 32j.. of the step for row k. */
+QI_AVX512 static inline __m512i step4_u8(const qk_rows4 *p, int s, const int16_t *xq) {
+    size_t off = (size_t)s * 128;
+    __m512i v[4];
+    for (int k = 0; k < 4; k++) {
+        const uint8_t *c0 = qk_rows4_at(p, k, off), *c1 = qk_rows4_at(p, k, off + 64);
+        _mm_prefetch((const char *)(c0 + p->pf), _MM_HINT_T1);
+        _mm_prefetch((const char *)(c1 + p->pf), _MM_HINT_T1);
+        v[k] = row_u8(c0, c1, xq + off);
+    }
+    __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+    __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+
 /* One 4-row block's step of gemv_groups32: S = q - zero * sum(xq), t = fmaf(xs, S, 0), then
  * y = fmaf(scale, t, y) for the step's four groups in order (lane 4j + k: group 4s + j, row k). */
 QI_AVX512 static inline __m128 g32_step(const pdq_qmatrix *w, const qk_rows4 *p, const int *rk, const int32_t *sx,
@@ -181,10 +215,11 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
                                     float *y) {
     const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const int8_t *planes = qi_planes(pl, xt);
+    const int16_t *xq = qi_xq(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
-    int ns = pl->nsteps;
+    int ns = pl->nsteps, u8 = w->type == PDQ_QT_U8;
     _Alignas(64) float xsv[G32_GROUPS * 4];
     _Alignas(64) int32_t zsv[G32_GROUPS * 4];
     /* per step, in lane 4j + k: xs of group 4s + j and, with one shared row of zero points, zero * sum(xq) */
@@ -207,8 +242,8 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
         }
         __m128 ya = _mm_setzero_ps(), yb = _mm_setzero_ps();
         for (int s = 0; s < ns; s++) {
-            __m512i qa = step4(&pa, (size_t)s * 64, rb, planes + (size_t)s * 256);
-            __m512i qb = step4(&pb, (size_t)s * 64, rb, planes + (size_t)s * 256);
+            __m512i qa = u8 ? step4_u8(&pa, s, xq) : step4(&pa, (size_t)s * 64, rb, planes + (size_t)s * 256);
+            __m512i qb = u8 ? step4_u8(&pb, s, xq) : step4(&pb, (size_t)s * 64, rb, planes + (size_t)s * 256);
             ya = g32_step(w, &pa, rk, sx, xsv, zp, s, qa, ya);
             yb = g32_step(w, &pb, rk + 4, sx, xsv, zp, s, qb, yb);
         }
@@ -217,6 +252,13 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
         _mm_storeu_ps(out + 4, yb);
         for (int k = 0; k < na + nb; k++) y[r + k] = out[k];
     }
+}
+
+/* uint8 at the AVX-512 level: groups of 32 over whole 128-column steps here, the rest on the AVX2
+ * uint8 GEMV (whose per-32-column epilogue, four rows in an __m128, halved grouped bytes/s). */
+QI_AVX512 void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+    if (pl->B == 32 && w->cols % 128 == 0 && w->ngroups <= G32_GROUPS) gemv_groups32(w, pl, xt, r0, r1, y);
+    else qi_gemv_u8_avx2(w, pl, xt, r0, r1, y);
 }
 
 QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {

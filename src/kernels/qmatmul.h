@@ -43,7 +43,8 @@
  * the groups in order, y_r starting at 0. SIMD kernels reduce their lanes to S in integers before
  * converting, so the scalar, AVX2 (with or without VNNI) and AVX-512 VNNI kernels, the GEMV and
  * the GEMM, and any thread count give the same bits. (uint8 GEMVs run one AVX2 kernel at every
- * SIMD level; its GEMM uses each level's tile on the same int16 panels as uint4.) The error against the exact product is that
+ * SIMD level, except groups of 32 over whole 128-column steps, which have an AVX-512 one; its
+ * GEMM uses each level's tile on the same int16 panels as uint4.) The error against the exact product is that
  * of rounding x to 16 bits per block: |y - y_exact| <= sum over blocks of xs_b / 2 * sum |w|
  * (plus float rounding of the epilogue). */
 #ifndef PDQ_KERNELS_QMATMUL_H
