@@ -29,7 +29,7 @@ static void test_float_store_and_past(void **state) {
     (void)state;
     pdq_status st = {0};
     pdq_kv_cache c;
-    assert_int_equal(pdq_kv_init(&c, L, B, KV, C, HD, NULL, &st), PDQ_OK);
+    assert_int_equal(pdq_kv_init(&c, L, B, KV, C, HD, NULL, NULL, &st), PDQ_OK);
     enum { T = 4 };
     /* row 0: positions 2..5 -> slots 2..5; row 1: padding, slot 6, past the cache (7), padding */
     int slot[B * T] = {2, 3, 4, 5, -1, 6, C, -1};
@@ -77,7 +77,7 @@ static void test_codes(void **state) {
     pdq_status st = {0};
     pdq_kv_grid g[2 * L] = {{PDQ_TI16, 0.25f, 0}, {PDQ_TU8, 0.5f, 128}, {PDQ_TI16, 3.0f, 0}, {PDQ_TU8, 2.0f, 3}};
     pdq_kv_cache c;
-    assert_int_equal(pdq_kv_init(&c, L, 1, KV, C, HD, g, &st), PDQ_OK);
+    assert_int_equal(pdq_kv_init(&c, L, 1, KV, C, HD, g, NULL, &st), PDQ_OK);
     enum { T = 3 };
     int slot[T];
     for (int t = 0; t < T; t++) slot[t] = pdq_ctr_slot(4 + t, C); /* 4, 5, 6 */
