@@ -91,8 +91,12 @@ void pdq_rt_set_hook(pdq_rt *rt, pdq_edge_hook hook, void *ctx);
  * called. Graph stacks are rebuilt; NULL lower reverts to the float interpreter. */
 typedef pdq_code (*pdq_rt_lower_fn)(void *ctx, const pdq_graph *g, pdq_graph **qg, pdq_status *st);
 pdq_code pdq_rt_set_lowering(pdq_rt *rt, pdq_rt_lower_fn lower, void *ctx, const pdq_exec_opts *eo, pdq_status *st);
-/* Layer l's cache (which 0: K, 1: V), (B, n_kv, max_seq-1, hd) float values; NULL for a bad index. */
+/* Layer l's cache (which 0: K, 1: V), (B, n_kv, max_seq-1, hd) float values, or a sliding layer's
+ * ring (B, n_kv, W-1, hd) (slot = position mod (W-1); src/contract/rt_contract.h); NULL for a bad index. */
 const float *pdq_rt_cache(const pdq_rt *rt, int layer, int which);
+/* Bytes of the external KV cache: (full layers x (max_seq-1) + sliding layers x ring slots) x
+ * n_kv x hd x 2 x 4. */
+size_t pdq_rt_kv_bytes(const pdq_rt *rt);
 
 /* Prefill: starts new sequences. ids/mask are (B,T) row-major with T <= max_seq; mask 1 = real
  * token, 0 = padding (NULL: all real). Padding must sit on the `pad` side of every row and every

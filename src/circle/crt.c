@@ -272,6 +272,8 @@ int pdq_crt_max_seq(const pdq_crt *rt) { return rt->S; }
 int pdq_crt_vocab(const pdq_crt *rt) { return rt->V; }
 int pdq_crt_len(const pdq_crt *rt) { return rt->len; }
 
+size_t pdq_crt_kv_bytes(const pdq_crt *rt) { return pdq_kv_bytes(&rt->kv); }
+
 size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt) {
     if (rt->whole) return pdq_cg_weight_bytes(rt->decode);
     size_t n = pdq_cg_weight_bytes(rt->embed) + pdq_cg_weight_bytes(rt->head);

@@ -224,6 +224,8 @@ const float *pdq_rt_cache(const pdq_rt *rt, int layer, int which) {
     return pdq_kv_data(&rt->kv, layer, which);
 }
 
+size_t pdq_rt_kv_bytes(const pdq_rt *rt) { return pdq_kv_bytes(&rt->kv); }
+
 /* Graph i of a stack: the float interpreter, or the integer executor of its lowered copy. */
 static pdq_code bind_io(rt_stack *s, int i, int which, int is_out, void *mem, pdq_status *st) {
     if (s->qx) {
