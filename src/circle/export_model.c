@@ -213,6 +213,9 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
                             "len+q <- delta[:, :, q]; len += Q");
     if (ring) {
         cJSON_AddNumberToObject(kv, "ring_slots", ring);
+        cJSON *ls = cJSON_AddArrayToObject(kv, "layer_slots");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(ls, cJSON_CreateNumber(pdq_ctr_cache_slots(pdq_ctr_ring(c, o->max_seq, l), o->max_seq)));
         cJSON_AddStringToObject(kv, "ring_layout", "sliding layers: K and V of (1, num_key_value_heads, ring_slots, head_dim), "
                                                    "ring_slots = sliding_window - 1, passed whole as past_key/past_value");
         cJSON_AddStringToObject(kv, "ring_slot_rule", "the token at position p goes to ring slot p mod ring_slots (prefill: "

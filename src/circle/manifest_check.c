@@ -44,6 +44,19 @@ static pdq_code layer_types(const cJSON *root, const cJSON *mo, const char *path
     int ring = 0;
     for (int l = 0; l < m->layers; l++)
         if (m->sliding[l]) ring = pdq_ctr_ring_of(m->sliding_window, m->max_seq);
+    const cJSON *ls = NULL;
+    if (kv && (rc = pdq_jf_array(&ck, kv, "layer_slots", PDQ_JF_OPTIONAL, PDQ_MANIFEST_MAX_LAYERS, &ls, st))) return rc;
+    if (ls && cJSON_GetArraySize(ls) != m->layers)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: kv_cache.layer_slots has %d entries, num_hidden_layers is %d", path,
+                        cJSON_GetArraySize(ls), m->layers);
+    int l = 0;
+    cJSON_ArrayForEach(x, ls) {
+        int want = pdq_ctr_cache_slots(m->sliding[l] ? ring : 0, m->max_seq);
+        if (!cJSON_IsNumber(x) || x->valuedouble != (double)want)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: kv_cache.layer_slots[%d]: the contract's cache of this %s layer has %d "
+                            "slots", path, l, m->sliding[l] ? "sliding" : "full", want);
+        l++;
+    }
     if (kv && cJSON_GetObjectItemCaseSensitive(kv, "ring_slots")) {
         int given = 0;
         if ((rc = pdq_jf_i32(&ck, kv, "ring_slots", PDQ_JF_REQUIRED, 0, PDQ_MANIFEST_MAX_SEQ, &given, st))) return rc;
