@@ -10,7 +10,8 @@ static void usage(FILE *f) {
             "usage: pdq_synth --out DIR [--hidden 64] [--intermediate 160] [--layers 2] [--heads 4]\n"
             "                 [--kv-heads 2] [--head-dim N] [--vocab 300] [--dtype f32|bf16|f16]\n"
             "                 [--shards N] [--tied] [--rope-llama3 factor,low,high,orig]\n"
-            "                 [--rope-theta X] [--seed S] [--max-pos N] [--family MODEL_TYPE] [--bias]\n");
+            "                 [--rope-theta X] [--seed S] [--max-pos N] [--family MODEL_TYPE] [--bias]\n"
+            "                 [--sliding-window W] [--max-window-layers N (qwen2: layers >= N slide)]\n");
 }
 
 static int parse_long(const char *flag, const char *v, long *out) {
@@ -60,6 +61,8 @@ int main(int argc, char **argv) {
                   : !strcmp(a, "--vocab") ? &o.vocab
                   : !strcmp(a, "--shards") ? &o.shards
                   : !strcmp(a, "--max-pos") ? &o.max_pos
+                  : !strcmp(a, "--sliding-window") ? &o.sliding_window
+                  : !strcmp(a, "--max-window-layers") ? &o.max_window_layers
                   : NULL;
         if (ip) {
             if (parse_long(a, v, &x) || x < 0 || x > 1000000000) return 2;

@@ -157,6 +157,9 @@ pdq_code pdq_crt_rewind(pdq_crt *rt, int len, pdq_status *st);
 /* pdq_cg_weight_bytes of everything one decode step runs (the decode file, or every layer's
  * decode file with token_embedding and lm_head). */
 size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt);
+/* Bytes of the runtime's KV cache: full layers' max_seq-1 slots, sliding layers' rings, in the
+ * cache's element type (float, or the K/V outputs' int16/uint8 codes). */
+size_t pdq_crt_kv_bytes(const pdq_crt *rt);
 /* Prefill n <= max_seq tokens (positions 0..n-1, padding on the right): logits (V) of the last. */
 pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st);
 /* One decode step: logits (V). */

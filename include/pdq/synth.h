@@ -26,6 +26,8 @@ typedef struct {
     int rope_orig_max_pos;
     double rope_theta;
     int max_pos;
+    int sliding_window;    /* > 0: written as sliding_window; qwen2 also gets use_sliding_window */
+    int max_window_layers; /* qwen2 with a window: the layers from this index on slide */
     uint64_t seed;
 } pdq_synth_opts;
 

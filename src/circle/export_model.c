@@ -13,6 +13,7 @@
 #include "pdq/file.h"
 #include "pdq/npy.h"
 #include "circle/export_gather.h"
+#include "contract/rt_contract.h"
 #include "ptq/lower_quant.h"
 
 void pdq_export_opts_default(pdq_export_opts *o) {
@@ -160,10 +161,24 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
     cJSON_AddStringToObject(mk, "decode",
                             "(1,Q,max_seq), keys = concat(past cache slots 0..max_seq-Q-1, the Q new tokens): 0 at the "
                             "len used cache slots and at new columns max_seq-Q..max_seq-Q+q for query q, fill elsewhere");
-    if (c->sliding_window)
+    int ring = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        if (pdq_ctr_ring(c, o->max_seq, l)) ring = pdq_ctr_ring(c, o->max_seq, l);
+    if (c->sliding_window) {
+        cJSON *lt = cJSON_AddArrayToObject(mo, "layer_types");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(lt, cJSON_CreateString(pdq_cfg_layer_window(c, l) ? "sliding_attention" : "full_attention"));
         cJSON_AddStringToObject(mk, "window",
-                                "model.sliding_window = W: a query at position p also masks every key at a position "
-                                "<= p - W (the cache keeps every slot)");
+                                "model.sliding_window = W on the model.layer_types \"sliding_attention\" layers: a query "
+                                "at position p also masks every key at a position <= p - W");
+    }
+    if (ring)
+        cJSON_AddStringToObject(mk, "sliding",
+                                "sliding layers (W < max_seq) take their own mask, named sliding_attention_mask in the "
+                                "whole-model files: prefill (1,S,S) with the window; decode/append (1,Q,R+Q), keys = "
+                                "concat(the R ring slots, the Q new tokens): 0 at ring slot j when it holds a position p "
+                                "(the latest p < len with p mod R = j) with p > len+q-W, and at new column R+i for i <= q "
+                                "with q-i < W");
     cJSON *rp = cJSON_AddObjectToObject(root, "rope");
     cJSON_AddStringToObject(rp, "convention", o->so.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN ? "pre_negated_sin" : "hf");
     cJSON_AddStringToObject(rp, "formula",
@@ -208,6 +223,16 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
                             "prefill of n tokens: slots 0..n-1 <- new_k/new_v[:, :, 0:n]; decode at length len: pass "
                             "the whole cache as past_key/past_value (append Q: its first max_seq-Q slots), then slot "
                             "len+q <- delta[:, :, q]; len += Q");
+    if (ring) {
+        cJSON_AddNumberToObject(kv, "ring_slots", ring);
+        cJSON *ls = cJSON_AddArrayToObject(kv, "layer_slots");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(ls, cJSON_CreateNumber(pdq_ctr_cache_slots(pdq_ctr_ring(c, o->max_seq, l), o->max_seq)));
+        cJSON_AddStringToObject(kv, "ring_layout", "sliding layers: K and V of (1, num_key_value_heads, ring_slots, head_dim), "
+                                                   "ring_slots = sliding_window - 1, passed whole as past_key/past_value");
+        cJSON_AddStringToObject(kv, "ring_slot_rule", "the token at position p goes to ring slot p mod ring_slots (prefill: "
+                                                      "positions in order, so the ring keeps the last ring_slots)");
+    }
     cJSON_AddStringToObject(root, "token_ids", "int32 (GATHER indices)");
 }
 

@@ -79,7 +79,17 @@ static void print_text(const char *dir, const pdq_config *c, const info *in, int
     }
     if (c->qk_norm) printf("q/k head norms:     yes (RMSNorm over head_dim before RoPE)\n");
     if (c->fused_qkv || c->fused_gate_up) printf("stacked linears:    qkv_proj, gate_up_proj (split at load)\n");
-    if (c->sliding_window) printf("sliding window:     %d keys on every layer\n", c->sliding_window);
+    if (c->sliding_window) {
+        int n = 0;
+        for (int l = 0; l < c->n_layers; l++) n += pdq_cfg_layer_window(c, l) > 0;
+        if (n == c->n_layers) printf("sliding window:     %d keys on every layer\n", c->sliding_window);
+        else {
+            printf("sliding window:     %d keys on %d of %d layers:", c->sliding_window, n, c->n_layers);
+            for (int l = 0; l < c->n_layers; l++)
+                if (pdq_cfg_layer_window(c, l)) printf(" %d", l);
+            printf("\n");
+        }
+    }
     if (pdq_cfg_rotary_dim(c) != c->head_dim)
         printf("partial rope:       %d of %d head dims\n", pdq_cfg_rotary_dim(c), c->head_dim);
     if (c->rope_type == PDQ_ROPE_LONGROPE)
@@ -122,7 +132,12 @@ static int print_json(const char *dir, const pdq_config *c, const info *in, int 
     }
     if (c->qk_norm) cJSON_AddBoolToObject(r, "qk_norm", 1);
     if (c->fused_qkv || c->fused_gate_up) cJSON_AddBoolToObject(r, "stacked_linears", 1);
-    if (c->sliding_window) cJSON_AddNumberToObject(r, "sliding_window", c->sliding_window);
+    if (c->sliding_window) {
+        cJSON_AddNumberToObject(r, "sliding_window", c->sliding_window);
+        cJSON *lt = cJSON_AddArrayToObject(r, "layer_types");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(lt, cJSON_CreateString(pdq_cfg_layer_window(c, l) ? "sliding_attention" : "full_attention"));
+    }
     if (pdq_cfg_rotary_dim(c) != c->head_dim) cJSON_AddNumberToObject(r, "rotary_dim", pdq_cfg_rotary_dim(c));
     cJSON_AddBoolToObject(r, "quantized", in->quantized);
     cJSON_AddNumberToObject(r, "hidden_size", c->hidden_size);

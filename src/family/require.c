@@ -26,9 +26,13 @@ pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) 
         {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         /* the static runtime's RoPE table is one: it refuses a max_seq past the original length */
         {"longrope scaling", "rope_scaling.type", c->rope_type == PDQ_ROPE_LONGROPE, REF | STATIC | QUANT | EXPORT | TRANSFORM},
-        /* static graphs and Circle files: a full-length cache and the window in the masks (the
-         * manifest's model.sliding_window); a ring of the window's size is issue 25's */
+        /* static graphs and Circle files: a ring of W-1 slots per sliding layer (W < max_seq) with
+         * its own mask (src/contract/rt_contract.h); the transforms work in weight space, where the
+         * window changes nothing */
         {"a sliding attention window", "sliding_window", c->sliding_window > 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        /* the static runtimes hold one RoPE table (cos/sin inputs); a second, local one for the
+         * sliding layers (Gemma 3's rope_local_base_freq) is not in the contract yet */
+        {"a local RoPE base on sliding layers", "rope_local_base_freq", c->rope_local_theta > 0, REF},
         /* split at load; the quantized checkpoint keeps them split (pdq's modules), its hf/ copy and
          * the transformed checkpoint stack them again as the source does (model/tensor_list.h) */
         {"stacked qkv_proj / gate_up_proj", "model_type", c->fused_qkv || c->fused_gate_up, REF | STATIC | EXPORT | QUANT | TRANSFORM},

@@ -127,6 +127,13 @@ static pdq_code write_config(const pdq_synth_opts *o, pdq_status *st) {
     cJSON_AddNumberToObject(r, "max_position_embeddings", o->max_pos);
     cJSON_AddNumberToObject(r, "rms_norm_eps", 1e-5);
     cJSON_AddNumberToObject(r, "rope_theta", o->rope_theta);
+    if (o->sliding_window > 0) {
+        cJSON_AddNumberToObject(r, "sliding_window", o->sliding_window);
+        if (!strcmp(f->name, "qwen2")) {
+            cJSON_AddBoolToObject(r, "use_sliding_window", 1);
+            cJSON_AddNumberToObject(r, "max_window_layers", o->max_window_layers);
+        }
+    }
     if (o->rope_llama3) {
         cJSON *rs = cJSON_AddObjectToObject(r, "rope_scaling");
         cJSON_AddStringToObject(rs, "rope_type", "llama3");

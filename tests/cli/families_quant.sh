@@ -65,13 +65,31 @@ for fam in qwen2 qwen3 llama-bias phi3 phi4mini; do
     check "$fam-transforms-preserve" "awk -v a='$p0' -v b='$p1' 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d / a < 1e-5) }'"
 done
 
-# mistral: the sliding window (8) in the Circle pair's masks, a 12-token prompt and 12 steps past it
+# mistral: window 8 < max_seq 32, so every layer keeps a ring of 7 slots (decode past (1,n_kv,7,hd),
+# mask (1,1,8)); a 12-token prompt, 12 steps and an append of 7 wrap the rings several times.
 m=$tmp/mistral-src
 mkdir -p "$m" && cp "$F/mistral/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
 "$PDQ" quantize --model "$m" --method gptq --wbits 4 --calib $C --nsamples 8 --seq-len 64 --max-seq 32 --act-nsamples 2 \
     --verify-steps 4 --export circle-full,circle-per-layer --append-bucket 4 --out "$tmp/mq" --quiet >/dev/null 2>&1 || bad "mistral quantize"
-check mistral-manifest "jq -e '.model.sliding_window == 8' '$tmp/mq/circle/manifest.json' >/dev/null"
-check mistral-circle "'$PDQ' verify --circle '$tmp/mq/circle' --model '$tmp/mq' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
+check mistral-manifest "jq -e '.model.sliding_window == 8 and .kv_cache.ring_slots == 7 and (.model.layer_types | all(. == \"sliding_attention\"))' '$tmp/mq/circle/manifest.json' >/dev/null"
+check mistral-report "jq -e '.export.quality.equal_in_memory == true' '$tmp/mq/report.json' >/dev/null"
+check mistral-inspect "'$PDQ' inspect '$tmp/mq/circle' --json | jq -e '[.layers[].past_key[2]] | all(. == 7)' >/dev/null"
+for pl in "" --per-layer; do
+    check "mistral-circle$pl" "'$PDQ' verify --circle '$tmp/mq/circle' $pl --model '$tmp/mq' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 --append-ids '3 4 5 6 7 8 9' 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
+done
+fake=$("$PDQ" verify --model "$tmp/mq" --ids "5 9 13 77 2 3 4 8 9 10 11 12" --steps 12 --mode fake --json "$tmp/fake.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/fake.json")
+int=$("$PDQ" verify --model "$tmp/mq" --ids "5 9 13 77 2 3 4 8 9 10 11 12" --steps 12 --mode int --json "$tmp/int.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/int.json")
+check mistral-int-vs-fake "awk -v a=$int -v b=$fake 'BEGIN { exit !(a > 0 && a <= 1.05 * b + 1e-3) }'"
+"$PDQ" export --model "$tmp/mq" --hybrid --max-seq 32 --out "$tmp/mh" --quiet >/dev/null 2>&1 || bad "mistral hybrid export"
+check mistral-hybrid "'$PDQ' verify --circle '$tmp/mh' --model '$tmp/mq' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | grep -q 'max |circle - in-memory| 0.000e+00'"
+if [ -f "$schema" ] && command -v flatc >/dev/null; then
+    n=0
+    for f in "$tmp"/mq/circle/*.circle "$tmp"/mh/*.circle; do
+        flatc --json --strict-json --raw-binary -o "$tmp/fj" "$schema" -- "$f" >/dev/null 2>&1 || bad "mistral flatc $f"
+        n=$((n + 1))
+    done
+    ok "mistral: flatc parsed $n files"
+fi
 # the transforms are weight-space: the window the masks apply changes nothing in them
 "$PDQ" quantize --model "$m" --calib $C --method rtn --wbits 8 --abits none --transform r1,r2,cle,smooth \
     --smooth-nsamples 2 --seq-len 64 --save-transformed --out "$tmp/mt" --quiet >/dev/null 2>&1 || bad "mistral transform"
