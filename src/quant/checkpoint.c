@@ -14,11 +14,9 @@
  * checkpoint (config.json + model.safetensors). Both files are streamed tensor by tensor (the
  * dequantized one row by row from the codes), so saving needs no whole model in memory. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "pdq/file.h"
 #include "pdq/quant.h"
@@ -125,9 +123,7 @@ static const pdq_qmodule *find_mod(const pdq_qmodel *q, const char *name) {
 }
 
 static pdq_code mkdir_ok(const char *path, pdq_status *st) {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create directory (%s)", path, strerror(errno));
-    return PDQ_OK;
+    return pdq_dir_make(path, 0, st);
 }
 
 /* Side files go through the atomic file layer (pdq/file.h): a full disk leaves no truncated
@@ -169,9 +165,8 @@ static pdq_code copy_side_files(const char *src_dir, const char *dir, const pdq_
     pdq_code rc = write_text(b, txt, st);
     free(txt);
     for (size_t i = 0; !rc && i < sizeof files / sizeof files[0]; i++) {
-        struct stat sb;
         snprintf(a, sizeof a, "%s/%s", src_dir, files[i]);
-        if (stat(a, &sb) != 0) continue;
+        if (pdq_path_stat(a, NULL, NULL) == PDQ_PATH_NONE) continue;
         snprintf(b, sizeof b, "%s/%s", dir, files[i]);
         rc = copy_file(a, b, st);
     }
@@ -420,9 +415,8 @@ pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m, c
 
 int pdq_quant_is_checkpoint(const char *dir) {
     char path[4096];
-    struct stat sb;
     snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
-    return stat(path, &sb) == 0;
+    return pdq_path_stat(path, NULL, NULL) != PDQ_PATH_NONE;
 }
 
 /* Dequantizes one module described by e into dst [rows, cols]. */
