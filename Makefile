@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
 MODEL ?= models/web-bible-llama-19m
 
-.PHONY: all deps deps-mpi demo test test-fast test-asan fuzz bench clean install
+.PHONY: all deps deps-mpi demo test test-fast test-asan fuzz bench bench-peer clean install
 
 all: $(BUILD)/pdq
 
@@ -56,6 +56,14 @@ bench:
 	@bash scripts/install-deps.sh >&2
 	@$(MAKE) --no-print-directory all >&2
 	@PDQ_BENCH_GPTQ_WHOLE=$(GPTQ_WHOLE) bash scripts/bench.sh $(BUILD) $(BUILD)/bench.json
+
+# pdq against llama.cpp b4747 on the same random weights, one JSON object per shape in a list
+# (docs/peer-bench.md); each shape says why when llama.cpp, its converter or the family is absent.
+PEER_SHAPES ?= tinyllama qwen2.5-0.5b gemma3-1b
+bench-peer:
+	@$(MAKE) --no-print-directory all >&2
+	@sep='['; for s in $(PEER_SHAPES); do printf '%s\n' "$$sep"; \
+	  SHAPE=$$s bash scripts/bench-packed.sh $(BUILD) || exit 1; sep=','; done; echo ']'
 
 # The pdq binary, libpdq.so, the public headers and pdq.pc (DESTDIR is honoured by cmake --install).
 PREFIX ?= /usr/local

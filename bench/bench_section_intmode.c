@@ -13,6 +13,7 @@
 #include "bench_ptq.h"
 #include "pdq/circle_export.h"
 #include "pdq/ptq.h"
+#include "pdq/lower.h"
 #include "pdq/qexec.h"
 #include "pdq/quant.h"
 #include "pdq/runtime.h"

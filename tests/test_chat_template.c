@@ -158,6 +158,45 @@ static void test_detect(void **s) {
     assert_int_equal(pdq_chat_template_detect("<start_of_turn>user"), PDQ_CHAT_GEMMA);
     assert_int_equal(pdq_chat_template_detect("<|start_header_id|>x<|end_header_id|>"), PDQ_CHAT_LLAMA3);
     assert_int_equal(pdq_chat_template_detect("{{ messages }}"), PDQ_CHAT_NONE);
+    /* the refinements: a ChatML default system turn, Phi-4-mini's tags, Llama-3.1's date block,
+     * Mistral v0.1's exact turns (other [INST] templates stay unsupported) */
+    assert_int_equal(pdq_chat_template_detect("{{- '<|im_start|>system\\nYou are Qwen.<|im_end|>\\n' }}"), PDQ_CHAT_QWEN25);
+    assert_int_equal(pdq_chat_template_detect("{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>' }}"),
+                     PDQ_CHAT_CHATML);
+    assert_int_equal(pdq_chat_template_detect("{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}<|assistant|>"),
+                     PDQ_CHAT_PHI4MINI);
+    assert_int_equal(pdq_chat_template_detect("<|start_header_id|><|end_header_id|>Cutting Knowledge Date"), PDQ_CHAT_LLAMA31);
+    assert_int_equal(pdq_chat_template_detect("{{ '[INST] ' + message['content'] + ' [/INST]' }}{{ message['content'] + eos_token}}"),
+                     PDQ_CHAT_MISTRAL);
+    assert_int_equal(pdq_chat_template_detect("{{ ' [INST] ' + message['content'] + ' [/INST]' }}{{ message['content'] + eos_token}}"),
+                     PDQ_CHAT_NONE);
+}
+
+/* The new formats by name: a running chat's next turn continues the whole conversation's text
+ * exactly (what pdq chat feeds equals what the template renders for the longer conversation). */
+static void test_next_turn(void **s) {
+    (void)s;
+    static const char *const names[] = {"qwen2.5", "llama3.1", "phi4-mini", "mistral"};
+    char *dir = tu_mkdtemp();
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        pdq_status st = {0};
+        pdq_chat_template t;
+        assert_int_equal(pdq_chat_template_load(dir, names[k], &t, &st), PDQ_OK);
+        pdq_chat_msg m[3] = {{"user", "a"}, {"assistant", "R"}, {"user", "b"}};
+        char *first = NULL, *next = NULL, *all = NULL;
+        assert_int_equal(pdq_chat_render(&t, m, 1, 1, &first, &st), PDQ_OK);
+        assert_int_equal(pdq_chat_render_next(&t, "b", &next, &st), PDQ_OK);
+        assert_int_equal(pdq_chat_render(&t, m, 3, 1, &all, &st), PDQ_OK);
+        size_t a = strlen(first), n = strlen(next);
+        assert_int_equal(strlen(all), a + 1 + n);
+        assert_memory_equal(all, first, a);
+        assert_int_equal(all[a], 'R');
+        assert_memory_equal(all + a + 1, next, n);
+        free(first);
+        free(next);
+        free(all);
+    }
+    free(dir);
 }
 
 static void write_cfg(const char *dir, const char *json) {
@@ -216,7 +255,7 @@ static void test_errors(void **s) {
     }
     const char *gem = "[{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"b\"}]";
     assert_int_equal(pdq_chat_read_json(gem, strlen(gem), "conv.json", &m, &n, &st), PDQ_OK);
-    t = (pdq_chat_template){PDQ_CHAT_GEMMA, ""};
+    t = (pdq_chat_template){.kind = PDQ_CHAT_GEMMA};
     char *text = NULL;
     assert_int_equal(pdq_chat_render(&t, m, n, 1, &text, &st), PDQ_ERR_ARG);
     assert_non_null(strstr(st.msg, "alternating"));
@@ -233,7 +272,7 @@ static void test_errors(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3),  cmocka_unit_test(test_llama3),       cmocka_unit_test(test_phi3),
-        cmocka_unit_test(test_gemma3), cmocka_unit_test(test_running_chat), cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_gemma3), cmocka_unit_test(test_running_chat), cmocka_unit_test(test_detect), cmocka_unit_test(test_next_turn),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -321,9 +321,8 @@ static void test_descriptions(void **s) {
     cJSON_Delete(f);
 }
 
-/* A family pdq does not read yet is refused naming its model_type; a path that does not compute
- * a family's feature refuses the model naming the feature and its config field (quantizing Phi-3's
- * stacked linears). */
+/* A family pdq does not read yet is refused naming its model_type; Phi-3's and Phi-4-mini's
+ * features are computed by every path; the static graphs refuse longrope past its original length. */
 static void test_refusals(void **s) {
     (void)s;
     if (!families_dir()) skip();
@@ -369,12 +368,14 @@ static void test_refusals(void **s) {
     const char *badf = "{\"model_type\": \"gemma3\", \"text_config\": {\"hidden_size\": \"x\"}}";
     assert_int_equal(pdq_config_parse(badf, strlen(badf), "mm/config.json", &gc, &st), PDQ_ERR_FORMAT);
     assert_non_null(strstr(st.msg, "mm/config.json (text_config)"));
-    pdq_model *m = load("phi3", 0);
-    assert_int_equal(pdq_family_require(&m->cfg, PDQ_PATH_QUANTIZE, &st), PDQ_ERR_UNSUPPORTED);
-    assert_non_null(strstr(st.msg, "stacked qkv_proj / gate_up_proj"));
-    assert_int_equal(pdq_family_require(&m->cfg, PDQ_PATH_STATIC, &st), PDQ_OK);
-    assert_int_equal(pdq_family_require(&m->cfg, PDQ_PATH_EXPORT, &st), PDQ_OK);
-    pdq_model_free(m);
+    pdq_model *m;
+    /* stacked linears, partial RoPE, longrope and windows: every path computes them now */
+    for (int f = 0; f < 2; f++) {
+        m = load(f ? "phi4mini" : "phi3", 0);
+        for (int p = PDQ_PATH_REFERENCE; p <= PDQ_PATH_TRANSFORM; p++)
+            assert_int_equal(pdq_family_require(&m->cfg, (pdq_path)p, &st), PDQ_OK);
+        pdq_model_free(m);
+    }
     /* one static RoPE table cannot follow longrope's switch past the original context */
     m = load("phi4mini", 0);
     pdq_rt *rt = NULL;

@@ -447,6 +447,60 @@ static void test_writers_on_a_full_disk(void **state) {
     free(dir);
 }
 
+/* Directories through the file layer, against what stat(2) and opendir(3) say directly. */
+static void test_directories(void **state) {
+    (void)state;
+    char *dir = tu_mkdtemp(), path[512], deep[512];
+    pdq_status st = {0};
+    long long size = -1, mtime = -1;
+    assert_int_equal(pdq_path_stat(dir, NULL, NULL), PDQ_PATH_DIR);
+    assert_true(pdq_dir_exists(dir) && pdq_dir_writable(dir));
+    snprintf(path, sizeof path, "%s/missing", dir);
+    assert_int_equal(pdq_path_stat(path, &size, &mtime), PDQ_PATH_NONE);
+    assert_false(pdq_dir_exists(path) || pdq_path_readable(path) || pdq_dir_writable(path));
+    /* mkdir -p: every missing parent, doubled slashes, an existing directory is fine */
+    snprintf(deep, sizeof deep, "%s/a//b/c", dir);
+    assert_int_equal(pdq_dir_make(deep, 0, &st), PDQ_ERR_IO); /* parents missing */
+    assert_non_null(strstr(st.msg, "cannot create directory"));
+    assert_int_equal(pdq_dir_make(deep, 1, &st), PDQ_OK);
+    assert_int_equal(pdq_dir_make(deep, 1, &st), PDQ_OK);
+    struct stat sb;
+    assert_int_equal(stat(deep, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+    /* a file in the way is named */
+    snprintf(path, sizeof path, "%s/afile", dir);
+    assert_int_equal(tu_write_file(path, "12345", 5), 0);
+    assert_int_equal(pdq_path_stat(path, &size, &mtime), PDQ_PATH_FILE);
+    assert_int_equal(size, 5);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(mtime, (long long)sb.st_mtime);
+    assert_true(pdq_path_readable(path));
+    assert_int_equal(pdq_dir_make(path, 0, &st), PDQ_ERR_IO);
+    assert_non_null(strstr(st.msg, "afile: not a directory"));
+    snprintf(deep, sizeof deep, "%s/afile/x", dir);
+    assert_int_equal(pdq_dir_make(deep, 1, &st), PDQ_ERR_IO);
+    /* listings are sorted bytewise, without . and .., bounded */
+    const char *want[] = {"B", "a", "afile", "b"};
+    snprintf(path, sizeof path, "%s/b", dir);
+    assert_int_equal(pdq_dir_make(path, 0, &st), PDQ_OK);
+    snprintf(path, sizeof path, "%s/B", dir);
+    assert_int_equal(tu_write_file(path, "", 0), 0);
+    char **names = NULL;
+    int n = -1;
+    assert_int_equal(pdq_dir_names(dir, 100, &names, &n, &st), PDQ_OK);
+    assert_int_equal(n, 4);
+    for (int i = 0; i < n; i++) assert_string_equal(names[i], want[i]);
+    pdq_dir_names_free(names, n);
+    assert_int_equal(pdq_dir_names(dir, 3, &names, &n, &st), PDQ_ERR_LIMIT);
+    assert_null(names);
+    assert_non_null(strstr(st.msg, "more than 3 entries"));
+    snprintf(path, sizeof path, "%s/none", dir);
+    assert_int_equal(pdq_dir_names(path, 3, &names, &n, &st), PDQ_ERR_IO);
+    assert_non_null(strstr(st.msg, "none: cannot list"));
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_atomic_write_faults),
@@ -455,6 +509,7 @@ int main(void) {
         cmocka_unit_test(test_bounded_read),
         cmocka_unit_test(test_file_map),
         cmocka_unit_test(test_writers_on_a_full_disk),
+        cmocka_unit_test(test_directories),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ir/arena_plan.h"
+#include "circle/op_circle.h"
 #include "ops/op_def.h"
 #include "pdq/graph.h"
 #include "testutil.h"
@@ -553,12 +554,14 @@ static void test_op_table(void **state) {
         assert_int_equal(d->qx.run != NULL, t != PDQ_OP_MEAN);
         /* the one-copy layout ops plan their copy once */
         assert_int_equal(d->box != NULL, t == PDQ_OP_TRANSPOSE || t == PDQ_OP_SLICE || t == PDQ_OP_STRIDED_SLICE);
-        /* options: written by the ops that have some, read back by the same ops, compared likewise */
-        assert_true(!d->opt_same || (d->circle_put && d->circle_get));
-        assert_int_equal(d->circle_optional_in, t == PDQ_OP_FULLY_CONNECTED ? 2 : 0);
+        /* options: compared by the ops that have some, written to and read from Circle likewise */
+        const pdq_circle_spelling *c = pdq_circle_spelling_of((pdq_op_type)t);
+        assert_non_null(c);
+        assert_true(!d->opt_same || (c->put && c->get));
+        assert_int_equal(c->optional_in, t == PDQ_OP_FULLY_CONNECTED ? 2 : 0);
         assert_int_equal(d->params_at, t == PDQ_OP_MEAN ? 1 : 0);
         assert_string_equal(pdq_op_name((pdq_op_type)t), d->name);
-        assert_int_equal(pdq_op_of_circle(d->circle_code), t);
+        assert_int_equal(pdq_op_of_circle(c->code), t);
         for (int u = 0; u < t; u++) assert_string_not_equal(pdq_op_def_of((pdq_op_type)u)->name, d->name);
         int move = t == PDQ_OP_RESHAPE || t == PDQ_OP_TRANSPOSE || t == PDQ_OP_CONCATENATION ||
                    t == PDQ_OP_STRIDED_SLICE || t == PDQ_OP_SLICE || t == PDQ_OP_GATHER;
@@ -570,6 +573,7 @@ static void test_op_table(void **state) {
     }
     assert_null(pdq_op_def_of(PDQ_OP_COUNT));
     assert_null(pdq_op_def_of((pdq_op_type)-1));
+    assert_null(pdq_circle_spelling_of(PDQ_OP_COUNT));
     assert_string_equal(pdq_op_name(PDQ_OP_COUNT), "?");
     assert_int_equal(pdq_op_of_circle(-12345), -1);
 }

@@ -6,7 +6,8 @@
  *     scales are representable and its dequantized weights are scale * (code - zero);
  *   - the packed kernels on compact grids (two-byte scales, one shared row of zero points) give
  *     the bits of the same values held as float32 scales and per-row zero points, on every path
- *     (integer and float kernels, scalar / AVX2 / AVX-512, 1-3 threads, both code layouts), and
+ *     (integer and float kernels, scalar / AVX2 / AVX-512, 1-3 threads, both code layouts, the
+ *     4-row one with its scales in 4-row blocks too), and
  *     the F16C / AVX-512 widening equals the portable one;
  *   - a w4 g32 sym checkpoint of the bundled model stores F16 scales and nothing else per group
  *     (4.5 bits a weight where 32 divides the columns), its version-1 twin (float32 scales, zero
@@ -202,6 +203,19 @@ static void compact_case(pdq_qtype type, int rows, int cols, int group, pdq_qsca
     }
     pdq_qmatrix b4 = b; /* the 4-row layout where it applies */
     assert_int_equal(pdq_qmatrix_pack_rows4(&b4, &st), PDQ_OK);
+    /* rows a multiple of 4: the scales in 4-row blocks too, each one where the index says, and
+     * a block widened at every level is the rows' float32 scales */
+    assert_int_equal(b4.scales_rows4, type == PDQ_QT_U4 && group == 32 && cols % 128 == 0 && b4.layout == PDQ_QL_ROWS4 &&
+                                          rows % 4 == 0);
+    if (b4.scales_rows4) {
+        for (int r = 0; r < rows; r++)
+            for (int g = 0; g < ng; g++)
+                assert_int_equal(b4.scales16[pdq_qmatrix_scale_index(&b4, r, g)], sh[(size_t)r * ng + g]);
+        for (int lv = 0; lv <= qk_widen_level(); lv++) {
+            qk_widen_scales_at(&b4, rows - 4, 4, wb, lv);
+            assert_memory_equal(wb, sf + (size_t)(rows - 4) * ng, sizeof(float) * 4 * (size_t)ng);
+        }
+    }
     static const int ns[] = {1, 7};
     for (int t = 0; t < 2; t++) {
         int n = ns[t];

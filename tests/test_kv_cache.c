@@ -29,7 +29,7 @@ static void test_float_store_and_past(void **state) {
     (void)state;
     pdq_status st = {0};
     pdq_kv_cache c;
-    assert_int_equal(pdq_kv_init(&c, L, B, KV, C, HD, NULL, &st), PDQ_OK);
+    assert_int_equal(pdq_kv_init(&c, L, B, KV, C, HD, NULL, NULL, &st), PDQ_OK);
     enum { T = 4 };
     /* row 0: positions 2..5 -> slots 2..5; row 1: padding, slot 6, past the cache (7), padding */
     int slot[B * T] = {2, 3, 4, 5, -1, 6, C, -1};
@@ -77,7 +77,7 @@ static void test_codes(void **state) {
     pdq_status st = {0};
     pdq_kv_grid g[2 * L] = {{PDQ_TI16, 0.25f, 0}, {PDQ_TU8, 0.5f, 128}, {PDQ_TI16, 3.0f, 0}, {PDQ_TU8, 2.0f, 3}};
     pdq_kv_cache c;
-    assert_int_equal(pdq_kv_init(&c, L, 1, KV, C, HD, g, &st), PDQ_OK);
+    assert_int_equal(pdq_kv_init(&c, L, 1, KV, C, HD, g, NULL, &st), PDQ_OK);
     enum { T = 3 };
     int slot[T];
     for (int t = 0; t < T; t++) slot[t] = pdq_ctr_slot(4 + t, C); /* 4, 5, 6 */
@@ -150,10 +150,59 @@ static void test_codes(void **state) {
     pdq_kv_free(&c);
 }
 
+/* A ring layer beside a full one: layer 1 keeps R = 3 slots, position p in slot p mod 3; a step
+ * of T positions writes in order (the last 3 stay), padding is skipped, the past is the whole
+ * ring; the byte count adds up the two geometries. Replayed here position by position. */
+static void test_ring_layer(void **state) {
+    (void)state;
+    enum { RS = 3, T = 5 };
+    pdq_status st = {0};
+    pdq_kv_cache c;
+    int ring[L] = {0, RS};
+    assert_int_equal(pdq_kv_init(&c, L, B, KV, C, HD, NULL, ring, &st), PDQ_OK);
+    assert_int_equal(pdq_kv_slots(&c, 0), C);
+    assert_int_equal(pdq_kv_slots(&c, 1), RS);
+    assert_int_equal(pdq_kv_bytes(&c), (size_t)2 * B * KV * (C + RS) * HD * sizeof(float));
+    int holds[B][RS]; /* the step index t and step number whose value each slot should hold */
+    int step_of[B][RS];
+    memset(holds, 0xff, sizeof holds);
+    float k[B * KV * T * HD], v[B * KV * T * HD];
+    for (int step = 0; step < 3; step++) {
+        /* row 0: positions 5*step .. 5*step+4; row 1: padding first, then 2 real positions */
+        int pos[B * T];
+        for (int t = 0; t < T; t++) {
+            pos[t] = 5 * step + t;
+            pos[T + t] = t < 3 ? -1 : 2 * step + t - 3;
+        }
+        fill_delta(step, 0, T, k);
+        fill_delta(step, 1, T, v);
+        pdq_kv_store(&c, 1, k, v, T, pos);
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++)
+                if (pos[b * T + t] >= 0) {
+                    holds[b][pos[b * T + t] % RS] = t;
+                    step_of[b][pos[b * T + t] % RS] = step;
+                }
+        const float *d = pdq_kv_data(&c, 1, 0);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < KV; h++)
+                for (int j = 0; j < RS; j++)
+                    for (int e = 0; e < HD; e++) {
+                        float want = holds[b][j] < 0 ? 0.0f : delta_val(step_of[b][j], 0, b, h, holds[b][j], e);
+                        assert_true(d[(((size_t)b * KV + h) * RS + j) * HD + e] == want);
+                    }
+        float past[B * KV * RS * HD];
+        pdq_kv_past(&c, 1, 1, RS, past);
+        assert_memory_equal(past, pdq_kv_data(&c, 1, 1), sizeof past);
+    }
+    pdq_kv_free(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_float_store_and_past),
         cmocka_unit_test(test_codes),
+        cmocka_unit_test(test_ring_layer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,6 +97,11 @@ static void check_compact(const pdq_model *m, const qcase *c) {
             size_t want = (size_t)w->rows * w->row_bytes + (size_t)w->rows * w->ngroups * 2 +
                           (c->sym ? 1 : (size_t)w->rows) * w->ngroups + (w->perm ? (size_t)w->cols * 4 : 0);
             assert_int_equal(pdq_qmatrix_bytes(w), want);
+            /* uint4 g32 4-row codes take 4-row scale blocks, re-laid in the loader's own block (no copy) */
+            int blocks = w->type == PDQ_QT_U4 && w->group == 32 && w->cols % 128 == 0 && w->layout == PDQ_QL_ROWS4 &&
+                         w->rows % 4 == 0;
+            assert_int_equal(w->scales_rows4, blocks);
+            if (blocks) assert_ptr_equal((const void *)w->scales16, w->owned);
         }
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pdq/qexec.h"
+#include "pdq/qscale.h"
 #include "pdq/requant.h"
 
 static void set_q(pdq_tensor *t, int n, const float *s, const int64_t *z) {
@@ -88,6 +89,10 @@ static void test_rule(void **state) {
     assert_true(pdq_rq_rint(-2251799813685247.5) == nearbyint(-2251799813685247.5));
 }
 
+/* Grouped weights' grids as pdq's compact ones allow the executor to keep them: every scale an
+ * f16 value, one row of zero points shared by every row (fc_case, while set). */
+static int compact_grids;
+
 /* FC: x (rows, in) codes, w (out, in) codes, per-row zero points (group 0) or per row and group
  * of `group` columns (the last group may be shorter); output float (exact sums) or int16. */
 static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, int extreme, int float_out, uint64_t seed,
@@ -120,6 +125,10 @@ static void fc_case(pdq_tdtype xdt, pdq_tdtype wdt, int rows, int in, int out, i
     for (int i = 0; i < out * ng; i++) {
         sw[i] = (float)(0.001 + 0.01 * tu_randu(&rs));
         zw[i] = extreme ? 0 : (int64_t)(tu_rand(&rs) % (uint64_t)(whi + 1));
+        if (compact_grids) {
+            sw[i] = pdq_qscale_round(sw[i], PDQ_QSCALE_F16);
+            if (i >= ng) zw[i] = zw[i % ng];
+        }
     }
     set_q(&g->tensors[wt], out * ng, sw, zw);
     g->tensors[wt].q->block = group;
@@ -189,6 +198,24 @@ static void test_fc(void **state) {
     fc_case(PDQ_TI16, PDQ_TU8, 1, 256, 9, 0, 0, 22, 32);        /* uint8: the tiles group by group */
     fc_case(PDQ_TI16, PDQ_TU4, 1, 1024 + 64, 21, 0, 0, 23, 32); /* the rule 8 rows x 8 groups a block, tails of both */
     fc_case(PDQ_TI16, PDQ_TU4, 1, 4096, 16, 1, 1, 24, 128);     /* extreme codes, whole blocks, exact sums out */
+}
+
+/* The grouped cases with f16 scales and a shared row of zero points (random per group, or 0 for
+ * the extreme codes): the executor holds 2 bytes a group and widens them for its kernels, and
+ * every path and thread count still gives the brute-force values. */
+static void test_fc_compact_groups(void **state) {
+    (void)state;
+    compact_grids = 1;
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 172, 19, 0, 0, 12, 32);
+    fc_case(PDQ_TI16, PDQ_TU4, 3, 688, 9, 0, 1, 13, 128);
+    fc_case(PDQ_TI16, PDQ_TU4, 9, 173, 13, 0, 0, 14, 64);
+    fc_case(PDQ_TI16, PDQ_TU8, 42, 256, 35, 0, 0, 15, 32);
+    fc_case(PDQ_TU8, PDQ_TU8, 4, 70, 9, 0, 0, 16, 32);
+    fc_case(PDQ_TI16, PDQ_TU4, 2, 2048 + 37, 70, 0, 0, 19, 64); /* decode: 64-row calls of the exact sums, a tail */
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 1024 + 64, 21, 0, 0, 23, 32);
+    fc_case(PDQ_TI16, PDQ_TU4, 1, 4096, 16, 1, 1, 24, 128);
+    fc_case(PDQ_TI16, PDQ_TU4, 8, 512, 67, 0, 0, 25, 32); /* prefill tiles over 4-row grids */
+    compact_grids = 0;
 }
 
 /* a (H, M, K) x b broadcast over H: adj_y (b is (1, N, K)) or not (b is (1, K, N)); M >= 8 takes
@@ -544,7 +571,8 @@ static void test_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rule), cmocka_unit_test(test_fc), cmocka_unit_test(test_bmm),
+        cmocka_unit_test(test_rule), cmocka_unit_test(test_fc), cmocka_unit_test(test_fc_compact_groups),
+        cmocka_unit_test(test_bmm),
         cmocka_unit_test(test_nonlinear), cmocka_unit_test(test_binary_rule), cmocka_unit_test(test_softmax_rule),
         cmocka_unit_test(test_layout_moves), cmocka_unit_test(test_errors),
     };

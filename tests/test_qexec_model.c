@@ -17,6 +17,7 @@
 #include "pdq/circle_export.h"
 #include "pdq/model.h"
 #include "pdq/ptq.h"
+#include "pdq/lower.h"
 #include "pdq/qexec.h"
 #include "pdq/quant.h"
 #include "pdq/runtime.h"

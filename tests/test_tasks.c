@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pdq/model.h"
+#include "pdq/runtime.h"
 #include "pdq/tasks.h"
 #include "pdq/tokenizer.h"
 
@@ -529,6 +530,106 @@ static void test_window_refuses(void **state) {
     pdq_task_free(t);
 }
 
+/* Shared-prefix scorer on the static runtime (float graphs): a context prefilled once, each
+ * continuation appended in buckets of up to 3 tokens, then a rewind. Checked against the
+ * reference scorer (within 1e-3: other graphs, other float sums) and, bit for bit, against each
+ * request run alone after every cache slot was filled with other tokens' K/V: the rewind is
+ * exact and no stale slot is read. */
+typedef struct {
+    pdq_rt *rt;
+    int V;
+    int scramble; /* before each prefill, fill every slot with other tokens' K/V */
+} rt_sess;
+
+static pdq_code sess_prefill(void *ctx, const int32_t *ids, int n, float *last, pdq_status *st) {
+    rt_sess *s = ctx;
+    if (s->scramble) {
+        int L = pdq_rt_max_seq(s->rt);
+        int32_t *junk = malloc(sizeof(int32_t) * (size_t)L);
+        for (int i = 0; i < L; i++) junk[i] = 5 + (i * 7919) % (s->V - 5);
+        pdq_code rc = pdq_rt_prefill(s->rt, 1, L, junk, NULL, PDQ_PAD_RIGHT, NULL, NULL, st);
+        free(junk);
+        if (rc != PDQ_OK) return rc;
+    }
+    return pdq_rt_prefill(s->rt, 1, n, ids, NULL, PDQ_PAD_RIGHT, last, NULL, st);
+}
+
+static pdq_code sess_append(void *ctx, const int32_t *ids, int n, float *rows, pdq_status *st) {
+    rt_sess *s = ctx;
+    for (int done = 0; done < n;) {
+        int q = n - done < 3 ? n - done : 3;
+        if (pdq_rt_append(s->rt, 1, q, ids + done, NULL, q, NULL, rows + (size_t)done * s->V, st) != PDQ_OK) return st->code;
+        done += q;
+    }
+    return PDQ_OK;
+}
+
+static pdq_code sess_rewind(void *ctx, int len, pdq_status *st) { return pdq_rt_rewind(((rt_sess *)ctx)->rt, 0, len, st); }
+
+/* Each request alone: its own prefill (after the scramble) and append. */
+static pdq_code alone_score(void *ctx, const int32_t *c, int nc, int32_t *const *cont, const int *ncont, int n, double *ll,
+                            int *greedy, pdq_status *st) {
+    for (int i = 0; i < n; i++)
+        if (pdq_ll_session_score(ctx, c, nc, &cont[i], &ncont[i], 1, &ll[i], &greedy[i], st) != PDQ_OK) return st->code;
+    return PDQ_OK;
+}
+
+static void test_session(void **state) {
+    fixture *f = *state;
+    if (!have_tasks()) return;
+    pdq_status st = {0};
+    pdq_rt *rt;
+    const int L = 128;
+    assert_int_equal(pdq_rt_create(f->m, 1, L, NULL, &rt, &st), PDQ_OK);
+    int V = f->m->cfg.vocab_size;
+    rt_sess rs = {rt, V, 0}, ra = {rt, V, 1};
+    pdq_ll_session shared = {sess_prefill, sess_append, sess_rewind, &rs, V, L, NULL};
+    pdq_ll_session alone = {sess_prefill, sess_append, sess_rewind, &ra, V, L, NULL};
+    pdq_ll_model lm = {.m = f->m};
+    const char *names[] = {"arc_easy", "piqa", "winogrande"};
+    for (int k = 0; k < 3; k++) {
+        pdq_task *t = load(names[k], 5, 0);
+        pdq_task_result a, b, c;
+        pdq_ll_request **reqs;
+        assert_int_equal(pdq_task_eval(t, f->tok, 1, pdq_ll_model_score, &lm, NULL, NULL, &a, &reqs, &st), PDQ_OK);
+        assert_int_equal(pdq_task_eval(t, f->tok, 1, pdq_ll_session_score, &shared, NULL, NULL, &b, NULL, &st), PDQ_OK);
+        assert_int_equal(pdq_task_eval(t, f->tok, 1, alone_score, &alone, NULL, NULL, &c, NULL, &st), PDQ_OK);
+        int multi = 0;
+        for (int i = 0; i < t->n_items; i++) {
+            if (b.items[i].refused) continue;
+            for (int j = 0; j < t->items[i].n; j++) {
+                multi += reqs[i][j].n_cont > 3; /* more than one bucket */
+                assert_true(fabs(a.items[i].ll[j] - b.items[i].ll[j]) < 1e-3);
+                assert_true(b.items[i].ll[j] == c.items[i].ll[j]);
+                assert_int_equal(b.items[i].greedy[j], c.items[i].greedy[j]);
+            }
+        }
+        if (k < 2) assert_true(multi > 0);
+        assert_int_equal(b.refused, c.refused);
+        pdq_task_result_free(t, &a, reqs);
+        pdq_task_result_free(t, &b, NULL);
+        pdq_task_result_free(t, &c, NULL);
+        pdq_task_free(t);
+    }
+    /* a request over max_seq is refused, never truncated; a rewind only goes back */
+    int32_t ids[8] = {1, 5, 6, 7, 8, 9, 10, 11}, *cont = ids + 4;
+    int nc = 4;
+    double ll;
+    int g;
+    shared.max_seq = 6;
+    assert_int_equal(pdq_ll_session_score(&shared, ids, 4, &cont, &nc, 1, &ll, &g, &st), PDQ_ERR_LIMIT);
+    assert_non_null(strstr(st.msg, "exceeds max_seq 6"));
+    assert_int_equal(pdq_rt_prefill(rt, 1, 4, ids, NULL, PDQ_PAD_RIGHT, NULL, NULL, &st), PDQ_OK);
+    assert_int_equal(pdq_rt_rewind(rt, 0, 5, &st), PDQ_ERR_ARG);
+    assert_int_equal(pdq_rt_rewind(rt, 1, 2, &st), PDQ_ERR_ARG);
+    assert_int_equal(pdq_rt_rewind(rt, 0, 2, &st), PDQ_OK);
+    assert_int_equal(pdq_rt_len(rt, 0), 2);
+    pdq_ll_session_free(&shared);
+    pdq_ll_session_free(&alone);
+    pdq_ll_model_free(&lm);
+    pdq_rt_free(rt);
+}
+
 /* Formulas: hand values, and Python's random module (random.Random(0).random() and (1)). */
 static void test_metrics(void **state) {
     (void)state;
@@ -677,6 +778,7 @@ int main(void) {
         cmocka_unit_test(test_reference_mmlu_boolq_obqa),
         cmocka_unit_test(test_empty_context),
         cmocka_unit_test(test_window_refuses),
+        cmocka_unit_test(test_session),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

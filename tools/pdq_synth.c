@@ -11,6 +11,7 @@ static void usage(FILE *f) {
             "                 [--kv-heads 2] [--head-dim N] [--vocab 300] [--dtype f32|bf16|f16]\n"
             "                 [--shards N] [--tied] [--rope-llama3 factor,low,high,orig]\n"
             "                 [--rope-theta X] [--seed S] [--max-pos N] [--family MODEL_TYPE|NAME] [--bias]\n"
+            "                 [--sliding-window W] [--max-window-layers N (qwen2: layers >= N slide)]\n"
             "                 gemma3: [--window W (4096)] [--window-pattern N (6)] [--rope-local-theta X (10000)]\n"
             "  Gemma-3-1B shape: --family gemma3 --hidden 1152 --intermediate 6912 --layers 26 --heads 4\n"
             "                    --kv-heads 1 --head-dim 256 --vocab 262144 --window 512 --tied --rope-theta 1e6\n");
@@ -65,6 +66,8 @@ int main(int argc, char **argv) {
                   : !strcmp(a, "--max-pos") ? &o.max_pos
                   : !strcmp(a, "--window") ? &o.window
                   : !strcmp(a, "--window-pattern") ? &o.window_pattern
+                  : !strcmp(a, "--sliding-window") ? &o.sliding_window
+                  : !strcmp(a, "--max-window-layers") ? &o.max_window_layers
                   : NULL;
         if (ip) {
             if (parse_long(a, v, &x) || x < 0 || x > 1000000000) return 2;

@@ -19,12 +19,20 @@ typedef enum {
     PDQ_CHAT_QWEN3,    /* ChatML, earlier assistant turns without their <think> block */
     PDQ_CHAT_LLAMA3,   /* <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> */
     PDQ_CHAT_PHI3,     /* <|role|>\n...<|end|>\n */
-    PDQ_CHAT_GEMMA     /* <start_of_turn>user|model\n...<end_of_turn>\n, system folded into the first user turn */
+    PDQ_CHAT_GEMMA,    /* <start_of_turn>user|model\n...<end_of_turn>\n, system folded into the first user turn */
+    PDQ_CHAT_QWEN25,   /* ChatML with a default system turn when the conversation has none (Qwen2/2.5) */
+    PDQ_CHAT_LLAMA31,  /* Llama-3's headers, the system turn always, opening with its knowledge/date block */
+    PDQ_CHAT_PHI4MINI, /* <|role|>...<|end|>, no newlines (Phi-4-mini) */
+    PDQ_CHAT_MISTRAL   /* BOS [INST] user [/INST]assistant</s>, user/assistant alternating, no system (Mistral v0.1) */
 } pdq_chat_kind;
 
 typedef struct {
     pdq_chat_kind kind;
-    char bos[64]; /* bos_token text of tokenizer_config.json (templates that start with it) */
+    char bos[64];             /* bos_token text of tokenizer_config.json (templates that start with it) */
+    char eos[64];             /* eos_token text (Mistral ends assistant turns with it) */
+    char reply_close[72];     /* mistral: what closes an assistant turn: eos, or eos and a space (the later v0.1 template) */
+    char default_system[512]; /* qwen2.5: the system text the template writes when the conversation has none */
+    char date[32];            /* llama3.1: "Today Date" ("26 Jul 2024", or today's when the template asks strftime_now) */
 } pdq_chat_template;
 
 typedef struct {
@@ -32,7 +40,8 @@ typedef struct {
     char *content;
 } pdq_chat_msg;
 
-/* "chatml, qwen3, llama3, phi3, gemma": the names pdq_chat_template_load accepts. */
+/* "chatml, qwen3, llama3, phi3, gemma, qwen2.5, llama3.1, phi4-mini, mistral": the names
+ * pdq_chat_template_load accepts. */
 const char *pdq_chat_template_names(void);
 const char *pdq_chat_template_name(pdq_chat_kind k); /* "none" for PDQ_CHAT_NONE */
 
@@ -52,7 +61,8 @@ pdq_code pdq_chat_render(const pdq_chat_template *t, const pdq_chat_msg *m, size
 /* What follows an assistant reply in a running chat: the end of the reply's turn (the end-of-turn
  * token first, when the template has one), the user turn and the generation prompt. */
 pdq_code pdq_chat_render_next(const pdq_chat_template *t, const char *user, char **text, pdq_status *st);
-/* The token that ends a turn ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>"), NULL for none. */
+/* The token that ends a turn ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", Mistral's eos
+ * "</s>"), NULL for none. */
 const char *pdq_chat_end_of_turn(const pdq_chat_template *t);
 
 /* Token ids of a templated conversation, as apply_chat_template(tokenize=True) gives them: the

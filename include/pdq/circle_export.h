@@ -45,13 +45,7 @@ pdq_code pdq_circle_load_graph(const char *path, pdq_graph **out, pdq_status *st
  * Otherwise 0 and why[] says the first difference. */
 int pdq_graph_same(const pdq_graph *a, const pdq_graph *b, char *why, size_t n);
 
-/* ---------------- composition (whole-model graphs) ---------------- */
-
-/* Copies src's constants and ops into dst. src input i is replaced by dst tensor map[i], or
- * becomes a new dst input of the same name when map is NULL or map[i] < 0. outs (may be NULL)
- * receives the dst ids of src's outputs (intermediates of dst until marked). Constants that src
- * owns are copied, borrowed ones stay borrowed. qparams are copied. */
-pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, int *outs, pdq_status *st);
+/* ---------------- composition (whole-model graphs; pdq_graph_append is in graph.h) ---------------- */
 
 /* Whole model, B = 1:
  *   prefill: in  input_ids (1,S) int32, attention_mask (1,S,S), cos (1,S,hd), sin (1,S,hd)
@@ -157,9 +151,15 @@ void pdq_crt_free(pdq_crt *rt);
 int pdq_crt_max_seq(const pdq_crt *rt);
 int pdq_crt_vocab(const pdq_crt *rt);
 int pdq_crt_len(const pdq_crt *rt);
+/* Forgets the tokens from position len on (0 <= len <= pdq_crt_len): the next append writes from
+ * slot len (masks never show a slot at or past the length). */
+pdq_code pdq_crt_rewind(pdq_crt *rt, int len, pdq_status *st);
 /* pdq_cg_weight_bytes of everything one decode step runs (the decode file, or every layer's
  * decode file with token_embedding and lm_head). */
 size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt);
+/* Bytes of the runtime's KV cache: full layers' max_seq-1 slots, sliding layers' rings, in the
+ * cache's element type (float, or the K/V outputs' int16/uint8 codes). */
+size_t pdq_crt_kv_bytes(const pdq_crt *rt);
 /* Prefill n <= max_seq tokens (positions 0..n-1, padding on the right): logits (V) of the last. */
 pdq_code pdq_crt_prefill(pdq_crt *rt, const int32_t *ids, int n, float *logits, pdq_status *st);
 /* One decode step: logits (V). */

@@ -41,6 +41,17 @@ pdq_code pdq_ppl_windows(pdq_window_logits_fn fn, void *ctx, int vocab, const in
 pdq_code pdq_ppl_model(const pdq_model *m, const int32_t *ids, long n, int max_len, int stride,
                        const char *label, pdq_ppl_result *out, pdq_status *st);
 
+/* The same split over the ranks of a distributed job (struct pdq_dist, src/dist; NULL: one
+ * process): window w runs on rank w % ranks, every rank's per-token NLLs are gathered and summed in
+ * token order on every rank, so out is bit-identical to pdq_ppl_windows for any number of ranks.
+ * Progress (label) shows on rank 0 only. Collective: every rank calls it with the same arguments. */
+struct pdq_dist;
+pdq_code pdq_ppl_windows_split(const struct pdq_dist *d, pdq_window_logits_fn fn, void *ctx, int vocab,
+                               const int32_t *ids, long n, int max_len, int stride, const char *label,
+                               pdq_ppl_result *out, pdq_status *st);
+pdq_code pdq_ppl_model_split(const struct pdq_dist *d, const pdq_model *m, const int32_t *ids, long n, int max_len,
+                             int stride, const char *label, pdq_ppl_result *out, pdq_status *st);
+
 /* ---- KL divergence against a base (FP32) model over a corpus, llama.cpp-style ----
  * The base side keeps, per scored token (the tokens pdq_ppl_windows scores, in order), its top-k
  * log-probabilities and the target's log-probability: k * 8 + 4 bytes a token instead of the whole
@@ -58,6 +69,13 @@ typedef struct {
 /* Runs fn over the windows and records the base distributions (k <= vocab). */
 pdq_code pdq_kld_base_compute(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
                               int stride, int k, const char *label, pdq_kld_base *out, pdq_status *st);
+/* The same split over the ranks of a distributed job (NULL: one process): window w on rank
+ * w % ranks, the rows gathered on every rank, bit-identical to pdq_kld_base_compute. Collective. */
+pdq_code pdq_kld_base_compute_split(const struct pdq_dist *d, pdq_window_logits_fn fn, void *ctx, int vocab,
+                                    const int32_t *ids, long n, int max_len, int stride, int k, const char *label,
+                                    pdq_kld_base *out, pdq_status *st);
+/* Rank 0's base (loaded from a cache) onto every rank (the others' b is allocated here). Collective. */
+pdq_code pdq_kld_base_bcast(const struct pdq_dist *d, pdq_kld_base *b, pdq_status *st);
 /* Binary cache file; key identifies model, ids and windows: load fails (PDQ_ERR_MISSING) on another key. */
 pdq_code pdq_kld_base_save(const char *path, const pdq_kld_base *b, uint64_t key, pdq_status *st);
 pdq_code pdq_kld_base_load(const char *path, uint64_t key, pdq_kld_base *out, pdq_status *st);
@@ -78,6 +96,13 @@ typedef struct {
 pdq_code pdq_kld_windows(pdq_window_logits_fn fn, void *ctx, const int32_t *ids, long n, int max_len, int stride,
                          const pdq_kld_base *base, const char *label, pdq_kld_result *out, pdq_ppl_result *ppl,
                          pdq_status *st);
+
+/* The same split over the ranks (NULL: one process): window w on rank w % ranks, each token's
+ * record gathered and folded in token order on every rank, so out and ppl are bit-identical to
+ * pdq_kld_windows for any number of ranks. Progress (label) on rank 0 only. Collective. */
+pdq_code pdq_kld_windows_split(const struct pdq_dist *d, pdq_window_logits_fn fn, void *ctx, const int32_t *ids, long n,
+                               int max_len, int stride, const pdq_kld_base *base, const char *label,
+                               pdq_kld_result *out, pdq_ppl_result *ppl, pdq_status *st);
 
 /* Reads whitespace-separated decimal ids from a file; *ids malloc'd. */
 pdq_code pdq_read_ids_file(const char *path, int32_t **ids, long *n, pdq_status *st);

@@ -81,6 +81,26 @@ void pdq_file_map_release(void *m);         /* pdq_file_map_close for keep-alive
  * that lies in such a mapping: on anonymous memory it would zero it. */
 void pdq_file_drop_pages(const void *p, size_t n);
 
+/* ---------------- paths and directories ---------------- */
+
+typedef enum { PDQ_PATH_NONE = 0, PDQ_PATH_FILE, PDQ_PATH_DIR, PDQ_PATH_OTHER } pdq_path_kind;
+/* What path names, following symlinks (NONE: absent or not stat-able); size and mtime (seconds)
+ * may be NULL. */
+pdq_path_kind pdq_path_stat(const char *path, long long *size, long long *mtime);
+/* 1 if path is a directory (or a symlink to one). */
+int pdq_dir_exists(const char *path);
+/* access(2) probes: the caller may read path / create files in dir. */
+int pdq_path_readable(const char *path);
+int pdq_dir_writable(const char *dir);
+/* Creates directory path (mode 0777 less the umask), with its missing parents when parents != 0.
+ * An existing directory is not an error; an existing non-directory or a failed mkdir is, naming
+ * the path and the errno text. */
+pdq_code pdq_dir_make(const char *path, int parents, pdq_status *st);
+/* The entry names of dir (not "." and ".."), sorted bytewise, as a malloc'd array of malloc'd
+ * strings (pdq_dir_names_free); more than max entries is PDQ_ERR_LIMIT naming dir. */
+pdq_code pdq_dir_names(const char *dir, int max, char ***names, int *n, pdq_status *st);
+void pdq_dir_names_free(char **names, int n);
+
 #ifdef __cplusplus
 }
 #endif

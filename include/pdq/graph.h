@@ -155,6 +155,11 @@ int pdq_graph_op(pdq_graph *g, pdq_op_type type, const int *in, int n_in, const 
 int pdq_graph_find(const pdq_graph *g, const char *name); /* tensor id or -1 */
 /* Re-checks every op's shapes and the input/output lists (after edits or deserialization). */
 pdq_code pdq_graph_validate(const pdq_graph *g, pdq_status *st);
+/* Copies src's constants and ops into dst. src input i is replaced by dst tensor map[i], or
+ * becomes a new dst input of the same name when map is NULL or map[i] < 0. outs (may be NULL)
+ * receives the dst ids of src's outputs (intermediates of dst until marked). Constants that src
+ * owns are copied, borrowed ones stay borrowed. qparams are copied. */
+pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, int *outs, pdq_status *st);
 /* Prints one line per op (debugging, `pdq` tools). */
 void pdq_graph_dump(const pdq_graph *g, void *file);
 

@@ -143,6 +143,12 @@ typedef struct {
     int decode_steps;   /* greedy decode steps after each sample (0: prefill only) */
     pdq_padding pad;    /* padding of the shortened prompts before decode steps */
     const char *label;  /* progress bar label (NULL: none) */
+    /* the ranks of a distributed job (src/dist; NULL: one process): sample s runs on rank
+     * s % ranks; every observer step's range is gathered and replayed in the one-process order
+     * (prefills by sample, then each sample's decode steps), clip counts are summed, so the
+     * grids, statistics and ptq.json are the same bits for any number of ranks, EMA included.
+     * Collective: every rank calls it with the same samples. */
+    const struct pdq_dist *dist;
 } pdq_ptq_calib_opts;
 
 /* Observes nsamples prefills of max_seq ids each (samples row-major), then, if decode_steps > 0,
@@ -232,9 +238,14 @@ typedef struct {
     uint64_t seed;
     const char *const *prompts; /* verify prompts (caller-owned; NULL: pdq_ptq_verify_prompts) */
     int n_prompts;              /* at most PDQ_PTQ_MAX_PROMPTS are used */
+    const struct pdq_dist *dist; /* calibration split over these ranks (pdq_ptq_calib_opts.dist) */
 } pdq_ptq_run_opts;
 
 void pdq_ptq_run_opts_default(pdq_ptq_run_opts *o);
+/* A rank other than 0 of a distributed job while rank 0 runs pdq_ptq_quantize_dir: the same
+ * calibrations (norms quantized, each variant) on m, its share of the samples, keeping nothing. */
+pdq_code pdq_ptq_calibrate_share(pdq_model *m, const pdq_ptq_run_opts *o, const int32_t *calib, long n_calib, int bos,
+                                 pdq_status *st);
 pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model *m,
                               const pdq_ptq_run_opts *o, const int32_t *calib, long n_calib, int bos,
                               const int32_t *eval, long n_eval, void *file, pdq_status *st);

@@ -64,18 +64,4 @@ pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st);
 /* SIMD level in use: 0 scalar, 1 AVX2, 2 AVX-512 VNNI (FULLY_CONNECTED). */
 int pdq_qexec_simd(const pdq_qexec *x);
 
-/* Copy of a float graph with the file dtypes and qparams of a quantized export (activation grids
- * from the PTQ table, weight codes from a quantized checkpoint dir): what the exporter writes,
- * without writing it. */
-struct pdq_ptq;
-typedef struct pdq_qweights pdq_qweights;
-pdq_code pdq_lower_graph(const pdq_graph *g, struct pdq_ptq *p, pdq_qweights *w, pdq_graph **out, pdq_status *st);
-
-/* The lowering of a quantized checkpoint dir (its weight codes) with its PTQ table p (borrowed):
- * pdq_lowering_lower is a pdq_rt_lower_fn (runtime.h) with this as ctx. */
-typedef struct pdq_lowering pdq_lowering;
-pdq_code pdq_lowering_open(const char *qdir, struct pdq_ptq *p, pdq_lowering **out, pdq_status *st);
-void pdq_lowering_free(pdq_lowering *l);
-pdq_code pdq_lowering_lower(void *ctx, const pdq_graph *g, pdq_graph **qg, pdq_status *st);
-
 #endif

@@ -42,7 +42,9 @@ int pdq_attn_layout_parse(const char *s);
  *   in:  hidden (B,Q,D), attention_mask (B,Q,max_seq), past_key (B,n_kv,P,hd),
  *        past_value (B,n_kv,P,hd), cos (B,Q,hd), sin (B,Q,hd)
  *   out: hidden (B,Q,D), new_k (B,n_kv,Q,hd), new_v (B,n_kv,Q,hd)  (the delta only)
- * Keys inside the append graph are concat(past, new): the new tokens sit at slots P..max_seq-1. */
+ * Keys inside the append graph are concat(past, new): the new tokens sit at slots P..max_seq-1.
+ * A sliding layer (window W < max_seq, src/contract/rt_contract.h) takes its ring instead:
+ * past (B,n_kv,W-1,hd) for every Q and a mask (B,Q,W-1+Q); its prefill mask carries the window. */
 enum { PDQ_PF_IN_HIDDEN = 0, PDQ_PF_IN_MASK, PDQ_PF_IN_COS, PDQ_PF_IN_SIN };
 enum { PDQ_AP_IN_HIDDEN = 0, PDQ_AP_IN_MASK, PDQ_AP_IN_PAST_K, PDQ_AP_IN_PAST_V, PDQ_AP_IN_COS, PDQ_AP_IN_SIN };
 enum { PDQ_L_OUT_HIDDEN = 0, PDQ_L_OUT_K, PDQ_L_OUT_V };
@@ -69,7 +71,8 @@ typedef enum { PDQ_PAD_LEFT = 0, PDQ_PAD_RIGHT } pdq_padding;
 typedef struct pdq_rt pdq_rt;
 
 /* Creates a runtime for batch B and static length max_seq (>= 2). Graphs are built per layer:
- * prefill now, append buckets on first use. Cache per layer: (B, n_kv, max_seq-1, hd). The model
+ * prefill now, append buckets on first use. Cache per layer: (B, n_kv, max_seq-1, hd), a sliding
+ * layer's ring (B, n_kv, W-1, hd). The model
  * must outlive the runtime (weights are borrowed). */
 pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_opts *o,
                        pdq_rt **out, pdq_status *st);
@@ -80,6 +83,14 @@ int pdq_rt_max_seq(const pdq_rt *rt);
 /* Tokens in row b's sequence so far (prompt + decoded + appended). */
 int pdq_rt_len(const pdq_rt *rt, int b);
 void pdq_rt_reset(pdq_rt *rt);
+/* pdq_rt_reset and every cache slot zeroed, as a new runtime: what the masked slots of the next
+ * sequence hold then does not depend on earlier sequences. */
+void pdq_rt_clear(pdq_rt *rt);
+/* Forgets row b's tokens from position len on (0 <= len <= its length): the next append writes
+ * from slot len. Masks never show a slot at or past a row's length, so what those slots still
+ * hold is never read (as after any prefill). Used to score several continuations of one
+ * prefilled context (pdq eval). */
+pdq_code pdq_rt_rewind(pdq_rt *rt, int b, int len, pdq_status *st);
 /* The layer graphs (for observers / export): mode prefill, or append with Q (built if needed). */
 pdq_code pdq_rt_layer_graph(pdq_rt *rt, pdq_graph_mode mode, int Q, int layer, const pdq_graph **g,
                             pdq_status *st);
@@ -91,8 +102,12 @@ void pdq_rt_set_hook(pdq_rt *rt, pdq_edge_hook hook, void *ctx);
  * called. Graph stacks are rebuilt; NULL lower reverts to the float interpreter. */
 typedef pdq_code (*pdq_rt_lower_fn)(void *ctx, const pdq_graph *g, pdq_graph **qg, pdq_status *st);
 pdq_code pdq_rt_set_lowering(pdq_rt *rt, pdq_rt_lower_fn lower, void *ctx, const pdq_exec_opts *eo, pdq_status *st);
-/* Layer l's cache (which 0: K, 1: V), (B, n_kv, max_seq-1, hd) float values; NULL for a bad index. */
+/* Layer l's cache (which 0: K, 1: V), (B, n_kv, max_seq-1, hd) float values, or a sliding layer's
+ * ring (B, n_kv, W-1, hd) (slot = position mod (W-1); src/contract/rt_contract.h); NULL for a bad index. */
 const float *pdq_rt_cache(const pdq_rt *rt, int layer, int which);
+/* Bytes of the external KV cache: (full layers x (max_seq-1) + sliding layers x ring slots) x
+ * n_kv x hd x 2 x 4. */
+size_t pdq_rt_kv_bytes(const pdq_rt *rt);
 
 /* Prefill: starts new sequences. ids/mask are (B,T) row-major with T <= max_seq; mask 1 = real
  * token, 0 = padding (NULL: all real). Padding must sit on the `pad` side of every row and every

@@ -31,6 +31,8 @@ typedef struct {
      * window_pattern-th layer global (0: 6) and the local RoPE base (0: 10000) */
     int window, window_pattern;
     double rope_local_theta;
+    int sliding_window;    /* > 0: written as sliding_window; qwen2 also gets use_sliding_window */
+    int max_window_layers; /* qwen2 with a window: the layers from this index on slide */
     uint64_t seed;
 } pdq_synth_opts;
 

@@ -123,6 +123,25 @@ pdq_code pdq_ll_window_score(void *ctx, const int32_t *ctx_ids, int n_ctx, int32
                              int n, double *ll, int *greedy, pdq_status *st);
 void pdq_ll_window_free(pdq_ll_window *s);
 
+/* Scorer on a static-shape session (the static graphs, the exported Circle pair): the shared
+ * context is prefilled once (positions 0..n_ctx-1), each continuation without its last token is
+ * appended at n_ctx through the append graphs, and the session rewinds to n_ctx for the next.
+ * A request longer than max_seq is refused with PDQ_ERR_LIMIT, never truncated. */
+typedef struct {
+    /* prefill from length 0: logits (vocab) of the last of n tokens */
+    pdq_code (*prefill)(void *ctx, const int32_t *ids, int n, float *last, pdq_status *st);
+    /* append n tokens at the current length: logits of every appended row (n x vocab) */
+    pdq_code (*append)(void *ctx, const int32_t *ids, int n, float *rows, pdq_status *st);
+    /* back to length len <= the current one */
+    pdq_code (*rewind)(void *ctx, int len, pdq_status *st);
+    void *ctx;
+    int vocab, max_seq;
+    float *logits;    /* owned scratch [max_seq * vocab] */
+} pdq_ll_session;
+pdq_code pdq_ll_session_score(void *ctx, const int32_t *ctx_ids, int n_ctx, int32_t *const *cont, const int *n_cont,
+                              int n, double *ll, int *greedy, pdq_status *st);
+void pdq_ll_session_free(pdq_ll_session *s);
+
 /* ---- results ---- */
 typedef struct {
     double *ll;      /* [n] per request */

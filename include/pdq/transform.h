@@ -61,6 +61,10 @@ typedef struct pdq_transform_opts {
      * strips on pool (NULL: the caller), force_scalar 1 skips the AVX2 kernels */
     struct pdq_pool *pool;
     int force_scalar;
+    /* the ranks of a distributed job (src/dist; NULL: one process). SmoothQuant's windows are
+     * split over them (window s on rank s % ranks) and each layer's ranges are the maximum over
+     * the ranks': the same bits for any number of ranks. Collective: every rank runs the transform. */
+    const struct pdq_dist *dist;
     /* filled by pdq_transform_model */
     int untied;             /* R1 on a tied model with a non-unit final norm: lm_head split off */
     int final_norm_kept;    /* fold without R1 on a tied model: the final norm keeps its weight */

@@ -1,6 +1,7 @@
 /* External-KV runtime driving exported Circle files (whole-model pair or per-layer files), B = 1,
  * prompt at positions 0..n-1 with padding on the right, exactly the inputs the in-memory static
- * runtime builds (mask rows, cos/sin rows of position 0 for padding, cache slots = positions).
+ * runtime builds (one mask per attention type, cos/sin rows of position 0 for padding, cache slots
+ * of positions: a full layer's slot = position, a sliding layer's ring slot = position mod ring).
  * The KV cache is held in the dtype of the files' K/V outputs (int16 codes when quantized). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,9 @@
 struct pdq_crt {
     int whole;
     int S, C, L, KV, hd, D, V;
-    int rd, window;             /* cos/sin width (rotary dims), sliding window (0: none) */
+    int rd, window;             /* cos/sin width (rotary dims), sliding layers' window (0: none) */
+    int ring, has_full;         /* sliding layers' ring slots (0: no ring layer); some layer is full */
+    pdq_ctr_whole_io io;        /* the whole-model files' inputs */
     float fill;
     float *cos_tab, *sin_tab;   /* (S, rd) */
     int *pos;                   /* (S) prefill row positions (scratch) */
@@ -28,7 +31,7 @@ struct pdq_crt {
     pdq_cgraph *embed, *head, **lp, **ld;  /* per layer */
     pdq_kv_cache kv;            /* B = 1; float, or the codes of the files' K/V outputs */
     const pdq_tensor **kt, **vt; /* [L] the K/V output tensors giving each layer's cache grid */
-    int *slot;                  /* (S) cache slot of each graph row of a step (scratch) */
+    int *slot;                  /* (S) position of each graph row of a step or -1 (scratch) */
     int len;
     pdq_exec_opts eo;           /* float mode: the cache holds floats */
     int nb, bq[PDQ_MAX_BUCKETS + 1];          /* buckets, ascending, bq[0] = 1 (decode) */
@@ -82,24 +85,33 @@ static pdq_code want_shape(const pdq_tensor *t, int nd, const int *sh, const cha
     return pdq_fail(st, PDQ_ERR_SHAPE, "%s: tensor %s has shape (%s), the manifest's contract needs (%s)", file, t->name, a, b);
 }
 
-static pdq_code check_io_q(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind, int Q, pdq_status *st) {
+/* The shape of layer l's past input and mask width in a Q-token graph (rt_contract.h). */
+static int past_of(const pdq_crt *rt, int l, int Q) { return pdq_ctr_past_slots(rt->kv.ring[l], rt->S, Q); }
+
+static pdq_code check_io_q(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind, int Q, int layer, pdq_status *st) {
     /* kind 0: whole prefill, 1: whole decode/append of Q, 2: layer prefill, 3: layer decode/append, 4: embed, 5: head */
-    int S = rt->S, C = rt->S - Q, KV = rt->KV, hd = rt->hd, D = rt->D, V = rt->V;
-    int T = (kind == 1 || kind == 3) ? Q : S;
-    int ni = pdq_cg_n_inputs(cg), no = pdq_cg_n_outputs(cg);
-    int want_in = kind == 0 ? 4 : kind == 1 ? 4 + 2 * rt->L : kind == 2 ? 4 : kind == 3 ? 6 : 1;
+    int S = rt->S, KV = rt->KV, hd = rt->hd, D = rt->D, V = rt->V;
+    int T = (kind == 1 || kind == 3) ? Q : S, C = kind == 3 ? past_of(rt, layer, Q) : S - Q;
+    int ni = pdq_cg_n_inputs(cg), no = pdq_cg_n_outputs(cg), ns = rt->io.n_shared;
+    int want_in = kind == 0 ? ns : kind == 1 ? ns + 2 * rt->L : kind == 2 ? 4 : kind == 3 ? 6 : 1;
     int want_out = kind <= 1 ? 1 + 2 * rt->L : kind <= 3 ? 3 : 1;
     if (ni != want_in || no != want_out)
         return pdq_fail(st, PDQ_ERR_SHAPE, "%s: %d inputs / %d outputs, the contract has %d / %d", file, ni, no, want_in, want_out);
     pdq_code rc = PDQ_OK;
-    int s2[2] = {1, T}, m3[3] = {1, T, S}, c3[3] = {1, T, rt->rd}, h3[3] = {1, T, D}, l3[3] = {1, T, V};
+    int s2[2] = {1, T}, m3[3] = {1, T, kind == 3 ? C + T : S}, c3[3] = {1, T, rt->rd}, h3[3] = {1, T, D}, l3[3] = {1, T, V};
     int pk[4] = {1, KV, C, hd}, nk[4] = {1, KV, T, hd};
     if (kind <= 1) {
-        rc = want_shape(pdq_cg_input_tensor(cg, 0), 2, s2, file, st);
-        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, 1), 3, m3, file, st);
-        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, 2), 3, c3, file, st);
-        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, 3), 3, c3, file, st);
-        for (int i = 4; i < ni && !rc; i++) rc = want_shape(pdq_cg_input_tensor(cg, i), 4, pk, file, st);
+        const pdq_ctr_whole_io *io = &rt->io;
+        int mr[3] = {1, T, kind == 0 ? S : rt->ring + T}; /* the sliding layers' mask */
+        rc = want_shape(pdq_cg_input_tensor(cg, io->ids), 2, s2, file, st);
+        if (!rc && io->mask_full >= 0) rc = want_shape(pdq_cg_input_tensor(cg, io->mask_full), 3, m3, file, st);
+        if (!rc && io->mask_ring >= 0) rc = want_shape(pdq_cg_input_tensor(cg, io->mask_ring), 3, mr, file, st);
+        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, io->cos), 3, c3, file, st);
+        if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, io->sin), 3, c3, file, st);
+        for (int i = ns; i < ni && !rc; i++) {
+            pk[2] = past_of(rt, (i - ns) / 2, Q);
+            rc = want_shape(pdq_cg_input_tensor(cg, i), 4, pk, file, st);
+        }
         if (!rc) rc = want_shape(pdq_cg_output_tensor(cg, 0), 3, l3, file, st);
         for (int i = 1; i < no && !rc; i++) rc = want_shape(pdq_cg_output_tensor(cg, i), 4, nk, file, st);
     } else if (kind == 2 || kind == 3) {
@@ -130,7 +142,7 @@ static pdq_code crt_read_buckets(pdq_crt *rt, const cJSON *root, const char *pat
 static pdq_code crt_open_buckets(pdq_crt *rt, const char *dir, const char *tag, pdq_status *st);
 
 static pdq_code check_io(pdq_crt *rt, pdq_cgraph *cg, const char *file, int kind, pdq_status *st) {
-    return check_io_q(rt, cg, file, kind, 1, st);
+    return check_io_q(rt, cg, file, kind, 1, -1, st);
 }
 
 pdq_code pdq_crt_open(const char *dir, int whole, pdq_crt **out, pdq_status *st) {
@@ -163,6 +175,13 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
     rt->hd = mf.head_dim;
     rt->rd = mf.rotary_dim;
     rt->window = mf.sliding_window;
+    int ring[PDQ_MANIFEST_MAX_LAYERS];
+    for (int l = 0; l < mf.layers; l++) {
+        ring[l] = pdq_ctr_ring_of(mf.sliding[l] ? mf.sliding_window : 0, rt->S);
+        if (ring[l]) rt->ring = ring[l];
+        else rt->has_full = 1;
+    }
+    pdq_ctr_whole_io_of(rt->has_full, rt->ring > 0, &rt->io);
     rt->D = mf.hidden;
     rt->V = mf.vocab;
     rt->fill = (float)mf.fill;
@@ -191,6 +210,8 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
     pdq_npy_free(&a);
     pdq_npy_free(&b);
     int L = rt->L;
+    /* the caches' geometry first (the files' shapes are checked against it), their grids later */
+    if (!rc) rc = pdq_kv_init(&rt->kv, L, 1, rt->KV, rt->C, rt->hd, NULL, ring, st);
     if (!rc) {
         rt->kt = calloc((size_t)L, sizeof(void *));
         rt->vt = calloc((size_t)L, sizeof(void *));
@@ -222,7 +243,7 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
             if (!rc) rc = check_io(rt, rt->lp[l], base, 2, st);
             snprintf(base, sizeof base, "decoder_layer_decode_%d", l);
             if (!rc) rc = open_file(rt, dir, base, tag, rt->lp[l], &rt->ld[l], st);
-            if (!rc) rc = check_io(rt, rt->ld[l], base, 3, st);
+            if (!rc) rc = check_io_q(rt, rt->ld[l], base, 3, 1, l, st);
             if (!rc) {
                 rt->kt[l] = pdq_cg_output_tensor(rt->ld[l], PDQ_L_OUT_K);
                 rt->vt[l] = pdq_cg_output_tensor(rt->ld[l], PDQ_L_OUT_V);
@@ -237,7 +258,10 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
         grid[2 * l] = pdq_kv_grid_of(rt->eo.mode == PDQ_EXEC_FLOAT ? NULL : rt->kt[l]);
         grid[2 * l + 1] = pdq_kv_grid_of(rt->eo.mode == PDQ_EXEC_FLOAT ? NULL : rt->vt[l]);
     }
-    if (!rc) rc = pdq_kv_init(&rt->kv, L, 1, rt->KV, rt->C, rt->hd, grid, st);
+    if (!rc) {
+        pdq_kv_free(&rt->kv);
+        rc = pdq_kv_init(&rt->kv, L, 1, rt->KV, rt->C, rt->hd, grid, ring, st);
+    }
     free(grid);
     if (rc) { pdq_crt_free(rt); return pdq_wrap(st, "circle runtime on %s", dir); }
     *out = rt;
@@ -248,6 +272,15 @@ int pdq_crt_max_seq(const pdq_crt *rt) { return rt->S; }
 int pdq_crt_vocab(const pdq_crt *rt) { return rt->V; }
 int pdq_crt_len(const pdq_crt *rt) { return rt->len; }
 
+pdq_code pdq_crt_rewind(pdq_crt *rt, int len, pdq_status *st) {
+    if (len < 0 || len > rt->len)
+        return pdq_fail(st, PDQ_ERR_ARG, "circle rewind: the cache holds %d tokens, cannot rewind to %d", rt->len, len);
+    rt->len = len;
+    return PDQ_OK;
+}
+
+size_t pdq_crt_kv_bytes(const pdq_crt *rt) { return pdq_kv_bytes(&rt->kv); }
+
 size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt) {
     if (rt->whole) return pdq_cg_weight_bytes(rt->decode);
     size_t n = pdq_cg_weight_bytes(rt->embed) + pdq_cg_weight_bytes(rt->head);
@@ -255,28 +288,34 @@ size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt) {
     return n;
 }
 
-/* Prefill mask / cos / sin for n real tokens at positions 0..n-1 (the rest padding). */
-static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *cos, float *sin) {
+/* Prefill masks / cos / sin for n real tokens at positions 0..n-1 (the rest padding): mask (full
+ * layers') and rmask (sliding layers', with the window) when not NULL. */
+static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *rmask, float *cos, float *sin) {
     int S = rt->S, rd = rt->rd;
     for (int i = 0; i < S; i++) {
         rt->pos[i] = i < n ? i : -1;
         pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, i < n ? i : 0, cos + (size_t)i * rd, sin + (size_t)i * rd);
     }
-    pdq_ctr_prefill_mask(rt->pos, S, rt->window, rt->fill, mask);
+    if (mask) pdq_ctr_prefill_mask(rt->pos, S, 0, rt->fill, mask);
+    if (rmask) pdq_ctr_prefill_mask(rt->pos, S, rt->window, rt->fill, rmask);
 }
 
 /* Inputs of an append of Q tokens at length len (decode: Q = 1; the in-memory runtime's rt_append
- * rows): query q sees cache slots 0..len-1 and the new columns P..P+q (P = max_seq - Q). */
-static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *cos, float *sin) {
+ * rows): in mask (full layers', when not NULL) query q sees cache slots 0..len-1 and the new
+ * columns P..P+q (P = max_seq - Q); in rmask (sliding layers') the ring slots and new columns of
+ * its window (pdq_ctr_ring_mask_row). */
+static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *rmask, float *cos, float *sin) {
     int S = rt->S, rd = rt->rd;
     for (int q = 0; q < Q; q++) {
-        pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, rt->window, rt->fill, mask + (size_t)q * S);
+        if (mask) pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, 0, rt->fill, mask + (size_t)q * S);
+        if (rmask)
+            pdq_ctr_ring_mask_row(rt->ring, rt->window, Q, rt->len, q, 1, rt->fill, rmask + (size_t)q * (rt->ring + Q));
         pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, rt->len + q, cos + (size_t)q * rd, sin + (size_t)q * rd);
     }
 }
 
 /* Past inputs of layer l of a Q-token graph g (K at in_k, V at in_k + 1): the first max_seq - Q
- * cache slots (decode: all C). In integer mode the codes go in as they are when the input has the
+ * cache slots (decode: all C), or the whole ring of a sliding layer. In integer mode the codes go in as they are when the input has the
  * cache's grid (it does: the KV cache has one grid per layer and K/V). */
 static void past_inputs(const pdq_crt *rt, pdq_cgraph *g, int l, int in_k, int Q) {
     for (int w = 0; w < 2; w++) {
@@ -284,8 +323,8 @@ static void past_inputs(const pdq_crt *rt, pdq_cgraph *g, int l, int in_k, int Q
         void *codes = pdq_cg_mode(g) == PDQ_EXEC_INT && pdq_kv_same_grid(&rt->kv, l, w, pdq_cg_input_tensor(g, in))
                           ? pdq_cg_input_codes(g, in)
                           : NULL;
-        if (codes) pdq_kv_past_codes(&rt->kv, l, w, rt->S - Q, codes);
-        else pdq_kv_past(&rt->kv, l, w, rt->S - Q, pdq_cg_input(g, in));
+        if (codes) pdq_kv_past_codes(&rt->kv, l, w, past_of(rt, l, Q), codes);
+        else pdq_kv_past(&rt->kv, l, w, past_of(rt, l, Q), pdq_cg_input(g, in));
     }
 }
 
@@ -317,10 +356,13 @@ static pdq_code run_layer(void *vc, int l, const float *h, const float **h_out, 
     const crt_step *k = c->k;
     pdq_cgraph *g = k->layers[l];
     memcpy(pdq_cg_input(g, PDQ_PF_IN_HIDDEN), h, sizeof(float) * (size_t)k->T * rt->D);
+    int ring = rt->kv.ring[l];
     if (k->prefill) {
-        prefill_inputs(rt, c->n, pdq_cg_input(g, PDQ_PF_IN_MASK), pdq_cg_input(g, PDQ_PF_IN_COS), pdq_cg_input(g, PDQ_PF_IN_SIN));
+        float *m = pdq_cg_input(g, PDQ_PF_IN_MASK);
+        prefill_inputs(rt, c->n, ring ? NULL : m, ring ? m : NULL, pdq_cg_input(g, PDQ_PF_IN_COS), pdq_cg_input(g, PDQ_PF_IN_SIN));
     } else {
-        append_inputs(rt, k->T, pdq_cg_input(g, PDQ_AP_IN_MASK), pdq_cg_input(g, PDQ_AP_IN_COS), pdq_cg_input(g, PDQ_AP_IN_SIN));
+        float *m = pdq_cg_input(g, PDQ_AP_IN_MASK);
+        append_inputs(rt, k->T, ring ? NULL : m, ring ? m : NULL, pdq_cg_input(g, PDQ_AP_IN_COS), pdq_cg_input(g, PDQ_AP_IN_SIN));
         past_inputs(rt, g, l, PDQ_AP_IN_PAST_K, k->T);
     }
     pdq_code rc = pdq_cg_run(g, st);
@@ -340,13 +382,16 @@ static pdq_code run_step(pdq_crt *rt, const crt_step *k, const int32_t *ids, int
     int T = k->T, D = rt->D, V = rt->V;
     pdq_code rc;
     if (k->prefill) rt->len = 0;
-    for (int t = 0; t < T; t++) rt->slot[t] = t < n ? pdq_ctr_slot(rt->len + t, rt->C) : -1;
+    for (int t = 0; t < T; t++) rt->slot[t] = t < n ? rt->len + t : -1;
     if (rt->whole) {
         pdq_cgraph *g = k->whole;
-        fill_ids(pdq_cg_input(g, 0), T, ids, n);
-        if (k->prefill) prefill_inputs(rt, n, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
-        else append_inputs(rt, T, pdq_cg_input(g, 1), pdq_cg_input(g, 2), pdq_cg_input(g, 3));
-        for (int l = 0; l < rt->L && !k->prefill; l++) past_inputs(rt, g, l, 4 + 2 * l, T);
+        const pdq_ctr_whole_io *io = &rt->io;
+        float *mask = io->mask_full >= 0 ? pdq_cg_input(g, io->mask_full) : NULL;
+        float *rmask = io->mask_ring >= 0 ? pdq_cg_input(g, io->mask_ring) : NULL;
+        fill_ids(pdq_cg_input(g, io->ids), T, ids, n);
+        if (k->prefill) prefill_inputs(rt, n, mask, rmask, pdq_cg_input(g, io->cos), pdq_cg_input(g, io->sin));
+        else append_inputs(rt, T, mask, rmask, pdq_cg_input(g, io->cos), pdq_cg_input(g, io->sin));
+        for (int l = 0; l < rt->L && !k->prefill; l++) past_inputs(rt, g, l, io->past + 2 * l, T);
         if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
         const float *lg = pdq_cg_output(g, 0);
         if (rows) memcpy(rows, lg, sizeof(float) * (size_t)n * V);
@@ -435,14 +480,14 @@ static pdq_code crt_open_buckets(pdq_crt *rt, const char *dir, const char *tag, 
         if (rt->whole) {
             snprintf(base, sizeof base, "model_append_prefill_q%d", Q);
             rc = open_file(rt, dir, base, tag, rt->prefill, &rt->wa[b], st);
-            if (!rc) rc = check_io_q(rt, rt->wa[b], base, 1, Q, st);
+            if (!rc) rc = check_io_q(rt, rt->wa[b], base, 1, Q, -1, st);
             continue;
         }
         if (!(rt->la[b] = calloc((size_t)rt->L, sizeof(pdq_cgraph *)))) return pdq_fail(st, PDQ_ERR_NOMEM, "circle runtime");
         for (int l = 0; l < rt->L && !rc; l++) {
             snprintf(base, sizeof base, "decoder_layer_append_prefill_q%d_%d", Q, l);
             rc = open_file(rt, dir, base, tag, rt->lp[l], &rt->la[b][l], st);
-            if (!rc) rc = check_io_q(rt, rt->la[b][l], base, 3, Q, st);
+            if (!rc) rc = check_io_q(rt, rt->la[b][l], base, 3, Q, l, st);
         }
     }
     return rc;

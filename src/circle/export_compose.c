@@ -1,79 +1,13 @@
-/* Composition of graphs (embedding + layers + head -> one whole-model graph) and structural
- * graph comparison (the round-trip check). */
+/* Whole-model graphs composed of embedding + layers + head (pdq_graph_append, ir/graph_append.c)
+ * and structural graph comparison (the round-trip check). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract/rt_contract.h"
 #include "ops/op_def.h"
 #include "pdq/circle_export.h"
-
-static pdq_code copy_q(pdq_tensor *t, const pdq_qparams *q, pdq_status *st) {
-    if (!q) return PDQ_OK;
-    pdq_qparams *n = calloc(1, sizeof *n);
-    if (n) {
-        n->scale = malloc(sizeof(float) * (size_t)(q->n ? q->n : 1));
-        n->zero_point = malloc(sizeof(int64_t) * (size_t)(q->n ? q->n : 1));
-    }
-    if (!n || !n->scale || !n->zero_point) {
-        if (n) { free(n->scale); free(n->zero_point); free(n); }
-        return pdq_fail(st, PDQ_ERR_NOMEM, "graph compose: qparams of %s", t->name);
-    }
-    n->n = q->n;
-    n->quantized_dim = q->quantized_dim;
-    n->block = q->block;
-    memcpy(n->scale, q->scale, sizeof(float) * (size_t)q->n);
-    memcpy(n->zero_point, q->zero_point, sizeof(int64_t) * (size_t)q->n);
-    if (t->q) { free(t->q->scale); free(t->q->zero_point); free(t->q); }
-    t->q = n;
-    return PDQ_OK;
-}
-
-pdq_code pdq_graph_append(pdq_graph *dst, const pdq_graph *src, const int *map, int *outs, pdq_status *st) {
-    int *ids = malloc(sizeof(int) * (size_t)(src->n_tensors ? src->n_tensors : 1));
-    int *in = NULL;
-    int max_in = 1;
-    for (int o = 0; o < src->n_ops; o++)
-        if (src->ops[o].n_in > max_in) max_in = src->ops[o].n_in;
-    in = malloc(sizeof(int) * (size_t)max_in);
-    if (!ids || !in) { free(ids); free(in); return pdq_fail(st, PDQ_ERR_NOMEM, "graph compose"); }
-    pdq_code rc = PDQ_OK;
-    for (int t = 0; t < src->n_tensors; t++) ids[t] = -1;
-    for (int i = 0; i < src->n_inputs && rc == PDQ_OK; i++) {
-        int t = src->inputs[i];
-        const pdq_tensor *x = &src->tensors[t];
-        if (map && map[i] >= 0) { ids[t] = map[i]; continue; }
-        ids[t] = pdq_graph_input(dst, x->name, x->dtype, x->ndim, x->shape, st);
-        if (ids[t] < 0) rc = st ? st->code : PDQ_ERR_ARG;
-        else rc = copy_q(&dst->tensors[ids[t]], x->q, st);
-    }
-    /* Constants in src order, each just before the first op that reads it would be nicer for
-     * readers of the file; tensor order does not change semantics, so they go first. */
-    for (int t = 0; t < src->n_tensors && rc == PDQ_OK; t++) {
-        const pdq_tensor *x = &src->tensors[t];
-        if (x->kind != PDQ_TK_CONST) continue;
-        ids[t] = pdq_graph_const(dst, x->name, x->dtype, x->ndim, x->shape, x->data, x->owned, st);
-        if (ids[t] >= 0) dst->tensors[ids[t]].role = x->role;
-        if (ids[t] < 0) rc = st ? st->code : PDQ_ERR_ARG;
-        else rc = copy_q(&dst->tensors[ids[t]], x->q, st);
-    }
-    for (int o = 0; o < src->n_ops && rc == PDQ_OK; o++) {
-        const pdq_op *op = &src->ops[o];
-        for (int i = 0; i < op->n_in; i++) in[i] = ids[op->in[i]];
-        const pdq_tensor *y = &src->tensors[op->out[0]];
-        int id = pdq_graph_op(dst, op->type, in, op->n_in, op, y->name, st);
-        if (id < 0) { rc = st ? st->code : PDQ_ERR_ARG; break; }
-        dst->tensors[id].dtype = y->dtype;
-        rc = copy_q(&dst->tensors[id], y->q, st);
-        ids[op->out[0]] = id;
-    }
-    if (rc == PDQ_OK && outs)
-        for (int i = 0; i < src->n_outputs; i++) outs[i] = ids[src->outputs[i]];
-    free(ids);
-    free(in);
-    if (rc != PDQ_OK) return pdq_wrap(st, "appending graph %s to %s", src->name, dst->name);
-    return PDQ_OK;
-}
 
 pdq_code pdq_build_whole(const pdq_model *m, pdq_graph_mode mode, int max_seq, const pdq_static_opts *o,
                          pdq_graph **out, pdq_status *st) {
@@ -95,11 +29,20 @@ pdq_code pdq_build_whole_q(const pdq_model *m, pdq_graph_mode mode, int max_seq,
     if (rc != PDQ_OK) return rc;
     int *kv = malloc(sizeof(int) * (size_t)(2 * L));
     if (!kv) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "whole-model graph"); }
-    /* shared inputs first: ids, mask, cos, sin (then the per-layer past K/V as the layers add them) */
-    int is[2] = {1, T}, ms[3] = {1, T, max_seq}, cs[3] = {1, T, pdq_cfg_rotary_dim(&m->cfg)};
-    int ids = pdq_graph_input(g, "input_ids", PDQ_TI32, 2, is, st);
-    int mask = ids < 0 ? -1 : pdq_graph_input(g, "attention_mask", PDQ_TF32, 3, ms, st);
-    int cos = mask < 0 ? -1 : pdq_graph_input(g, "cos", PDQ_TF32, 3, cs, st);
+    /* shared inputs first: ids, one mask per attention type, cos, sin (rt_contract.h's
+     * pdq_ctr_whole_io; then the per-layer past K/V as the layers add them) */
+    int ring = 0;
+    for (int l = 0; l < L; l++)
+        if (pdq_ctr_ring(c, max_seq, l)) ring = pdq_ctr_ring(c, max_seq, l);
+    pdq_ctr_whole_io io;
+    pdq_ctr_whole_io_of(pdq_ctr_has_type(c, max_seq, 0), ring > 0, &io);
+    int is[2] = {1, T}, ms[3] = {1, T, max_seq}, rs[3] = {1, T, decode ? ring + T : max_seq};
+    int cs[3] = {1, T, pdq_cfg_rotary_dim(&m->cfg)};
+    int ids = pdq_graph_input(g, "input_ids", PDQ_TI32, 2, is, st), mask = -1, rmask = -1;
+    int ok = ids >= 0;
+    if (ok && io.mask_full >= 0) ok = (mask = pdq_graph_input(g, "attention_mask", PDQ_TF32, 3, ms, st)) >= 0;
+    if (ok && io.mask_ring >= 0) ok = (rmask = pdq_graph_input(g, "sliding_attention_mask", PDQ_TF32, 3, rs, st)) >= 0;
+    int cos = !ok ? -1 : pdq_graph_input(g, "cos", PDQ_TF32, 3, cs, st);
     int sin = cos < 0 ? -1 : pdq_graph_input(g, "sin", PDQ_TF32, 3, cs, st);
     if (sin < 0) { rc = st ? st->code : PDQ_ERR_ARG; goto done; }
     int h;
@@ -110,12 +53,12 @@ pdq_code pdq_build_whole_q(const pdq_model *m, pdq_graph_mode mode, int max_seq,
     part = NULL;
     for (int l = 0; l < L; l++) {
         if ((rc = pdq_build_layer(m, l, NULL, mode, 1, max_seq, decode ? Q : 0, o, &part, st)) != PDQ_OK) goto done;
-        int map[6], outs[3];
+        int map[6], outs[3], lm = pdq_ctr_ring(c, max_seq, l) ? rmask : mask;
         if (decode) {
-            map[PDQ_AP_IN_HIDDEN] = h; map[PDQ_AP_IN_MASK] = mask; map[PDQ_AP_IN_PAST_K] = -1;
+            map[PDQ_AP_IN_HIDDEN] = h; map[PDQ_AP_IN_MASK] = lm; map[PDQ_AP_IN_PAST_K] = -1;
             map[PDQ_AP_IN_PAST_V] = -1; map[PDQ_AP_IN_COS] = cos; map[PDQ_AP_IN_SIN] = sin;
         } else {
-            map[PDQ_PF_IN_HIDDEN] = h; map[PDQ_PF_IN_MASK] = mask; map[PDQ_PF_IN_COS] = cos; map[PDQ_PF_IN_SIN] = sin;
+            map[PDQ_PF_IN_HIDDEN] = h; map[PDQ_PF_IN_MASK] = lm; map[PDQ_PF_IN_COS] = cos; map[PDQ_PF_IN_SIN] = sin;
         }
         if ((rc = pdq_graph_append(g, part, map, outs, st)) != PDQ_OK) goto done;
         pdq_graph_free(part);

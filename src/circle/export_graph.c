@@ -9,7 +9,7 @@
 
 #include "circle/circle_defs.h"
 #include "circle/export_gather.h"
-#include "ops/op_def.h"
+#include "circle/op_circle.h"
 #include "pdq/circle_export.h"
 
 int8_t pdq_circle_type_of(pdq_tdtype dt);
@@ -62,18 +62,18 @@ static pdq_code add_op(pdq_circle_model *m, const pdq_graph *g, const pdq_op *op
     int n_in = op->n_in;
     for (int i = 0; i < n_in; i++) in[i] = op->in[i];
     out[0] = op->out[0];
-    const pdq_op_def *d = pdq_op_def_of(op->type);
+    const pdq_circle_spelling *d = pdq_circle_spelling_of(op->type);
     if (!d) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle export: op type %d", (int)op->type);
-    int32_t code = d->circle_code;
-    uint8_t ot = (uint8_t)d->circle_options;
+    int32_t code = d->code;
+    uint8_t ot = (uint8_t)d->options;
     pdq_circle_options o;
     memset(&o, 0, sizeof o);
     /* the op's options (the rest keep the schema's defaults); an optional operand it leaves out is -1 */
-    if (d->circle_put) {
-        pdq_code rc = d->circle_put(g, op, &o, st);
+    if (d->put) {
+        pdq_code rc = d->put(g, op, &o, st);
         if (rc != PDQ_OK) return rc;
     }
-    if (d->circle_optional_in && n_in == d->circle_optional_in) in[n_in++] = -1;
+    if (d->optional_in && n_in == d->optional_in) in[n_in++] = -1;
     if (pdq_circle_gather_needs_std(g, op)) return pdq_circle_add_gather_std(m, g, op, &o, st);
     return pdq_circle_add_op(m, code, n_in, in, 1, out, ot, &o, st) < 0 ? (st ? st->code : PDQ_ERR_NOMEM) : PDQ_OK;
 }

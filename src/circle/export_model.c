@@ -1,11 +1,9 @@
 /* Export of a model to Circle files as TICO names them, the RoPE tables and manifest.json (the
  * contract a device runtime needs: I/O order, names, shapes, dtypes, qparams, max_seq, mask fill,
  * RoPE convention and tables, KV-cache layout and update rule). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,7 +13,8 @@
 #include "pdq/file.h"
 #include "pdq/npy.h"
 #include "circle/export_gather.h"
-#include "circle/export_quant.h"
+#include "contract/rt_contract.h"
+#include "ptq/lower_quant.h"
 
 void pdq_export_opts_default(pdq_export_opts *o) {
     memset(o, 0, sizeof *o);
@@ -87,8 +86,8 @@ static pdq_code emit(ectx *e, pdq_graph *g, const char *base) {
         rc = pdq_circle_write(path, &cm, NULL, e->st);
     }
     if (rc == PDQ_OK) {
-        struct stat sb;
-        long long bytes = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+        long long bytes = -1;
+        pdq_path_stat(path, &bytes, NULL);
         cJSON *gj = graph_json(g, file, bytes);
         cJSON *req = pdq_circle_requirements(&cm);
         cJSON *r;
@@ -162,10 +161,24 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
     cJSON_AddStringToObject(mk, "decode",
                             "(1,Q,max_seq), keys = concat(past cache slots 0..max_seq-Q-1, the Q new tokens): 0 at the "
                             "len used cache slots and at new columns max_seq-Q..max_seq-Q+q for query q, fill elsewhere");
-    if (c->sliding_window)
+    int ring = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        if (pdq_ctr_ring(c, o->max_seq, l)) ring = pdq_ctr_ring(c, o->max_seq, l);
+    if (c->sliding_window) {
+        cJSON *lt = cJSON_AddArrayToObject(mo, "layer_types");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(lt, cJSON_CreateString(pdq_cfg_layer_window(c, l) ? "sliding_attention" : "full_attention"));
         cJSON_AddStringToObject(mk, "window",
-                                "model.sliding_window = W: a query at position p also masks every key at a position "
-                                "<= p - W (the cache keeps every slot)");
+                                "model.sliding_window = W on the model.layer_types \"sliding_attention\" layers: a query "
+                                "at position p also masks every key at a position <= p - W");
+    }
+    if (ring)
+        cJSON_AddStringToObject(mk, "sliding",
+                                "sliding layers (W < max_seq) take their own mask, named sliding_attention_mask in the "
+                                "whole-model files: prefill (1,S,S) with the window; decode/append (1,Q,R+Q), keys = "
+                                "concat(the R ring slots, the Q new tokens): 0 at ring slot j when it holds a position p "
+                                "(the latest p < len with p mod R = j) with p > len+q-W, and at new column R+i for i <= q "
+                                "with q-i < W");
     cJSON *rp = cJSON_AddObjectToObject(root, "rope");
     cJSON_AddStringToObject(rp, "convention", o->so.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN ? "pre_negated_sin" : "hf");
     cJSON_AddStringToObject(rp, "formula",
@@ -173,8 +186,10 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
                                 ? "y = x*cos + concat(x2, x1)*sin' with sin'[:hd/2] = -sin[:hd/2]"
                                 : "y = x*cos + concat(-x2, x1)*sin");
     cJSON_AddNumberToObject(rp, "theta", c->rope_theta);
+    int longrope = c->rope_type == PDQ_ROPE_LONGROPE;
     cJSON_AddStringToObject(rp, "scaling", c->rope_type == PDQ_ROPE_LLAMA3   ? "llama3"
                                            : c->rope_type == PDQ_ROPE_LINEAR ? "linear"
+                                           : longrope                        ? "longrope"
                                                                              : "default");
     if (c->rope_type == PDQ_ROPE_LINEAR) cJSON_AddNumberToObject(rp, "factor", c->rope_factor);
     if (c->rope_type == PDQ_ROPE_LLAMA3) {
@@ -183,7 +198,20 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
         cJSON_AddNumberToObject(rp, "high_freq_factor", c->rope_high_freq_factor);
         cJSON_AddNumberToObject(rp, "original_max_position_embeddings", c->rope_original_max_pos);
     }
-    cJSON_AddNumberToObject(rp, "attention_scaling", 1.0);
+    if (longrope) {
+        /* HF picks long_factor for a sequence longer than original_max_position_embeddings; the
+         * graphs hold one table and max_seq is refused past that length, so every graph here
+         * uses short_factor, at every position */
+        cJSON_AddStringToObject(rp, "factor_set", "short_factor");
+        cJSON *sf = cJSON_AddArrayToObject(rp, "factors");
+        for (int i = 0; i < pdq_cfg_rotary_dim(c) / 2; i++) cJSON_AddItemToArray(sf, cJSON_CreateNumber(c->rope_short[i]));
+        cJSON_AddNumberToObject(rp, "original_max_position_embeddings", c->rope_original_max_pos);
+        cJSON_AddStringToObject(rp, "factor_rule",
+                                "inv_freq[i] = 1 / (factors[i] * theta^(2i/rotary_dim)); long_factor (positions past "
+                                "original_max_position_embeddings) is not served: max_seq <= that length");
+    }
+    /* longrope's attention factor multiplies cos and sin; the tables already hold it */
+    cJSON_AddNumberToObject(rp, "attention_scaling", longrope ? c->rope_attn_factor : 1.0);
     cJSON_AddStringToObject(rp, "tables", "rope_cos.npy, rope_sin.npy: (max_seq, head_dim) float32 rows by position "
                                           "(emb = cat(freqs, freqs)); sin already in the convention's form");
     cJSON_AddStringToObject(rp, "cos", "rope_cos.npy");
@@ -199,6 +227,16 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
                             "prefill of n tokens: slots 0..n-1 <- new_k/new_v[:, :, 0:n]; decode at length len: pass "
                             "the whole cache as past_key/past_value (append Q: its first max_seq-Q slots), then slot "
                             "len+q <- delta[:, :, q]; len += Q");
+    if (ring) {
+        cJSON_AddNumberToObject(kv, "ring_slots", ring);
+        cJSON *ls = cJSON_AddArrayToObject(kv, "layer_slots");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(ls, cJSON_CreateNumber(pdq_ctr_cache_slots(pdq_ctr_ring(c, o->max_seq, l), o->max_seq)));
+        cJSON_AddStringToObject(kv, "ring_layout", "sliding layers: K and V of (1, num_key_value_heads, ring_slots, head_dim), "
+                                                   "ring_slots = sliding_window - 1, passed whole as past_key/past_value");
+        cJSON_AddStringToObject(kv, "ring_slot_rule", "the token at position p goes to ring slot p mod ring_slots (prefill: "
+                                                      "positions in order, so the ring keeps the last ring_slots)");
+    }
     cJSON_AddStringToObject(root, "token_ids", "int32 (GATHER indices)");
 }
 
@@ -241,7 +279,7 @@ static pdq_code copy_side_files(const char *src, const char *dir, pdq_status *st
         char a[4096], b[4096];
         snprintf(a, sizeof a, "%s/%s", src, k[i]);
         snprintf(b, sizeof b, "%s/%s", dir, k[i]);
-        if (access(a, F_OK) != 0) continue;
+        if (pdq_path_stat(a, NULL, NULL) == PDQ_PATH_NONE) continue;
         pdq_code rc = pdq_file_copy(a, b, PDQ_FILE_MAX_JSON, NULL, st); /* atomic: pdq/file.h */
         if (rc) return rc;
     }
@@ -282,8 +320,7 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
     }
     if (o->hybrid && !o->quant_dir) return pdq_fail(st, PDQ_ERR_ARG, "export: a hybrid export needs a quantized checkpoint");
     if (!o->whole && !o->per_layer) return pdq_fail(st, PDQ_ERR_ARG, "export: nothing to export (neither whole nor per-layer)");
-    if (mkdir(outdir, 0777) != 0 && errno != EEXIST)
-        return pdq_fail(st, PDQ_ERR_IO, "export: cannot create %s: %s", outdir, strerror(errno));
+    if (pdq_dir_make(outdir, 0, st) != PDQ_OK) return pdq_wrap(st, "export");
     pdq_export_opts qo = *o;
     pdq_ptq *ptq = NULL;
     pdq_qweights *qw = NULL;

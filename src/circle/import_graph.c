@@ -9,6 +9,7 @@
 
 #include "circle/circle_defs.h"
 #include "circle/circle_internal.h"
+#include "circle/op_circle.h"
 #include "ops/op_def.h"
 #include "pdq/circle_export.h"
 #include "pdq/file.h"
@@ -141,7 +142,7 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
         int t = co->inputs[i];
         if (t < 0) {
             int type = pdq_op_of_circle(code);
-            if (type >= 0 && i > 0 && i == pdq_op_def_of((pdq_op_type)type)->circle_optional_in) continue; /* FC's bias */
+            if (type >= 0 && i > 0 && i == pdq_circle_spelling_of((pdq_op_type)type)->optional_in) continue; /* FC's bias */
             return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (%s): optional input %d left out", oi,
                             nm ? nm : "?", i);
         }
@@ -173,14 +174,14 @@ static pdq_code map_op(const pdq_circle_model *m, const pdq_circle_op *co, int o
         return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d: unknown builtin code %d", oi, code);
     }
     op->type = (pdq_op_type)type;
-    uint8_t want = (uint8_t)pdq_op_def_of(op->type)->circle_options; /* options_type may also be NONE */
+    const pdq_circle_spelling *d = pdq_circle_spelling_of(op->type);
+    uint8_t want = (uint8_t)d->options; /* options_type may also be NONE */
     int has = co->options_type == want && want != CIRCLE_OPT_NONE;
     if (co->options_type != CIRCLE_OPT_NONE && co->options_type != want)
         return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (%s): options type %u, expected %u", oi, nm,
                         co->options_type, want);
     /* the op's options (absent ones take the schema's defaults) */
-    const pdq_op_def *d = pdq_op_def_of(op->type);
-    if (d->circle_get) return d->circle_get(o, has, op, oi, st);
+    if (d->get) return d->get(o, has, op, oi, st);
     return PDQ_OK;
 }
 

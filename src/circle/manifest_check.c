@@ -4,11 +4,68 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "contract/rt_contract.h"
 #include "io/json_field.h"
 
 static const char *const k_rope[] = {"hf", "pre_negated_sin"};
 static const char *const k_fusion[] = {"none", "k_proj"};
 static const char *const k_layout[] = {"batched", "unrolled"};
+
+static const char *const k_types[] = {"full_attention", "sliding_attention"};
+
+/* model.layer_types (one per layer; absent: every layer slides when model.sliding_window is set)
+ * and kv_cache.ring_slots, which must be the contract's ring for the window at max_seq. */
+static pdq_code layer_types(const cJSON *root, const cJSON *mo, const char *path, pdq_manifest *m, pdq_status *st) {
+    pdq_jctx cm = {path, "model"}, ck = {path, "kv_cache"};
+    const cJSON *lt, *kv, *x;
+    pdq_code rc = pdq_jf_array(&cm, mo, "layer_types", PDQ_JF_OPTIONAL, PDQ_MANIFEST_MAX_LAYERS, &lt, st);
+    if (!rc) rc = pdq_jf_object(&ck, root, "kv_cache", PDQ_JF_OPTIONAL, &kv, st);
+    if (rc) return rc;
+    for (int l = 0; l < m->layers; l++) m->sliding[l] = m->sliding_window > 0;
+    if (lt) {
+        if (cJSON_GetArraySize(lt) != m->layers)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: model.layer_types has %d entries, num_hidden_layers is %d", path,
+                            cJSON_GetArraySize(lt), m->layers);
+        int l = 0, any = 0;
+        cJSON_ArrayForEach(x, lt) {
+            int t = -1;
+            for (int k = 0; k < 2 && cJSON_IsString(x); k++)
+                if (!strcmp(x->valuestring, k_types[k])) t = k;
+            if (t < 0)
+                return pdq_fail(st, PDQ_ERR_FORMAT, "%s: model.layer_types[%d]: must be \"full_attention\" or "
+                                "\"sliding_attention\"", path, l);
+            any |= t;
+            m->sliding[l++] = (unsigned char)t;
+        }
+        if (any && !m->sliding_window)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: model.layer_types has sliding layers but model.sliding_window is absent",
+                            path);
+    }
+    int ring = 0;
+    for (int l = 0; l < m->layers; l++)
+        if (m->sliding[l]) ring = pdq_ctr_ring_of(m->sliding_window, m->max_seq);
+    const cJSON *ls = NULL;
+    if (kv && (rc = pdq_jf_array(&ck, kv, "layer_slots", PDQ_JF_OPTIONAL, PDQ_MANIFEST_MAX_LAYERS, &ls, st))) return rc;
+    if (ls && cJSON_GetArraySize(ls) != m->layers)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: kv_cache.layer_slots has %d entries, num_hidden_layers is %d", path,
+                        cJSON_GetArraySize(ls), m->layers);
+    int l = 0;
+    cJSON_ArrayForEach(x, ls) {
+        int want = pdq_ctr_cache_slots(m->sliding[l] ? ring : 0, m->max_seq);
+        if (!cJSON_IsNumber(x) || x->valuedouble != (double)want)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: kv_cache.layer_slots[%d]: the contract's cache of this %s layer has %d "
+                            "slots", path, l, m->sliding[l] ? "sliding" : "full", want);
+        l++;
+    }
+    if (kv && cJSON_GetObjectItemCaseSensitive(kv, "ring_slots")) {
+        int given = 0;
+        if ((rc = pdq_jf_i32(&ck, kv, "ring_slots", PDQ_JF_REQUIRED, 0, PDQ_MANIFEST_MAX_SEQ, &given, st))) return rc;
+        if (given != ring)
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: kv_cache.ring_slots = %d: the contract's ring for window %d at max_seq "
+                            "%d is %d", path, given, m->sliding_window, m->max_seq, ring);
+    }
+    return PDQ_OK;
+}
 
 pdq_code pdq_manifest_check(const cJSON *root, const char *path, pdq_manifest *m, pdq_status *st) {
     memset(m, 0, sizeof *m);
@@ -50,6 +107,7 @@ pdq_code pdq_manifest_check(const cJSON *root, const char *path, pdq_manifest *m
     if ((rc = pdq_jf_i32(&cm, mo, "sliding_window", PDQ_JF_OPTIONAL, 1, 1 << 24, &m->sliding_window, st)) ||
         (rc = pdq_jf_i32(&cm, mo, "rotary_dim", PDQ_JF_OPTIONAL, 2, m->head_dim, &m->rotary_dim, st)))
         return rc;
+    if ((rc = layer_types(root, mo, path, m, st))) return rc;
     if (m->rotary_dim % 2)
         return pdq_fail(st, PDQ_ERR_FORMAT, "%s: model.rotary_dim = %d: must be even", path, m->rotary_dim);
     if (m->heads && m->heads % m->kv_heads)

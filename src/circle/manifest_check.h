@@ -9,12 +9,16 @@
 #include "pdq/status.h"
 
 #define PDQ_MANIFEST_MAX_SEQ 65536
+#define PDQ_MANIFEST_MAX_LAYERS 1024
 
 typedef struct {
     int max_seq, layers, kv_heads, heads, head_dim, hidden, vocab, quantized;
     int rope, scale_fusion, layout; /* pdq_rope_conv, pdq_scale_fusion, pdq_attn_layout */
     double fill;
     int sliding_window;             /* 0: none; else a key is seen by the window's queries */
+    /* model.layer_types: 1 where a layer is "sliding_attention" (absent with a sliding_window:
+     * every layer); kv_cache.ring_slots, when given, must be the contract's ring */
+    unsigned char sliding[PDQ_MANIFEST_MAX_LAYERS];
     int rotary_dim;                 /* the width of the cos/sin inputs (head_dim unless partial) */
 } pdq_manifest;
 

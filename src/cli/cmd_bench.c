@@ -26,7 +26,8 @@
 
 static const char *k_usage =
     "usage: pdq bench --model DIR [--model DIR ...] [-p LIST] [-n LIST] [-t LIST] [-r N]\n"
-    "                 [--decode-prompt N] [--kernel auto|avx2|avx2-int|scalar|f32] [--static] [--json | -o md|json]\n"
+    "                 [--decode-prompt N | --decode-at P] [--max-seq N] [--kernel auto|avx2|avx2-int|scalar|f32]\n"
+    "                 [--static] [--json | -o md|json]\n"
     "  --model DIR      a HF checkpoint (f32 reference path), a quantized OUTDIR (packed weight-only\n"
     "                   path) or a Circle export (circle-int / -fake / -float path, by --mode);\n"
     "                   repeatable, or a comma-separated list\n"
@@ -35,6 +36,11 @@ static const char *k_usage =
     "  -t, --threads    thread counts (default: all cores)\n"
     "  -r, --repetitions  timed runs per test (default 5), after one warm-up run\n"
     "  --decode-prompt N  prompt tokens before a decode test (default 16)\n"
+    "  --decode-at P    decode from position P: a prompt of P tokens (untimed); with --static the\n"
+    "                   repetitions continue the sequence (positions P .. P + (r+1)n), so only the\n"
+    "                   first prefills\n"
+    "  --max-seq N      --static: the runtime's max_seq (default: the longest test); its KV-cache\n"
+    "                   bytes (full layers' max_seq-1 slots, sliding layers' rings) go in each row\n"
     "  --kernel K       packed kernels: auto (the fastest this CPU has), avx2 (no AVX-512), avx2-int\n"
     "                   (AVX2 without VNNI) or scalar, all the same bits; f32: uint4/uint8 weights on\n"
     "                   the float kernels instead of the integer path (A/B; last bits differ); Circle\n"
@@ -85,6 +91,7 @@ typedef struct {
     double mean, sd, load_s, rss, cpu_ts;
     double *samples, *cpu_samples;
     size_t weight_bytes;
+    size_t kv_bytes; /* static and Circle runtimes: the external KV cache's bytes (0: not one) */
     const char *kernel;
 } row_t;
 
@@ -178,6 +185,7 @@ static void random_ids(int32_t *ids, int len, int vocab) {
 typedef struct {
     const int *P, *N, *T;
     int np, nn, nt, reps, dprompt, json;
+    int decode_at, max_seq; /* --decode-at given; --max-seq (0: the longest test) */
     int kpath; /* --kernel: 0 auto, 1 scalar, 2 avx2, 3 avx2-int, 4 f32 */
     pdq_exec_mode mode;
 } bench_plan;
@@ -189,7 +197,7 @@ typedef struct {
     const char *dir, *path, *kernel;
     int threads, max_seq; /* max_seq 0: no limit */
     double load_s;
-    size_t weight_bytes;
+    size_t weight_bytes, kv_bytes;
     once_fn once;
     void *rt;
     const int32_t *ids;
@@ -228,6 +236,7 @@ static int test_rows(const bench_plan *b, const bench_target *t, row_t *rows, in
         r->reps = b->reps;
         r->load_s = t->load_s;
         r->weight_bytes = t->weight_bytes;
+        r->kv_bytes = t->kv_bytes;
         stats(r->samples, b->reps, &r->mean, &r->sd);
         (*nrows)++;
         if (!b->json) fprintf(stderr, "pdq bench: %s %s t=%d %s: %.2f t/s\n", t->dir, r->path, t->threads, r->test, r->mean);
@@ -244,17 +253,25 @@ static void set_rss(const char *dir, row_t *rows, int nrows) {
 
 /* The static runtime's form of run_once: prefill p tokens, or decode n after a prefill of the
  * decode prompt (the prefill graph is the runtime's max_seq graph, as a Circle pair's). */
-static double static_once(void *rtv, const int32_t *ids, int p, int n, int decode_prompt, float *logits,
+typedef struct {
+    pdq_rt *rt;
+    int cont; /* --decode-at: a decode test continues the sequence while it fits max_seq */
+} static_target;
+
+static double static_once(void *tv, const int32_t *ids, int p, int n, int decode_prompt, float *logits,
                           double *cpu_rate) {
-    pdq_rt *rt = rtv;
+    static_target *tg = tv;
+    pdq_rt *rt = tg->rt;
     pdq_status st = {0};
     double rate = -1;
-    int len = n ? decode_prompt : p;
+    int len = n ? decode_prompt : p, at = pdq_rt_len(rt, 0);
+    int cont = n && tg->cont && at >= decode_prompt && at + n <= pdq_rt_max_seq(rt);
     double t0 = now(), c0 = cpu_now();
-    pdq_code rc = pdq_rt_prefill_rows(rt, 1, &ids, &len, PDQ_PAD_LEFT, logits, &st);
+    pdq_code rc = cont ? PDQ_OK : pdq_rt_prefill_rows(rt, 1, &ids, &len, PDQ_PAD_LEFT, logits, &st);
     if (n) {
+        at = pdq_rt_len(rt, 0);
         t0 = now(), c0 = cpu_now();
-        for (int i = 0; rc == PDQ_OK && i < n; i++) rc = pdq_rt_decode(rt, 1, &ids[decode_prompt + i], logits, &st);
+        for (int i = 0; rc == PDQ_OK && i < n; i++) rc = pdq_rt_decode(rt, 1, &ids[(at + i) % pdq_rt_max_seq(rt)], logits, &st);
     }
     double t1 = now(), c1 = cpu_now();
     if (rc == PDQ_OK) rate = (n ? n : p) / (t1 - t0), *cpu_rate = (n ? n : p) / (c1 - c0);
@@ -273,6 +290,13 @@ static int static_rows(const char *dir, const bench_plan *b, const cli_exec *mod
     for (int i = 0; i < b->np; i++) maxp = b->P[i] > maxp ? b->P[i] : maxp;
     for (int i = 0; i < b->nn; i++) maxn = b->N[i] > maxn ? b->N[i] : maxn;
     int S = maxp > b->dprompt + maxn ? maxp : b->dprompt + maxn;
+    if (b->max_seq) {
+        if (b->max_seq < S) {
+            fprintf(stderr, "pdq bench: --max-seq %d is shorter than the longest test (%d positions)\n", b->max_seq, S);
+            return 2;
+        }
+        S = b->max_seq;
+    }
     for (int ti = 0; ti < b->nt && !status; ti++) {
         cli_exec ex = {.mode = mode->mode, .given = mode->given};
         pdq_rt *rt = NULL;
@@ -294,9 +318,12 @@ static int static_rows(const char *dir, const bench_plan *b, const cli_exec *mod
         float *logits = malloc(sizeof(float) * (size_t)V);
         if (!ids || !logits) status = 1;
         else random_ids(ids, S, V);
+        static_target tg = {rt, b->decode_at};
         bench_target t = {.dir = dir, .path = paths[run_mode], .kernel = run_mode == PDQ_EXEC_INT ? "int" : "blas",
-                          .threads = b->T[ti], .load_s = load_s, .once = static_once, .rt = rt, .ids = ids,
-                          .logits = logits}; /* weight_bytes 0: the graphs' own copies, no packed figure */
+                          .threads = b->T[ti], .load_s = load_s, .once = static_once, .rt = &tg, .ids = ids,
+                          .logits = logits, .kv_bytes = pdq_rt_kv_bytes(rt)}; /* weight_bytes 0: no packed figure */
+        if (!b->json)
+            fprintf(stderr, "pdq bench: %s: static runtime max_seq %d, KV cache %zu bytes\n", dir, S, t.kv_bytes);
         if (!status) status = test_rows(b, &t, rows, nrows, samples, cpu_samples);
         free(ids);
         free(logits);
@@ -338,7 +365,7 @@ static int circle_rows(const char *dir, const bench_plan *b, row_t *rows, int *n
         else random_ids(ids, len, V);
         bench_target t = {.dir = dir, .path = paths[b->mode], .threads = b->T[ti], .max_seq = S, .load_s = load_s,
                           .weight_bytes = pdq_crt_decode_weight_bytes(rt), .once = circle_once, .rt = rt, .ids = ids,
-                          .logits = logits};
+                          .logits = logits, .kv_bytes = pdq_crt_kv_bytes(rt)};
         t.kernel = b->mode != PDQ_EXEC_INT ? "float" : b->kpath == 1 ? "int-scalar" : b->kpath == 2 || b->kpath == 3 ? "int-avx2" : "int";
         if (!status) status = test_rows(b, &t, rows, nrows, samples, cpu_samples);
         free(ids);
@@ -361,8 +388,10 @@ static void print_json(const row_t *rows, int n) {
                r->model, r->path, r->kernel, r->test, r->n_prompt, r->n_gen, r->threads, r->reps, r->mean, r->sd);
         for (int k = 0; k < r->reps; k++) printf("%s%.4f", k ? ", " : "", r->samples[k]);
         printf("], \"avg_ts_cpu\": %.4f, \"weight_bytes\": %zu, \"avg_gbps\": %.3f, \"load_s\": %.3f, "
-               "\"peak_rss_mib\": %.1f}%s\n",
-               r->cpu_ts, r->weight_bytes, gbps, r->load_s, r->rss, i + 1 < n ? "," : "");
+               "\"peak_rss_mib\": %.1f",
+               r->cpu_ts, r->weight_bytes, gbps, r->load_s, r->rss);
+        if (r->kv_bytes) printf(", \"kv_cache_bytes\": %zu", r->kv_bytes);
+        printf("}%s\n", i + 1 < n ? "," : "");
     }
     printf("]\n");
 }
@@ -390,7 +419,9 @@ int cmd_bench(int argc, char **argv) {
     const char *ns = args_str(&a, "-n"), *ns2 = args_str(&a, "--n-gen");
     const char *ts = args_str(&a, "-t"), *ts2 = args_str(&a, "--threads");
     long reps = args_int(&a, "-r", args_int(&a, "--repetitions", 5));
-    long dprompt = args_int(&a, "--decode-prompt", 16);
+    long dprompt = args_int(&a, "--decode-prompt", 16), dat = args_int(&a, "--decode-at", 0);
+    long mseq = args_int(&a, "--max-seq", 0);
+    if (dat > 0) dprompt = dat;
     const char *fmt = args_str(&a, "-o"), *kern = args_str(&a, "--kernel");
     int json = args_flag(&a, "--json") || (fmt && strcmp(fmt, "json") == 0);
     int stat_rt = args_flag(&a, "--static");
@@ -417,7 +448,11 @@ int cmd_bench(int argc, char **argv) {
     if ((ps2 ? ps2 : ps) && (np = parse_list(ps2 ? ps2 : ps, P, MAX_LIST, 0, "-p")) < 0) return 2;
     if ((ns2 ? ns2 : ns) && (nn = parse_list(ns2 ? ns2 : ns, N, MAX_LIST, 0, "-n")) < 0) return 2;
     if ((ts2 ? ts2 : ts) && (nt = parse_list(ts2 ? ts2 : ts, Tn, MAX_LIST, 1, "-t")) < 0) return 2;
-    if (nm_args == 0 || reps < 1 || reps > 1000 || dprompt < 1 || dprompt > 100000) { fputs(k_usage, stderr); return 2; }
+    if (nm_args == 0 || reps < 1 || reps > 1000 || dprompt < 1 || dprompt > 100000 || dat < 0 || mseq < 0 ||
+        mseq > 100000) {
+        fputs(k_usage, stderr);
+        return 2;
+    }
     /* --model a,b and repeated --model */
     char *models[MAX_MODELS * 4];
     int nmod = 0;
@@ -439,7 +474,7 @@ int cmd_bench(int argc, char **argv) {
                      .no_int = kpath == 4};
     const char *kernel = pdq_qmatmul_path(&probe);
     bench_plan plan = {.P = P, .N = N, .T = Tn, .np = np, .nn = nn, .nt = nt, .reps = (int)reps, .dprompt = (int)dprompt,
-                       .json = json, .kpath = kpath, .mode = ex.mode};
+                       .json = json, .kpath = kpath, .mode = ex.mode, .decode_at = dat > 0, .max_seq = (int)mseq};
     for (int mi = 0; rows && samples && cpu_samples && mi < nmod && !status; mi++) {
         if (is_circle_dir(models[mi])) {
             status = circle_rows(models[mi], &plan, rows, &nrows, samples, cpu_samples);

@@ -2,12 +2,11 @@
  * output as DIR/output_<i>.npy, like ONE's circle-interpreter. Quantized tensors: an integer .npy
  * input holds codes (dequantized with the input's qparams), a float one real values; outputs are
  * written as codes in the tensor's dtype (int16/uint8), or float32 with --float-out. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "pdq/file.h"
 #include "args.h"
 #include "commands.h"
 #include "exec_args.h"
@@ -64,13 +63,9 @@ int cmd_circle_run(int argc, char **argv) {
     const char *file = args_pos(&a, 0);
     if (!file) args_error(&a, "the .circle file to run is required (first argument)");
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
-    struct stat sb; /* the output dir before the run, not after it */
-    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "pdq circle-run: --out %s: cannot create the directory (%s)\n", out, strerror(errno));
-        return 1;
-    }
-    if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "pdq circle-run: --out %s: not a directory\n", out);
+    pdq_status dst = {0}; /* the output dir before the run, not after it */
+    if (pdq_dir_make(out, 0, &dst) != PDQ_OK) {
+        fprintf(stderr, "pdq circle-run: --out %s\n", dst.msg);
         return 1;
     }
     pdq_exec_opts eo;

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "common.h"
 #include "eval_compare.h"
+#include "eval_session.h"
 #include "exec_args.h"
 #include "pdq/circle_export.h"
 #include "pdq/file.h"
@@ -20,7 +21,8 @@
 static const char *k_usage =
     "usage: pdq eval --model DIR --task NAME[,NAME...] --data PATH [--limit N] [--shots K] [--json]\n"
     "                [--samples FILE] [--no-bos] [--threads N] [--max-len N]\n"
-    "                [--static [--max-seq N] [--mode float|fake|int]]\n"
+    "                [--static [--max-seq N] [--mode float|fake|int] [--append-bucket Q[,Q...]]]\n"
+    "                [--per-request]\n"
     "       pdq eval --circle OUTDIR --task ... --data PATH ...   (the exported prefill graph)\n"
     "       pdq eval --model DIR --compare DIR2 --task ... --data PATH ...   (two models side by side:\n"
     "                  each metric, b - a, and how many items changed answer)\n"
@@ -34,7 +36,11 @@ static const char *k_usage =
     "  --samples FILE  one JSON line per item: ids, each request's log-likelihood and greedy flag\n"
     "  --max-len N     reference path: longer requests keep their last N+1 tokens (the harness's\n"
     "                  left truncation; default max_position_embeddings)\n"
-    "  static / Circle paths: a request longer than max_seq is refused and counted, never truncated\n"
+    "  static / Circle paths: a request longer than max_seq is refused and counted, never truncated;\n"
+    "                  a question's context is prefilled once and each continuation appended\n"
+    "                  through the append buckets (Circle: the export's), then rewound\n"
+    "  --append-bucket static path: the append graphs' sizes besides decode (as pdq export's)\n"
+    "  --per-request   static / Circle paths: one prefill of context + continuation per request\n"
     EXEC_ARGS_USAGE;
 
 typedef struct {
@@ -245,6 +251,8 @@ int cmd_eval(int argc, char **argv) {
     int use_static = args_flag(&a, "--static");
     int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
     int max_len = (int)args_int_range(&a, "--max-len", 0, 1, 1 << 20);
+    const char *buckets = args_str(&a, "--append-bucket");
+    int per_request = args_flag(&a, "--per-request");
     cli_exec ex;
     if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
     args_one_of(&a, "--model", dir, "--circle", cdir);
@@ -252,6 +260,8 @@ int cmd_eval(int argc, char **argv) {
     if (max_seq && !use_static) args_error(&a, "--max-seq is the static graph length: it needs --static");
     if (cmp && (cdir || use_static || samples)) args_error(&a, "--compare runs two reference or packed models: drop --circle/--static/--samples");
     if (max_len && use_static) args_error(&a, "--max-len is the reference path's truncation: the static path refuses longer requests");
+    if (buckets && !use_static) args_error(&a, "--append-bucket sizes the static path's append graphs: it needs --static (--circle uses the export's)");
+    if (per_request && !use_static && !cdir) args_error(&a, "--per-request is for the static and Circle paths");
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (samples && cli_check_out_file("eval", "--samples", samples)) return 1;
     if (cdir) dir = cdir; /* the export carries the tokenizer */
@@ -268,9 +278,12 @@ int cmd_eval(int argc, char **argv) {
             fprintf(stderr, "pdq eval: %s\n", st.msg);
         } else {
             pdq_ll_window w = {pdq_crt_window_logits, crt, pdq_crt_vocab(crt), pdq_crt_max_seq(crt), NULL};
-            scorer sc = {pdq_ll_window_score, &w, "circle"};
+            pdq_ll_session ss;
+            eval_crt_session_init(crt, &ss);
+            scorer sc = per_request ? (scorer){pdq_ll_window_score, &w, "circle"} : (scorer){pdq_ll_session_score, &ss, "circle"};
             status = run_tasks(tasks, data, limit, shots, !no_bos, json, samples, tok, &sc, cdir);
             pdq_ll_window_free(&w);
+            pdq_ll_session_free(&ss);
             pdq_crt_free(crt);
         }
         cli_exec_free(&ex);
@@ -283,13 +296,25 @@ int cmd_eval(int argc, char **argv) {
         pdq_rt *rt = NULL;
         pdq_ptq *ptq = NULL;
         if (max_seq <= 0 && !pdq_ptq_in_dir(dir)) max_seq = ARGS_MAX_SEQ_DEFAULT;
+        int bq[PDQ_MAX_BUCKETS], nb = 0;
+        eval_rt_session es = {0};
+        pdq_ll_session ss = {0};
         if (!cli_static_runtime("eval", dir, m, 1, max_seq, NULL, 0, &rt, &ptq) && !cli_exec_rt(&ex, "eval", dir, rt, ptq, threads)) {
             pdq_ll_window w = {pdq_rt_window_logits, rt, m->cfg.vocab_size, pdq_rt_max_seq(rt), NULL};
             const char *what = !ptq ? "static-float" : ex.mode == PDQ_EXEC_INT ? "static-int" : ex.mode == PDQ_EXEC_FAKE ? "static-fake" : "static-float";
             scorer sc = {pdq_ll_window_score, &w, what};
-            status = run_tasks(tasks, data, limit, shots, !no_bos, json, samples, tok, &sc, dir);
+            if (buckets && pdq_buckets_parse(buckets, pdq_rt_max_seq(rt), bq, &nb, &st) != PDQ_OK)
+                fprintf(stderr, "pdq eval: --append-bucket: %s\n", st.msg);
+            else if (!per_request && eval_rt_session_init(&es, rt, m->cfg.vocab_size, bq, nb, &ss, &st) != PDQ_OK)
+                fprintf(stderr, "pdq eval: %s\n", st.msg);
+            else {
+                if (!per_request) sc = (scorer){pdq_ll_session_score, &ss, what};
+                status = run_tasks(tasks, data, limit, shots, !no_bos, json, samples, tok, &sc, dir);
+            }
             pdq_ll_window_free(&w);
         }
+        pdq_ll_session_free(&ss);
+        eval_rt_session_free(&es);
         pdq_rt_free(rt);
         pdq_ptq_free(ptq);
     } else if (cmp) {

@@ -1,12 +1,10 @@
 /* pdq gptq-matrix: GPTQ (and RTN for comparison) on one weight matrix, for research and for
  * comparing implementations. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "commands.h"
 #include "pdq/file.h"
@@ -135,7 +133,7 @@ int cmd_gptq_matrix(int argc, char **argv) {
         pdq_npy_free(&X);
         if (rc) { pdq_wrap(&st, "%s", xpath); goto fail; }
     }
-    if (mkdir(out, 0755) != 0 && errno != EEXIST) { pdq_fail(&st, PDQ_ERR_IO, "cannot create %s", out); goto fail; }
+    if (pdq_dir_make(out, 0, &st) != PDQ_OK) goto fail;
     pdq_qresult r;
     double t0 = pdq_now();
     if (pdq_gptq(&o, W.data, rows, cols, h, wpath, &r, &st)) goto fail;

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "pdq/file.h"
 #include "model/check_tensors.h"
 #include "args.h"
 #include "commands.h"
@@ -44,10 +44,9 @@ static void gather(const char *dir, const pdq_config *c, info *in, pdq_status *w
         for (int i = 0; i < pdq_st_count(s); i++) in->count[pdq_st_at(s, i)->dtype]++;
         pdq_st_close(s);
     }
-    struct stat sb;
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     snprintf(in->tok, sizeof in->tok, "none");
-    if (stat(path, &sb) == 0) {
+    if (pdq_path_stat(path, NULL, NULL) != PDQ_PATH_NONE) {
         pdq_tokenizer *t;
         pdq_status st = {0};
         if (pdq_tokenizer_load(dir, &t, &st) == PDQ_OK) {
@@ -80,16 +79,16 @@ static void print_text(const char *dir, const pdq_config *c, const info *in, int
     }
     if (c->qk_norm) printf("q/k head norms:     yes (RMSNorm over head_dim before RoPE)\n");
     if (c->fused_qkv || c->fused_gate_up) printf("stacked linears:    qkv_proj, gate_up_proj (split at load)\n");
-    int n_sliding = 0;
-    for (int l = 0; l < c->n_layers; l++) n_sliding += pdq_cfg_layer_window(c, l) != 0;
-    if (c->sliding_window && n_sliding == c->n_layers)
-        printf("sliding window:     %d keys on every layer\n", c->sliding_window);
-    else if (n_sliding) {
-        printf("sliding window:     %d keys on %d of %d layers; full attention on layers", c->sliding_window, n_sliding,
-               c->n_layers);
-        for (int l = 0; l < c->n_layers; l++)
-            if (!pdq_cfg_layer_window(c, l)) printf(" %d", l);
-        printf("\n");
+    if (c->sliding_window) {
+        int n = 0;
+        for (int l = 0; l < c->n_layers; l++) n += pdq_cfg_layer_window(c, l) > 0;
+        if (n == c->n_layers) printf("sliding window:     %d keys on every layer\n", c->sliding_window);
+        else {
+            printf("sliding window:     %d keys on %d of %d layers:", c->sliding_window, n, c->n_layers);
+            for (int l = 0; l < c->n_layers; l++)
+                if (pdq_cfg_layer_window(c, l)) printf(" %d", l);
+            printf("\n");
+        }
     }
     if (pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH)
         printf("block:              sandwich (input, post-attention, pre- and post-feedforward norms)\n");
@@ -144,8 +143,8 @@ static int print_json(const char *dir, const pdq_config *c, const info *in, int 
     }
     if (c->qk_norm) cJSON_AddBoolToObject(r, "qk_norm", 1);
     if (c->fused_qkv || c->fused_gate_up) cJSON_AddBoolToObject(r, "stacked_linears", 1);
-    if (c->sliding_window) cJSON_AddNumberToObject(r, "sliding_window", c->sliding_window);
-    if (pdq_cfg_mixed_attention(c)) {
+    if (c->sliding_window) {
+        cJSON_AddNumberToObject(r, "sliding_window", c->sliding_window);
         cJSON *lt = cJSON_AddArrayToObject(r, "layer_types");
         for (int l = 0; l < c->n_layers; l++)
             cJSON_AddItemToArray(lt, cJSON_CreateString(pdq_cfg_layer_window(c, l) ? "sliding_attention" : "full_attention"));

@@ -2,7 +2,8 @@
  *   pdq inspect --model OUTDIR [--edge NAME] [--json]: the activation grids of OUTDIR/ptq.json, one
  *     line per edge (dtype, scale, zero point, observed range, clipped fraction during calibration,
  *     and the group whose grid it shares).
- *   pdq inspect FILE.circle: Circle files (dispatched here; handled by the export step). */
+ *   pdq inspect FILE.circle: Circle files (dispatched here; handled by the export step).
+ *   pdq inspect EXPORT_DIR: a Circle export's per-layer attention types and K/V input shapes. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +12,12 @@
 #include "args.h"
 #include "commands.h"
 #include "common.h"
+#include "pdq/file.h"
 
 static const char *k_usage =
     "usage: pdq inspect --model OUTDIR [--edge NAME] [--json]\n"
-    "       pdq inspect FILE.circle [--json]\n";
+    "       pdq inspect FILE.circle [--json]\n"
+    "       pdq inspect EXPORT_DIR [--json]   (a Circle export: per-layer attention types, K/V shapes)\n";
 
 static int ends_with(const char *s, const char *suf) {
     size_t n = strlen(s), k = strlen(suf);
@@ -62,7 +65,10 @@ int cmd_inspect(int argc, char **argv) {
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (file) {
         if (ends_with(file, ".circle")) return json ? cli_inspect_circle_json(file) : inspect_circle(file);
-        fprintf(stderr, "pdq inspect: %s: expected a .circle file or --model OUTDIR\n", file);
+        char mp[4096];
+        snprintf(mp, sizeof mp, "%s/manifest.json", file);
+        if (pdq_file_exists(mp)) return cli_inspect_export(file, json);
+        fprintf(stderr, "pdq inspect: %s: expected a .circle file, an export directory or --model OUTDIR\n", file);
         return 2;
     }
     char path[4096];

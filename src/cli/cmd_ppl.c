@@ -84,7 +84,7 @@ int cmd_ppl(int argc, char **argv) {
     int per_layer = args_flag(&a, "--per-layer");
     long eval_tokens = args_int_range(&a, "--eval-tokens", 0, 2, LONG_MAX);
     kld_opts ko = {args_str(&a, "--kld"), args_str(&a, "--kld-cache"), (int)args_int_range(&a, "--kld-top", 0, 1, 1 << 20),
-                   args_flag(&a, "--no-kld-cache"), threads};
+                   args_flag(&a, "--no-kld-cache"), threads, NULL};
     cli_exec ex;
     if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
     args_one_of(&a, "--model", dir, "--circle", cdir);

@@ -23,6 +23,7 @@
 #include "quantize_preflight.h"
 #include "quantize_prompts.h"
 #include "quantize_job.h"
+#include "quantize_tasks.h"
 
 #define MAX_OVERRIDES 64
 
@@ -50,6 +51,12 @@ static const char *k_usage =
     "  --eval-tokens N      evaluate on the first N tokens of --eval only (a quick look)\n"
     "  --kld                KL divergence of the quantized weights against the FP32 model on --eval (as\n"
     "                       pdq ppl --kld; FP32 logits cached per evaluation file), in report.json and the summary\n"
+    "  --eval-task NAME[,NAME...]  task accuracy as pdq eval scores it (lm-evaluation-harness's rules) of FP32,\n"
+    "                       the quantized weights and, with activations, the static graphs in fake-quant and\n"
+    "                       integer mode, in report.json (\"tasks\"), the summary and report.html\n"
+    "  --task-data PATH     the task data sets (pdq eval --data; required with --eval-task)\n"
+    "  --task-limit N       the first N items of each task (default: all)\n"
+    "  --task-shots K       mmlu: K dev questions before each (default 0)\n"
     QUANTIZE_TRANSFORM_USAGE
     PTQ_ARGS_USAGE
     QUANTIZE_EXPORT_USAGE;
@@ -73,11 +80,12 @@ static pdq_code quantize_model_window(void *ctx, const int32_t *ids, int T, floa
     return pdq_model_forward((const pdq_model *)ctx, NULL, 1, T, ids, NULL, NULL, logits, 0, st);
 }
 
-static int eval_ppl(const pdq_model *m, const int32_t *ids, long n, int len, int stride, const char *label,
-                    double *ppl, long *tokens) {
+/* Split over the job's ranks (every rank calls it; the numbers do not depend on how many). */
+static int eval_ppl(const quantize_job *job, const pdq_model *m, const int32_t *ids, long n, int len, int stride,
+                    const char *label, double *ppl, long *tokens) {
     pdq_status st = {0};
     pdq_ppl_result r;
-    if (pdq_ppl_model(m, ids, n, len, stride, label, &r, &st)) {
+    if (pdq_ppl_model_split(job->d, m, ids, n, len, stride, label, &r, &st)) {
         fprintf(stderr, "pdq quantize: eval: %s\n", st.msg);
         return 1;
     }
@@ -90,7 +98,7 @@ int cmd_quantize(int argc, char **argv) {
     pdq_args a;
     args_init(&a, "quantize", argc, argv);
     if (args_flag(&a, "--help")) { fputs(k_usage, stdout); return 0; }
-    const char *dir = args_required(&a, "--model"), *out = args_required(&a, "--out"), *calib = args_str(&a, "--calib");
+    const char *dir = args_required(&a, "--model"), *fp32_dir = dir, *out = args_required(&a, "--out"), *calib = args_str(&a, "--calib");
     const char *method = args_str(&a, "--method"), *evalf = args_str(&a, "--eval");
     pdq_quant_opts o;
     pdq_quant_opts_default(&o, 4);
@@ -112,6 +120,10 @@ int cmd_quantize(int argc, char **argv) {
     double known_fp32 = args_real(&a, "--eval-fp32-ppl", 0, 1, HUGE_VAL, ARGS_CLOSED);
     const char *export = args_str(&a, "--export"), *buckets = args_str(&a, "--append-bucket");
     int want_kld = args_flag(&a, "--kld");
+    quantize_tasks_opts tko = {args_str(&a, "--eval-task"), args_str(&a, "--task-data"),
+                               args_int_range(&a, "--task-limit", 0, 1, 1L << 30), (int)args_int_range(&a, "--task-shots", 0, 0, 64)};
+    if (tko.tasks && !tko.data) args_error(&a, "--eval-task needs --task-data PATH (the task data sets, as pdq eval's --data)");
+    if (!tko.tasks && (tko.data || tko.limit || tko.shots)) args_error(&a, "--task-data/--task-limit/--task-shots go with --eval-task NAME");
     if (want_kld && !evalf) args_error(&a, "--kld needs --eval FILE (the text it compares the two models on)");
     int graph_opts_given = args_str(&a, "--rope") || args_str(&a, "--scale-fusion") || args_str(&a, "--layout");
     pdq_ptq_run_opts ro;
@@ -136,6 +148,7 @@ int cmd_quantize(int argc, char **argv) {
         return ARGS_USAGE_EXIT;
     }
     if (pdq_transform_any(&tro)) o.transforms = &tro;
+    tro.dist = NULL; /* set to the job's ranks once it has started */
     char tdir[4096];
     if (export && !graph_opts_given) { /* the graphs TICO exports for the NPU */
         ro.so.rope = PDQ_RT_ROPE_PRE_NEGATED_SIN;
@@ -165,13 +178,14 @@ int cmd_quantize(int argc, char **argv) {
     quantize_job job; /* under mpirun: this rank of the job (pdq-mpi); else a job of one */
     if (quantize_job_start(&job)) return 1;
     o.dist = job.d;
+    tro.dist = job.d;
     if (pdq_model_load_lazy(dir, &m, &st)) {
         quantize_job_fail(&job, st.msg);
         fprintf(stderr, "pdq quantize: %s\n", st.msg);
         quantize_job_end(&job);
         return 1;
     }
-    quantize_job_check(&job, argc, argv, dir, calib);
+    quantize_job_check(&job, argc, argv, dir, calib, evalf);
     pdq_set_threads(m, threads);
     if (evalf && eval_len > m->cfg.max_position_embeddings) {
         fprintf(stderr, "pdq quantize: note: --eval-len %d capped to max_position_embeddings %d\n", eval_len,
@@ -186,7 +200,8 @@ int cmd_quantize(int argc, char **argv) {
      * Under mpirun rank 0 checks first and the others follow once it passed (one message). */
     if (!job.lead && pdq_dist_barrier(job.d, &st)) goto fail;
     if ((status = quantize_preflight(&plan, m)) != 0) goto done;
-    if (!job.lead) evalf = NULL, export = NULL;
+    if (job.lead && tko.tasks && (status = quantize_tasks_check(&tko)) != 0) goto done;
+    if (!job.lead) export = NULL; /* --eval stays: the perplexities are split over the ranks */
     if ((abits != PDQ_ADT_FLOAT || export) && job.lead && quantize_prompts_load(evalf ? evalf : calib, &prompts, &ro))
         goto done;
     if ((abits != PDQ_ADT_FLOAT || export) && job.lead && (status = quantize_check_verify(dir, &ro)) != 0) goto done;
@@ -243,7 +258,8 @@ int cmd_quantize(int argc, char **argv) {
         else {
             double te = pdq_now();
             pdq_model *fm = cli_load_model("quantize", dir, threads);
-            int bad = !fm || eval_ppl(fm, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl, &ev.tokens);
+            int bad = !fm || eval_ppl(&job, fm, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl fp32", &ev.fp32_ppl,
+                                      &ev.tokens);
             pdq_model_free(fm);
             tm.t[QS_FP32_EVAL] = pdq_now() - te;
             if (bad) goto done;
@@ -255,6 +271,8 @@ int cmd_quantize(int argc, char **argv) {
         /* rank 0 writes the transformed checkpoint, the others then read it */
         if (job.lead && quantize_transform_run(dir, out, &tro, windows, nsamples, seq_len, threads, tdir, sizeof tdir))
             goto done;
+        /* the others take their share of SmoothQuant's windows in the same pass, writing nothing */
+        if (!job.lead && tro.smooth && quantize_transform_share(dir, &tro, windows, nsamples, seq_len, threads)) goto done;
         if (!job.lead) snprintf(tdir, sizeof tdir, "%s/transformed", out);
         if (pdq_dist_barrier(job.d, &st)) goto fail;
         dir = tdir;
@@ -265,7 +283,35 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (pdq_quantize_model(m, &o, windows, nsamples, seq_len, &q, &st)) goto fail;
     quantize_job_report(&job, q.comm_bytes, q.comm_seconds);
-    if (!job.lead) { /* rank 0 alone writes */
+    ro.seed = o.seed;
+    ro.dist = job.d;
+    if (!job.lead) { /* rank 0 alone writes; the others then read OUTDIR for their share of the evaluation
+                      * and of the activation calibration */
+        if (ev.has || abits != PDQ_ADT_FLOAT) {
+            if (pdq_dist_barrier(job.d, &st)) goto fail;
+            pdq_model_free(m);
+            if (!(m = cli_load_model("quantize", out, threads))) {
+                char msg[4400];
+                snprintf(msg, sizeof msg, "cannot read the checkpoint rank 0 wrote to %s (--eval and --abits read it on "
+                         "every rank: OUTDIR must be on a file system all ranks share)", out);
+                quantize_job_fail(&job, msg);
+                goto done;
+            }
+        }
+        double qp;
+        long qt;
+        if (ev.has && eval_ppl(&job, m, eval_ids, (long)n_eval, eval_len, eval_stride, NULL, &qp, &qt)) goto done;
+        if (ev.has && want_kld) { /* the same KLD call as rank 0's below: its share of both sides */
+            kld_opts ko = {dir, NULL, 0, 0, threads, job.d};
+            int reused;
+            char cache[4600];
+            pdq_kld_result kr;
+            pdq_ppl_result pr;
+            if (cli_kld("quantize", &ko, eval_ids, (long)n_eval, eval_len, eval_stride, quantize_model_window, m,
+                        m->cfg.vocab_size, &kr, &pr, &reused, cache, (int)sizeof cache))
+                goto done;
+        }
+        if (abits != PDQ_ADT_FLOAT && pdq_ptq_calibrate_share(m, &ro, text, n_text, bos, &st)) goto fail;
         status = 0;
         goto done;
     }
@@ -275,6 +321,8 @@ int cmd_quantize(int argc, char **argv) {
     t0 = pdq_now();
     if (pdq_quant_save(out, dir, m, &q, &st)) goto fail;
     tm.t[QS_SAVE] = pdq_now() - t0;
+    /* the checkpoint is complete: the other ranks may read it */
+    if ((ev.has || abits != PDQ_ADT_FLOAT) && pdq_dist_barrier(job.d, &st)) goto fail;
     if (ev.has || abits != PDQ_ADT_FLOAT) {
         /* the steps below run the whole quantized model: loaded from OUTDIR (dequantized there
          * exactly as the quantizer computed it) */
@@ -282,12 +330,12 @@ int cmd_quantize(int argc, char **argv) {
         if (!(m = cli_load_model("quantize", out, threads))) goto done;
     }
     t0 = pdq_now();
-    if (ev.has && eval_ppl(m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl quant", &ev.quant_ppl, &ev.tokens))
+    if (ev.has && eval_ppl(&job, m, eval_ids, (long)n_eval, eval_len, eval_stride, "ppl quant", &ev.quant_ppl, &ev.tokens))
         goto done;
     pdq_kld_result kr;
     int have_kld = 0;
     if (ev.has && want_kld) {
-        kld_opts ko = {dir, NULL, 0, 0, threads};
+        kld_opts ko = {dir, NULL, 0, 0, threads, job.d};
         int reused;
         char cache[4600];
         pdq_ppl_result pr;
@@ -302,7 +350,6 @@ int cmd_quantize(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/report.json", out);
     if (pdq_quant_write_report(path, &q, &ev, &st)) goto fail;
     if (ev.has) printf("perplexity fp32 %.4f  quantized %.4f  (+%.4f)\n", ev.fp32_ppl, ev.quant_ppl, ev.quant_ppl - ev.fp32_ppl);
-    ro.seed = o.seed;
     t0 = pdq_now();
     if (abits != PDQ_ADT_FLOAT && pdq_ptq_quantize_dir(dir, out, m, &ro, text, n_text, bos, eval_ids, (long)n_eval, stdout, &st))
         goto fail;
@@ -310,6 +357,11 @@ int cmd_quantize(int argc, char **argv) {
     t0 = pdq_now();
     if (export && quantize_export(dir, out, ex_whole, ex_per, buckets, &ro, eval_ids, (long)n_eval, threads)) goto done;
     if (export) quantize_split_export_time(out, pdq_now() - t0, &tm);
+    if (tko.tasks) { /* one model at a time from here */
+        pdq_model_free(m);
+        m = NULL;
+        if (quantize_tasks_run(&tko, fp32_dir, out, abits != PDQ_ADT_FLOAT, buckets, threads)) goto done;
+    }
     tm.total = pdq_now() - t_start;
     fflush(stdout);
     if (saved_stdout >= 0) { dup2(saved_stdout, 1); close(saved_stdout); saved_stdout = -1; }

@@ -28,6 +28,8 @@ int cmd_eval(int argc, char **argv);
 /* pdq inspect FILE.circle (src/cli/inspect_circle.c). */
 int cli_inspect_circle(const char *path);
 int cli_inspect_circle_json(const char *path); /* the same with --json (inspect_circle_json.c) */
+/* pdq inspect EXPORT_DIR: per-layer attention types and K/V input shapes (inspect_export.c). */
+int cli_inspect_export(const char *dir, int json);
 /* pdq generate/verify --circle OUTDIR (src/cli/circle_cli.c). */
 int cmd_generate_circle(int argc, char **argv);
 int cmd_verify_circle(int argc, char **argv);

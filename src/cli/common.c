@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 pdq_model *cli_load_model(const char *cmd, const char *dir, int threads) {
@@ -86,8 +85,7 @@ long cli_parse_ids(const char *cmd, const char *s, int32_t **ids) {
 }
 
 char *cli_read_text(const char *cmd, const char *path, size_t *len) {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a directory reads as 0 bytes: say what it is, not "too few tokens" */
+    if (pdq_dir_exists(path)) { /* a directory reads as 0 bytes: say what it is, not "too few tokens" */
         fprintf(stderr, "pdq %s: %s: is a directory, not a file\n", cmd, path);
         return NULL;
     }
@@ -131,8 +129,7 @@ int cli_static_opts(pdq_args *a, pdq_static_opts *o, pdq_padding *pad) {
 }
 
 int cli_check_out_file(const char *cmd, const char *opt, const char *path) {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    if (pdq_dir_exists(path)) {
         fprintf(stderr, "pdq %s: %s %s: is a directory, not a file\n", cmd, opt, path);
         return 1;
     }
@@ -143,11 +140,11 @@ int cli_check_out_file(const char *cmd, const char *opt, const char *path) {
     memcpy(dir, slash ? path : ".", n);
     dir[n] = '\0';
     if (slash && n == 0) snprintf(dir, sizeof dir, "/");
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    if (!pdq_dir_exists(dir)) {
         fprintf(stderr, "pdq %s: %s %s: the directory %s does not exist\n", cmd, opt, path, dir);
         return 1;
     }
-    if (access(dir, W_OK) != 0) {
+    if (!pdq_dir_writable(dir)) {
         fprintf(stderr, "pdq %s: %s %s: the directory %s is not writable (%s)\n", cmd, opt, path, dir, strerror(errno));
         return 1;
     }
@@ -165,12 +162,12 @@ int cli_check_ids(const char *cmd, const char *what, const int32_t *ids, long n,
 }
 
 int cli_check_in_file(const char *cmd, const char *opt, const char *path) {
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
+    pdq_path_kind k = pdq_path_stat(path, NULL, NULL);
+    if (k == PDQ_PATH_NONE) {
         fprintf(stderr, "pdq %s: %s %s: cannot open (%s)\n", cmd, opt, path, strerror(errno));
         return 1;
     }
-    if (S_ISDIR(sb.st_mode)) {
+    if (k == PDQ_PATH_DIR) {
         fprintf(stderr, "pdq %s: %s %s: is a directory, not a file\n", cmd, opt, path);
         return 1;
     }

@@ -5,6 +5,7 @@
 #include "args.h"
 #include "pdq/circle_export.h"
 #include "pdq/ptq.h"
+#include "pdq/lower.h"
 #include "pdq/qexec.h"
 #include "pdq/runtime.h"
 

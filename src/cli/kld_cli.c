@@ -1,15 +1,14 @@
 /* FP32 logits cache and KLD printing of pdq ppl --kld (see kld_cli.h). */
+#include "pdq/file.h"
 #include "kld_cli.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common.h"
+#include "dist/dist.h"
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
@@ -17,48 +16,26 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     return h;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* The base model's identity: its real path and every weight/config file's name, size and mtime. */
 static uint64_t model_key(const char *dir, uint64_t h) {
     char real[PATH_MAX];
     if (realpath(dir, real)) h = fnv(h, real, strlen(real));
-    DIR *d = opendir(dir);
-    if (!d) return h;
-    char *names[256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 256) {
-        size_t k = strlen(e->d_name);
-        if ((k > 12 && strcmp(e->d_name + k - 12, ".safetensors") == 0) || (k > 5 && strcmp(e->d_name + k - 5, ".json") == 0))
-            if ((names[n] = strdup(e->d_name))) n++;
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, by_name);
+    char **names;
+    int n;
+    pdq_status st = {0};
+    if (pdq_dir_names(dir, 4096, &names, &n, &st) != PDQ_OK) return h;
     for (int i = 0; i < n; i++) {
+        size_t k = strlen(names[i]);
+        if (!((k > 12 && strcmp(names[i] + k - 12, ".safetensors") == 0) || (k > 5 && strcmp(names[i] + k - 5, ".json") == 0)))
+            continue;
         char p[PATH_MAX + 256];
-        struct stat sb;
+        long long v[2];
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        h = fnv(h, names[i], strlen(names[i]) + 1);
-        if (stat(p, &sb) == 0) {
-            long long v[2] = {(long long)sb.st_size, (long long)sb.st_mtime};
-            h = fnv(h, v, sizeof v);
-        }
-        free(names[i]);
+        h = fnv(h, names[i], k + 1);
+        if (pdq_path_stat(p, &v[0], &v[1]) != PDQ_PATH_NONE) h = fnv(h, v, sizeof v);
     }
+    pdq_dir_names_free(names, n);
     return h;
-}
-
-static int mkdirs(const char *path) {
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s", path);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
-        *s = '/';
-    }
-    return mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static pdq_code base_window(void *ctx, const int32_t *ids, int T, float *logits, pdq_status *st) {
@@ -82,16 +59,27 @@ int cli_kld(const char *cmd, const kld_opts *o, const int32_t *ids, long n, int 
     int32_t hdr[4] = {max_len, stride, k, vocab};
     key = fnv(key, hdr, sizeof hdr);
     key = fnv(key, ids, sizeof *ids * (size_t)n);
-    if (!o->no_cache) {
+    int rank = pdq_dist_rank(o->dist);
+    if (!o->no_cache && rank == 0) {
         const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
         char dir[PATH_MAX];
         if (o->cache_dir) snprintf(dir, sizeof dir, "%s", o->cache_dir);
         else if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/pdq", xdg);
         else snprintf(dir, sizeof dir, "%s/.cache/pdq", home && *home ? home : "/tmp");
-        if (mkdirs(dir) != 0) fprintf(stderr, "pdq %s: warning: cannot create cache dir %s: %s\n", cmd, dir, strerror(errno));
+        pdq_status dst = {0};
+        if (pdq_dir_make(dir, 1, &dst) != PDQ_OK) fprintf(stderr, "pdq %s: warning: cache: %s\n", cmd, dst.msg);
         snprintf(cache_path, (size_t)cache_path_len, "%s/kld-%016llx.bin", dir, (unsigned long long)key);
         if (pdq_kld_base_load(cache_path, key, &base, &st) == PDQ_OK) *reused = 1;
         else if (st.code != PDQ_ERR_MISSING) fprintf(stderr, "pdq %s: warning: ignoring cache: %s\n", cmd, st.msg);
+    }
+    if (pdq_dist_size(o->dist) > 1) { /* rank 0's cached base, if any, to every rank */
+        int32_t r = *reused;
+        if (pdq_dist_bcast(o->dist, &r, sizeof r, 0, &st) || (r && pdq_kld_base_bcast(o->dist, &base, &st))) {
+            fprintf(stderr, "pdq %s: kld base: %s\n", cmd, st.msg);
+            pdq_kld_base_free(&base);
+            return 1;
+        }
+        *reused = r;
     }
     if (!*reused) {
         pdq_model *bm = cli_load_model(cmd, o->base_dir, o->threads);
@@ -101,7 +89,8 @@ int cli_kld(const char *cmd, const kld_opts *o, const int32_t *ids, long n, int 
             pdq_model_free(bm);
             return 1;
         }
-        pdq_code rc = pdq_kld_base_compute(base_window, bm, vocab, ids, n, max_len, stride, k, "fp32 logits (kld base)", &base, &st);
+        pdq_code rc = pdq_kld_base_compute_split(o->dist, base_window, bm, vocab, ids, n, max_len, stride, k,
+                                                 "fp32 logits (kld base)", &base, &st);
         pdq_model_free(bm);
         if (rc != PDQ_OK) { fprintf(stderr, "pdq %s: kld base: %s\n", cmd, st.msg); return 1; }
         if (cache_path[0] && pdq_kld_base_save(cache_path, &base, key, &st) != PDQ_OK) {
@@ -109,7 +98,7 @@ int cli_kld(const char *cmd, const kld_opts *o, const int32_t *ids, long n, int 
             cache_path[0] = 0;
         }
     }
-    pdq_code rc = pdq_kld_windows(fn, ctx, ids, n, max_len, stride, &base, "perplexity + kld", out, ppl, &st);
+    pdq_code rc = pdq_kld_windows_split(o->dist, fn, ctx, ids, n, max_len, stride, &base, "perplexity + kld", out, ppl, &st);
     pdq_kld_base_free(&base);
     if (rc != PDQ_OK) { fprintf(stderr, "pdq %s: kld: %s\n", cmd, st.msg); return 1; }
     return 0;

@@ -19,6 +19,10 @@
 typedef struct {
     const char *base_dir, *cache_dir;
     int top_k, no_cache, threads;
+    /* the ranks of a distributed job (NULL: one process): the FP32 side and the model side are
+     * split over them (collective: every rank calls cli_kld); rank 0 alone reads and writes the
+     * cache and broadcasts a cached base */
+    const struct pdq_dist *dist;
 } kld_opts;
 
 /* Base (cached or computed) then the model side through fn. *reused: 1 when the cache was used.

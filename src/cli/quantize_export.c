@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,40 +55,33 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 cJSON *list_files(const char *dir, double *total) {
     cJSON *arr = cJSON_CreateArray();
     *total = 0;
-    DIR *d = opendir(dir);
-    if (!d) return arr;
-    char *names[4096];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 4096)
-        if (e->d_name[0] != '.') names[n++] = strdup(e->d_name);
-    closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], by_name);
+    char **names;
+    int n;
+    pdq_status st = {0};
+    if (pdq_dir_names(dir, 4096, &names, &n, &st) != PDQ_OK) return arr;
     for (int i = 0; i < n; i++) {
-        if (!names[i]) continue;
+        if (names[i][0] == '.') continue;
         char path[8192];
+        long long size;
         int k = snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        struct stat sb;
-        if (k > 0 && (size_t)k < sizeof path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        if (k > 0 && (size_t)k < sizeof path && pdq_path_stat(path, &size, NULL) == PDQ_PATH_FILE) {
             cJSON *f = cJSON_CreateObject();
             cJSON_AddStringToObject(f, "name", names[i]);
-            cJSON_AddNumberToObject(f, "bytes", (double)sb.st_size);
+            cJSON_AddNumberToObject(f, "bytes", (double)size);
             cJSON_AddItemToArray(arr, f);
-            *total += (double)sb.st_size;
+            *total += (double)size;
         }
-        free(names[i]);
     }
+    pdq_dir_names_free(names, n);
     return arr;
 }
 
 static cJSON *read_json(const char *path) {
     size_t len;
-    if (access(path, F_OK) != 0) return NULL;
+    if (pdq_path_stat(path, NULL, NULL) == PDQ_PATH_NONE) return NULL;
     char *txt = cli_read_text("quantize", path, &len);
     cJSON *j = txt ? cJSON_ParseWithLength(txt, len) : NULL;
     free(txt);

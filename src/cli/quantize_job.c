@@ -1,6 +1,5 @@
 /* pdq quantize as one rank of an MPI job: the up-front agreement check, the job-wide failure and
  * the per-rank peak RSS (quantize_job.h). */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,26 +46,18 @@ static uint64_t hash_file(uint64_t h, const char *path, size_t max) {
     return h;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* config.json, then every *.safetensors by name: its size and header (not the weights). */
 static uint64_t hash_model(const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     uint64_t h = hash_file(0xcbf29ce484222325ull, path, PDQ_FILE_MAX_JSON);
-    DIR *dp = opendir(dir);
-    if (!dp) return fnv(h, "no dir", 6);
-    char *names[256];
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(dp)) && n < 256) {
-        size_t len = strlen(e->d_name);
-        if (len > 12 && strcmp(e->d_name + len - 12, ".safetensors") == 0) names[n++] = strdup(e->d_name);
-    }
-    closedir(dp);
-    qsort(names, (size_t)n, sizeof *names, by_name);
+    char **names;
+    int n;
+    pdq_status lst = {0};
+    if (pdq_dir_names(dir, 4096, &names, &n, &lst) != PDQ_OK) return fnv(h, "no dir", 6);
     for (int i = 0; i < n; i++) {
-        if (!names[i]) continue;
+        size_t len = strlen(names[i]);
+        if (!(len > 12 && strcmp(names[i] + len - 12, ".safetensors") == 0)) continue;
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         h = fnv(h, names[i], strlen(names[i]));
         pdq_status st = {0};
@@ -81,22 +72,24 @@ static uint64_t hash_model(const char *dir) {
         } else {
             h = fnv(h, "?", 1);
         }
-        free(names[i]);
     }
+    pdq_dir_names_free(names, n);
     return h;
 }
 
-void quantize_job_check(quantize_job *j, int argc, char **argv, const char *model_dir, const char *calib) {
+void quantize_job_check(quantize_job *j, int argc, char **argv, const char *model_dir, const char *calib,
+                        const char *eval) {
     if (j->size == 1) return;
-    enum { BIN, ARGS, MODEL, CALIB, N };
+    enum { BIN, ARGS, MODEL, CALIB, EVAL, N };
     static const char *what[N] = {"the pdq-mpi executable", "the command-line arguments", "the model (config.json, "
-                                  "safetensors headers or sizes)", "the calibration text"};
+                                  "safetensors headers or sizes)", "the calibration text", "the evaluation text"};
     uint64_t mine[N];
     mine[BIN] = hash_file(0xcbf29ce484222325ull, "/proc/self/exe", (size_t)-1);
     mine[ARGS] = 0xcbf29ce484222325ull;
     for (int i = 0; i < argc; i++) mine[ARGS] = fnv(mine[ARGS], argv[i], strlen(argv[i]) + 1);
     mine[MODEL] = hash_model(model_dir);
     mine[CALIB] = calib ? hash_file(0xcbf29ce484222325ull, calib, (size_t)-1) : 0;
+    mine[EVAL] = eval ? hash_file(0xcbf29ce484222325ull, eval, (size_t)-1) : 0;
     uint64_t *all = malloc(sizeof(uint64_t) * N * (size_t)j->size);
     pdq_status st = {0};
     if (!all || pdq_dist_allgather_u64(j->d, mine, N, all, &st)) {

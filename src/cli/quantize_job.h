@@ -15,8 +15,9 @@ typedef struct {
 int quantize_job_start(quantize_job *j);
 /* Every rank runs the same binary, arguments, model and calibration text: compared up front
  * (hashes of the executable, argv, config.json and the safetensors headers and sizes, the
- * calibration file). A difference ends the job naming the rank and what differs. */
-void quantize_job_check(quantize_job *j, int argc, char **argv, const char *model_dir, const char *calib);
+ * calibration and evaluation files). A difference ends the job naming the rank and what differs. */
+void quantize_job_check(quantize_job *j, int argc, char **argv, const char *model_dir, const char *calib,
+                        const char *eval);
 /* After an error on this rank: ends the whole job (several ranks) with msg naming the rank. */
 void quantize_job_fail(quantize_job *j, const char *msg);
 /* Peak RSS of every rank and the calibration bytes each sent or received (and the seconds in

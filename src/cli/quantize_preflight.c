@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -13,49 +12,32 @@
 
 /* A text input named by option opt: exists, is a readable non-empty file. */
 static int check_input(const char *opt, const char *path) {
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
+    long long size = 0;
+    pdq_path_kind k = pdq_path_stat(path, &size, NULL);
+    if (k == PDQ_PATH_NONE) {
         fprintf(stderr, "pdq quantize: %s %s: cannot open (%s)\n", opt, path, strerror(errno));
         return 1;
     }
-    if (S_ISDIR(sb.st_mode)) {
+    if (k == PDQ_PATH_DIR) {
         fprintf(stderr, "pdq quantize: %s %s: is a directory, not a text file\n", opt, path);
         return 1;
     }
-    if (access(path, R_OK) != 0) {
+    if (!pdq_path_readable(path)) {
         fprintf(stderr, "pdq quantize: %s %s: cannot open (%s)\n", opt, path, strerror(errno));
         return 1;
     }
-    if (S_ISREG(sb.st_mode) && sb.st_size == 0) { /* a pipe is not probed: that would eat its bytes */
+    if (k == PDQ_PATH_FILE && size == 0) { /* a pipe is not probed: that would eat its bytes */
         fprintf(stderr, "pdq quantize: %s %s: the file is empty\n", opt, path);
         return 1;
     }
     return 0;
 }
 
-/* mkdir -p dir. */
-static int make_dirs(const char *dir) {
-    char buf[PATH_MAX];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof buf) { errno = ENAMETOOLONG; return -1; }
-    memcpy(buf, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-        buf[i] = c;
-    }
-    struct stat sb;
-    if (stat(dir, &sb) != 0) return -1;
-    if (!S_ISDIR(sb.st_mode)) { errno = ENOTDIR; return -1; }
-    return 0;
-}
-
 /* --out: created, not the source model, and writable (a probe file, removed again). */
 static int check_out(const char *src, const char *out) {
-    if (make_dirs(out) != 0) {
-        fprintf(stderr, "pdq quantize: --out %s: cannot create the directory (%s)\n", out, strerror(errno));
+    pdq_status dst = {0};
+    if (pdq_dir_make(out, 1, &dst) != PDQ_OK) {
+        fprintf(stderr, "pdq quantize: --out %s: cannot create the directory (%s)\n", out, dst.msg);
         return 1;
     }
     char a[PATH_MAX], b[PATH_MAX];

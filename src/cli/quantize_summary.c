@@ -2,16 +2,15 @@
 #include "quantize_summary.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common.h"
 #include "pdq/config.h"
 #include "pdq/family.h"
 #include "pdq/file.h"
+#include "quantize_tasks.h"
 
 static const char *const k_phase[QS_COUNT] = {"fp32_eval", "calibration", "weights", "save", "quant_eval",
                                               "activations", "export", "export_check"};
@@ -24,24 +23,25 @@ void quantize_times_init(quantize_times *t) {
 }
 
 static double file_bytes(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? (double)sb.st_size : -1;
+    long long size;
+    return pdq_path_stat(path, &size, NULL) == PDQ_PATH_FILE ? (double)size : -1;
 }
 
 static double dir_bytes(const char *dir, int *files) {
-    DIR *d = opendir(dir);
+    char **names;
+    int n;
     double total = 0;
     *files = 0;
-    if (!d) return -1;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
+    pdq_status st = {0};
+    if (pdq_dir_names(dir, 1 << 16, &names, &n, &st) != PDQ_OK) return -1;
+    for (int i = 0; i < n; i++) {
+        if (names[i][0] == '.') continue;
         char p[8192];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         double b = file_bytes(p);
         if (b >= 0) { total += b; (*files)++; }
     }
-    closedir(d);
+    pdq_dir_names_free(names, n);
     return total;
 }
 
@@ -197,6 +197,7 @@ int quantize_summary(const char *model_dir, const char *outdir, const quantize_t
     if (top1 >= 0) printf("top-1        %.2f%% of %.0f steps vs FP32 (fake-quant)", 100 * top1, nsteps);
     if (etop1 >= 0) printf(", %.2f%% through the exported pair", 100 * etop1);
     if (top1 >= 0 || etop1 >= 0) printf("\n");
+    quantize_tasks_print(r, stdout);
     snprintf(p2, sizeof p2, "%s/ptq.json", outdir);
     printf("outputs      %s/: report.json, report.html, pdq_quant.json + model.q.safetensors, hf/%s%s\n", outdir,
            file_bytes(p2) >= 0 ? ", ptq.json" : "", cb >= 0 ? ", circle/" : "");

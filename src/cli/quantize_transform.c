@@ -1,9 +1,8 @@
+#include "pdq/file.h"
 #include "quantize_transform.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "pdq/threadpool.h"
 
@@ -43,8 +42,8 @@ int quantize_transform_run(const char *src_dir, const char *outdir, pdq_transfor
                            int ns, int T, int threads, char *dst, size_t dst_len) {
     pdq_status st = {0};
     pdq_model *m = NULL;
-    if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "pdq quantize: %s: cannot create: %s\n", outdir, strerror(errno));
+    if (pdq_dir_make(outdir, 0, &st) != PDQ_OK) {
+        fprintf(stderr, "pdq quantize: %s\n", st.msg);
         return -1;
     }
     snprintf(dst, dst_len, "%s/transformed", outdir);
@@ -68,6 +67,22 @@ int quantize_transform_run(const char *src_dir, const char *outdir, pdq_transfor
     }
     pdq_pool_free(pool);
     pdq_model_free(m);
+    return bad ? -1 : 0;
+}
+
+int quantize_transform_share(const char *src_dir, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
+                             int threads) {
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    quantize_view v = {0};
+    int bad = pdq_model_load_lazy(src_dir, &m, &st) != PDQ_OK;
+    if (bad) fprintf(stderr, "pdq quantize: %s\n", st.msg);
+    else {
+        pdq_set_threads(m, threads);
+        bad = quantize_transform_attach(m, o, calib, ns, T, threads, &v) != 0; /* the same pass, kept nowhere */
+    }
+    pdq_model_free(m);
+    quantize_transform_detach(&v);
     return bad ? -1 : 0;
 }
 

@@ -34,6 +34,11 @@ int quantize_transform_args(pdq_args *a, pdq_transform_opts *o, int *save);
 int quantize_transform_run(const char *src_dir, const char *outdir, pdq_transform_opts *o, const int32_t *calib,
                            int ns, int T, int threads, char *dst, size_t dst_len);
 
+/* A rank other than 0 while rank 0 runs quantize_transform_run under pdq-mpi: the same transform
+ * pass over src_dir (its share of SmoothQuant's windows), writing nothing. 0, or prints and -1. */
+int quantize_transform_share(const char *src_dir, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
+                             int threads);
+
 /* The view of a run: m (lazy) seen through o on a pool of `threads` (the rotations' workers). */
 typedef struct {
     struct pdq_pool *pool;

@@ -14,9 +14,10 @@
 typedef pdq_code (*pdq_layer_run_fn)(void *ctx, int l, const float *h, const float **h_out, const float **k,
                                      const float **v, pdq_status *st);
 
-/* Layers 0..kv->L - 1 on h for a step of T rows per batch row, deltas stored at slot[b * T + t]
- * (negative: not stored); the last layer's hidden output in *out. Stops at the first error. */
-pdq_code pdq_ctr_run_layers(pdq_kv_cache *kv, int T, const int *slot, pdq_layer_run_fn run, void *ctx,
+/* Layers 0..kv->L - 1 on h for a step of T rows per batch row, deltas stored at the slots of
+ * positions pos[b * T + t] (-1: padding, not stored); the last layer's hidden output in *out.
+ * Stops at the first error. */
+pdq_code pdq_ctr_run_layers(pdq_kv_cache *kv, int T, const int *pos, pdq_layer_run_fn run, void *ctx,
                             const float *h, const float **out, pdq_status *st);
 
 #endif

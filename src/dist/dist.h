@@ -25,6 +25,10 @@ const char *pdq_dist_kind(void);
 pdq_code pdq_dist_bcast(const pdq_dist *d, void *buf, size_t bytes, int root, pdq_status *st);
 /* Every rank's n values, rank by rank, into all [size * n] on every rank. */
 pdq_code pdq_dist_allgather_u64(const pdq_dist *d, const uint64_t *mine, int n, uint64_t *all, pdq_status *st);
+/* Every rank's `bytes` bytes, rank by rank, into all [size * bytes] on every rank (large buffers in
+ * pieces). The caller combines them in a fixed order, so results do not depend on MPI's reduction
+ * order. */
+pdq_code pdq_dist_allgather(const pdq_dist *d, const void *mine, size_t bytes, void *all, pdq_status *st);
 pdq_code pdq_dist_barrier(const pdq_dist *d, pdq_status *st);
 /* Ends the whole job: prints "PREFIX: rank R of N: MSG" (msg NULL: nothing) and aborts every rank. A
  * one-process world returns (the caller then exits with its error as usual). */

@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dist/dist.h"
 
@@ -64,6 +65,26 @@ pdq_code pdq_dist_allgather_u64(const pdq_dist *d, const uint64_t *mine, int n, 
     }
     int err = MPI_Allgather(mine, n, MPI_UINT64_T, all, n, MPI_UINT64_T, MPI_COMM_WORLD);
     return err == MPI_SUCCESS ? PDQ_OK : mpi_fail(st, err, "allgather");
+}
+
+pdq_code pdq_dist_allgather(const pdq_dist *d, const void *mine, size_t bytes, void *all, pdq_status *st) {
+    if (!d || d->size == 1) {
+        if (bytes) memmove(all, mine, bytes);
+        return PDQ_OK;
+    }
+    /* in pieces of at most 1 GiB a rank (MPI counts are int), each gathered into a scratch block
+     * and spread to the ranks' slots */
+    size_t piece = bytes < (size_t)1 << 30 ? bytes : (size_t)1 << 30;
+    char *tmp = piece ? malloc(piece * (size_t)d->size) : NULL;
+    if (piece && !tmp) return pdq_fail(st, PDQ_ERR_NOMEM, "MPI allgather: out of memory for %zu bytes", piece * d->size);
+    for (size_t off = 0; off < bytes; off += piece) {
+        size_t n = bytes - off < piece ? bytes - off : piece;
+        int err = MPI_Allgather((const char *)mine + off, (int)n, MPI_BYTE, tmp, (int)n, MPI_BYTE, MPI_COMM_WORLD);
+        if (err != MPI_SUCCESS) { free(tmp); return mpi_fail(st, err, "allgather"); }
+        for (int r = 0; r < d->size; r++) memcpy((char *)all + (size_t)r * bytes + off, tmp + (size_t)r * n, n);
+    }
+    free(tmp);
+    return PDQ_OK;
 }
 
 pdq_code pdq_dist_barrier(const pdq_dist *d, pdq_status *st) {

@@ -1,4 +1,6 @@
 /* The one-process world: the build without MPI. */
+#include <string.h>
+
 #include "dist/dist.h"
 
 pdq_code pdq_dist_init(pdq_dist **out, pdq_status *st) {
@@ -20,6 +22,12 @@ pdq_code pdq_dist_bcast(const pdq_dist *d, void *buf, size_t bytes, int root, pd
 pdq_code pdq_dist_allgather_u64(const pdq_dist *d, const uint64_t *mine, int n, uint64_t *all, pdq_status *st) {
     (void)d, (void)st;
     for (int i = 0; i < n; i++) all[i] = mine[i];
+    return PDQ_OK;
+}
+
+pdq_code pdq_dist_allgather(const pdq_dist *d, const void *mine, size_t bytes, void *all, pdq_status *st) {
+    (void)d, (void)st;
+    if (bytes) memmove(all, mine, bytes);
     return PDQ_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/dist.h"
 #include "pdq/eval.h"
 #include "pdq/file.h"
 #include "windows.h"
@@ -62,6 +63,7 @@ typedef struct {
     pdq_kld_base *b;
     long cap;
     v_id *heap; /* [k] */
+    const int32_t *ids;
 } base_ctx;
 
 static pdq_code base_rows(void *ctx, const float *logits, int from, int count, const int32_t *targets, int vocab,
@@ -69,11 +71,13 @@ static pdq_code base_rows(void *ctx, const float *logits, int from, int count, c
     base_ctx *c = ctx;
     pdq_kld_base *b = c->b;
     for (int r = 0; r < count; r++) {
-        if (b->n >= c->cap) return pdq_fail(st, PDQ_ERR_LIMIT, "kld: more scored tokens than the corpus has (%ld)", c->cap);
+        long t = (long)(targets + r - c->ids) - 1; /* scored tokens are positions 1.. in order */
+        if (b->n >= c->cap || t < 0 || t >= c->cap)
+            return pdq_fail(st, PDQ_ERR_LIMIT, "kld: more scored tokens than the corpus has (%ld)", c->cap);
         const float *l = logits + (size_t)(from + r) * vocab;
         double lse = log_sum_exp(l, vocab);
         top_k(l, vocab, b->k, c->heap);
-        long t = b->n++;
+        b->n++;
         for (int j = 0; j < b->k; j++) {
             b->top_id[t * b->k + j] = c->heap[j].id;
             b->top_lp[t * b->k + j] = (float)((double)c->heap[j].v - lse);
@@ -106,18 +110,88 @@ void pdq_kld_base_free(pdq_kld_base *b) {
     memset(b, 0, sizeof *b);
 }
 
-pdq_code pdq_kld_base_compute(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
-                              int stride, int k, const char *label, pdq_kld_base *out, pdq_status *st) {
+/* Rows of the scored tokens rank `rank` of `size` owns; the others stay as allocated. */
+static pdq_code base_share(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
+                           int stride, int k, const char *label, pdq_kld_base *out, int rank, int size, pdq_status *st) {
     memset(out, 0, sizeof *out);
     if (k < 1 || k > vocab) return pdq_fail(st, PDQ_ERR_ARG, "kld: top-k %d outside [1, vocab %d]", k, vocab);
     long cap = n > 1 ? n - 1 : 0; /* at most every token but the first is scored, once */
     pdq_code rc = base_alloc(out, vocab, k, cap, st);
     if (rc != PDQ_OK) return rc;
-    base_ctx c = {out, cap, malloc(sizeof(v_id) * (size_t)k)};
+    if (size > 1) { /* rows of other ranks' tokens are filled by the gather */
+        memset(out->top_id, 0, sizeof *out->top_id * (size_t)(cap > 0 ? cap : 1) * k);
+        memset(out->top_lp, 0, sizeof *out->top_lp * (size_t)(cap > 0 ? cap : 1) * k);
+        memset(out->target_lp, 0, sizeof *out->target_lp * (size_t)(cap > 0 ? cap : 1));
+    }
+    base_ctx c = {out, cap, malloc(sizeof(v_id) * (size_t)k), ids};
     if (!c.heap) rc = pdq_fail(st, PDQ_ERR_NOMEM, "kld: scratch for top-%d", k);
-    if (rc == PDQ_OK) rc = pdq_windows_each(fn, ctx, vocab, ids, n, max_len, stride, label, base_rows, &c, NULL, st);
+    if (rc == PDQ_OK)
+        rc = pdq_windows_share(fn, ctx, vocab, ids, n, max_len, stride, label, base_rows, &c, NULL, rank, size, st);
     free(c.heap);
     if (rc != PDQ_OK) pdq_kld_base_free(out);
+    return rc;
+}
+
+pdq_code pdq_kld_base_compute(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
+                              int stride, int k, const char *label, pdq_kld_base *out, pdq_status *st) {
+    return base_share(fn, ctx, vocab, ids, n, max_len, stride, k, label, out, 0, 1, st);
+}
+
+/* Every rank's rows (the same layout everywhere) into b: row t from the rank that scored token t. */
+static pdq_code base_gather(const pdq_dist *d, pdq_kld_base *b, long n, int max_len, int stride, pdq_status *st) {
+    int size = pdq_dist_size(d);
+    long cap = n > 1 ? n - 1 : 0, rows = cap > 0 ? cap : 1;
+    size_t k = (size_t)b->k, row = k * (sizeof(int32_t) + sizeof(float)) + sizeof(float);
+    char *mine = malloc(row * (size_t)rows), *all = malloc(row * (size_t)rows * size);
+    int *owner = malloc(sizeof(int) * (size_t)rows);
+    pdq_code rc = mine && all && owner ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "kld: gathering %ld base rows", cap);
+    for (long t = 0; !rc && t < cap; t++) {
+        char *p = mine + row * (size_t)t;
+        memcpy(p, b->top_id + t * k, k * sizeof(int32_t));
+        memcpy(p + k * sizeof(int32_t), b->top_lp + t * k, k * sizeof(float));
+        memcpy(p + k * (sizeof(int32_t) + sizeof(float)), b->target_lp + t, sizeof(float));
+    }
+    if (!rc) rc = pdq_dist_allgather(d, mine, row * (size_t)rows, all, st);
+    if (!rc) {
+        pdq_windows_owners(n, max_len, stride, size, owner);
+        for (long t = 0; t < cap; t++) {
+            const char *p = all + row * ((size_t)owner[t] * rows + (size_t)t);
+            memcpy(b->top_id + t * k, p, k * sizeof(int32_t));
+            memcpy(b->top_lp + t * k, p + k * sizeof(int32_t), k * sizeof(float));
+            memcpy(b->target_lp + t, p + k * (sizeof(int32_t) + sizeof(float)), sizeof(float));
+        }
+        b->n = cap;
+    }
+    free(mine);
+    free(all);
+    free(owner);
+    return rc;
+}
+
+pdq_code pdq_kld_base_compute_split(const struct pdq_dist *d, pdq_window_logits_fn fn, void *ctx, int vocab,
+                                    const int32_t *ids, long n, int max_len, int stride, int k, const char *label,
+                                    pdq_kld_base *out, pdq_status *st) {
+    int rank = pdq_dist_rank(d), size = pdq_dist_size(d);
+    if (size == 1) return pdq_kld_base_compute(fn, ctx, vocab, ids, n, max_len, stride, k, label, out, st);
+    pdq_code rc = base_share(fn, ctx, vocab, ids, n, max_len, stride, k, rank ? NULL : label, out, rank, size, st);
+    if (!rc && (rc = base_gather(d, out, n, max_len, stride, st))) pdq_kld_base_free(out);
+    return rc;
+}
+
+pdq_code pdq_kld_base_bcast(const struct pdq_dist *d, pdq_kld_base *b, pdq_status *st) {
+    if (pdq_dist_size(d) == 1) return PDQ_OK;
+    int64_t hdr[3] = {b->vocab, b->k, b->n};
+    pdq_code rc = pdq_dist_bcast(d, hdr, sizeof hdr, 0, st);
+    if (rc) return rc;
+    if (pdq_dist_rank(d) != 0) {
+        if ((rc = base_alloc(b, (int)hdr[0], (int)hdr[1], (long)hdr[2], st))) return rc;
+        b->n = (long)hdr[2];
+    }
+    size_t nk = (size_t)hdr[2] * (size_t)hdr[1];
+    rc = pdq_dist_bcast(d, b->top_id, nk * sizeof *b->top_id, 0, st);
+    if (!rc) rc = pdq_dist_bcast(d, b->top_lp, nk * sizeof *b->top_lp, 0, st);
+    if (!rc) rc = pdq_dist_bcast(d, b->target_lp, (size_t)hdr[2] * sizeof *b->target_lp, 0, st);
+    if (rc && pdq_dist_rank(d) != 0) pdq_kld_base_free(b);
     return rc;
 }
 
@@ -199,17 +273,42 @@ typedef struct {
     double nll, nll_base; /* for the ppl ratio */
     double lr_sum, lr_sq; /* per-token log ratio of target probabilities */
     pdq_ppl_result *ppl;
+    /* a rank's share of a split run: each scored token's record at its row, folded later */
+    const int32_t *ids;
+    double *rec; /* [n][KREC] or NULL: fold as computed */
 } model_ctx;
+
+enum { KREC = 5 }; /* kl, dp, top-k mass, log p_model(target), top-1 agreement */
+
+/* One token's record into the totals; tokens folded in row order give the same bits however
+ * they were computed. */
+static void model_fold(model_ctx *c, long t, const double *x) {
+    double lm = x[3], lb = (double)c->b->target_lp[t];
+    c->kld[t] = x[0];
+    c->dp[t] = x[1];
+    c->mass += x[2];
+    c->top1 += x[4] != 0;
+    c->nll -= lm;
+    c->nll_base -= lb;
+    c->lr_sum += lm - lb;
+    c->lr_sq += (lm - lb) * (lm - lb);
+    if (c->ppl) {
+        c->ppl->nll -= lm;
+        c->ppl->nll_sq += lm * lm;
+        c->ppl->tokens++;
+    }
+}
 
 static pdq_code model_rows(void *ctx, const float *logits, int from, int count, const int32_t *targets, int vocab,
                            pdq_status *st) {
     model_ctx *c = ctx;
     const pdq_kld_base *b = c->b;
     for (int r = 0; r < count; r++) {
-        if (c->t >= b->n) return pdq_fail(st, PDQ_ERR_ARG, "kld: the base has %ld scored tokens, the corpus more", b->n);
+        long t = c->rec ? (long)(targets + r - c->ids) - 1 : c->t;
+        if (t < 0 || t >= b->n) return pdq_fail(st, PDQ_ERR_ARG, "kld: the base has %ld scored tokens, the corpus more", b->n);
+        c->t++;
         const float *l = logits + (size_t)(from + r) * vocab;
         double lse = log_sum_exp(l, vocab);
-        long t = c->t++;
         const int32_t *id = b->top_id + t * b->k;
         const float *blp = b->top_lp + t * b->k;
         double kl = 0, pb_rest = 1, pm_rest = 1;
@@ -221,23 +320,40 @@ static pdq_code model_rows(void *ctx, const float *logits, int from, int count, 
             pm_rest -= exp(lm);
         }
         /* the rest of the vocabulary as one bucket (nothing left when k == vocab) */
-        c->mass += 1 - pb_rest;
         if (b->k < vocab && pb_rest > 1e-12) kl += pb_rest * (log(pb_rest) - log(pm_rest > 1e-30 ? pm_rest : 1e-30));
-        c->kld[t] = kl > 0 ? kl : 0; /* rounding can leave -1e-17 */
-        c->top1 += pdq_argmax(l, vocab) == id[0];
         double lm = (double)l[targets[r]] - lse, lb = (double)b->target_lp[t];
-        c->dp[t] = exp(lm) - exp(lb);
-        c->nll -= lm;
-        c->nll_base -= lb;
-        c->lr_sum += lm - lb;
-        c->lr_sq += (lm - lb) * (lm - lb);
-        if (c->ppl) {
-            c->ppl->nll -= lm;
-            c->ppl->nll_sq += lm * lm;
-            c->ppl->tokens++;
-        }
+        double x[KREC] = {kl > 0 ? kl : 0 /* rounding can leave -1e-17 */, exp(lm) - exp(lb), 1 - pb_rest, lm,
+                          pdq_argmax(l, vocab) == id[0]};
+        if (c->rec) memcpy(c->rec + (size_t)t * KREC, x, sizeof x);
+        else model_fold(c, t, x);
     }
     return PDQ_OK;
+}
+
+/* Every rank's records, then all folded in row order on every rank (owner[t] scored row t). */
+static pdq_code model_gather(const pdq_dist *d, model_ctx *c, long n, int max_len, int stride, pdq_status *st) {
+    int size = pdq_dist_size(d);
+    long rows = c->b->n > 0 ? c->b->n : 1, scored = n > 1 ? n - 1 : 0;
+    size_t bytes = (size_t)rows * KREC * sizeof(double);
+    double *all = malloc(bytes * (size_t)size);
+    int *owner = malloc(sizeof(int) * (size_t)(scored > 0 ? scored : 1));
+    long *counts = malloc(sizeof(long) * (size_t)size), done = 0;
+    pdq_code rc = all && owner && counts ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "kld: gathering %ld token records", c->b->n);
+    if (!rc) rc = pdq_dist_allgather(d, c->rec, bytes, all, st);
+    if (!rc) rc = pdq_dist_allgather(d, &c->t, sizeof c->t, counts, st);
+    for (int r = 0; !rc && r < size; r++) done += counts[r];
+    if (!rc && (done != scored || scored > c->b->n))
+        rc = pdq_fail(st, PDQ_ERR_ARG, "kld: the corpus scores %ld tokens, the base has %ld (another file or window setting?)",
+                      done, c->b->n);
+    if (!rc) {
+        pdq_windows_owners(n, max_len, stride, size, owner);
+        for (long t = 0; t < scored; t++) model_fold(c, t, all + ((size_t)owner[t] * rows + (size_t)t) * KREC);
+        c->t = scored;
+    }
+    free(counts);
+    free(all);
+    free(owner);
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -264,15 +380,33 @@ static void mean_se(const double *v, long n, double *mean, double *se) {
 pdq_code pdq_kld_windows(pdq_window_logits_fn fn, void *ctx, const int32_t *ids, long n, int max_len, int stride,
                          const pdq_kld_base *base, const char *label, pdq_kld_result *out, pdq_ppl_result *ppl,
                          pdq_status *st) {
+    return pdq_kld_windows_split(NULL, fn, ctx, ids, n, max_len, stride, base, label, out, ppl, st);
+}
+
+pdq_code pdq_kld_windows_split(const struct pdq_dist *d, pdq_window_logits_fn fn, void *ctx, const int32_t *ids, long n,
+                               int max_len, int stride, const pdq_kld_base *base, const char *label,
+                               pdq_kld_result *out, pdq_ppl_result *ppl, pdq_status *st) {
     memset(out, 0, sizeof *out);
     if (ppl) memset(ppl, 0, sizeof *ppl);
+    int rank = pdq_dist_rank(d), size = pdq_dist_size(d), windows = 0;
     long cap = base->n;
     model_ctx c = {base, 0, malloc(sizeof(double) * (size_t)(cap ? cap : 1)), malloc(sizeof(double) * (size_t)(cap ? cap : 1)),
-                   0, 0, 0, 0, 0, 0, ppl};
+                   0, 0, 0, 0, 0, 0, ppl, ids, NULL};
+    if (size > 1) c.rec = calloc((size_t)(cap ? cap : 1) * KREC, sizeof(double));
     pdq_code rc = PDQ_OK;
-    if (!c.kld || !c.dp) rc = pdq_fail(st, PDQ_ERR_NOMEM, "kld: per-token statistics for %ld tokens", cap);
+    if (!c.kld || !c.dp || (size > 1 && !c.rec)) rc = pdq_fail(st, PDQ_ERR_NOMEM, "kld: per-token statistics for %ld tokens", cap);
     if (rc == PDQ_OK)
-        rc = pdq_windows_each(fn, ctx, base->vocab, ids, n, max_len, stride, label, model_rows, &c, ppl ? &ppl->windows : NULL, st);
+        rc = pdq_windows_share(fn, ctx, base->vocab, ids, n, max_len, stride, rank ? NULL : label, model_rows, &c,
+                               &windows, rank, size, st);
+    if (rc == PDQ_OK && size > 1) {
+        int *all = malloc(sizeof(int) * (size_t)size); /* every rank's window count */
+        rc = all ? pdq_dist_allgather(d, &windows, sizeof windows, all, st) : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+        windows = 0;
+        for (int r = 0; rc == PDQ_OK && r < size; r++) windows += all[r];
+        free(all);
+        if (rc == PDQ_OK) rc = model_gather(d, &c, n, max_len, stride, st);
+    }
+    if (ppl) ppl->windows = windows;
     if (rc == PDQ_OK && c.t != base->n)
         rc = pdq_fail(st, PDQ_ERR_ARG, "kld: the corpus scores %ld tokens, the base has %ld (another file or window setting?)",
                       c.t, base->n);
@@ -319,5 +453,6 @@ pdq_code pdq_kld_windows(pdq_window_logits_fn fn, void *ctx, const int32_t *ids,
     }
     free(c.kld);
     free(c.dp);
+    free(c.rec);
     return rc;
 }

@@ -1,5 +1,6 @@
-/* The two scorers of continuations: the reference model with a shared context prefill, and any
- * window-logits function (static graphs, exported Circle pair) with a hard max_seq limit. */
+/* The scorers of continuations: the reference model with a shared context prefill, a
+ * static-shape session (prefill once, append each continuation, rewind) and any window-logits
+ * function (one prefill per request), the last two with a hard max_seq limit. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +113,44 @@ pdq_code pdq_ll_model_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *co
     return PDQ_OK;
 }
 
+/* ---- static-shape session (static graphs, Circle pair): prefill once, append, rewind ---- */
+
+void pdq_ll_session_free(pdq_ll_session *s) {
+    if (!s) return;
+    free(s->logits);
+    s->logits = NULL;
+}
+
+static pdq_code over_max_seq(int n_ctx, const int *n_cont, int n, int max_seq, pdq_status *st) {
+    for (int i = 0; i < n; i++)
+        if (n_ctx + n_cont[i] - 1 > max_seq)
+            return pdq_fail(st, PDQ_ERR_LIMIT, "a request of %d tokens exceeds max_seq %d", n_ctx + n_cont[i] - 1, max_seq);
+    return PDQ_OK;
+}
+
+pdq_code pdq_ll_session_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *const *cont, const int *n_cont, int n,
+                              double *ll, int *greedy, pdq_status *st) {
+    pdq_ll_session *s = vs;
+    int V = s->vocab;
+    if (n_ctx < 1) return pdq_fail(st, PDQ_ERR_ARG, "a request needs at least one context token");
+    if (over_max_seq(n_ctx, n_cont, n, s->max_seq, st) != PDQ_OK) return st->code;
+    if (!s->logits && scratch(&s->logits, (size_t)s->max_seq * V, st) != PDQ_OK) return st->code;
+    /* row max_seq-1 is free: a continuation appends at most max_seq - n_ctx <= max_seq - 1 rows */
+    float *first = s->logits + (size_t)(s->max_seq - 1) * V;
+    if (s->prefill(s->ctx, ctx, n_ctx, first, st) != PDQ_OK) return st->code;
+    for (int i = 0; i < n; i++) {
+        ll[i] = 0;
+        greedy[i] = 1;
+        if (sum_rows(first, V, cont[i], 1, &ll[i], &greedy[i], st) != PDQ_OK) return st->code;
+        if (n_cont[i] < 2) continue;
+        if (s->append(s->ctx, cont[i], n_cont[i] - 1, s->logits, st) != PDQ_OK ||
+            sum_rows(s->logits, V, cont[i] + 1, n_cont[i] - 1, &ll[i], &greedy[i], st) != PDQ_OK ||
+            s->rewind(s->ctx, n_ctx, st) != PDQ_OK)
+            return st->code;
+    }
+    return PDQ_OK;
+}
+
 /* ---- window-logits function (static graphs, Circle pair) ---- */
 
 void pdq_ll_window_free(pdq_ll_window *s) {
@@ -123,9 +162,7 @@ void pdq_ll_window_free(pdq_ll_window *s) {
 pdq_code pdq_ll_window_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *const *cont, const int *n_cont, int n,
                              double *ll, int *greedy, pdq_status *st) {
     pdq_ll_window *s = vs;
-    for (int i = 0; i < n; i++)
-        if (n_ctx + n_cont[i] - 1 > s->max_seq)
-            return pdq_fail(st, PDQ_ERR_LIMIT, "a request of %d tokens exceeds max_seq %d", n_ctx + n_cont[i] - 1, s->max_seq);
+    if (over_max_seq(n_ctx, n_cont, n, s->max_seq, st) != PDQ_OK) return st->code;
     if (!s->logits && scratch(&s->logits, (size_t)s->max_seq * s->vocab, st) != PDQ_OK) return st->code;
     for (int i = 0; i < n; i++) {
         int T;

@@ -611,9 +611,19 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     p->w = w->data;
     size_t ng = (size_t)p->ngroups, nq = (size_t)p->fout * ng;
     p->sx = xq->s;
-    if (ng > 1) { /* the graph's scales as they are, zero points a byte each: 5 bytes a group to read */
-        p->gz = malloc(nq);
-        p->gs = w->q->scale;
+    if (ng > 1) { /* compact grids where the values allow (group_grids reads either form; n == out * ng) */
+        int shared = 1, f16 = 1;
+        for (size_t i = 0; i < nq && (shared || f16); i++) {
+            shared &= w->q->zero_point[i] == w->q->zero_point[i % ng];
+            f16 &= w->q->scale[i] >= 0.0f && pdq_f16_to_f32(pdq_f32_to_f16(w->q->scale[i])) == w->q->scale[i];
+        }
+        p->gz_stride = shared ? 0 : ng;
+        p->gz = malloc(shared ? GROUP_ROWS * ng : nq); /* shared: its row repeated for the kernels' [rows][ngroups] */
+        if (f16 && (p->gs16 = malloc(sizeof(uint16_t) * nq)))
+            for (size_t i = 0; i < nq; i++) p->gs16[i] = pdq_f32_to_f16(w->q->scale[i]);
+        else p->gs = w->q->scale;
+        size_t wide = (size_t)pdq_pool_threads(x->o.pool) * GROUP_ROWS * ng * sizeof(float);
+        if (p->gs16 && !(p->gwide = malloc(wide))) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
     } else {
         p->zw = malloc(sizeof(int32_t) * nq);
         p->sw = malloc(sizeof(double) * nq);
@@ -632,12 +642,14 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
                             w->name, i / ng, i % ng, (long long)z, s);
         p->any_zw |= z != 0;
         if (ng > 1) {
-            p->gz[i] = (uint8_t)z;
+            if (p->gz_stride || i < ng) p->gz[i] = (uint8_t)z;
         } else {
             p->zw[i] = (int32_t)z;
             p->sw[i] = xq->s * s; /* the one double product sx * sw[r] */
         }
     }
+    if (ng > 1 && !p->gz_stride)
+        for (int k = 1; k < GROUP_ROWS; k++) memcpy(p->gz + (size_t)k * ng, p->gz, ng);
     /* grouped decode: the packed exact sums per group where a SIMD kernel has them (uint4, groups
      * of 32k columns, AVX2 or AVX-512 VNNI), else the tiles group by group */
     pdq_qctx kc = {.no_avx512 = x->simd < 2};
@@ -677,10 +689,25 @@ static inline void fc_put(const qx_prep *p, const qx_t *yq, void *y, int m, int 
     fc_put_v(p, yq, y, m, r, (double)a * p->sw[r]);
 }
 
-/* Group g's term of y[m, r] in the grouped rule, from the exact sum a over the group's columns. */
-static inline double group_term(const qx_prep *p, int m, int r, int g, int64_t a) {
-    size_t rg = (size_t)r * p->ngroups + g;
-    return qx_group_term(a, p->gz[rg], p->sumx[(size_t)m * p->ngroups + g], p->gs[rg], p->sx);
+/* Rows r .. r + n - 1's (n <= GROUP_ROWS) zero points and float32 scales as [n][ngroups] arrays,
+ * what the grouped kernels read: stored so, or the shared row's GROUP_ROWS copies, and f16
+ * scales widened (exactly) into the thread's scratch. */
+static void group_grids(const qx_prep *p, int r, int n, int thread, const uint8_t **zw, const float **sw) {
+    size_t ng = (size_t)p->ngroups;
+    *zw = p->gz + (size_t)(p->gz_stride ? r : 0) * ng;
+    if (!p->gs16) {
+        *sw = p->gs + (size_t)r * ng;
+        return;
+    }
+    float *fs = p->gwide + (size_t)thread * GROUP_ROWS * ng;
+    pdq_qscale_widen(p->gs16 + (size_t)r * ng, PDQ_QSCALE_F16, (size_t)n * ng, fs);
+    *sw = fs;
+}
+
+/* Group g's term of y[m, r] in the grouped rule, from the exact sum a over the group's columns
+ * (zw, sw: row r's grids). */
+static inline double group_term(const qx_prep *p, int m, int g, const uint8_t *zw, const float *sw, int64_t a) {
+    return qx_group_term(a, zw[g], p->sumx[(size_t)m * p->ngroups + g], sw[g], p->sx);
 }
 
 /* y[m + i][r + j] from v[i * nr + j], values before the bias (nm x nr, row stride nr): each
@@ -743,13 +770,18 @@ static void fc_task(void *vc, int task, int thread) {
                 int b = a + GROUP_ROWS < r1 ? a + GROUP_ROWS : r1;
                 pdq_qexact_groups(&c->kctx, p->qm, p->xbuf + (size_t)m * p->xbytes, p->group, a, b, r1, s);
                 double v[GROUP_ROWS];
+                const uint8_t *zw;
+                const float *sw;
+                group_grids(p, a, b - a, thread, &zw, &sw);
                 if (simd && p->group < 65536) {
-                    (simd == 2 ? pdq_qx_group_rows_vnni : pdq_qx_group_rows_avx2)(
-                        s, ng, b - a, p->gz + (size_t)a * ng, p->sumx + (size_t)m * ng, p->gs + (size_t)a * ng, p->sx, v);
+                    (simd == 2 ? pdq_qx_group_rows_vnni : pdq_qx_group_rows_avx2)(s, ng, b - a, zw, p->sumx + (size_t)m * ng,
+                                                                                  sw, p->sx, v);
                 } else {
                     for (int r = a; r < b; r++) {
                         v[r - a] = 0.0;
-                        for (int g = 0; g < ng; g++) v[r - a] += group_term(p, m, r, g, s[(size_t)(r - a) * ng + g]);
+                        for (int g = 0; g < ng; g++)
+                            v[r - a] += group_term(p, m, g, zw + (size_t)(r - a) * ng, sw + (size_t)(r - a) * ng,
+                                                   s[(size_t)(r - a) * ng + g]);
                     }
                 }
                 fc_put_tile(p, yq, y, simd, m, 1, a, b - a, v);
@@ -780,7 +812,9 @@ static void fc_task(void *vc, int task, int thread) {
         int nr = ((simd == 2 && p->rows >= 4) || dot4) && r + 3 < r1 ? 4
                  : simd && p->rows >= 4 && r + 1 < r1               ? 2
                                                                     : 1;
-        const uint8_t *wr = w_rows(p, r, nr, thread);
+        const uint8_t *wr = w_rows(p, r, nr, thread), *zw = NULL;
+        const float *sw = NULL;
+        if (ng > 1) group_grids(p, r, nr, thread, &zw, &sw);
         for (int m = 0; m < p->rows;) {
             int64_t acc[16];
             int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
@@ -791,13 +825,13 @@ static void fc_task(void *vc, int task, int thread) {
                     for (int j = 0; j < nr; j++) fc_store(p, yq, y, m + i, r + j, acc[i * nr + j]);
             } else if (nm == 4 && nr == 4 && p->group_i32) { /* VNNI 4 x 4: every group in one call */
                 double v[16] = {0};
-                pdq_qx_tile4x4_groups_vnni(xm, (size_t)in, wr, (size_t)in, in, p->group, p->gz + (size_t)r * ng,
-                                           p->sumx + (size_t)m * ng, p->gs + (size_t)r * ng, p->sx, v);
+                pdq_qx_tile4x4_groups_vnni(xm, (size_t)in, wr, (size_t)in, in, p->group, zw, p->sumx + (size_t)m * ng, sw,
+                                           p->sx, v);
                 fc_put_tile(p, yq, y, simd, m, 4, r, 4, v);
             } else if (nm == 4 && nr == 2 && p->group_i32) { /* AVX2 4 x 2: every group in one call */
                 double v[8] = {0};
-                pdq_qx_tile4x2_groups_avx2(xm, (size_t)in, wr, (size_t)in, in, p->group, p->gz + (size_t)r * ng,
-                                           p->sumx + (size_t)m * ng, p->gs + (size_t)r * ng, p->sx, v);
+                pdq_qx_tile4x2_groups_avx2(xm, (size_t)in, wr, (size_t)in, in, p->group, zw, p->sumx + (size_t)m * ng, sw,
+                                           p->sx, v);
                 fc_put_tile(p, yq, y, simd, m, 4, r, 2, v);
             } else {
                 double v[16] = {0};
@@ -805,7 +839,8 @@ static void fc_task(void *vc, int task, int thread) {
                     int k0 = g * p->group, K = in - k0 < p->group ? in - k0 : p->group;
                     tile_sums(simd, xm + k0, (size_t)in, wr + k0, (size_t)in, K, nm, nr, acc);
                     for (int i = 0; i < nm; i++)
-                        for (int j = 0; j < nr; j++) v[i * nr + j] += group_term(p, m + i, r + j, g, acc[i * nr + j]);
+                        for (int j = 0; j < nr; j++)
+                            v[i * nr + j] += group_term(p, m + i, g, zw + (size_t)j * ng, sw + (size_t)j * ng, acc[i * nr + j]);
                 }
                 fc_put_tile(p, yq, y, simd, m, nm, r, nr, v);
             }

@@ -37,9 +37,17 @@ typedef struct {
     const float *wf;       /* float weight (fallback path) */
     int32_t *zw;           /* [out] weight zero points (one group) */
     double *sw;            /* [out] sx * weight scale (one group) */
-    uint8_t *gz;           /* groups: [out][ngroups] weight zero points */
-    const float *gs;       /* groups: [out][ngroups] weight scales (the graph's own array); a term's
-                              multiplier is sx * (double)gs, exact (two float32 mantissas) */
+    /* groups: weight zero points [out][ngroups], or one row of them that every row shares
+     * (gz_stride 0: a symmetric grid); scales as f16 [out][ngroups] when each one is exactly an
+     * f16 value (gs16, as pdq's compact group scales are), else the graph's float32 array (gs).
+     * Two bytes a group then, not five. A term's multiplier is sx * (double)scale, exact (two
+     * float32 mantissas); group_grids widens a few rows' scales for the kernels into gwide. A
+     * shared row is held GROUP_ROWS times over (what the kernels read for any rows). */
+    uint8_t *gz;
+    size_t gz_stride;
+    const float *gs;
+    uint16_t *gs16;
+    float *gwide;          /* [threads][GROUP_ROWS][ngroups] widened f16 scales */
     double sx;             /* the activation scale */
     int group, ngroups;    /* columns per group (in: per row) and groups per row */
     int group_i32;         /* a group's tile sums fit int32 (pdq_qx_tile4x4_groups_vnni) */

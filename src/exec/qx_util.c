@@ -11,6 +11,8 @@ void pdq_qx_prep_free(qx_prep *p) {
     free(p->zw);
     free(p->sw);
     free(p->gz);
+    free(p->gs16);
+    free(p->gwide);
     free(p->xs);
     free(p->wrows);
     pdq_qmatrix_free(p->qm);

@@ -51,15 +51,17 @@ pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) 
         {"the text model of a multimodal checkpoint", "model_type", pdq_family_of(c)->config_object != NULL, REF | STATIC},
         {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"q/k head norms", "model_type", c->qk_norm, REF | STATIC | QUANT | EXPORT | TRANSFORM},
-        {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT | EXPORT},
+        /* the transforms never touch what RoPE rotates (q/k outputs), so RoPE's form is theirs too */
+        {"partial RoPE", "partial_rotary_factor", pdq_cfg_rotary_dim(c) != c->head_dim, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         /* the static runtime's RoPE table is one: it refuses a max_seq past the original length */
-        {"longrope scaling", "rope_scaling.type", c->rope_type == PDQ_ROPE_LONGROPE, REF | STATIC | QUANT | EXPORT},
-        /* static graphs and Circle files: a full-length cache and the window in the masks (the
-         * manifest's model.sliding_window); a ring of the window's size is issue 25's */
-        {"a sliding attention window", "sliding_window", c->sliding_window > 0, REF | STATIC | QUANT | EXPORT},
-        /* the quantized checkpoint keeps q/k/v and gate/up split; its hf/ copy would need them stacked */
-        {"stacked qkv_proj / gate_up_proj", "model_type", c->fused_qkv || c->fused_gate_up, REF | STATIC | EXPORT},
-
+        {"longrope scaling", "rope_scaling.type", c->rope_type == PDQ_ROPE_LONGROPE, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        /* static graphs and Circle files: a ring of W-1 slots per sliding layer (W < max_seq) with
+         * its own mask (src/contract/rt_contract.h); the transforms work in weight space, where the
+         * window changes nothing */
+        {"a sliding attention window", "sliding_window", c->sliding_window > 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        /* split at load; the quantized checkpoint keeps them split (pdq's modules), its hf/ copy and
+         * the transformed checkpoint stack them again as the source does (model/tensor_list.h) */
+        {"stacked qkv_proj / gate_up_proj", "model_type", c->fused_qkv || c->fused_gate_up, REF | STATIC | EXPORT | QUANT | TRANSFORM},
     };
     const char *fam = pdq_family_of(c)->name;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)

@@ -1,8 +1,11 @@
 /* Rendering a conversation with a built-in chat template. Each format is its turn pieces (open,
  * close, trimming, BOS) plus the rules its published Jinja template adds: Phi-3 skips an empty
  * system turn, Gemma folds the system turn into the first user turn and requires alternating
- * roles, Qwen3 drops the <think> block of assistant turns before the last user turn. Trimming is
- * JavaScript's String.trim (Jinja's `trim` in transformers.js, the fixtures' reference). */
+ * roles, Qwen3 drops the <think> block of assistant turns before the last user turn, Qwen2.5
+ * writes its default system turn when the conversation has none, Llama-3.1 always opens with a
+ * system turn carrying its knowledge/date block, Mistral v0.1 requires alternating user/assistant
+ * turns without a system turn. Trimming is JavaScript's String.trim (Jinja's `trim` in
+ * transformers.js and @huggingface/jinja, the references). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,13 +51,18 @@ static const char *find_first(span s, const char *needle) { return memmem(s.p, s
 static int put(tk_buf *b, const char *s) { return tk_buf_put(b, s, strlen(s)); }
 static int put_span(tk_buf *b, span s) { return tk_buf_put(b, s.p, s.n); }
 
-static const char *close_of(pdq_chat_kind k) {
-    switch (k) {
+/* What closes a turn of `role`. */
+static const char *close_of(const pdq_chat_template *t, const char *role) {
+    switch (t->kind) {
     case PDQ_CHAT_CHATML:
+    case PDQ_CHAT_QWEN25:
     case PDQ_CHAT_QWEN3: return "<|im_end|>\n";
-    case PDQ_CHAT_LLAMA3: return "<|eot_id|>";
+    case PDQ_CHAT_LLAMA3:
+    case PDQ_CHAT_LLAMA31: return "<|eot_id|>";
     case PDQ_CHAT_PHI3: return "<|end|>\n";
+    case PDQ_CHAT_PHI4MINI: return "<|end|>";
     case PDQ_CHAT_GEMMA: return "<end_of_turn>\n";
+    case PDQ_CHAT_MISTRAL: return strcmp(role, "user") ? t->reply_close : " [/INST]";
     default: return "";
     }
 }
@@ -62,10 +70,14 @@ static const char *close_of(pdq_chat_kind k) {
 const char *pdq_chat_end_of_turn(const pdq_chat_template *t) {
     switch (t->kind) {
     case PDQ_CHAT_CHATML:
+    case PDQ_CHAT_QWEN25:
     case PDQ_CHAT_QWEN3: return "<|im_end|>";
-    case PDQ_CHAT_LLAMA3: return "<|eot_id|>";
-    case PDQ_CHAT_PHI3: return "<|end|>";
+    case PDQ_CHAT_LLAMA3:
+    case PDQ_CHAT_LLAMA31: return "<|eot_id|>";
+    case PDQ_CHAT_PHI3:
+    case PDQ_CHAT_PHI4MINI: return "<|end|>";
     case PDQ_CHAT_GEMMA: return "<end_of_turn>";
+    case PDQ_CHAT_MISTRAL: return t->eos;
     default: return NULL;
     }
 }
@@ -73,15 +85,33 @@ const char *pdq_chat_end_of_turn(const pdq_chat_template *t) {
 static int put_open(tk_buf *b, pdq_chat_kind k, const char *role) {
     switch (k) {
     case PDQ_CHAT_CHATML:
+    case PDQ_CHAT_QWEN25:
     case PDQ_CHAT_QWEN3: return put(b, "<|im_start|>") || put(b, role) || put(b, "\n");
-    case PDQ_CHAT_LLAMA3: return put(b, "<|start_header_id|>") || put(b, role) || put(b, "<|end_header_id|>\n\n");
+    case PDQ_CHAT_LLAMA3:
+    case PDQ_CHAT_LLAMA31: return put(b, "<|start_header_id|>") || put(b, role) || put(b, "<|end_header_id|>\n\n");
     case PDQ_CHAT_PHI3: return put(b, "<|") || put(b, role) || put(b, "|>\n");
+    case PDQ_CHAT_PHI4MINI: return put(b, "<|") || put(b, role) || put(b, "|>");
     case PDQ_CHAT_GEMMA: return put(b, "<start_of_turn>") || put(b, strcmp(role, "assistant") ? role : "model") || put(b, "\n");
+    case PDQ_CHAT_MISTRAL: return strcmp(role, "user") ? 0 : put(b, "[INST] ");
     default: return 0;
     }
 }
 
-static int trims(pdq_chat_kind k) { return k == PDQ_CHAT_LLAMA3 || k == PDQ_CHAT_GEMMA; }
+static int trims(pdq_chat_kind k) { return k == PDQ_CHAT_LLAMA3 || k == PDQ_CHAT_LLAMA31 || k == PDQ_CHAT_GEMMA; }
+
+/* Whether the template requires user/assistant/user/... after an optional system turn (which
+ * Mistral v0.1 does not allow at all). */
+static pdq_code check_alternation(const pdq_chat_template *t, const pdq_chat_msg *m, size_t n, size_t first,
+                                  pdq_status *st) {
+    const char *name = pdq_chat_template_name(t->kind);
+    for (size_t i = first; i < n; i++)
+        if ((strcmp(m[i].role, "user") == 0) != ((i - first) % 2 == 0) ||
+            (t->kind == PDQ_CHAT_MISTRAL && strcmp(m[i].role, "system") == 0))
+            return pdq_fail(st, PDQ_ERR_ARG, "chat: message %zu (%s): the %s template needs roles alternating "
+                            "user/assistant/user/...%s", i, m[i].role, name,
+                            t->kind == PDQ_CHAT_MISTRAL ? " and no system turn" : "");
+    return PDQ_OK;
+}
 
 /* Qwen3: an assistant turn after the last user query keeps its reasoning in a <think> block when it
  * is the last message or has reasoning; other assistant turns show only the text after </think>. */
@@ -121,18 +151,25 @@ pdq_code pdq_chat_render(const pdq_chat_template *t, const pdq_chat_msg *m, size
                             i, r, name);
     }
     size_t first = 0, last_query = n - 1;
-    if (t->kind == PDQ_CHAT_GEMMA) {
-        first = strcmp(m[0].role, "system") == 0;
-        for (size_t i = first; i < n; i++)
-            if ((strcmp(m[i].role, "user") == 0) != ((i - first) % 2 == 0))
-                return pdq_fail(st, PDQ_ERR_ARG, "chat: message %zu (%s): the gemma template needs roles alternating user/assistant/user/...",
-                                i, m[i].role);
+    if (t->kind == PDQ_CHAT_GEMMA || t->kind == PDQ_CHAT_LLAMA31) first = strcmp(m[0].role, "system") == 0;
+    if (t->kind == PDQ_CHAT_GEMMA || t->kind == PDQ_CHAT_MISTRAL) {
+        pdq_code arc = check_alternation(t, m, n, first, st);
+        if (arc) return arc;
     }
     for (size_t i = n; i-- > 0;)
         if (strcmp(m[i].role, "user") == 0 && !is_tool_response(m[i].content)) { last_query = i; break; }
     tk_buf b = {0};
     int rc = tk_buf_put(&b, "", 0);
-    if ((t->kind == PDQ_CHAT_LLAMA3 || t->kind == PDQ_CHAT_GEMMA) && !rc) rc = put(&b, t->bos);
+    if ((t->kind == PDQ_CHAT_LLAMA3 || t->kind == PDQ_CHAT_LLAMA31 || t->kind == PDQ_CHAT_GEMMA ||
+         t->kind == PDQ_CHAT_MISTRAL) && !rc)
+        rc = put(&b, t->bos);
+    if (t->kind == PDQ_CHAT_QWEN25 && strcmp(m[0].role, "system") && !rc)
+        rc = put_open(&b, t->kind, "system") || put(&b, t->default_system) || put(&b, close_of(t, "system"));
+    if (t->kind == PDQ_CHAT_LLAMA31 && !rc) { /* the system turn, whatever the conversation has */
+        span sys = first ? trim_js((span){m[0].content, strlen(m[0].content)}) : (span){"", 0};
+        rc = put_open(&b, t->kind, "system") || put(&b, "Cutting Knowledge Date: December 2023\nToday Date: ") ||
+             put(&b, t->date) || put(&b, "\n\n") || put_span(&b, sys) || put(&b, close_of(t, "system"));
+    }
     for (size_t i = first; i < n && !rc; i++) {
         span c = {m[i].content, strlen(m[i].content)};
         if (t->kind == PDQ_CHAT_PHI3 && c.n == 0 && strcmp(m[i].role, "system") == 0) continue;
@@ -144,7 +181,7 @@ pdq_code pdq_chat_render(const pdq_chat_template *t, const pdq_chat_msg *m, size
             rc = put_qwen3_assistant(&b, c, i > last_query, i + 1 == n);
         else
             rc = put_span(&b, trims(t->kind) ? trim_js(c) : c);
-        if (!rc) rc = put(&b, close_of(t->kind));
+        if (!rc) rc = put(&b, close_of(t, m[i].role));
     }
     if (!rc && add_generation_prompt) rc = put_open(&b, t->kind, "assistant");
     if (rc) {
@@ -161,8 +198,9 @@ pdq_code pdq_chat_render_next(const pdq_chat_template *t, const char *user, char
     span c = {user, strlen(user)};
     if (tk_utf8_valid_prefix(c.p, c.n) != c.n) return pdq_fail(st, PDQ_ERR_ARG, "chat: the line is not valid UTF-8");
     tk_buf b = {0};
-    if (put(&b, close_of(t->kind)) || put_open(&b, t->kind, "user") || put_span(&b, trims(t->kind) ? trim_js(c) : c) ||
-        put(&b, close_of(t->kind)) || put_open(&b, t->kind, "assistant")) {
+    if (put(&b, close_of(t, "assistant")) || put_open(&b, t->kind, "user") ||
+        put_span(&b, trims(t->kind) ? trim_js(c) : c) || put(&b, close_of(t, "user")) ||
+        put_open(&b, t->kind, "assistant")) {
         free(b.p);
         return pdq_fail(st, PDQ_ERR_NOMEM, "chat: out of memory");
     }

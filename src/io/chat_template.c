@@ -1,17 +1,38 @@
 /* Choosing a chat template: by name, or by detecting the format of tokenizer_config.json's
  * chat_template (else chat_template.jinja) with the substring checks llama.cpp uses for its
- * built-in templates, in its order (ChatML before Phi-3 before Gemma before Llama-3). */
+ * built-in templates, in its order (ChatML before Mistral before Phi-3 before Gemma before
+ * Llama-3), refined where one of llama.cpp's formats covers templates that render differently
+ * (a ChatML default system turn, Phi-4-mini's tags without newlines, Llama-3.1's date block). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pdq/chat_template.h"
 #include "pdq/file.h"
 
-static const char *const k_names[] = {"none", "chatml", "qwen3", "llama3", "phi3", "gemma"};
+static const char *const k_names[] = {"none",    "chatml",   "qwen3",     "llama3", "phi3",
+                                      "gemma",   "qwen2.5",  "llama3.1",  "phi4-mini", "mistral"};
 
-const char *pdq_chat_template_names(void) { return "chatml, qwen3, llama3, phi3, gemma"; }
+const char *pdq_chat_template_names(void) { return "chatml, qwen3, llama3, phi3, gemma, qwen2.5, llama3.1, phi4-mini, mistral"; }
+
+/* Qwen2.5's own default system text (the qwen2.5 name; a detected template gives its own). */
+#define QWEN25_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+#define SYSTEM_OPEN "<|im_start|>system\\n" /* as the Jinja source spells it: a backslash and n */
+
+/* The literal system turn a ChatML template writes when the conversation has none: the text of
+ * '<|im_start|>system\n...<|im_end|>' inside one quoted string, or NULL. */
+static const char *default_system(const char *tmpl, size_t *len) {
+    for (const char *p = strstr(tmpl, SYSTEM_OPEN); p; p = strstr(p + 1, SYSTEM_OPEN)) {
+        if (p == tmpl || (p[-1] != '\'' && p[-1] != '"')) continue;
+        const char *a = p + strlen(SYSTEM_OPEN), *z = strstr(a, "<|im_end|>");
+        if (!z || z == a || memchr(a, p[-1], (size_t)(z - a)) || memchr(a, '\\', (size_t)(z - a))) continue;
+        *len = (size_t)(z - a);
+        return a;
+    }
+    return NULL;
+}
 
 const char *pdq_chat_template_name(pdq_chat_kind k) {
     return (unsigned)k < sizeof k_names / sizeof k_names[0] ? k_names[k] : "none";
@@ -19,15 +40,23 @@ const char *pdq_chat_template_name(pdq_chat_kind k) {
 
 pdq_chat_kind pdq_chat_template_detect(const char *tmpl) {
 #define HAS(s) (strstr(tmpl, s) != NULL)
+    size_t n;
     if (HAS("<|im_start|>")) {
         if (HAS("<|im_sep|>")) return PDQ_CHAT_NONE; /* Phi-4's variant: not built in */
-        return HAS("</think>") ? PDQ_CHAT_QWEN3 : PDQ_CHAT_CHATML;
+        if (HAS("</think>")) return PDQ_CHAT_QWEN3;
+        return default_system(tmpl, &n) ? PDQ_CHAT_QWEN25 : PDQ_CHAT_CHATML;
     }
-    if (HAS("[INST]")) return PDQ_CHAT_NONE; /* Llama-2 / Mistral: not built in */
-    if (HAS("<|assistant|>") && HAS("<|end|>")) return PDQ_CHAT_PHI3;
+    if (HAS("[INST]")) { /* Mistral v0.1's exact turns; Llama-2's <<SYS>>, later Mistrals: not built in */
+        int v01 = HAS("'[INST] ' + message['content'] + ' [/INST]'") && HAS("message['content'] + eos_token") &&
+                  !HAS("' [INST] '") && !HAS("<<SYS>>") && !HAS("system_message");
+        return v01 ? PDQ_CHAT_MISTRAL : PDQ_CHAT_NONE;
+    }
+    if (HAS("<|assistant|>") && HAS("<|end|>"))
+        return HAS("|>' + message['content']") || HAS("<|tool|>") ? PDQ_CHAT_PHI4MINI : PDQ_CHAT_PHI3;
     if (HAS("<|assistant|>") || HAS("<|user|>")) return PDQ_CHAT_NONE; /* Falcon 3, GLM-Edge, Zephyr */
     if (HAS("<start_of_turn>")) return PDQ_CHAT_GEMMA;
-    if (HAS("<|start_header_id|>") && HAS("<|end_header_id|>")) return PDQ_CHAT_LLAMA3;
+    if (HAS("<|start_header_id|>") && HAS("<|end_header_id|>"))
+        return HAS("Cutting Knowledge Date") ? PDQ_CHAT_LLAMA31 : PDQ_CHAT_LLAMA3;
     return PDQ_CHAT_NONE;
 #undef HAS
 }
@@ -85,6 +114,13 @@ pdq_code pdq_chat_template_load(const char *dir, const char *name, pdq_chat_temp
         return pdq_fail(st, PDQ_ERR_LIMIT, "%s: bos_token of %zu bytes exceeds %zu", path, bos_len, sizeof out->bos - 1);
     }
     if (bos) memcpy(out->bos, bos, strlen(bos) + 1);
+    const char *eos = token_text(cJSON_GetObjectItemCaseSensitive(cfg, "eos_token"));
+    if (eos && strlen(eos) >= sizeof out->eos) {
+        cJSON_Delete(cfg);
+        return pdq_fail(st, PDQ_ERR_LIMIT, "%s: eos_token of %zu bytes exceeds %zu", path, strlen(eos), sizeof out->eos - 1);
+    }
+    snprintf(out->eos, sizeof out->eos, "%s", eos ? eos : "</s>");
+    snprintf(out->reply_close, sizeof out->reply_close, "%s", out->eos);
     const char *tmpl = template_text(cJSON_GetObjectItemCaseSensitive(cfg, "chat_template")), *from = path;
     if (!tmpl && pdq_file_read(jpath, PDQ_FILE_MAX_JSON, &jbuf, &len, &ignore) == PDQ_OK) {
         tmpl = jbuf;
@@ -93,6 +129,20 @@ pdq_code pdq_chat_template_load(const char *dir, const char *name, pdq_chat_temp
     if (!name && tmpl && (out->kind = pdq_chat_template_detect(tmpl)) == PDQ_CHAT_NONE)
         rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: chat_template is none of the built-in formats (%s)", from,
                       pdq_chat_template_names());
+    if (tmpl && strstr(tmpl, "message['content'] + eos_token + ' '"))
+        snprintf(out->reply_close, sizeof out->reply_close, "%s ", out->eos);
+    size_t n = 0;
+    const char *sys = tmpl ? default_system(tmpl, &n) : NULL;
+    if (!rc && sys && n >= sizeof out->default_system)
+        rc = pdq_fail(st, PDQ_ERR_LIMIT, "%s: the default system text of %zu bytes exceeds %zu", from, n,
+                      sizeof out->default_system - 1);
+    if (!rc && sys) snprintf(out->default_system, sizeof out->default_system, "%.*s", (int)n, sys);
+    else snprintf(out->default_system, sizeof out->default_system, "%s", QWEN25_SYSTEM);
+    /* Llama-3.1 writes a fixed date; Llama-3.2's template asks for today's (HF: the local date) */
+    time_t now = time(NULL);
+    struct tm tmv;
+    if (tmpl && strstr(tmpl, "strftime_now") && localtime_r(&now, &tmv)) strftime(out->date, sizeof out->date, "%d %b %Y", &tmv);
+    else snprintf(out->date, sizeof out->date, "26 Jul 2024");
     free(jbuf);
     cJSON_Delete(cfg);
     return rc;

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pdq/file.h"
@@ -26,10 +25,7 @@ struct pdq_safetensors {
     char *label;      /* the file or index named in "tensor not found" errors */
 };
 
-static int exists(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
+static int exists(const char *path) { return pdq_file_exists(path); }
 
 static pdq_code map_file(const char *path, st_file *f, pdq_status *st) {
     f->path = strdup(path);
@@ -166,9 +162,9 @@ pdq_code pdq_st_open(const char *path, pdq_safetensors **out, pdq_status *st) {
     char buf[8192];
     const char *target = path;
     int is_index = 0;
-    struct stat sb;
-    if (stat(path, &sb) != 0) return pdq_fail(st, PDQ_ERR_IO, "%s: no such file or directory", path);
-    if (S_ISDIR(sb.st_mode)) {
+    pdq_path_kind kind = pdq_path_stat(path, NULL, NULL);
+    if (kind == PDQ_PATH_NONE) return pdq_fail(st, PDQ_ERR_IO, "%s: no such file or directory", path);
+    if (kind == PDQ_PATH_DIR) {
         /* HF looks for the single file first, then the index. */
         snprintf(buf, sizeof buf, "%s/model.safetensors", path);
         if (!exists(buf)) {

@@ -113,7 +113,159 @@ QI_AVX512 static inline __m512i step4(const qk_rows4 *p, size_t off, size_t rb, 
     return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
 }
 
+/* Groups of 32 whose steps are whole groups (cols > 128 (ns - 1); uint8: cols a multiple of
+ * 128, a step being 128 bytes of a row), at most G32_GROUPS a row:
+ * sixteen rows at a time, as four 4-row blocks read one after the other (the same stream as
+ * four rows at a time). A block's step leaves t = fmaf(xs, S, 0) of its four groups and rows and
+ * their scales, in tb / sb at [group][row of the sixteen]; then one chain y = fmaf(scale, t, y)
+ * over the groups, in the rule's order, runs for all sixteen rows in one register. Run for four
+ * rows in the lanes of an __m128 that chain (a dependent fma per group) bounded the GEMV; the
+ * stack copy of widened scales cost another tenth. */
+#define G32_GROUPS 256
+
+/* Groups g0..g0+3 of rows rk[0..3]'s scales in lane 4j + k (group g0 + j, row k), f16 and bf16
+ * converted in registers (exact, as the widening copy); scales in 4-row blocks (rk[0] a block's
+ * first row, rk the block's rows) are one 32-byte load. */
+QI_AVX512 static inline __m512 scales_4x4(const pdq_qmatrix *w, const int *rk, int g0) {
+    const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    size_t ng = (size_t)w->ngroups;
+    __m512 f; /* lane 4k + j */
+    if (w->scales_rows4) { /* the block's [group][row]: lane 4j + k as stored */
+        __m256i h = _mm256_loadu_si256((const __m256i *)(w->scales16 + pdq_qmatrix_scale_index(w, rk[0], g0)));
+        return w->scale_type == PDQ_QSCALE_F16 ? _mm512_cvtph_ps(h)
+                                               : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    if (w->scales16) {
+        const uint16_t *s = w->scales16 + g0;
+        __m128i a = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(s + (size_t)rk[0] * ng)),
+                                       _mm_loadl_epi64((const __m128i *)(s + (size_t)rk[1] * ng)));
+        __m128i b = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(s + (size_t)rk[2] * ng)),
+                                       _mm_loadl_epi64((const __m128i *)(s + (size_t)rk[3] * ng)));
+        __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+        f = w->scale_type == PDQ_QSCALE_F16 ? _mm512_cvtph_ps(h)
+                                           : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+        const float *s = w->scales + g0;
+        f = _mm512_castps128_ps512(_mm_loadu_ps(s + (size_t)rk[0] * ng));
+        f = _mm512_insertf32x4(f, _mm_loadu_ps(s + (size_t)rk[1] * ng), 1);
+        f = _mm512_insertf32x4(f, _mm_loadu_ps(s + (size_t)rk[2] * ng), 2);
+        f = _mm512_insertf32x4(f, _mm_loadu_ps(s + (size_t)rk[3] * ng), 3);
+    }
+    return _mm512_permutexvar_ps(transpose, f);
+}
+
+/* uint8: one row's 128 columns (its 64-byte chunks at c0, c1) against xq: codes widen to int16
+ * and vpmaddwd takes them against xq itself (exact int32 pair sums, as the AVX2 uint8 GEMV);
+ * chunk j of the result holds four partial sums of columns 32j..32j+31. */
+QI_AVX512 static inline __m512i row_u8(const uint8_t *c0, const uint8_t *c1, const int16_t *xq) {
+    __m512i m0 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)c0)), _mm512_loadu_si512(xq));
+    __m512i m1 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(c0 + 32))),
+                                   _mm512_loadu_si512(xq + 32));
+    __m512i m2 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)c1)), _mm512_loadu_si512(xq + 64));
+    __m512i m3 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(c1 + 32))),
+                                   _mm512_loadu_si512(xq + 96));
+    __m512i a = _mm512_add_epi32(_mm512_shuffle_i32x4(m0, m1, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_i32x4(m0, m1, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512i b = _mm512_add_epi32(_mm512_shuffle_i32x4(m2, m3, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_i32x4(m2, m3, _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* step4 for uint8 codes: step s is 128 bytes of each row (whole steps only: cols a multiple of
+ * 128); lane 4j + k the exact sum of code * xq over columns 32j.. of the step for row k. */
+QI_AVX512 static inline __m512i step4_u8(const qk_rows4 *p, int s, const int16_t *xq) {
+    size_t off = (size_t)s * 128;
+    __m512i v[4];
+    for (int k = 0; k < 4; k++) {
+        const uint8_t *c0 = qk_rows4_at(p, k, off), *c1 = qk_rows4_at(p, k, off + 64);
+        _mm_prefetch((const char *)(c0 + p->pf), _MM_HINT_T1);
+        _mm_prefetch((const char *)(c1 + p->pf), _MM_HINT_T1);
+        v[k] = row_u8(c0, c1, xq + off);
+    }
+    __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+    __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+
+/* One 4-row block's step of gemv_groups32: S = q - zero * sum(xq), t = fmaf(xs, S, 0), then
+ * y = fmaf(scale, t, y) for the step's four groups in order (lane 4j + k: group 4s + j, row k). */
+QI_AVX512 static inline __m128 g32_step(const pdq_qmatrix *w, const qk_rows4 *p, const int *rk, const int32_t *sx,
+                                        const float *xsv, const int32_t *zsv, int s, __m512i q, __m128 y) {
+    __m512i zs;
+    if (zsv) {
+        zs = _mm512_load_si512(zsv + 16 * s);
+    } else { /* dword k: row k's zeros of the step's four groups */
+        const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+        const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        int g0 = 4 * s;
+        __m128i z01 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[0] + g0), _mm_loadu_si32(p->zero[1] + g0));
+        __m128i z23 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[2] + g0), _mm_loadu_si32(p->zero[3] + g0));
+        __m512i z = _mm512_permutexvar_epi32(transpose, _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(z01, z23)));
+        zs = _mm512_mullo_epi32(z, _mm512_permutexvar_epi32(lane_j, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(sx + g0)))));
+    }
+    __m512 t = _mm512_fmadd_ps(_mm512_load_ps(xsv + 16 * s), _mm512_cvtepi32_ps(_mm512_sub_epi32(q, zs)), _mm512_setzero_ps());
+    __m512 sc = scales_4x4(w, rk, 4 * s);
+    y = _mm_fmadd_ps(_mm512_castps512_ps128(sc), _mm512_castps512_ps128(t), y);
+    y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 1), _mm512_extractf32x4_ps(t, 1), y);
+    y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 2), _mm512_extractf32x4_ps(t, 2), y);
+    return _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 3), _mm512_extractf32x4_ps(t, 3), y);
+}
+
+QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1,
+                                    float *y) {
+    const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const int8_t *planes = qi_planes(pl, xt);
+    const int16_t *xq = qi_xq(pl, xt);
+    const float *xs = qi_xs(pl, xt);
+    const int32_t *sx = qi_sx(pl, xt);
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
+    int ns = pl->nsteps, u8 = w->type == PDQ_QT_U8;
+    _Alignas(64) float xsv[G32_GROUPS * 4];
+    _Alignas(64) int32_t zsv[G32_GROUPS * 4];
+    /* per step, in lane 4j + k: xs of group 4s + j and, with one shared row of zero points, zero * sum(xq) */
+    for (int s = 0; s < ns; s++) {
+        _mm512_store_ps(xsv + 16 * s, _mm512_permutexvar_ps(lane_j, _mm512_castps128_ps512(_mm_loadu_ps(xs + 4 * s))));
+        if (w->zero_stride) continue;
+        __m512i z = _mm512_cvtepu8_epi32(_mm_loadu_si32(w->zeros + 4 * s));
+        __m512i zs = _mm512_mullo_epi32(z, _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)(sx + 4 * s))));
+        _mm512_store_si512(zsv + 16 * s, _mm512_permutexvar_epi32(lane_j, zs));
+    }
+    const int32_t *zp = w->zero_stride ? NULL : zsv;
+    for (int r = r0; r < r1; r += 8) { /* two blocks at once: each one's chain hides the other's latency */
+        qk_rows4 pa, pb;
+        int rk[8], na = qi_rows4_begin_codes(w, r, r1, pf, &pa);
+        int nb = r + 4 < r1 ? qi_rows4_begin_codes(w, r + 4, r1, pf, &pb) : 0;
+        if (!nb) pb = pa; /* a last lone block: computed twice, stored once */
+        for (int k = 0; k < 4; k++) {
+            rk[k] = r + (k < na ? k : na - 1);
+            rk[4 + k] = nb ? r + 4 + (k < nb ? k : nb - 1) : rk[k];
+        }
+        __m128 ya = _mm_setzero_ps(), yb = _mm_setzero_ps();
+        for (int s = 0; s < ns; s++) {
+            __m512i qa = u8 ? step4_u8(&pa, s, xq) : step4(&pa, (size_t)s * 64, rb, planes + (size_t)s * 256);
+            __m512i qb = u8 ? step4_u8(&pb, s, xq) : step4(&pb, (size_t)s * 64, rb, planes + (size_t)s * 256);
+            ya = g32_step(w, &pa, rk, sx, xsv, zp, s, qa, ya);
+            yb = g32_step(w, &pb, rk + 4, sx, xsv, zp, s, qb, yb);
+        }
+        float out[8];
+        _mm_storeu_ps(out, ya);
+        _mm_storeu_ps(out + 4, yb);
+        for (int k = 0; k < na + nb; k++) y[r + k] = out[k];
+    }
+}
+
+/* uint8 at the AVX-512 level: groups of 32 over whole 128-column steps here, the rest on the AVX2
+ * uint8 GEMV (whose per-32-column epilogue, four rows in an __m128, halved grouped bytes/s). */
+QI_AVX512 void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+    if (pl->B == 32 && w->cols % 128 == 0 && w->ngroups <= G32_GROUPS) gemv_groups32(w, pl, xt, r0, r1, y);
+    else qi_gemv_u8_avx2(w, pl, xt, r0, r1, y);
+}
+
 QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+    if (pl->B == 32 && pl->nblocks == 4 * pl->nsteps && w->ngroups <= G32_GROUPS) {
+        gemv_groups32(w, pl, xt, r0, r1, y);
+        return;
+    }
     const int8_t *planes = qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
@@ -228,10 +380,68 @@ QI_AVX512 void qi_exact_groups_avx512(const pdq_qmatrix *w, const qi_plan *pl, c
  * named so that they stay in registers; per block t += xs * S and per group y += scale * t go
  * through memory (once per block, against 16 * B / 2 dot products). Missing x rows and panels
  * repeat the last one and are not stored. */
+/* qi_tile_avx512 for groups of one block (B == group: 32 or 64), two panels at a time: t of a
+ * block is final at once, so y += scale * fmaf(xs, S, 0) follows each block and the tile's state
+ * (8 sums, 8 y) stays in registers; the four-panel tile kept 16 t and 16 y on the stack and
+ * went through them every block. Panels p0, p1 for rows of x x0..x3 (repeats are not stored). */
+QI_AVX512 static void tile_groups1_2p(const qi_plan *pl, const int32_t *const *x, const float *const *xs, int ni,
+                                      const int32_t *p0, const int32_t *p1, const float *s0, const float *s1,
+                                      int np, int left0, float *y, size_t ystride) {
+    const int32_t *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    __m512 y00 = _mm512_setzero_ps(), y01 = y00, y10 = y00, y11 = y00, y20 = y00, y21 = y00, y30 = y00, y31 = y00;
+    int half = pl->B / 2;
+    for (int b = 0; b < pl->nblocks; b++) {
+        __m512i a00 = _mm512_setzero_si512(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+        for (int j = b * half; j < (b + 1) * half; j++) {
+            size_t o = (size_t)j * QI_PANEL;
+            __m512i w0 = _mm512_load_si512(p0 + o), w1 = _mm512_load_si512(p1 + o), xb;
+#define QI_X(i)                                \
+    xb = _mm512_set1_epi32(x##i[j]);           \
+    a##i##0 = pdq_dpwssd512(a##i##0, w0, xb);  \
+    a##i##1 = pdq_dpwssd512(a##i##1, w1, xb);
+            QI_X(0) QI_X(1) QI_X(2) QI_X(3)
+#undef QI_X
+        }
+        __m512 c0 = _mm512_load_ps(s0 + (size_t)b * QI_PANEL), c1 = _mm512_load_ps(s1 + (size_t)b * QI_PANEL);
+#define QI_Y(i)                                                                                                  \
+    do {                                                                                                         \
+        __m512 xsb = _mm512_set1_ps(xs[i][b]);                                                                   \
+        y##i##0 = _mm512_fmadd_ps(c0, _mm512_fmadd_ps(xsb, _mm512_cvtepi32_ps(a##i##0), _mm512_setzero_ps()), y##i##0); \
+        y##i##1 = _mm512_fmadd_ps(c1, _mm512_fmadd_ps(xsb, _mm512_cvtepi32_ps(a##i##1), _mm512_setzero_ps()), y##i##1); \
+    } while (0)
+        QI_Y(0);
+        QI_Y(1);
+        QI_Y(2);
+        QI_Y(3);
+#undef QI_Y
+    }
+    __m512 out[4][2] = {{y00, y01}, {y10, y11}, {y20, y21}, {y30, y31}};
+    for (int k = 0; k < np; k++) {
+        int left = left0 - k * QI_PANEL;
+        __mmask16 m = (__mmask16)(left >= QI_PANEL ? 0xFFFF : (1u << left) - 1);
+        for (int i = 0; i < ni; i++) _mm512_mask_storeu_ps(y + (size_t)i * ystride + (size_t)k * QI_PANEL, m, out[i][k]);
+    }
+}
+
 QI_AVX512 void qi_tile_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *const *xr, int ni,
                               const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
                               size_t ystride) {
     (void)w;
+    if (pl->bpg == 1) { /* groups of one block: two panels at a time */
+        const int32_t *x[4];
+        const float *xs[4];
+        for (int i = 0; i < 4; i++) {
+            const uint8_t *xi = xr[i < ni ? i : ni - 1];
+            x[i] = (const int32_t *)qi_xq(pl, xi);
+            xs[i] = qi_xs(pl, xi);
+        }
+        for (int k = 0; k < np; k += 2) {
+            int k1 = k + 1 < np ? k + 1 : k;
+            tile_groups1_2p(pl, x, xs, ni, panels[k], panels[k1], pscales[k], pscales[k1], k1 - k + 1,
+                            nrows - k * QI_PANEL, y + (size_t)k * QI_PANEL, ystride);
+        }
+        return;
+    }
     const int32_t *x0, *x1, *x2, *x3;
     const float *xs[4];
     {

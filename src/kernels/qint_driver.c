@@ -98,7 +98,8 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     pdq_code rc = PDQ_OK;
     if (!gemm) {
 #if defined(__x86_64__) || defined(__i386__)
-        c.gemv = c.level == QI_SCALAR ? qi_gemv_scalar : w->type == PDQ_QT_U8 ? qi_gemv_u8_avx2
+        c.gemv = c.level == QI_SCALAR ? qi_gemv_scalar
+                 : w->type == PDQ_QT_U8 ? (c.level == QI_AVX512_VNNI ? qi_gemv_u8_avx512 : qi_gemv_u8_avx2)
                  : c.level == QI_AVX512_VNNI ? qi_gemv_avx512 : c.level == QI_AVX2_VNNI ? qi_gemv_avx2_vnni
                  : qi_gemv_avx2;
 #else

@@ -78,6 +78,13 @@ static inline int qi_rows4_begin(const pdq_qmatrix *w, int r, int r1, size_t pf,
         for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / w->row_bytes));
     return nr;
 }
+/* The same for a kernel that reads the block's scales as stored (qk_rows4_codes: p->scale unset). */
+static inline int qi_rows4_begin_codes(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
+    int nr = qk_rows4_codes(w, r, r1, pf, p);
+    if (p->pf)
+        for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / w->row_bytes));
+    return nr;
+}
 
 /* Rows [r0, r1) of y for one prepared row (GEMV). */
 typedef void (*qi_gemv_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
@@ -118,6 +125,8 @@ void qi_exact_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt,
                       int64_t *s);
 /* uint8 weights: the GEMV (AVX2, used at every SIMD level). */
 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+/* The same at the AVX-512 VNNI level (groups of 32 on their own kernel, the rest on the AVX2 one). */
+void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 /* The GEMM's panel decoder for both types (AVX2; uint4 on AVX-512 takes qi_panel_decode_avx512). */
 void qi_panel_decode_avx2(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
                           int32_t *zt);

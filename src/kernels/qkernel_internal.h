@@ -66,7 +66,7 @@ static inline int qk_group_len(const pdq_qmatrix *w, int g) {
 /* The scale of row r's group g as float32 (a compact one widened, exactly), and row r's zero
  * points (one shared row when zero_stride is 0). */
 static inline float qk_scale(const pdq_qmatrix *w, int r, int g) {
-    size_t i = (size_t)r * w->ngroups + (size_t)g;
+    size_t i = pdq_qmatrix_scale_index(w, r, g);
     if (!w->scales16) return w->scales[i];
     return w->scale_type == PDQ_QSCALE_F16 ? pdq_f16_to_f32(w->scales16[i]) : pdq_bf16_to_f32(w->scales16[i]);
 }

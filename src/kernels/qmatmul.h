@@ -11,8 +11,10 @@
  * (float32, or compact f16 / bf16: pdq/qscale.h) and uint8 zero points [rows, ngroups], one grid
  * per `group` consecutive input columns (group == cols: per-channel); a symmetric grid may keep
  * one row of zero points for every row (zero_stride 0), so w4 g32 sym takes 4.5 bits a weight.
- * A compact scale is widened to float32 (exact) where it is read: the SIMD kernels convert a
- * 4-row block's scales with F16C / AVX-512 into a small buffer, the scalar ones one at a time;
+ * A compact scale is widened to float32 (exact) where it is read: the AVX-512 GEMV of groups of
+ * 32 converts four groups of four rows in registers (one 32-byte load when the scales are in
+ * 4-row blocks), the other SIMD kernels convert a 4-row block's scales with F16C / AVX-512 into
+ * a small buffer, the scalar ones one at a time;
  * the values, hence the results, are those of float32 scales holding the same numbers. An optional column permutation (GPTQ act-order with groups) makes
  * column c of the stored codes multiply x[perm[c]].
  *
@@ -41,7 +43,8 @@
  * the groups in order, y_r starting at 0. SIMD kernels reduce their lanes to S in integers before
  * converting, so the scalar, AVX2 (with or without VNNI) and AVX-512 VNNI kernels, the GEMV and
  * the GEMM, and any thread count give the same bits. (uint8 GEMVs run one AVX2 kernel at every
- * SIMD level; its GEMM uses each level's tile on the same int16 panels as uint4.) The error against the exact product is that
+ * SIMD level, except groups of 32 over whole 128-column steps, which have an AVX-512 one; its
+ * GEMM uses each level's tile on the same int16 panels as uint4.) The error against the exact product is that
  * of rounding x to 16 bits per block: |y - y_exact| <= sum over blocks of xs_b / 2 * sum |w|
  * (plus float rounding of the epilogue). */
 #ifndef PDQ_KERNELS_QMATMUL_H
@@ -76,6 +79,10 @@ typedef struct pdq_qmatrix {
     const float *scales;      /* [rows * ngroups], float-aligned, when scale_type is F32; else NULL */
     const uint16_t *scales16; /* [rows * ngroups] f16 or bf16 (scale_type), 2-byte aligned; else NULL */
     pdq_qscale_type scale_type;
+    /* 1: scales16 in 4-row blocks as the 4-row codes (pdq_qmatrix_pack_rows4, rows a multiple of
+     * 4): scale (r, g) at (r / 4) * 4 * ngroups + 4 g + r % 4, so a kernel converts four groups of
+     * four rows with one 32-byte load. Read scales through pdq_qmatrix_scale_index. */
+    int scales_rows4;
     const uint8_t *zeros;     /* row r's zero points at zeros + r * zero_stride */
     size_t zero_stride;       /* ngroups, or 0: one row of zero points shared by every row */
     const int32_t *perm;      /* NULL, or [cols]: stored column c multiplies x[perm[c]] */
@@ -89,6 +96,12 @@ static inline const uint8_t *pdq_qmatrix_row(const pdq_qmatrix *w, int r) {
 }
 static inline const uint8_t *pdq_qmatrix_at(const pdq_qmatrix *w, const uint8_t *row, size_t j) {
     return row + (j >> 6) * w->chunk_step + (j & 63);
+}
+
+/* Where scale (r, g) lies in scales / scales16. */
+static inline size_t pdq_qmatrix_scale_index(const pdq_qmatrix *w, int r, int g) {
+    return w->scales_rows4 ? (size_t)(r >> 2) * 4 * (size_t)w->ngroups + 4 * (size_t)g + (size_t)(r & 3)
+                           : (size_t)r * (size_t)w->ngroups + (size_t)g;
 }
 
 /* Describes a matrix over caller memory (nothing copied; the caller keeps it alive). Checks
@@ -116,7 +129,9 @@ size_t pdq_qmatrix_rows4_bytes(const pdq_qmatrix *w);
  * happens): decode reads four rows as one stream, which the hardware prefetchers follow (at 2
  * threads on TinyLlama shapes from DRAM, a third faster than four row-major streams). Results
  * are bit for bit those of the row-major codes. The old codes are no longer read (a previous
- * owned copy is freed). On error W is unchanged. */
+ * owned copy is freed). Compact scales of a uint4 matrix in groups of 32, whose columns are a
+ * multiple of 128 and rows a multiple of 4, take the 4-row layout too (scales_rows4): in place when W owns them at the start of `owned` (the
+ * packed loader's block), else as a copy after the codes. On error W is unchanged. */
 pdq_code pdq_qmatrix_pack_rows4(pdq_qmatrix *w, pdq_status *st);
 /* Bytes of codes, scales, zeros (and perm) a GEMV over W reads, as stored. */
 size_t pdq_qmatrix_bytes(const pdq_qmatrix *w);
@@ -157,6 +172,10 @@ void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *b
 int pdq_qexact_groups_fast(const pdq_qctx *ctx, pdq_qtype type, int G);
 void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int G, int r0, int r1, int rend,
                        int64_t *s);
+
+/* n compact (f16 / bf16) scales widened to float32, exactly: F16C or AVX-512 where the CPU has
+ * them, else one at a time (the same values). */
+void pdq_qscale_widen(const uint16_t *h, pdq_qscale_type t, size_t n, float *out);
 
 /* 1 when this CPU has AVX2 and FMA (what the SIMD kernels need). */
 int pdq_cpu_has_avx2_fma(void);

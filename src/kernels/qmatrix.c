@@ -76,8 +76,29 @@ size_t pdq_qmatrix_rows4_bytes(const pdq_qmatrix *w) { return ((size_t)w->rows +
 pdq_code pdq_qmatrix_pack_rows4(pdq_qmatrix *w, pdq_status *st) {
     if (!pdq_qmatrix_rows4_ok(w)) return PDQ_OK;
     size_t rb = w->row_bytes, n = pdq_qmatrix_rows4_bytes(w);
-    uint8_t *dst = aligned_alloc(64, n);
-    if (!dst) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for %zu bytes of packed codes", n);
+    /* uint4 groups of 32: compact scales in 4-row blocks, what its AVX-512 GEMV reads (the other
+     * kernels widen row-major ones faster): in place in W's own block, else copied after the codes */
+    int relay = w->type == PDQ_QT_U4 && w->group == 32 && w->cols % 128 == 0 && w->scales16 && !w->scales_rows4 &&
+                w->rows % 4 == 0;
+    size_t nsc = relay ? (size_t)w->rows * (size_t)w->ngroups : 0;
+    int in_place = relay && w->owned && (const void *)w->scales16 == w->owned;
+    uint16_t *tmp = relay ? malloc(sizeof(uint16_t) * nsc) : NULL;
+    uint8_t *dst = aligned_alloc(64, n + (relay && !in_place ? (nsc * sizeof(uint16_t) + 63) / 64 * 64 : 0));
+    if (!dst || (relay && !tmp)) {
+        free(dst);
+        free(tmp);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for %zu bytes of packed codes", n);
+    }
+    if (relay) {
+        memcpy(tmp, w->scales16, sizeof(uint16_t) * nsc);
+        uint16_t *sd = in_place ? (uint16_t *)w->owned : (uint16_t *)(dst + n);
+        size_t ng = (size_t)w->ngroups;
+        for (size_t r = 0; r < (size_t)w->rows; r++)
+            for (size_t g = 0; g < ng; g++) sd[r / 4 * 4 * ng + 4 * g + r % 4] = tmp[r * ng + g];
+        free(tmp);
+        w->scales16 = sd;
+        w->scales_rows4 = 1;
+    }
     memset(dst + (size_t)w->rows / 4 * 4 * rb, 0, n - (size_t)w->rows / 4 * 4 * rb);
     for (int r = 0; r < w->rows; r++) {
         const uint8_t *src = pdq_qmatrix_row(w, r);

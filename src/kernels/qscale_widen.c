@@ -64,17 +64,41 @@ int qk_widen_level(void) {
 #endif
 }
 
+/* n compact scales h of type t widened at a level (at most the CPU's); 0 when that level has no
+ * vector form for t (the caller converts one at a time). */
+static int widen_run(const uint16_t *h, pdq_qscale_type t, int n, float *out, int level) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (t == PDQ_QSCALE_F16 && level >= 2) { widen_f16_avx512(h, n, out); return 1; }
+    if (t == PDQ_QSCALE_F16 && level == 1) { widen_f16_f16c(h, n, out); return 1; }
+    if (t == PDQ_QSCALE_BF16 && level >= 1) { widen_bf16_avx2(h, n, out); return 1; }
+#else
+    (void)h, (void)t, (void)n, (void)out, (void)level;
+#endif
+    return 0;
+}
+
+void pdq_qscale_widen(const uint16_t *h, pdq_qscale_type t, size_t n, float *out) {
+    size_t i = 0;
+    for (; n - i >= 65536; i += 65536) /* runs an int counts */
+        if (!widen_run(h + i, t, 65536, out + i, qk_widen_level())) break;
+    if (i < n && widen_run(h + i, t, (int)(n - i), out + i, qk_widen_level())) return;
+    for (; i < n; i++) out[i] = t == PDQ_QSCALE_F16 ? pdq_f16_to_f32(h[i]) : pdq_bf16_to_f32(h[i]);
+}
+
 void qk_widen_scales_at(const pdq_qmatrix *w, int r, int nrows, float *out, int level) {
     const uint16_t *h = w->scales16 + (size_t)r * w->ngroups;
     int n = nrows * w->ngroups;
-#if defined(__x86_64__) || defined(__i386__)
-    if (w->scale_type == PDQ_QSCALE_F16 && level >= 2) { widen_f16_avx512(h, n, out); return; }
-    if (w->scale_type == PDQ_QSCALE_F16 && level == 1) { widen_f16_f16c(h, n, out); return; }
-    if (w->scale_type == PDQ_QSCALE_BF16 && level >= 1) { widen_bf16_avx2(h, n, out); return; }
-#else
-    (void)h;
-    (void)level;
-#endif
+    if (w->scales_rows4 && r % 4 == 0 && level > 0) { /* a block's [group][4 rows], widened, then transposed */
+        float blk[4 * PDQ_QMATRIX_MAX_COMPACT_GROUPS];
+        pdq_qmatrix row_major = *w;
+        row_major.scales_rows4 = 0; /* the block read as one run of 4 * ngroups scales */
+        qk_widen_scales_at(&row_major, r, 4, blk, level);
+        for (int k = 0; k < nrows; k++)
+            for (int g = 0; g < w->ngroups; g++) out[(size_t)k * w->ngroups + g] = blk[4 * g + k];
+        return;
+    }
+    if (w->scales_rows4) level = 0; /* qk_scale finds each one */
+    if (widen_run(h, w->scale_type, n, out, level)) return;
     for (int k = 0; k < nrows; k++)
         for (int g = 0; g < w->ngroups; g++) out[(size_t)k * w->ngroups + g] = qk_scale(w, r + k, g);
 }

@@ -31,17 +31,27 @@ static inline size_t qk_prefetch_in_task(int r, int r1, size_t pf, size_t row_by
     return (size_t)r + 4 + pf / row_bytes <= (size_t)r1 ? pf : 0;
 }
 
-/* The block of rows r.. of a GEMV task over [.., r1) whose kernel prefetches pf bytes ahead;
- * returns how many rows it has. */
-static inline int qk_rows4_init(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
+/* The block of rows r.. of a GEMV task over [.., r1) whose kernel prefetches pf bytes ahead,
+ * its codes and zero points only (a kernel that reads the scales itself); returns how many rows
+ * it has. */
+static inline int qk_rows4_codes(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
     int nr = r1 - r < 4 ? r1 - r : 4;
     p->step = w->chunk_step;
     p->pf = qk_prefetch_in_task(r, r1, pf, w->row_bytes);
-    if (w->scales16) qk_widen_scales(w, r, nr, p->sbuf); /* the block's rows in one run */
     for (int k = 0; k < 4; k++) {
         int rk = r + (k < nr ? k : nr - 1);
         p->row[k] = pdq_qmatrix_row(w, rk);
         p->zero[k] = w->zeros + (size_t)rk * w->zero_stride;
+    }
+    return nr;
+}
+
+/* The same with its scales as float32 (compact ones widened into sbuf). */
+static inline int qk_rows4_init(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
+    int nr = qk_rows4_codes(w, r, r1, pf, p);
+    if (w->scales16) qk_widen_scales(w, r, nr, p->sbuf); /* the block's rows in one run */
+    for (int k = 0; k < 4; k++) {
+        int rk = r + (k < nr ? k : nr - 1);
         p->scale[k] = w->scales16 ? p->sbuf + (size_t)(rk - r) * w->ngroups : w->scales + (size_t)rk * w->ngroups;
     }
     return nr;

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "pdq/file.h"
 #include "model/check_tensors.h"
 #include "model/load_roles.h"
 #include "pdq/model.h"
@@ -149,9 +149,7 @@ static pdq_code check_sizes_from_data(const char *dir, const pdq_config *cfg, in
 
 pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
     *out = NULL;
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
+    if (!pdq_dir_exists(dir)) return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
     pdq_config cfg;
     pdq_code rc = pdq_config_load(dir, &cfg, st);
     if (rc) return rc;
@@ -195,9 +193,7 @@ pdq_code pdq_model_load(const char *dir, pdq_model **out, pdq_status *st) {
 
 pdq_code pdq_model_load_lazy(const char *dir, pdq_model **out, pdq_status *st) {
     *out = NULL;
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
+    if (!pdq_dir_exists(dir)) return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
     if (pdq_quant_is_checkpoint(dir)) return pdq_model_load(dir, out, st);
     pdq_config cfg;
     pdq_code rc = pdq_config_load(dir, &cfg, st);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "kernels/qmatmul.h"
 #include "model/load_roles.h"
@@ -189,18 +188,12 @@ static pdq_code load_2d(struct pdq_packed *p, const cJSON *tens, const char *nam
     return rc;
 }
 
-/* A table role's HF name without its ".weight": the base load_2d looks up. */
-static void role_base(const pdq_config *c, pdq_role_kind kind, char *buf, size_t cap) {
-    pdq_family_role_name(c, kind, -1, buf, cap);
-    size_t n = strlen(buf);
-    if (n > 7 && strcmp(buf + n - 7, ".weight") == 0) buf[n - 7] = '\0';
-}
 
 static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, const char *file, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     int D = c->hidden_size, V = c->vocab_size, matched = 0;
     char nm[192];
-    role_base(c, PDQ_ROLE_EMBED, nm, sizeof nm);
+    pdq_model_role_module(c, PDQ_ROLE_EMBED, -1, nm, sizeof nm);
     pdq_code rc = load_2d(p, tens, nm, V, D, file, c->tie_word_embeddings, &m->embed, &m->embed_q, &matched, st);
     if (!rc) rc = pdq_model_read_small(p->src, m, st);
     for (int l = 0; !rc && l < c->n_layers; l++) {
@@ -216,7 +209,7 @@ static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, 
         m->lm_head = m->embed;
         m->lm_head_q = m->embed_q;
     } else if (!rc) {
-        role_base(c, PDQ_ROLE_LM_HEAD, nm, sizeof nm);
+        pdq_model_role_module(c, PDQ_ROLE_LM_HEAD, -1, nm, sizeof nm);
         rc = load_2d(p, tens, nm, V, D, file, 1, &m->lm_head, &m->lm_head_q, &matched, st);
     }
     if (!rc && matched != cJSON_GetArraySize(tens))
@@ -227,8 +220,7 @@ static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, 
 
 pdq_code pdq_model_load_packed(const char *dir, pdq_model **out, pdq_status *st) {
     *out = NULL;
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
+    if (!pdq_dir_exists(dir)) return pdq_fail(st, PDQ_ERR_IO, "%s: not a model directory", dir);
     if (!pdq_quant_is_checkpoint(dir)) return pdq_model_load(dir, out, st);
     pdq_config cfg;
     pdq_code rc = pdq_config_load(dir, &cfg, st);

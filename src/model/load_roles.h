@@ -16,5 +16,9 @@ pdq_code pdq_model_read_small(const pdq_safetensors *s, pdq_model *m, pdq_status
 pdq_code pdq_model_read_linears(const pdq_safetensors *s, pdq_model *m, int l, int drop, pdq_status *st);
 /* Checks layer l's linear tensors by name and shape without reading them. */
 pdq_code pdq_model_check_linears(const pdq_safetensors *s, const pdq_config *cfg, int l, pdq_status *st);
+/* The HF name of the table role of `kind` (EMBED, LM_HEAD, ...) for layer l. */
+void pdq_model_role_name(const pdq_config *cfg, pdq_role_kind kind, int l, char *buf, size_t cap);
+/* The same without its ".weight": the module a quantized checkpoint names ("model.embed_tokens"). */
+void pdq_model_role_module(const pdq_config *cfg, pdq_role_kind kind, int l, char *buf, size_t cap);
 
 #endif

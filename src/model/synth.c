@@ -3,11 +3,9 @@
 #include "pdq/synth.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "pdq/config.h"
 #include "pdq/file.h"
@@ -154,6 +152,13 @@ static pdq_code write_config(const pdq_synth_opts *o, pdq_status *st) {
     cJSON_AddNumberToObject(r, "max_position_embeddings", o->max_pos);
     cJSON_AddNumberToObject(r, "rms_norm_eps", 1e-5);
     cJSON_AddNumberToObject(r, "rope_theta", o->rope_theta);
+    if (o->sliding_window > 0) {
+        cJSON_AddNumberToObject(r, "sliding_window", o->sliding_window);
+        if (!strcmp(f->name, "qwen2")) {
+            cJSON_AddBoolToObject(r, "use_sliding_window", 1);
+            cJSON_AddNumberToObject(r, "max_window_layers", o->max_window_layers);
+        }
+    }
     if (o->rope_llama3) {
         cJSON *rs = cJSON_AddObjectToObject(r, "rope_scaling");
         cJSON_AddStringToObject(rs, "rope_type", "llama3");
@@ -222,9 +227,7 @@ static pdq_code check_opts(const pdq_synth_opts *o, pdq_config *c, pdq_status *s
     if (c->head_dim % 2) return pdq_fail(st, PDQ_ERR_ARG, "synth: head_dim must be even");
     c->vocab_size = o->vocab;
     c->tie_word_embeddings = o->tied;
-    if (mkdir(o->out_dir, 0755) != 0 && errno != EEXIST)
-        return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create directory", o->out_dir);
-    return PDQ_OK;
+    return pdq_dir_make(o->out_dir, 0, st);
 }
 
 static pdq_code write_index(const pdq_synth_opts *o, const spec *s, int n, int n_shards, uint64_t total,

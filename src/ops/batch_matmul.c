@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ops/op_def.h"
 #include "ops/op_rules.h"
@@ -234,29 +233,11 @@ static pdq_code qx_run(pdq_qexec *x, int oi, pdq_status *st) {
     return PDQ_OK;
 }
 
-static pdq_code circle_put(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st) {
-    (void)g, (void)st;
-    o->bmm.adjoint_lhs = op->opt.bmm.adj_x != 0;
-    o->bmm.adjoint_rhs = op->opt.bmm.adj_y != 0;
-    return PDQ_OK;
-}
-
-static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st) {
-    (void)oi, (void)st;
-    if (has) {
-        op->opt.bmm.adj_x = o->bmm.adjoint_lhs;
-        op->opt.bmm.adj_y = o->bmm.adjoint_rhs;
-    }
-    return PDQ_OK;
-}
-
 static int opt_same(const pdq_op *a, const pdq_op *b) {
     return !a->opt.bmm.adj_x == !b->opt.bmm.adj_x && !a->opt.bmm.adj_y == !b->opt.bmm.adj_y;
 }
 
 const pdq_op_def pdq_op_batch_matmul = {
     .name = "BATCH_MATMUL", .kind = PDQ_OPK_LINALG, .grid = PDQ_GRID_OWN,
-    .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},
-    .circle_code = CIRCLE_OP_BATCH_MATMUL, .circle_options = CIRCLE_OPT_BatchMatMulOptions,
-    .circle_put = circle_put, .circle_get = circle_get, .opt_same = opt_same,
+    .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run}, .opt_same = opt_same,
 };

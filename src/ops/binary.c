@@ -3,7 +3,6 @@
  * (include/pdq/qexec.h), AVX2 on int16 rows giving the scalar rule's bits. */
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
@@ -176,34 +175,12 @@ static pdq_code qx_run(pdq_qexec *x, int oi, pdq_status *st) {
     return PDQ_OK;
 }
 
-static pdq_code circle_put(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st) {
-    (void)g, (void)st;
-    *o = pdq_circle_options_default((uint8_t)pdq_op_def_of(op->type)->circle_options);
-    return PDQ_OK;
-}
-
-/* The four options tables differ in type but each starts with the fused activation, which pdq
- * does not compute. */
-static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st) {
-    int fused = !has ? 0
-              : op->type == PDQ_OP_ADD ? o->add.fused_activation_function
-              : op->type == PDQ_OP_SUB ? o->sub.fused_activation_function
-              : op->type == PDQ_OP_MUL ? o->mul.fused_activation_function
-                                       : o->div.fused_activation_function;
-    if (fused)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (%s): fused activation %d", oi,
-                        pdq_op_name(op->type), fused);
-    return PDQ_OK;
-}
-
-#define BINARY_OP(var, NAME, OPT)                                                                     \
+#define BINARY_OP(var, NAME)                                                                          \
     const pdq_op_def var = {                                                                         \
         .name = #NAME, .kind = PDQ_OPK_ELEMENTWISE, .grid = PDQ_GRID_OWN,                            \
         .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},                                      \
-        .circle_code = CIRCLE_OP_##NAME, .circle_options = CIRCLE_OPT_##OPT,                         \
-        .circle_put = circle_put, .circle_get = circle_get,                                          \
     }
-BINARY_OP(pdq_op_add, ADD, AddOptions);
-BINARY_OP(pdq_op_sub, SUB, SubOptions);
-BINARY_OP(pdq_op_mul, MUL, MulOptions);
-BINARY_OP(pdq_op_div, DIV, DivOptions);
+BINARY_OP(pdq_op_add, ADD);
+BINARY_OP(pdq_op_sub, SUB);
+BINARY_OP(pdq_op_mul, MUL);
+BINARY_OP(pdq_op_div, DIV);

@@ -3,7 +3,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
@@ -55,24 +54,9 @@ static pdq_code f32(const pdq_graph *g, const pdq_op *op, void *const *ptrs, pdq
     return PDQ_OK;
 }
 
-static pdq_code circle_put(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st) {
-    (void)g, (void)st;
-    o->concat.axis = op->opt.concat.axis;
-    return PDQ_OK;
-}
-
-static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st) {
-    if (has) op->opt.concat.axis = o->concat.axis;
-    if (has && o->concat.fused_activation_function)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (CONCATENATION): fused activation", oi);
-    return PDQ_OK;
-}
-
 static int opt_same(const pdq_op *a, const pdq_op *b) { return a->opt.concat.axis == b->opt.concat.axis; }
 
 const pdq_op_def pdq_op_concatenation = {
     .name = "CONCATENATION", .kind = PDQ_OPK_DATA_MOVE, .grid = PDQ_GRID_OF_ALL,
-    .infer = infer, .f32 = f32, .qx = {pdq_qx_move_prepare, pdq_qx_move_run},
-    .circle_code = CIRCLE_OP_CONCATENATION, .circle_options = CIRCLE_OPT_ConcatenationOptions,
-    .circle_put = circle_put, .circle_get = circle_get, .opt_same = opt_same,
+    .infer = infer, .f32 = f32, .qx = {pdq_qx_move_prepare, pdq_qx_move_run}, .opt_same = opt_same,
 };

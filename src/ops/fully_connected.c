@@ -4,7 +4,6 @@
 #include <cblas.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ops/op_def.h"
 #include "ops/op_rules.h"
@@ -59,31 +58,12 @@ static pdq_code f32(const pdq_graph *g, const pdq_op *op, void *const *ptrs, pdq
     return PDQ_OK;
 }
 
-static pdq_code circle_put(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st) {
-    (void)g, (void)st;
-    o->fc.keep_num_dims = op->opt.fc.keep_num_dims != 0;
-    return PDQ_OK;
-}
-
-static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st) {
-    op->opt.fc.keep_num_dims = has ? o->fc.keep_num_dims : 0;
-    if (has && o->fc.fused_activation_function)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (FULLY_CONNECTED): fused activation %d", oi,
-                        o->fc.fused_activation_function);
-    if (has && o->fc.weights_format)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (FULLY_CONNECTED): weights_format %d (DEFAULT only)",
-                        oi, o->fc.weights_format);
-    return PDQ_OK;
-}
-
 static int opt_same(const pdq_op *a, const pdq_op *b) { return !a->opt.fc.keep_num_dims == !b->opt.fc.keep_num_dims; }
 
 static void opt_default(pdq_op *op) { op->opt.fc.keep_num_dims = 1; }
 
 const pdq_op_def pdq_op_fully_connected = {
     .name = "FULLY_CONNECTED", .kind = PDQ_OPK_LINALG, .grid = PDQ_GRID_OWN,
-    .infer = infer, .f32 = f32, .qx = {pdq_qx_fc_prepare, pdq_qx_fc_run},
-    .circle_code = CIRCLE_OP_FULLY_CONNECTED, .circle_options = CIRCLE_OPT_FullyConnectedOptions,
-    .circle_optional_in = 2, .circle_put = circle_put, .circle_get = circle_get, .opt_same = opt_same,
+    .infer = infer, .f32 = f32, .qx = {pdq_qx_fc_prepare, pdq_qx_fc_run}, .opt_same = opt_same,
     .opt_default = opt_default,
 };

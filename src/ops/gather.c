@@ -5,7 +5,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
@@ -124,26 +123,9 @@ static pdq_code qx_run(pdq_qexec *x, int oi, pdq_status *st) {
     return pdq_qx_move_run(x, oi, st);
 }
 
-static pdq_code circle_put(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st) {
-    (void)g, (void)st;
-    o->gather.axis = op->opt.gather.axis;
-    return PDQ_OK;
-}
-
-static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st) {
-    if (!has) return PDQ_OK;
-    op->opt.gather.axis = o->gather.axis;
-    if (o->gather.batch_dims)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (GATHER): batch_dims %d", oi,
-                        o->gather.batch_dims);
-    return PDQ_OK;
-}
-
 static int opt_same(const pdq_op *a, const pdq_op *b) { return a->opt.gather.axis == b->opt.gather.axis; }
 
 const pdq_op_def pdq_op_gather = {
     .name = "GATHER", .kind = PDQ_OPK_DATA_MOVE, .grid = PDQ_GRID_OF_DATA,
-    .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},
-    .circle_code = CIRCLE_OP_GATHER, .circle_options = CIRCLE_OPT_GatherOptions,
-    .circle_put = circle_put, .circle_get = circle_get, .opt_same = opt_same,
+    .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run}, .opt_same = opt_same,
 };

@@ -3,7 +3,6 @@
  * or fake-quant mode). */
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
 #include "ops/op_rules.h"
@@ -63,23 +62,9 @@ static pdq_code f32(const pdq_graph *g, const pdq_op *op, void *const *ptrs, pdq
     return PDQ_OK;
 }
 
-static pdq_code circle_put(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st) {
-    (void)g, (void)st;
-    o->reducer.keep_dims = op->opt.mean.keep_dims != 0;
-    return PDQ_OK;
-}
-
-static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st) {
-    (void)oi, (void)st;
-    op->opt.mean.keep_dims = has ? o->reducer.keep_dims : 0;
-    return PDQ_OK;
-}
-
 static int opt_same(const pdq_op *a, const pdq_op *b) { return !a->opt.mean.keep_dims == !b->opt.mean.keep_dims; }
 
 const pdq_op_def pdq_op_mean = {
     .name = "MEAN", .kind = PDQ_OPK_ELEMENTWISE, .grid = PDQ_GRID_OWN, .params_at = 1,
-    .infer = infer, .f32 = f32,
-    .circle_code = CIRCLE_OP_MEAN, .circle_options = CIRCLE_OPT_ReducerOptions,
-    .circle_put = circle_put, .circle_get = circle_get, .opt_same = opt_same,
+    .infer = infer, .f32 = f32, .opt_same = opt_same,
 };

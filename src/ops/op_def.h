@@ -1,18 +1,19 @@
 /* Everything pdq knows of one op type, in one row: its name and class, its shape rule, its float
- * kernel, its integer kernel, how it is written to and read from a Circle file, and its PTQ edge
- * rule -- in the spirit of ggml's per-type traits. Each op's row and the functions it names live
- * in that op's own file under src/ops/ (a family sharing one rule, ADD/SUB/MUL/DIV say, shares a
- * file); op_table.c lists the rows by pdq_op_type. Shape inference, the float interpreter, the
- * integer executor, the Circle writer and reader, graph comparison and PTQ all dispatch through it,
- * so adding an op is its enum member, its file, its line in op_table.c and its tests. Internal. */
+ * kernel, its integer kernel and its PTQ edge rule -- in the spirit of ggml's per-type traits. It
+ * knows no file format: how an op is spelled in a Circle file is circle/op_circle.c's table.
+ * Each op's row and the functions it names live in that op's own file under src/ops/ (a family
+ * sharing one rule, ADD/SUB/MUL/DIV say, shares a file); op_table.c lists the rows by pdq_op_type. Shape inference, the float interpreter, the
+ * integer executor, graph comparison and PTQ all dispatch through it, so adding an op is its enum
+ * member, its file, its line in op_table.c, its row in circle/op_circle.c and its tests. Internal. */
 #ifndef PDQ_OPS_OP_DEF_H
 #define PDQ_OPS_OP_DEF_H
 
 #include <stdint.h>
 
-#include "pdq/circle.h"
 #include "pdq/graph.h"
-#include "pdq/qexec.h"
+
+/* The integer executor, as the kernels' function pointers name it (exec/ defines it). */
+typedef struct pdq_qexec pdq_qexec;
 
 typedef enum {
     PDQ_OPK_LINALG,      /* FULLY_CONNECTED, BATCH_MATMUL */
@@ -47,13 +48,6 @@ typedef struct {
 struct pdq_k_box;
 typedef int (*pdq_box_plan_fn)(const pdq_graph *g, const pdq_op *op, struct pdq_k_box *b);
 
-/* Circle export: the op's options table (o arrives zeroed) from op's options; may fail on an
- * option the schema cannot carry. */
-typedef pdq_code (*pdq_circle_put_fn)(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st);
-/* Circle import: op's options from o, or the schema's defaults when the operator carries no
- * options table of the op's type (has 0); refuses an option pdq would silently ignore (a fused
- * activation, a mask). Errors name operator oi. */
-typedef pdq_code (*pdq_circle_get_fn)(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st);
 /* Whether two ops of this type have the same options. */
 typedef int (*pdq_opt_same_fn)(const pdq_op *a, const pdq_op *b);
 /* The op's default options (pdq_graph_op without options), on zeroed ones. */
@@ -69,19 +63,12 @@ typedef struct {
     pdq_f32_kernel f32;
     pdq_qx_kernel qx;     /* {NULL, NULL}: integer mode has none (MEAN) */
     pdq_box_plan_fn box;  /* NULL: not one strided copy */
-    int circle_code;      /* Circle BuiltinOperator */
-    int circle_options;   /* its BuiltinOptions table type (CIRCLE_OPT_NONE: it has none) */
-    int circle_optional_in; /* the operand a Circle file may leave out (-1 in its list; FC's bias), or 0 */
-    pdq_circle_put_fn circle_put; /* NULL: no options to write */
-    pdq_circle_get_fn circle_get; /* NULL: no options to read */
     pdq_opt_same_fn opt_same;     /* NULL: no options */
     pdq_opt_default_fn opt_default; /* NULL: zeroed options are the defaults */
 } pdq_op_def;
 
 /* The row of t, or NULL when t is not an op type. */
 const pdq_op_def *pdq_op_def_of(pdq_op_type t);
-/* The op type exported as Circle builtin `code`, or -1 when none is. */
-int pdq_op_of_circle(int code);
 static inline int pdq_op_is_data_move(pdq_op_type t) {
     const pdq_op_def *d = pdq_op_def_of(t);
     return d && d->kind == PDQ_OPK_DATA_MOVE;

@@ -28,9 +28,3 @@ static const pdq_op_def *const k_ops[PDQ_OP_COUNT] = {
 const pdq_op_def *pdq_op_def_of(pdq_op_type t) {
     return (int)t >= 0 && t < PDQ_OP_COUNT ? k_ops[t] : NULL;
 }
-
-int pdq_op_of_circle(int code) {
-    for (int t = 0; t < PDQ_OP_COUNT; t++)
-        if (k_ops[t] && k_ops[t]->circle_code == code) return t;
-    return -1;
-}

@@ -4,7 +4,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
@@ -61,17 +60,7 @@ static pdq_code qx_run(pdq_qexec *x, int oi, pdq_status *st) {
     return PDQ_OK;
 }
 
-static pdq_code circle_put(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st) {
-    const pdq_tensor *s = &g->tensors[op->in[1]];
-    int r = s->shape[0];
-    if (r > PDQ_CIRCLE_MAX_RANK) return pdq_fail(st, PDQ_ERR_LIMIT, "circle export: reshape rank %d", r);
-    o->reshape.rank = r;
-    for (int i = 0; i < r; i++) o->reshape.new_shape[i] = ((const int32_t *)s->data)[i];
-    return PDQ_OK;
-}
-
 const pdq_op_def pdq_op_reshape = {
     .name = "RESHAPE", .kind = PDQ_OPK_DATA_MOVE, .grid = PDQ_GRID_OF_DATA,
     .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},
-    .circle_code = CIRCLE_OP_RESHAPE, .circle_options = CIRCLE_OPT_ReshapeOptions, .circle_put = circle_put,
 };

@@ -3,7 +3,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
@@ -77,23 +76,12 @@ static pdq_code f32(const pdq_graph *g, const pdq_op *op, void *const *ptrs, pdq
     return PDQ_OK;
 }
 
-/* pdq writes no masks; a file with any would mean another slice than the one computed */
-static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st) {
-    (void)op;
-    if (has && (o->strided_slice.begin_mask || o->strided_slice.end_mask || o->strided_slice.ellipsis_mask ||
-                o->strided_slice.new_axis_mask || o->strided_slice.shrink_axis_mask || o->strided_slice.offset))
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "circle import: operator %d (STRIDED_SLICE): non-zero masks", oi);
-    return PDQ_OK;
-}
-
 const pdq_op_def pdq_op_strided_slice = {
     .name = "STRIDED_SLICE", .kind = PDQ_OPK_DATA_MOVE, .grid = PDQ_GRID_OF_DATA,
     .infer = infer_strided, .f32 = f32, .qx = {pdq_qx_move_prepare, pdq_qx_move_run}, .box = box,
-    .circle_code = CIRCLE_OP_STRIDED_SLICE, .circle_options = CIRCLE_OPT_StridedSliceOptions, .circle_get = circle_get,
 };
 
 const pdq_op_def pdq_op_slice = {
     .name = "SLICE", .kind = PDQ_OPK_DATA_MOVE, .grid = PDQ_GRID_OF_DATA,
     .infer = infer_plain, .f32 = f32, .qx = {pdq_qx_move_prepare, pdq_qx_move_run}, .box = box,
-    .circle_code = CIRCLE_OP_SLICE, .circle_options = CIRCLE_OPT_NONE,
 };

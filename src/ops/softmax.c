@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ops/op_def.h"
 #include "ops/op_rules.h"
@@ -88,28 +87,12 @@ static pdq_code qx_run(pdq_qexec *x, int oi, pdq_status *st) {
     return PDQ_OK;
 }
 
-static pdq_code circle_put(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st) {
-    (void)g, (void)st;
-    o->softmax.beta = op->opt.softmax.beta;
-    return PDQ_OK;
-}
-
-static pdq_code circle_get(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st) {
-    op->opt.softmax.beta = has ? o->softmax.beta : 1.0f;
-    if (!(op->opt.softmax.beta > -1e30f && op->opt.softmax.beta < 1e30f))
-        return pdq_fail(st, PDQ_ERR_FORMAT, "circle import: operator %d (SOFTMAX): beta %g (finite needed)", oi,
-                        (double)op->opt.softmax.beta);
-    return PDQ_OK;
-}
-
 static int opt_same(const pdq_op *a, const pdq_op *b) { return a->opt.softmax.beta == b->opt.softmax.beta; }
 
 static void opt_default(pdq_op *op) { op->opt.softmax.beta = 1.0f; }
 
 const pdq_op_def pdq_op_softmax = {
     .name = "SOFTMAX", .kind = PDQ_OPK_ELEMENTWISE, .grid = PDQ_GRID_OWN,
-    .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},
-    .circle_code = CIRCLE_OP_SOFTMAX, .circle_options = CIRCLE_OPT_SoftmaxOptions,
-    .circle_put = circle_put, .circle_get = circle_get, .opt_same = opt_same,
+    .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run}, .opt_same = opt_same,
     .opt_default = opt_default,
 };

@@ -3,7 +3,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
@@ -53,5 +52,4 @@ static pdq_code f32(const pdq_graph *g, const pdq_op *op, void *const *ptrs, pdq
 const pdq_op_def pdq_op_transpose = {
     .name = "TRANSPOSE", .kind = PDQ_OPK_DATA_MOVE, .grid = PDQ_GRID_OF_DATA,
     .infer = infer, .f32 = f32, .qx = {pdq_qx_move_prepare, pdq_qx_move_run}, .box = box,
-    .circle_code = CIRCLE_OP_TRANSPOSE, .circle_options = CIRCLE_OPT_TransposeOptions,
 };

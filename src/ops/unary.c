@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "circle/circle_defs.h"
 #include "exec/qx_internal.h"
 #include "ops/op_def.h"
 #include "ops/op_rules.h"
@@ -91,34 +90,19 @@ static pdq_code qx_run(pdq_qexec *x, int oi, pdq_status *st) {
     return PDQ_OK;
 }
 
-#define UNARY_OP(var, NAME, OPT)                                                                     \
+#define UNARY_OP(var, NAME)                                                                          \
     const pdq_op_def var = {                                                                        \
         .name = #NAME, .kind = PDQ_OPK_ELEMENTWISE, .grid = PDQ_GRID_OWN,                           \
         .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},                                     \
-        .circle_code = CIRCLE_OP_##NAME, .circle_options = OPT,                                     \
     }
-UNARY_OP(pdq_op_rsqrt, RSQRT, CIRCLE_OPT_NONE);
-UNARY_OP(pdq_op_neg, NEG, CIRCLE_OPT_NegOptions);
-UNARY_OP(pdq_op_logistic, LOGISTIC, CIRCLE_OPT_NONE);
-UNARY_OP(pdq_op_tanh, TANH, CIRCLE_OPT_NONE);
-
-static pdq_code gelu_put(const pdq_graph *g, const pdq_op *op, pdq_circle_options *o, pdq_status *st) {
-    (void)g, (void)st;
-    o->gelu.approximate = op->opt.gelu.approximate != 0;
-    return PDQ_OK;
-}
-
-static pdq_code gelu_get(const pdq_circle_options *o, int has, pdq_op *op, int oi, pdq_status *st) {
-    (void)oi, (void)st;
-    op->opt.gelu.approximate = has && o->gelu.approximate; /* the schema's default: exact */
-    return PDQ_OK;
-}
+UNARY_OP(pdq_op_rsqrt, RSQRT);
+UNARY_OP(pdq_op_neg, NEG);
+UNARY_OP(pdq_op_logistic, LOGISTIC);
+UNARY_OP(pdq_op_tanh, TANH);
 
 static int gelu_same(const pdq_op *a, const pdq_op *b) { return !a->opt.gelu.approximate == !b->opt.gelu.approximate; }
 
 const pdq_op_def pdq_op_gelu = {
     .name = "GELU", .kind = PDQ_OPK_ELEMENTWISE, .grid = PDQ_GRID_OWN,
-    .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run},
-    .circle_code = CIRCLE_OP_GELU, .circle_options = CIRCLE_OPT_GeluOptions,
-    .circle_put = gelu_put, .circle_get = gelu_get, .opt_same = gelu_same,
+    .infer = infer, .f32 = f32, .qx = {qx_prepare, qx_run}, .opt_same = gelu_same,
 };

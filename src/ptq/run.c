@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/dist.h"
 #include "pdq/file.h"
 #include "pdq/quant.h"
 #include "pdq/tokenizer.h"
@@ -119,13 +120,37 @@ static pdq_code calibrate(const pdq_model *m, const pdq_ptq_run_opts *o, const i
     if (rc == PDQ_OK) {
         char label[64];
         snprintf(label, sizeof label, "calibration (%d decode steps)", K);
-        pdq_ptq_calib_opts co = {.decode_steps = K, .pad = PDQ_PAD_RIGHT, .label = label};
+        int lead = pdq_dist_rank(o->dist) == 0;
+        pdq_ptq_calib_opts co = {.decode_steps = K, .pad = PDQ_PAD_RIGHT, .label = lead ? label : NULL, .dist = o->dist};
         rc = pdq_ptq_calibrate(p, rt, w, o->nsamples, &co, st);
         pdq_rt_free(rt);
     }
     if (rc != PDQ_OK) { pdq_ptq_free(p); return rc; }
     *out = p;
     return PDQ_OK;
+}
+
+static void variants(const pdq_ptq_run_opts *o, variant *var, int *nvar) {
+    memset(var, 0, 2 * sizeof *var);
+    *nvar = o->compare_calib ? 2 : 1;
+    var[0].decode_steps = o->decode_steps;
+    var[1].decode_steps = o->decode_steps > 0 ? 0 : 32;
+}
+
+pdq_code pdq_ptq_calibrate_share(pdq_model *m, const pdq_ptq_run_opts *o, const int32_t *calib, long n_calib, int bos,
+                                 pdq_status *st) {
+    variant var[2];
+    int nvar;
+    variants(o, var, &nvar);
+    int32_t *w = NULL;
+    pdq_code rc = pdq_calib_windows(calib, n_calib, o->nsamples, o->max_seq, bos, o->seed, &w, st);
+    if (rc == PDQ_OK) pdq_ptq_quantize_norms(m);
+    for (int k = 0; k < nvar && rc == PDQ_OK; k++) {
+        rc = calibrate(m, o, w, var[k].decode_steps, &var[k].p, st);
+        pdq_ptq_free(var[k].p);
+    }
+    free(w);
+    return rc;
 }
 
 pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model *m,
@@ -139,10 +164,8 @@ pdq_code pdq_ptq_quantize_dir(const char *src_dir, const char *outdir, pdq_model
     const char *const *prompts;
     int np = run_prompts(o, &prompts);
     variant var[2];
-    memset(var, 0, sizeof var);
-    int nvar = o->compare_calib ? 2 : 1;
-    var[0].decode_steps = o->decode_steps;
-    var[1].decode_steps = o->decode_steps > 0 ? 0 : 32;
+    int nvar;
+    variants(o, var, &nvar); /* pdq_ptq_calibrate_share calibrates the same ones */
     pdq_ptq_verify_result vw;
     memset(&vw, 0, sizeof vw);
     double ppl_fp = 0, ppl_w = 0;

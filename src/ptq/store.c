@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "pdq/file.h"
 #include "ptq/store_check.h"
@@ -177,8 +176,7 @@ pdq_code pdq_ptq_load(const pdq_model *m, const char *path, pdq_ptq **out, pdq_s
 int pdq_ptq_in_dir(const char *dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/ptq.json", dir);
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    return pdq_file_exists(path);
 }
 
 pdq_code pdq_ptq_open_runtime(pdq_model *m, const char *dir, int B, int max_seq,

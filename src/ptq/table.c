@@ -169,9 +169,10 @@ static pdq_code add_aliases(pdq_ptq *p, int n_layers, pdq_status *st) {
     return rc;
 }
 
-/* Fixed ranges: the mask holds 0 and the fill value; cos/sin cover every position's table. */
+/* Fixed ranges: the mask holds 0 and the fill value; cos/sin cover every position's table (the
+ * rotary dims' width: partial RoPE's tables are narrower than a head). */
 static pdq_code fixed_ranges(pdq_ptq *p, const pdq_model *m, pdq_status *st) {
-    int S = p->max_seq, hd = m->cfg.head_dim;
+    int S = p->max_seq, hd = pdq_cfg_rotary_dim(&m->cfg);
     float *c = malloc(sizeof(float) * (size_t)S * hd), *s = malloc(sizeof(float) * (size_t)S * hd);
     int32_t *pos = malloc(sizeof(int32_t) * (size_t)S);
     if (!c || !s || !pos) { free(c); free(s); free(pos); return pdq_fail(st, PDQ_ERR_NOMEM, "ptq: rope tables"); }

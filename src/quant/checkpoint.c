@@ -14,11 +14,9 @@
  * checkpoint (config.json + model.safetensors). Both files are streamed tensor by tensor (the
  * dequantized one row by row from the codes), so saving needs no whole model in memory. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "pdq/family.h"
 #include "pdq/file.h"
@@ -26,6 +24,7 @@
 #include "pdq/transform.h"
 #include "pdq/safetensors.h"
 #include "io/qgrid.h"
+#include "model/tensor_list.h"
 #include "quant/quant_json_check.h"
 
 #define MAXT 1024
@@ -64,77 +63,34 @@ static pdq_code tl_add(tlist *l, const char *name, const char *suffix, pdq_dtype
     return PDQ_OK;
 }
 
-/* Every float tensor of the model, by HF name (without its suffix), with its shape. */
-typedef struct {
-    char name[128];
-    const char *suffix; /* ".weight", or ".bias" */
-    float *data;
-    int rows, cols; /* cols 0: 1-D */
-} mtensor;
+/* Every tensor of the model, from the family's role table (model/tensor_list.h): the quantized
+ * checkpoint lists each linear on its own (stacked 0), its hf/ copy stacks what the family's
+ * checkpoint stacks (Phi-3's qkv_proj, gate_up_proj), so it loads as the source did. */
+typedef pdq_tensor_entry mtensor;
 
-static int model_tensors(const pdq_model *m, mtensor *out, int max) {
-    const pdq_config *c = &m->cfg;
-    int n = 0, D = c->hidden_size, V = c->vocab_size;
-#define ADD(nm, ptr, r, cc)                                              \
-    do {                                                                 \
-        if (n < max) {                                                   \
-            snprintf(out[n].name, sizeof out[n].name, "%s", nm);         \
-            out[n].suffix = ".weight";                                   \
-            out[n].data = ptr; out[n].rows = r; out[n].cols = cc;        \
-        }                                                                \
-        n++;                                                             \
-    } while (0)
-    ADD("model.embed_tokens", m->embed, V, D);
-    char nm[128];
-    for (int l = 0; l < c->n_layers; l++) {
-        const pdq_layer *L = &m->layers[l];
-        snprintf(nm, sizeof nm, "model.layers.%d.input_layernorm", l);
-        ADD(nm, L->attn_norm, D, 0);
-        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-            int o, in;
-            pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
-            snprintf(nm, sizeof nm, "model.layers.%d.%s.%s", l, pdq_linear_parent((pdq_linear_id)i),
-                     pdq_linear_name((pdq_linear_id)i));
-            ADD(nm, L->w[i], o, in);
-        }
-        /* the families' extras, after the Llama tensors so a Llama checkpoint is unchanged */
-        for (int i = 0; i < PDQ_LIN_COUNT; i++)
-            if (L->bias[i]) {
-                int o, in;
-                pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
-                pdq_linear_module(l, (pdq_linear_id)i, nm, sizeof nm);
-                ADD(nm, L->bias[i], o, 0);
-                if (n <= max) out[n - 1].suffix = ".bias";
-            }
-        if (L->q_norm) {
-            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.q_norm", l);
-            ADD(nm, L->q_norm, c->head_dim, 0);
-            snprintf(nm, sizeof nm, "model.layers.%d.self_attn.k_norm", l);
-            ADD(nm, L->k_norm, c->head_dim, 0);
-        }
-        /* the norm before the MLP (Llama's post_attention_layernorm, Gemma's
-         * pre_feedforward_layernorm) and the sandwich block's two post-branch norms, by the
-         * family's names */
-        const struct { pdq_role_kind kind; float *w; } norms[3] = {
-            {PDQ_ROLE_POST_ATTN_NORM, L->post_attn_norm}, {PDQ_ROLE_FFN_NORM, L->ffn_norm},
-            {PDQ_ROLE_POST_FFN_NORM, L->post_ffn_norm}};
-        for (int k = 0; k < 3; k++) {
-            if (!norms[k].w) continue;
-            pdq_family_role_name(c, norms[k].kind, l, nm, sizeof nm);
-            nm[strlen(nm) - strlen(".weight")] = '\0';
-            ADD(nm, norms[k].w, D, 0);
-        }
-    }
-    ADD("model.norm", m->norm, D, 0);
-    if (!c->tie_word_embeddings) ADD("lm_head", m->lm_head, V, D);
-#undef ADD
-    return n;
+static pdq_code model_tensors(const pdq_model *m, int stacked, mtensor **out, int *n, pdq_status *st) {
+    int tied = m->cfg.tie_word_embeddings;
+    *out = NULL;
+    *n = pdq_tensor_list(&m->cfg, tied, PDQ_TORDER_QUANT, stacked, NULL, 0);
+    if (*n > MAXT) return pdq_fail(st, PDQ_ERR_LIMIT, "model has %d tensors, more than %d", *n, MAXT);
+    if (!(*out = calloc((size_t)*n + 1, sizeof **out))) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    pdq_tensor_list(&m->cfg, tied, PDQ_TORDER_QUANT, stacked, *out, *n);
+    return PDQ_OK;
+}
+
+static float *piece_data(const pdq_model *m, const mtensor *t, int k, long *rows, long *cols) {
+    return pdq_tensor_entry_piece(m, t, k, rows, cols, NULL, 0);
 }
 
 /* The quantized module of a tensor: weights only (a bias shares its linear's name). */
 static const pdq_qmodule *find_mod(const pdq_qmodel *q, const char *name);
-static const pdq_qmodule *mod_of(const pdq_qmodel *q, const mtensor *t) {
-    return strcmp(t->suffix, ".weight") == 0 ? find_mod(q, t->name) : NULL;
+static const pdq_qmodule *mod_of(const pdq_qmodel *q, const pdq_model *m, const mtensor *t, int k) {
+    if (strcmp(t->suffix, ".weight") != 0) return NULL;
+    if (t->kind != PDQ_ROLE_WEIGHT && t->kind != PDQ_ROLE_FUSED_WEIGHT) return find_mod(q, t->name);
+    char nm[160];
+    long r, c;
+    pdq_tensor_entry_piece(m, t, k, &r, &c, nm, sizeof nm);
+    return find_mod(q, nm);
 }
 
 /* How a module's grids are stored: grouped ones take the scheme's group scale type, and a
@@ -168,9 +124,7 @@ static const pdq_qmodule *find_mod(const pdq_qmodel *q, const char *name) {
 }
 
 static pdq_code mkdir_ok(const char *path, pdq_status *st) {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create directory (%s)", path, strerror(errno));
-    return PDQ_OK;
+    return pdq_dir_make(path, 0, st);
 }
 
 /* Side files go through the atomic file layer (pdq/file.h): a full disk leaves no truncated
@@ -212,9 +166,8 @@ static pdq_code copy_side_files(const char *src_dir, const char *dir, const pdq_
     pdq_code rc = write_text(b, txt, st);
     free(txt);
     for (size_t i = 0; !rc && i < sizeof files / sizeof files[0]; i++) {
-        struct stat sb;
         snprintf(a, sizeof a, "%s/%s", src_dir, files[i]);
-        if (stat(a, &sb) != 0) continue;
+        if (pdq_path_stat(a, NULL, NULL) == PDQ_PATH_NONE) continue;
         snprintf(b, sizeof b, "%s/%s", dir, files[i]);
         rc = copy_file(a, b, st);
     }
@@ -283,29 +236,23 @@ static cJSON *scheme_json(const pdq_qmodel *q) {
 
 /* The tensor a lazy m holds for an unquantized linear or table, acquired (through any transform
  * view m has) and released after use: *release 1 the embedding, 2 lm_head, 3 + l layer l. */
-static pdq_code lazy_data(pdq_model *m, const mtensor *t, const float **data, int *release, pdq_status *st) {
-    int l, end = 0;
+static pdq_code lazy_data(pdq_model *m, const mtensor *t, int k, const float **data, int *release, pdq_status *st) {
+    long r, c;
     pdq_code rc;
-    if (!strcmp(t->name, "model.embed_tokens") || !strcmp(t->name, "lm_head")) {
-        int embed = !strcmp(t->name, "model.embed_tokens");
+    if (t->kind == PDQ_ROLE_EMBED || t->kind == PDQ_ROLE_LM_HEAD) {
+        int embed = t->kind == PDQ_ROLE_EMBED;
         rc = embed ? pdq_model_embed_acquire(m, st) : pdq_model_lm_head_acquire(m, st);
         *data = embed ? m->embed : m->lm_head;
         *release = embed ? 1 : 2;
         return rc;
     }
-    if (sscanf(t->name, "model.layers.%d.%n", &l, &end) == 1 && end > 0 && l >= 0 && l < m->cfg.n_layers) {
+    int l = t->layer;
+    if (l >= 0 && l < m->cfg.n_layers && (t->kind == PDQ_ROLE_WEIGHT || t->kind == PDQ_ROLE_FUSED_WEIGHT)) {
         int held = m->layers[l].w[0] != NULL;
         if ((rc = pdq_model_layer_acquire(m, l, st))) return rc;
         *release = held ? 0 : 3 + l;
-        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-            char nm[128];
-            snprintf(nm, sizeof nm, "model.layers.%d.%s.%s", l, pdq_linear_parent((pdq_linear_id)i),
-                     pdq_linear_name((pdq_linear_id)i));
-            if (!strcmp(nm, t->name)) {
-                *data = m->layers[l].w[i];
-                return PDQ_OK;
-            }
-        }
+        *data = piece_data(m, t, k, &r, &c);
+        return PDQ_OK;
     }
     return pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no weights for it", t->name);
 }
@@ -316,13 +263,15 @@ static void lazy_release(pdq_model *m, int release) {
     else if (release >= 3) pdq_model_layer_release(m, release - 3);
 }
 
-static pdq_code put_float(pdq_st_writer *w, pdq_model *m, const mtensor *t, pdq_status *st) {
-    const float *d = t->data;
+/* Piece k of t as float32. */
+static pdq_code put_float(pdq_st_writer *w, pdq_model *m, const mtensor *t, int k, pdq_status *st) {
+    long rows, cols;
+    const float *d = piece_data(m, t, k, &rows, &cols);
     int release = 0;
     pdq_code rc = d ? PDQ_OK
-              : m->lazy_src ? lazy_data(m, t, &d, &release, st)
+              : m->lazy_src ? lazy_data(m, t, k, &d, &release, st)
                             : pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no weights for it", t->name);
-    if (!rc) rc = pdq_st_writer_put(w, d, sizeof(float) * (size_t)t->rows * (t->cols ? (size_t)t->cols : 1), st);
+    if (!rc) rc = pdq_st_writer_put(w, d, sizeof(float) * (size_t)rows * (cols ? (size_t)cols : 1), st);
     lazy_release(m, release);
     return rc;
 }
@@ -378,14 +327,13 @@ static pdq_code put_dequant(pdq_st_writer *w, const pdq_qmodule *mod, pdq_status
 }
 
 /* Opens a writer for l's tensors (names, dtypes, shapes), then put(i) for every model tensor. */
-typedef pdq_code (*put_fn)(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodel *q,
-                           const pdq_qmodule *mod, pdq_status *st);
+typedef pdq_code (*put_fn)(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodel *q, pdq_status *st);
 
 static pdq_code stream(const char *path, const tlist *l, const char *meta, pdq_model *m, const mtensor *mt,
                        int nt, const pdq_qmodel *q, put_fn put, pdq_status *st) {
     pdq_st_writer *w;
     pdq_code rc = pdq_st_writer_open(path, l->t, l->n, meta, &w, st);
-    for (int i = 0; !rc && i < nt; i++) rc = put(w, m, &mt[i], q, mod_of(q, &mt[i]), st);
+    for (int i = 0; !rc && i < nt; i++) rc = put(w, m, &mt[i], q, st);
     if (rc) {
         if (w) pdq_st_writer_abort(w);
         return rc;
@@ -393,15 +341,19 @@ static pdq_code stream(const char *path, const tlist *l, const char *meta, pdq_m
     return pdq_st_writer_close(w, st);
 }
 
-static pdq_code put_q(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodel *q, const pdq_qmodule *mod,
-                      pdq_status *st) {
-    return mod ? put_module(w, q, mod, st) : put_float(w, m, t, st);
+static pdq_code put_q(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodel *q, pdq_status *st) {
+    const pdq_qmodule *mod = mod_of(q, m, t, 0);
+    return mod ? put_module(w, q, mod, st) : put_float(w, m, t, 0, st);
 }
 
-static pdq_code put_hf(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodel *q, const pdq_qmodule *mod,
-                       pdq_status *st) {
-    (void)q;
-    return mod ? put_dequant(w, mod, st) : put_float(w, m, t, st);
+/* A stacked tensor is its linears' rows one after the other, as the family's checkpoint has them. */
+static pdq_code put_hf(pdq_st_writer *w, pdq_model *m, const mtensor *t, const pdq_qmodel *q, pdq_status *st) {
+    pdq_code rc = PDQ_OK;
+    for (int k = 0; !rc && k < pdq_tensor_entry_pieces(t); k++) {
+        const pdq_qmodule *mod = mod_of(q, m, t, k);
+        rc = mod ? put_dequant(w, mod, st) : put_float(w, m, t, k, st);
+    }
+    return rc;
 }
 
 pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m, const pdq_qmodel *q,
@@ -414,14 +366,20 @@ pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m, c
     if (!rc) rc = copy_side_files(src_dir, path, m, st);
     if (rc) return rc;
 
-    mtensor mt[MAXT];
-    int nt = model_tensors(m, mt, MAXT);
-    if (nt > MAXT) return pdq_fail(st, PDQ_ERR_LIMIT, "model has more than %d tensors", MAXT);
-    tlist *l = calloc(1, sizeof *l);
-    if (!l) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    int nt = 0, nh = 0;
+    mtensor *mt = NULL, *mh = NULL;
+    rc = model_tensors(m, 0, &mt, &nt, st);
+    if (!rc) rc = model_tensors(m, 1, &mh, &nh, st);
+    tlist *l = rc ? NULL : calloc(1, sizeof *l);
+    if (!rc && !l) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    if (rc) {
+        free(mt);
+        free(mh);
+        return rc;
+    }
     /* quantized checkpoint: the header lists every tensor, the data follow in the same order */
     for (int i = 0; !rc && i < nt; i++) {
-        const pdq_qmodule *mod = mod_of(q, &mt[i]);
+        const pdq_qmodule *mod = mod_of(q, m, &mt[i], 0);
         if (!mod) {
             rc = tl_add(l, mt[i].name, mt[i].suffix, PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, NULL, NULL, st);
             continue;
@@ -437,12 +395,14 @@ pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m, c
     if (!rc) rc = stream(path, l, "{\"format\": \"pdq-quant\"}", m, mt, nt, q, put_q, st);
     tl_free(l);
     /* dequantized HF checkpoint */
-    for (int i = 0; !rc && i < nt; i++)
-        rc = tl_add(l, mt[i].name, mt[i].suffix, PDQ_DT_F32, mt[i].cols ? 2 : 1, mt[i].rows, mt[i].cols, NULL, NULL, st);
+    for (int i = 0; !rc && i < nh; i++)
+        rc = tl_add(l, mh[i].name, mh[i].suffix, PDQ_DT_F32, mh[i].cols ? 2 : 1, mh[i].rows, mh[i].cols, NULL, NULL, st);
     snprintf(path, sizeof path, "%s/hf/model.safetensors", outdir);
-    if (!rc) rc = stream(path, l, "{\"format\": \"pt\"}", m, mt, nt, q, put_hf, st);
+    if (!rc) rc = stream(path, l, "{\"format\": \"pt\"}", m, mh, nh, q, put_hf, st);
     tl_free(l);
     free(l);
+    free(mt);
+    free(mh);
     if (rc) return rc;
     cJSON *j = scheme_json(q);
     char *txt = cJSON_Print(j);
@@ -456,19 +416,18 @@ pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m, c
 
 int pdq_quant_is_checkpoint(const char *dir) {
     char path[4096];
-    struct stat sb;
     snprintf(path, sizeof path, "%s/pdq_quant.json", dir);
-    return stat(path, &sb) == 0;
+    return pdq_path_stat(path, NULL, NULL) != PDQ_PATH_NONE;
 }
 
 /* Dequantizes one module described by e into dst [rows, cols]. */
-static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mtensor *mt, const char *file,
+static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mtensor *mt, float *dst, const char *file,
                             pdq_status *st) {
     const cJSON *jb = cJSON_GetObjectItem(e, "bits"), *jg = cJSON_GetObjectItem(e, "group");
     const cJSON *jsh = cJSON_GetObjectItem(e, "shape");
     if (!cJSON_IsNumber(jb) || !cJSON_IsNumber(jg) || !cJSON_IsArray(jsh) || cJSON_GetArraySize(jsh) != 2)
         return pdq_fail(st, PDQ_ERR_FORMAT, "%s: entry %s needs bits, group and shape", file, mt->name);
-    int bits = jb->valueint, group = jg->valueint, rows = mt->rows, cols = mt->cols;
+    int bits = jb->valueint, group = jg->valueint, rows = (int)mt->rows, cols = (int)mt->cols;
     if (cJSON_GetArrayItem(jsh, 0)->valueint != rows || cJSON_GetArrayItem(jsh, 1)->valueint != cols)
         return pdq_fail(st, PDQ_ERR_SHAPE, "%s: %s has shape [%d, %d] in pdq_quant.json, the config needs [%d, %d]",
                         file, mt->name, cJSON_GetArrayItem(jsh, 0)->valueint, cJSON_GetArrayItem(jsh, 1)->valueint,
@@ -512,7 +471,7 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
                 return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s code %d at [%d, %d] exceeds %d bits", file, mt->name,
                                 bad, r, c, bits);
             }
-            mt->data[(size_t)r * cols + c] = scale * ((float)row[c] - (float)pdq_qgrid_zero(&gv, (size_t)r * ng + g));
+            dst[(size_t)r * cols + c] = scale * ((float)row[c] - (float)pdq_qgrid_zero(&gv, (size_t)r * ng + g));
         }
     }
     free(row);
@@ -523,11 +482,10 @@ static pdq_code load_module(const pdq_safetensors *s, const cJSON *e, const mten
 /* A quantized k_proj keeps its float32 row (or contiguous group) scales on the model
  * (pdq_layer.wk_scale): a k_proj scale fold then scales them, keeping the folded weight (code -
  * zero) * float32 scale. Act-order groups keep none. */
-static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const cJSON *e, const char *name, pdq_status *st) {
-    int l, end = 0;
-    if (sscanf(name, "model.layers.%d.self_attn.k_proj%n", &l, &end) != 1 || name[end] || l < 0 ||
-        l >= m->cfg.n_layers)
-        return PDQ_OK;
+static pdq_code keep_k_scale(pdq_model *m, const pdq_safetensors *s, const cJSON *e, const mtensor *t, pdq_status *st) {
+    int l = t->layer;
+    const char *name = t->name;
+    if (t->kind != PDQ_ROLE_WEIGHT || t->lin != PDQ_LIN_K || l < 0 || l >= m->cfg.n_layers) return PDQ_OK;
     char nm[160];
     snprintf(nm, sizeof nm, "%.127s.scales", name);
     const pdq_st_tensor *ts = pdq_st_find(s, nm);
@@ -582,24 +540,29 @@ pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st) {
     pdq_safetensors *s;
     pdq_code rc = pdq_st_open(path, &s, st);
     if (rc) { cJSON_Delete(j); return rc; }
-    mtensor mt[MAXT];
-    int nt = model_tensors(m, mt, MAXT);
-    if (nt > MAXT) rc = pdq_fail(st, PDQ_ERR_LIMIT, "model has more than %d tensors", MAXT);
+    int nt = 0;
+    mtensor *mt = NULL;
+    if (!rc) rc = model_tensors(m, 0, &mt, &nt, st);
     int matched = 0;
     for (int i = 0; !rc && i < nt; i++) {
+        long rows, cols;
+        float *dst = piece_data(m, &mt[i], 0, &rows, &cols);
         const cJSON *e = strcmp(mt[i].suffix, ".weight") == 0 ? cJSON_GetObjectItem(tens, mt[i].name) : NULL;
-        if (e) {
+        if (!dst) {
+            rc = pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no buffer for it", mt[i].name);
+        } else if (e) {
             matched++;
             if (!mt[i].cols) rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s is 1-D and cannot be quantized", path, mt[i].name);
-            else rc = load_module(s, e, &mt[i], path, st);
-            if (!rc) rc = keep_k_scale(m, s, e, mt[i].name, st);
+            else rc = load_module(s, e, &mt[i], dst, path, st);
+            if (!rc) rc = keep_k_scale(m, s, e, &mt[i], st);
         } else {
             char nm[160];
             snprintf(nm, sizeof nm, "%.127s%s", mt[i].name, mt[i].suffix);
             int64_t shape[2] = {mt[i].rows, mt[i].cols};
-            rc = pdq_st_read_f32(s, nm, mt[i].cols ? 2 : 1, shape, mt[i].data, st);
+            rc = pdq_st_read_f32(s, nm, mt[i].cols ? 2 : 1, shape, dst, st);
         }
     }
+    free(mt);
     if (!rc && matched != cJSON_GetArraySize(tens))
         rc = pdq_fail(st, PDQ_ERR_FORMAT, "%s/pdq_quant.json: %d quantized tensors listed, only %d belong to the model",
                       dir, cJSON_GetArraySize(tens), matched);

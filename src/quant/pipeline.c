@@ -13,6 +13,7 @@
 
 #include "pdq/progress.h"
 #include "pdq/quant.h"
+#include "model/load_roles.h"
 #include "quant/calib_split.h"
 
 void pdq_quant_opts_default(pdq_quant_opts *o, int bits) {
@@ -81,11 +82,14 @@ static pdq_code commit(pdq_qmodule *mod, pdq_qresult *r, float *w, const pdq_qsc
  * groups keep none (the fold then scales the weights). */
 static pdq_code keep_k_scales(pdq_model *m, const pdq_qmodel *q, pdq_status *st) {
     for (int i = 0; i < q->n; i++) {
-        int l, end = 0;
         const pdq_qresult *r = &q->mods[i].r;
-        if (sscanf(q->mods[i].name, "model.layers.%d.self_attn.k_proj%n", &l, &end) != 1 || q->mods[i].name[end] ||
-            l < 0 || l >= m->cfg.n_layers || !r->scale)
-            continue;
+        int l = m->cfg.n_layers;
+        char nm[160];
+        while (l-- > 0) {
+            pdq_linear_module(l, PDQ_LIN_K, nm, sizeof nm);
+            if (!strcmp(nm, q->mods[i].name)) break;
+        }
+        if (l < 0 || !r->scale) continue;
         int G = pdq_gidx_group(r->g_idx, r->cols, r->ngroups);
         if (!G) continue;
         float *s = malloc(sizeof(float) * (size_t)r->rows * r->ngroups);
@@ -99,8 +103,7 @@ static pdq_code keep_k_scales(pdq_model *m, const pdq_qmodel *q, pdq_status *st)
 }
 
 static void linear_full_name(char *buf, size_t n, int layer, int id) {
-    snprintf(buf, n, "model.layers.%d.%s.%s", layer, pdq_linear_parent((pdq_linear_id)id),
-             pdq_linear_name((pdq_linear_id)id));
+    pdq_linear_module(layer, (pdq_linear_id)id, buf, n);
 }
 
 /* Scheme of every quantized tensor is checked before any work starts. */
@@ -407,7 +410,9 @@ static pdq_code gptq_head(pdq_model *m, const pdq_quant_opts *o, pdq_calib_split
         if (sp->rank == 0) rc = pdq_gptq(&go, m->lm_head, V, D, H, "lm_head", &r, st);
         if (!rc) rc = pdq_calib_split_share(sp, &r, 0, st);
         if (!rc) {
-            pdq_qmodule *mod = add_module(q, "lm_head", st);
+            char nm[160];
+            pdq_model_role_module(&m->cfg, PDQ_ROLE_LM_HEAD, -1, nm, sizeof nm);
+            pdq_qmodule *mod = add_module(q, nm, st);
             if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; }
             else rc = commit(mod, &r, m->lm_head, &go.scheme, go.actorder, pdq_now() - t0, st);
         }
@@ -443,7 +448,8 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
 
     /* embedding (and lm_head when tied: one tensor) first, so calibration sees it */
     if ((o.embed_bits || gptq) && (rc = pdq_model_embed_acquire(m, st))) goto fail;
-    if (o.embed_bits && (rc = rtn_table(q, "model.embed_tokens", m->embed, V, D, o.embed_bits, st))) goto fail;
+    pdq_model_role_module(c, PDQ_ROLE_EMBED, -1, name, sizeof name);
+    if (o.embed_bits && (rc = rtn_table(q, name, m->embed, V, D, o.embed_bits, st))) goto fail;
 
     if (!gptq) {
         pdq_model_embed_release(m);
@@ -496,8 +502,9 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
         if (rc) goto fail;
     }
     if (o.lm_head_bits && !o.lm_head_gptq && !c->tie_word_embeddings) {
+        pdq_model_role_module(c, PDQ_ROLE_LM_HEAD, -1, name, sizeof name);
         if ((rc = pdq_model_lm_head_acquire(m, st)) ||
-            (rc = rtn_table(q, "lm_head", m->lm_head, V, D, o.lm_head_bits, st)))
+            (rc = rtn_table(q, name, m->lm_head, V, D, o.lm_head_bits, st)))
             goto fail;
         pdq_model_lm_head_release(m);
     }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pdq/file.h"
+#include "html_tasks.h"
 #include "svg.h"
 
 static cJSON *read_json(const char *path, int required, pdq_status *st) {
@@ -327,6 +328,7 @@ pdq_code pdq_report_html(const char *outdir, const char *html_path, pdq_status *
     summary(f, r);
     int bad = 0;
     ppls(f, r);
+    html_tasks(f, r);
     bad |= sweep(f, r);
     bad |= module_losses(f, r);
     bad |= steps(f, r);

@@ -1,5 +1,5 @@
 /* One decoder layer as a static graph: prefill (S = max_seq, no past) or append of Q tokens
- * (decode = Q 1) against a past of max_seq - Q slots. Options follow TICO's attention config:
+ * (decode = Q 1) against a past of max_seq - Q slots, or a sliding layer's ring (rt_contract.h). Options follow TICO's attention config:
  * RoPE convention, where 1/sqrt(hd) goes, batched or per-head (unrolled) attention. */
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "build_util.h"
+#include "contract/rt_contract.h"
 #include "pdq/runtime.h"
 
 void pdq_static_opts_default(pdq_static_opts *o) {
@@ -40,7 +41,7 @@ typedef struct {
     const pdq_layer *w;      /* the layer's weights (q/k norms) */
     float kfold;             /* k_norm's gamma factor: 1/sqrt(hd) when the scale folds into k, else 1 */
     const pdq_static_opts *o;
-    int B, S, L, P;          /* batch, new tokens, key length (max_seq), past slots (0 in prefill) */
+    int B, S, L, P;          /* batch, new tokens, key length P + S, past slots (0 in prefill; a ring's R) */
     int cos, sin, mask, past_k, past_v;
     int scale;               /* const [1] = 1/sqrt(hd) or -1 */
 } lctx;
@@ -270,13 +271,15 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
     snprintf(b.prefix, sizeof b.prefix, "model.layers.%d.", layer);
     /* the attention scale: head_dim^-0.5, or Gemma's query_pre_attn_scalar^-0.5 */
     float qk_scale = c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
-    lctx l = {.b = &b, .c = c, .w = w, .o = o, .kfold = o->scale == PDQ_RT_SCALE_K_PROJ ? qk_scale : 1.0f, .B = B, .S = S, .L = max_seq,
-              .P = mode == PDQ_MODE_PREFILL ? 0 : max_seq - Q, .past_k = -1, .past_v = -1, .scale = -1};
+    /* a sliding layer's append graphs take its whole ring as past (rt_contract.h) */
+    int P = mode == PDQ_MODE_PREFILL ? 0 : pdq_ctr_past_slots(pdq_ctr_ring(c, max_seq, layer), max_seq, Q);
+    lctx l = {.b = &b, .c = c, .w = w, .o = o, .kfold = o->scale == PDQ_RT_SCALE_K_PROJ ? qk_scale : 1.0f, .B = B, .S = S, .L = P + S,
+              .P = P, .past_k = -1, .past_v = -1, .scale = -1};
 
     /* Inputs in contract order. */
     int sh[4] = {B, S, D};
     int x = pdq_b_input(&b, PDQ_TF32, 3, sh, "hidden_states");
-    int ms[3] = {B, S, max_seq};
+    int ms[3] = {B, S, l.L};
     l.mask = pdq_b_input(&b, PDQ_TF32, 3, ms, "attention_mask");
     if (l.P > 0) {
         int ps[4] = {B, KV, l.P, hd};

@@ -1,6 +1,7 @@
-/* Append (multi-turn) in buckets of Q tokens, and decode as its Q = 1 case. Keys inside the
- * graph are concat(past[0:max_seq-Q], new[Q]): a query row sees the row's valid past slots plus
- * the new tokens up to itself (causal tail); deltas are written at len[b] + q. */
+/* Append (multi-turn) in buckets of Q tokens, and decode as its Q = 1 case. Keys inside a full
+ * layer's graph are concat(past[0:max_seq-Q], new[Q]), inside a sliding one's concat(ring, new[Q]):
+ * a query row sees the row's valid past slots in its window plus the new tokens up to itself
+ * (causal tail); deltas are written at the slots of positions len[b] + q (rt_contract.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,10 +17,12 @@ static void bucket_inputs(pdq_rt *rt, int Q, const int32_t *ids, int T, const in
             int real = q < r[b];
             rt->ids[bq] = real ? ids[(size_t)b * T + start[b] + q] : 0;
             int p = rt->len[b] + q;
-            rt->slot[bq] = pdq_ctr_slot(real ? p : -1, rt->C);
+            rt->pos[bq] = real ? p : -1;
             pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, real ? p : 0, rt->cos + bq * rd, rt->sin + bq * rd);
-            pdq_ctr_append_mask_row(L, Q, rt->len[b], q, real, rt->m->cfg.sliding_window, rt->o.mask_fill,
-                                    rt->mask + bq * L);
+            if (rt->has_full) pdq_ctr_append_mask_row(L, Q, rt->len[b], q, real, 0, rt->o.mask_fill, rt->mask + bq * L);
+            if (rt->ring)
+                pdq_ctr_ring_mask_row(rt->ring, rt->window, Q, rt->len[b], q, real, rt->o.mask_fill,
+                                      rt->rmask + bq * (size_t)(rt->ring + Q));
         }
     }
 }
@@ -47,7 +50,7 @@ pdq_code pdq_rt_append(pdq_rt *rt, int B, int T, const int32_t *ids, const int *
     if (rc == PDQ_OK && maxn == 0) rc = pdq_fail(st, PDQ_ERR_ARG, "append: no row has tokens");
     /* Check every bucket fits before touching the cache: a row's past must fit max_seq - Q. */
     int n_buckets = (maxn + Q - 1) / Q;
-    for (int b = 0; b < B && rc == PDQ_OK; b++) {
+    for (int b = 0; b < B && rc == PDQ_OK && rt->has_full; b++) { /* a ring takes any past */
         int nb = n ? n[b] : T;
         for (int c = 0; c * Q < nb && rc == PDQ_OK; c++)
             if (rt->len[b] + c * Q > L - Q)

@@ -21,10 +21,12 @@ typedef struct {
 struct pdq_rt {
     const pdq_model *m;
     pdq_static_opts o;
-    int B, max_seq, C;            /* C = max_seq - 1 cache slots */
+    int B, max_seq, C;            /* C = max_seq - 1 cache slots of a full layer */
+    int window, ring;             /* sliding layers' window and ring slots (0: no ring layer) */
+    int has_full;                 /* some layer is full (its cache bounds an append's past) */
     int n_layers, KV, hd, D, V;
     int rd;                       /* the dims RoPE turns: the width of the cos/sin inputs */
-    pdq_kv_cache kv;              /* float, (B, KV, C, hd) per layer and K/V */
+    pdq_kv_cache kv;              /* float, (B, KV, C or ring, hd) per layer and K/V */
     int *len;                     /* [B] tokens of each row's sequence so far */
     float *cos_tab, *sin_tab;     /* (max_seq, rd); sin pre-negated for that convention */
     rt_stack **stacks;
@@ -38,12 +40,13 @@ struct pdq_rt {
     pdq_exec_opts eo;
     /* scratch, sized for the prefill graph (the largest) */
     float *hid_a, *hid_b;         /* (B, max_seq, D) */
-    float *mask;                  /* (B, max_seq, max_seq) */
+    float *mask;                  /* (B, max_seq, max_seq): full layers' */
+    float *rmask;                 /* sliding layers': (B, S, S) prefill, (B, Q, ring + Q) append */
     float *cos, *sin;             /* (B, max_seq, rd) */
     float *past_k, *past_v;       /* (B, KV, C, hd) */
     float *new_k, *new_v;         /* (B, KV, max_seq, hd) */
     int32_t *ids;                 /* (B, max_seq) */
-    int *slot;                    /* (B, max_seq) cache slot of each graph position or -1 */
+    int *pos;                     /* (B, max_seq) position of each graph row or -1 (padding) */
     float *last_h;                /* (B, D) */
     float *logit_buf;             /* (B, max_seq, V) lazily for all-position logits */
 };
@@ -55,7 +58,7 @@ pdq_code pdq_rt_embed(pdq_rt *rt, int T, const int32_t *ids, float *out, pdq_sta
 /* Final norm + lm_head through the head graph: x (B,T,D) -> logits (B,T,V). */
 pdq_code pdq_rt_head(pdq_rt *rt, int T, const float *x, float *logits, pdq_status *st);
 /* Runs every layer of a prefill (T = max_seq) or append (T = Q) stack on rt->hid_a, with
- * rt->mask/cos/sin filled; writes K/V of positions with rt->slot >= 0 into the cache.
+ * rt->mask/rmask/cos/sin filled; writes K/V of the positions rt->pos (>= 0) into the cache.
  * Returns the final hidden (rt->hid_a or rt->hid_b) in *result. */
 pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *st);
 

@@ -53,11 +53,13 @@ pdq_code pdq_rt_prefill(pdq_rt *rt, int B, int T, const int32_t *ids, const uint
             rt->ids[bi] = (t >= 0 && t < T) ? ids[(size_t)b * T + t] : 0;
             if (!real) rt->ids[bi] = 0; /* padding embeds token 0; it is masked anyway */
             pos[bi] = real ? i - first : -1;
-            rt->slot[bi] = pdq_ctr_slot(pos[bi], rt->C);
+            rt->pos[bi] = pos[bi];
             pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, real ? pos[bi] : 0, rt->cos + bi * rd, rt->sin + bi * rd);
         }
-        pdq_ctr_prefill_mask(pos + (size_t)b * S, S, rt->m->cfg.sliding_window, rt->o.mask_fill,
-                             rt->mask + (size_t)b * S * S);
+        /* one mask per attention type: full layers see every earlier key, ring layers the window */
+        pdq_ctr_prefill_mask(pos + (size_t)b * S, S, 0, rt->o.mask_fill, rt->mask + (size_t)b * S * S);
+        if (rt->ring)
+            pdq_ctr_prefill_mask(pos + (size_t)b * S, S, rt->window, rt->o.mask_fill, rt->rmask + (size_t)b * S * S);
     }
     rt_stack *s;
     float *h = NULL;

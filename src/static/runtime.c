@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "contract/layer_loop.h"
+#include "contract/rt_contract.h"
 #include "rt_internal.h"
 
 static void stack_free(rt_stack *s) {
@@ -33,6 +34,7 @@ void pdq_rt_free(pdq_rt *rt) {
     free(rt->hid_a);
     free(rt->hid_b);
     free(rt->mask);
+    free(rt->rmask);
     free(rt->cos);
     free(rt->sin);
     free(rt->past_k);
@@ -40,7 +42,7 @@ void pdq_rt_free(pdq_rt *rt) {
     free(rt->new_k);
     free(rt->new_v);
     free(rt->ids);
-    free(rt->slot);
+    free(rt->pos);
     free(rt->last_h);
     free(rt->logit_buf);
     free(rt);
@@ -83,7 +85,17 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
     rt->V = c->vocab_size;
     size_t S = (size_t)max_seq, Bz = (size_t)B, hd = (size_t)rt->hd, kvsz = Bz * rt->KV * rt->C * hd;
     size_t rd = (size_t)rt->rd;
-    int ok = pdq_kv_init(&rt->kv, rt->n_layers, B, rt->KV, rt->C, rt->hd, NULL, st) == PDQ_OK;
+    int ring[PDQ_MAX_LAYERS];
+    for (int l = 0; l < rt->n_layers; l++) {
+        ring[l] = pdq_ctr_ring(c, max_seq, l);
+        if (ring[l]) rt->ring = ring[l];
+    }
+    rt->window = rt->ring ? c->sliding_window : 0;
+    rt->has_full = pdq_ctr_has_type(c, max_seq, 0);
+    /* a ring layer's mask: (S, S) in prefill, (Q, ring + Q) in an append of Q < S */
+    size_t rm = rt->ring ? (S * S > (S - 1) * (rt->ring + S - 1) ? S * S : (S - 1) * (rt->ring + S - 1)) : 1;
+    int ok = pdq_kv_init(&rt->kv, rt->n_layers, B, rt->KV, rt->C, rt->hd, NULL, ring, st) == PDQ_OK;
+    ok = ok && (rt->rmask = malloc(Bz * rm * sizeof(float)));
     ok = ok && (rt->len = calloc(Bz, sizeof(int)));
     ok = ok && (rt->cos_tab = malloc(S * rd * sizeof(float)));
     ok = ok && (rt->sin_tab = malloc(S * rd * sizeof(float)));
@@ -97,7 +109,7 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
     ok = ok && (rt->new_k = malloc(Bz * rt->KV * S * hd * sizeof(float)));
     ok = ok && (rt->new_v = malloc(Bz * rt->KV * S * hd * sizeof(float)));
     ok = ok && (rt->ids = malloc(Bz * S * sizeof(int32_t)));
-    ok = ok && (rt->slot = malloc(Bz * S * sizeof(int)));
+    ok = ok && (rt->pos = malloc(Bz * S * sizeof(int)));
     ok = ok && (rt->last_h = malloc(Bz * rt->D * sizeof(float)));
     if (!ok) {
         pdq_rt_free(rt);
@@ -125,6 +137,19 @@ int pdq_rt_len(const pdq_rt *rt, int b) { return (b >= 0 && b < rt->B) ? rt->len
 
 void pdq_rt_reset(pdq_rt *rt) {
     memset(rt->len, 0, sizeof(int) * (size_t)rt->B);
+}
+
+void pdq_rt_clear(pdq_rt *rt) {
+    pdq_rt_reset(rt);
+    pdq_kv_zero(&rt->kv);
+}
+
+pdq_code pdq_rt_rewind(pdq_rt *rt, int b, int len, pdq_status *st) {
+    if (b < 0 || b >= rt->B) return pdq_fail(st, PDQ_ERR_ARG, "rewind: row %d of a batch of %d", b, rt->B);
+    if (len < 0 || len > rt->len[b])
+        return pdq_fail(st, PDQ_ERR_ARG, "rewind: row %d holds %d tokens, cannot rewind to %d", b, rt->len[b], len);
+    rt->len[b] = len;
+    return PDQ_OK;
 }
 
 void pdq_rt_set_hook(pdq_rt *rt, pdq_edge_hook hook, void *ctx) {
@@ -218,6 +243,8 @@ const float *pdq_rt_cache(const pdq_rt *rt, int layer, int which) {
     return pdq_kv_data(&rt->kv, layer, which);
 }
 
+size_t pdq_rt_kv_bytes(const pdq_rt *rt) { return pdq_kv_bytes(&rt->kv); }
+
 /* Graph i of a stack: the float interpreter, or the integer executor of its lowered copy. */
 static pdq_code bind_io(rt_stack *s, int i, int which, int is_out, void *mem, pdq_status *st) {
     if (s->qx) {
@@ -257,32 +284,34 @@ typedef struct {
 } layer_ctx;
 
 /* Layer l of the stack on h (rt->hid_a or rt->hid_b; the output goes to the other), the step's
- * mask / cos / sin, and the past: the whole cache for decode (P = C), else its first P slots. */
+ * mask of the layer's type / cos / sin, and the past: the whole cache for decode (P = C) and for
+ * a ring, else its first P slots. */
 static pdq_code run_layer(void *vc, int l, const float *h, const float **h_out, const float **k, const float **v,
                           pdq_status *st) {
     layer_ctx *c = vc;
     pdq_rt *rt = c->rt;
     rt_stack *s = c->s;
     float *nxt = h == rt->hid_a ? rt->hid_b : rt->hid_a;
-    int append = s->kind == RT_APPEND, P = rt->max_seq - s->T;
+    int ring = rt->kv.ring[l], append = s->kind == RT_APPEND, P = pdq_ctr_past_slots(ring, rt->max_seq, s->T);
+    float *mask = ring ? rt->rmask : rt->mask;
     pdq_code rc;
     if (append) {
         void *pk = pdq_kv_data(&rt->kv, l, 0), *pv = pdq_kv_data(&rt->kv, l, 1);
-        if (P != rt->C) {
+        if (P != pdq_kv_slots(&rt->kv, l)) {
             pdq_kv_past(&rt->kv, l, 0, P, rt->past_k);
             pdq_kv_past(&rt->kv, l, 1, P, rt->past_v);
             pk = rt->past_k;
             pv = rt->past_v;
         }
         rc = bind_io(s, l, PDQ_AP_IN_HIDDEN, 0, (void *)h, st);
-        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_MASK, 0, rt->mask, st);
+        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_MASK, 0, mask, st);
         if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_K, 0, pk, st);
         if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_V, 0, pv, st);
         if (!rc) rc = bind_io(s, l, PDQ_AP_IN_COS, 0, rt->cos, st);
         if (!rc) rc = bind_io(s, l, PDQ_AP_IN_SIN, 0, rt->sin, st);
     } else {
         rc = bind_io(s, l, PDQ_PF_IN_HIDDEN, 0, (void *)h, st);
-        if (!rc) rc = bind_io(s, l, PDQ_PF_IN_MASK, 0, rt->mask, st);
+        if (!rc) rc = bind_io(s, l, PDQ_PF_IN_MASK, 0, mask, st);
         if (!rc) rc = bind_io(s, l, PDQ_PF_IN_COS, 0, rt->cos, st);
         if (!rc) rc = bind_io(s, l, PDQ_PF_IN_SIN, 0, rt->sin, st);
     }
@@ -299,7 +328,7 @@ static pdq_code run_layer(void *vc, int l, const float *h, const float **h_out, 
 pdq_code pdq_rt_run_layers(pdq_rt *rt, rt_stack *s, float **result, pdq_status *st) {
     layer_ctx c = {rt, s};
     const float *h = NULL;
-    pdq_code rc = pdq_ctr_run_layers(&rt->kv, s->T, rt->slot, run_layer, &c, rt->hid_a, &h, st);
+    pdq_code rc = pdq_ctr_run_layers(&rt->kv, s->T, rt->pos, run_layer, &c, rt->hid_a, &h, st);
     *result = (float *)h; /* rt->hid_a or rt->hid_b */
     return rc;
 }

@@ -8,11 +8,13 @@
  * they do not interfere. SmoothQuant is last: its ranges are measured on the model as the other
  * transforms left it. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layer_ops.h"
+#include "dist/dist.h"
 #include "pdq/progress.h"
 #include "run.h"
 
@@ -69,8 +71,25 @@ void pdq_transform_plan(const pdq_model *m, pdq_transform_opts *o) {
     o->r2_hadamard = o->r2 && o->kind != PDQ_ROT_RANDOM && pdq_is_pow2(c->head_dim);
 }
 
-static pdq_code put(const pdq_tensor_sink *k, const char *name, const float *data, size_t n, pdq_status *st) {
-    return k ? k->put(k->ctx, name, data, n, st) : PDQ_OK;
+/* Every tensor of layer `layer` (-1: the whole-model ones) to k, in the checkpoint's order, from
+ * the family's role table: a stacked tensor (Phi-3's qkv_proj) as its linears one after another. */
+static pdq_code put_tensors(const pdq_tensor_sink *k, const pdq_model *m, int layer, pdq_status *st) {
+    if (!k) return PDQ_OK;
+    const pdq_config *c = &m->cfg;
+    int n = pdq_tensor_list(c, c->tie_word_embeddings, PDQ_TORDER_TRANSFORM, 1, NULL, 0);
+    pdq_tensor_entry *e = calloc((size_t)n + 1, sizeof *e);
+    if (!e) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    pdq_tensor_list(c, c->tie_word_embeddings, PDQ_TORDER_TRANSFORM, 1, e, n);
+    pdq_code rc = PDQ_OK;
+    for (int i = 0; !rc && i < n; i++)
+        for (int p = 0; !rc && e[i].layer == layer && p < pdq_tensor_entry_pieces(&e[i]); p++) {
+            long rows, cols;
+            const float *d = pdq_tensor_entry_piece(m, &e[i], p, &rows, &cols, NULL, 0);
+            rc = d ? k->put(k->ctx, &e[i], p, d, (size_t)rows * (cols ? (size_t)cols : 1), st)
+                   : pdq_fail(st, PDQ_ERR_ARG, "%s%s: the model holds no data for it", e[i].name, e[i].suffix);
+        }
+    free(e);
+    return rc;
 }
 
 static void scale_cols(float *w, int rows, int cols, const float *g) {
@@ -122,15 +141,39 @@ static pdq_code tables(pdq_model *m, pdq_transform_opts *o, const pdq_orth *q, c
     if (!rc && m->lm_head != m->embed) rc = pdq_transform_table(o, q, m->lm_head, V, D, fold ? m->norm : NULL, st);
     if (!rc) rc = pdq_transform_table(o, q, m->embed, V, D, NULL, st);
     for (int i = 0; fold && i < D; i++) m->norm[i] = 1.0f;
-    if (!rc) rc = put(k, "model.embed_tokens.weight", m->embed, VD, st);
-    if (!rc && !c->tie_word_embeddings) rc = put(k, "lm_head.weight", m->lm_head, VD, st);
-    if (!rc) rc = put(k, "model.norm.weight", m->norm, (size_t)D, st);
+    if (!rc) rc = put_tensors(k, m, -1, st);
     if (!rc && x) rc = pdq_model_embed(m, ns * T, calib, x, st);
     if (m->lazy_src) {
         /* a lazy model's lm_head is its own buffer once untied (acquire made it, or we did) */
         if (m->lm_head != m->embed) pdq_model_lm_head_release(m);
         pdq_model_embed_release(m);
     }
+    return rc;
+}
+
+/* The ranks' ranges of one layer into r: the channel-wise maximum, taken in rank order on every
+ * rank (exact, so the result does not depend on the number of ranks or the order). */
+static pdq_code ranges_merge(const pdq_transform_opts *o, const pdq_config *c, pdq_layer_ranges *r, pdq_status *st) {
+    int size = pdq_dist_size(o->dist);
+    if (size == 1) return PDQ_OK;
+    size_t D = (size_t)c->hidden_size, O = (size_t)c->n_heads * c->head_dim, I = (size_t)c->intermediate_size;
+    size_t n = 2 * D + O + I;
+    float *mine = malloc(n * sizeof(float)), *all = malloc(n * (size_t)size * sizeof(float));
+    pdq_code rc = mine && all ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "SmoothQuant: out of memory merging ranges");
+    float *part[4] = {r->qkv, r->o, r->gate, r->down};
+    size_t len[4] = {D, O, D, I};
+    if (!rc) {
+        for (size_t i = 0, off = 0; i < 4; off += len[i], i++) memcpy(mine + off, part[i], len[i] * sizeof(float));
+        rc = pdq_dist_allgather(o->dist, mine, n * sizeof(float), all, st);
+    }
+    for (size_t i = 0, off = 0; !rc && i < 4; off += len[i], i++)
+        for (size_t j = 0; j < len[i]; j++) {
+            float v = all[off + j];
+            for (int k = 1; k < size; k++) v = fmaxf(v, all[(size_t)k * n + off + j]);
+            part[i][j] = v;
+        }
+    free(mine);
+    free(all);
     return rc;
 }
 
@@ -143,35 +186,10 @@ static pdq_code one_layer(pdq_model *m, int l, pdq_transform_opts *o, const pdq_
     rc = pdq_transform_layer_fixed(L, c, l, o, q, st);
     /* SmoothQuant's ranges are those of the model as the other transforms left it */
     if (!rc && o->smooth) rc = pdq_layer_ranges_collect(m, l, L, x, ns, T, r, st);
+    if (!rc && o->smooth) rc = ranges_merge(o, c, r, st);
     if (!rc && o->smooth && keep) pdq_layer_ranges_copy(&keep[l], r, c);
     if (!rc && o->smooth) rc = pdq_smooth_layer(L, c, r, o->smooth_alpha, st);
-    char name[160];
-    size_t D = (size_t)c->hidden_size;
-    snprintf(name, sizeof name, "model.layers.%d.input_layernorm.weight", l);
-    if (!rc) rc = put(k, name, L->attn_norm, D, st);
-    snprintf(name, sizeof name, "model.layers.%d.post_attention_layernorm.weight", l);
-    if (!rc) rc = put(k, name, L->ffn_norm, D, st);
-    for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
-        int out, in;
-        pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
-        snprintf(name, sizeof name, "model.layers.%d.%s.%s.weight", l, pdq_linear_parent((pdq_linear_id)i),
-                 pdq_linear_name((pdq_linear_id)i));
-        rc = put(k, name, L->w[i], (size_t)out * in, st);
-    }
-    for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++)
-        if (L->bias[i]) {
-            int out, in;
-            pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
-            pdq_linear_module(l, (pdq_linear_id)i, name, sizeof name);
-            strncat(name, ".bias", sizeof name - strlen(name) - 1);
-            rc = put(k, name, L->bias[i], (size_t)out, st);
-        }
-    if (!rc && L->q_norm) {
-        snprintf(name, sizeof name, "model.layers.%d.self_attn.q_norm.weight", l);
-        rc = put(k, name, L->q_norm, (size_t)c->head_dim, st);
-        snprintf(name, sizeof name, "model.layers.%d.self_attn.k_norm.weight", l);
-        if (!rc) rc = put(k, name, L->k_norm, (size_t)c->head_dim, st);
-    }
+    if (!rc) rc = put_tensors(k, m, l, st);
     pdq_model_layer_release(m, l);
     return rc;
 }
@@ -184,6 +202,17 @@ pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *c
     if (frc) return frc;
     if (o->smooth && (!calib || ns <= 0 || T <= 0)) return pdq_fail(st, PDQ_ERR_ARG, "SmoothQuant needs calibration windows");
     if (o->smooth && o->smooth_nsamples > 0 && o->smooth_nsamples < ns) ns = o->smooth_nsamples;
+    /* this rank's windows: s % ranks == rank (all of them in one process) */
+    int rank = pdq_dist_rank(o->dist), size = pdq_dist_size(o->dist);
+    int32_t *mine = NULL;
+    if (o->smooth && size > 1) {
+        int n = 0;
+        if (!(mine = malloc(((size_t)ns / size + 1) * T * sizeof *mine)))
+            return pdq_fail(st, PDQ_ERR_NOMEM, "SmoothQuant: out of memory for this rank's windows");
+        for (int s = rank; s < ns; s += size, n++) memcpy(mine + (size_t)n * T, calib + (size_t)s * T, (size_t)T * sizeof *mine);
+        calib = mine;
+        ns = n;
+    }
     pdq_transform_plan(m, o);
     pdq_orth q = {0};
     pdq_layer_ranges r = {0};
@@ -192,13 +221,14 @@ pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *c
     q.pool = o->pool;
     q.force_scalar = o->force_scalar;
     if (!rc && o->smooth) { /* every window's activations, carried from layer to layer */
-        x = malloc((size_t)ns * T * c->hidden_size * sizeof(float));
+        x = malloc(((size_t)ns * T * c->hidden_size + 1) * sizeof(float));
         rc = x ? pdq_layer_ranges_alloc(&r, c, st)
                : pdq_fail(st, PDQ_ERR_NOMEM, "SmoothQuant: out of memory for %d windows of %d tokens", ns, T);
     }
     if (!rc) rc = tables(m, o, &q, calib, ns, T, x, k, st);
     for (int l = 0; !rc && l < c->n_layers; l++) rc = one_layer(m, l, o, &q, x, ns, T, &r, keep, k, st);
     free(x);
+    free(mine);
     pdq_layer_ranges_free(&r);
     pdq_orth_free(&q);
     o->seconds = pdq_now() - t0;

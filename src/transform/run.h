@@ -5,11 +5,13 @@
 #define PDQ_TRANSFORM_RUN_H
 
 #include "layer_ops.h"
+#include "model/tensor_list.h"
 #include "pdq/transform.h"
 
 typedef struct {
-    /* called once per tensor, in the order of pdq_transform_tensor_names */
-    pdq_code (*put)(void *ctx, const char *name, const float *data, size_t n, pdq_status *st);
+    /* called once per piece of each tensor of pdq_tensor_list(PDQ_TORDER_TRANSFORM, stacked), in
+     * that order: piece k of a stacked tensor is its k-th linear's rows */
+    pdq_code (*put)(void *ctx, const pdq_tensor_entry *e, int piece, const float *data, size_t n, pdq_status *st);
     void *ctx;
 } pdq_tensor_sink;
 

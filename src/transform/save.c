@@ -1,11 +1,9 @@
 /* A transformed model as an ordinary f32 HF checkpoint, so every later step (lazy quantization,
  * PTQ, export, the runtimes) reads it like any other model directory. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "pdq/file.h"
 #include "pdq/safetensors.h"
@@ -44,75 +42,51 @@ static pdq_code side_files(const pdq_model *m, const char *src, const char *out,
 
 #define MAXT 4096
 
-/* The checkpoint's tensors in the order the transform run finishes them (embedding, lm_head,
- * final norm, then each layer's norms and linears); data from m where it holds them (eager). */
+/* The checkpoint's tensors in the order the transform run finishes them (pdq_tensor_list's
+ * PDQ_TORDER_TRANSFORM, stacked as the family's checkpoint stacks them). */
 typedef struct {
+    pdq_tensor_entry *e;
     pdq_st_tensor *t;
-    char (*names)[96];
+    char (*names)[176];
     int n;
 } table;
 
-static void add(table *tb, const float *data, int64_t r, int64_t cc, const char *fmt, int l, int i) {
-    pdq_st_tensor *t = &tb->t[tb->n];
-    if (i >= 0) snprintf(tb->names[tb->n], sizeof tb->names[0], fmt, l, pdq_linear_parent((pdq_linear_id)i), pdq_linear_name((pdq_linear_id)i));
-    else snprintf(tb->names[tb->n], sizeof tb->names[0], fmt, l);
-    t->name = tb->names[tb->n];
-    t->dtype = PDQ_DT_F32;
-    t->data = data;
-    t->ndim = cc ? 2 : 1;
-    t->shape[0] = r;
-    t->shape[1] = cc;
-    t->nbytes = sizeof(float) * (size_t)r * (cc ? (size_t)cc : 1);
-    tb->n++;
-}
-
-static pdq_code table_make(const pdq_model *m, int tied, table *tb, pdq_status *st) {
-    const pdq_config *c = &m->cfg;
-    int extra = __builtin_popcount(c->bias_mask) + (c->qk_norm ? 2 : 0);
-    int nt = 2 + (9 + extra) * c->n_layers + !tied, D = c->hidden_size, V = c->vocab_size;
-    if (nt > MAXT) return pdq_fail(st, PDQ_ERR_LIMIT, "%d tensors, at most %d", nt, MAXT);
-    tb->n = 0;
-    tb->t = calloc((size_t)nt, sizeof *tb->t);
-    tb->names = calloc((size_t)nt, sizeof *tb->names);
-    if (!tb->t || !tb->names) {
-        free(tb->t);
-        free(tb->names);
-        return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
-    }
-    add(tb, m->embed, V, D, "model.embed_tokens.weight", 0, -1);
-    if (!tied) add(tb, m->lm_head, V, D, "lm_head.weight", 0, -1);
-    add(tb, m->norm, D, 0, "model.norm.weight", 0, -1);
-    for (int l = 0; l < c->n_layers; l++) {
-        const pdq_layer *L = &m->layers[l];
-        add(tb, L->attn_norm, D, 0, "model.layers.%d.input_layernorm.weight", l, -1);
-        add(tb, L->ffn_norm, D, 0, "model.layers.%d.post_attention_layernorm.weight", l, -1);
-        for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-            int o, in;
-            pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
-            add(tb, L->w[i], o, in, "model.layers.%d.%s.%s.weight", l, i);
-        }
-        /* the families' extras, after the Llama tensors */
-        for (int i = 0; i < PDQ_LIN_COUNT; i++)
-            if (c->bias_mask >> i & 1u) {
-                int o, in;
-                pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
-                add(tb, L->bias[i], o, 0, "model.layers.%d.%s.%s.bias", l, i);
-            }
-        if (c->qk_norm) {
-            add(tb, L->q_norm, c->head_dim, 0, "model.layers.%d.self_attn.q_norm.weight", l, -1);
-            add(tb, L->k_norm, c->head_dim, 0, "model.layers.%d.self_attn.k_norm.weight", l, -1);
-        }
-    }
-    return PDQ_OK;
-}
-
 static void table_free(table *tb) {
+    free(tb->e);
     free(tb->t);
     free(tb->names);
 }
 
+static pdq_code table_make(const pdq_model *m, int tied, table *tb, pdq_status *st) {
+    const pdq_config *c = &m->cfg;
+    int nt = pdq_tensor_list(c, tied, PDQ_TORDER_TRANSFORM, 1, NULL, 0);
+    if (nt > MAXT) return pdq_fail(st, PDQ_ERR_LIMIT, "%d tensors, at most %d", nt, MAXT);
+    tb->n = nt;
+    tb->e = calloc((size_t)nt + 1, sizeof *tb->e);
+    tb->t = calloc((size_t)nt + 1, sizeof *tb->t);
+    tb->names = calloc((size_t)nt + 1, sizeof *tb->names);
+    if (!tb->e || !tb->t || !tb->names) {
+        table_free(tb);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    }
+    pdq_tensor_list(c, tied, PDQ_TORDER_TRANSFORM, 1, tb->e, nt);
+    for (int i = 0; i < nt; i++) {
+        const pdq_tensor_entry *e = &tb->e[i];
+        pdq_st_tensor *t = &tb->t[i];
+        snprintf(tb->names[i], sizeof tb->names[0], "%s%s", e->name, e->suffix);
+        t->name = tb->names[i];
+        t->dtype = PDQ_DT_F32;
+        t->ndim = e->cols ? 2 : 1;
+        t->shape[0] = e->rows;
+        t->shape[1] = e->cols;
+        t->nbytes = sizeof(float) * (size_t)e->rows * (e->cols ? (size_t)e->cols : 1);
+    }
+    return PDQ_OK;
+}
+
 static pdq_code open_out(const char *out_dir, const table *tb, pdq_st_writer **w, pdq_status *st) {
-    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) return pdq_fail(st, PDQ_ERR_IO, "%s: cannot create: %s", out_dir, strerror(errno));
+    pdq_code rc = pdq_dir_make(out_dir, 0, st);
+    if (rc != PDQ_OK) return rc;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
     return pdq_st_writer_open(path, tb->t, tb->n, "{\"format\": \"pt\"}", w, st);
@@ -125,7 +99,13 @@ pdq_code pdq_transform_save(const pdq_model *m, const char *src_dir, const char 
     if (rc) return rc;
     pdq_st_writer *w = NULL;
     rc = open_out(out_dir, &tb, &w, st);
-    for (int i = 0; !rc && i < tb.n; i++) rc = pdq_st_writer_put(w, tb.t[i].data, tb.t[i].nbytes, st);
+    for (int i = 0; !rc && i < tb.n; i++)
+        for (int p = 0; !rc && p < pdq_tensor_entry_pieces(&tb.e[i]); p++) {
+            long rows, cols;
+            const float *d = pdq_tensor_entry_piece(m, &tb.e[i], p, &rows, &cols, NULL, 0);
+            rc = d ? pdq_st_writer_put(w, d, sizeof(float) * (size_t)rows * (cols ? (size_t)cols : 1), st)
+                   : pdq_fail(st, PDQ_ERR_ARG, "%s: the model holds no data for it", tb.names[i]);
+        }
     if (!rc) rc = pdq_st_writer_close(w, st);
     else if (w) pdq_st_writer_abort(w);
     table_free(&tb);
@@ -137,16 +117,30 @@ pdq_code pdq_transform_save(const pdq_model *m, const char *src_dir, const char 
 typedef struct {
     pdq_st_writer *w;
     const table *tb;
-    int next;
+    int next, piece;
+    size_t done; /* bytes of the current tensor written */
 } stream;
 
-static pdq_code stream_put(void *ctx, const char *name, const float *data, size_t n, pdq_status *st) {
+static pdq_code stream_put(void *ctx, const pdq_tensor_entry *e, int piece, const float *data, size_t n,
+                           pdq_status *st) {
     stream *s = ctx;
     const pdq_st_tensor *t = s->next < s->tb->n ? &s->tb->t[s->next] : NULL;
-    if (!t || strcmp(t->name, name) || t->nbytes != n * sizeof(float))
-        return pdq_fail(st, PDQ_ERR_ARG, "transform stream: tensor %s out of order (expected %s)", name, t ? t->name : "none");
-    s->next++;
-    return pdq_st_writer_put(s->w, data, t->nbytes, st);
+    const pdq_tensor_entry *want = t ? &s->tb->e[s->next] : NULL;
+    size_t bytes = n * sizeof(float);
+    if (!t || strcmp(want->name, e->name) || strcmp(want->suffix, e->suffix) || piece != s->piece ||
+        s->done + bytes > t->nbytes)
+        return pdq_fail(st, PDQ_ERR_ARG, "transform stream: tensor %s%s piece %d out of order (expected %s piece %d)",
+                        e->name, e->suffix, piece, t ? t->name : "none", s->piece);
+    s->done += bytes;
+    if (++s->piece == pdq_tensor_entry_pieces(want)) {
+        if (s->done != t->nbytes)
+            return pdq_fail(st, PDQ_ERR_ARG, "transform stream: tensor %s has %zu bytes, needs %zu", t->name, s->done,
+                            t->nbytes);
+        s->next++;
+        s->piece = 0;
+        s->done = 0;
+    }
+    return pdq_st_writer_put(s->w, data, bytes, st);
 }
 
 pdq_code pdq_transform_write(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
@@ -155,7 +149,7 @@ pdq_code pdq_transform_write(pdq_model *m, pdq_transform_opts *o, const int32_t 
     table tb;
     pdq_code rc = table_make(m, m->cfg.tie_word_embeddings && !o->untied, &tb, st);
     if (rc) return rc;
-    stream s = {NULL, &tb, 0};
+    stream s = {NULL, &tb, 0, 0, 0};
     rc = open_out(out_dir, &tb, &s.w, st);
     pdq_tensor_sink k = {stream_put, &s};
     if (!rc) rc = pdq_transform_run(m, o, calib, ns, T, &k, NULL, st);

@@ -76,7 +76,7 @@ check all-refused "jq -e '[.results[] | .refused] == [57, 1, 1] and .results[0].
 # w4 a16 checkpoint: packed = dequantized copy; Circle pair = in-memory integer mode, bit for bit
 q=$tmp/q
 if "$PDQ" quantize --model $M --calib data/web-bible/train.txt --method rtn --wbits 4 --quiet --threads 2 \
-    --max-seq 64 --act-nsamples 1 --verify-steps 2 --export circle-full --out "$q" >"$tmp/qlog" 2>&1; then
+    --max-seq 64 --act-nsamples 1 --verify-steps 2 --export circle-full --append-bucket 4 --out "$q" >"$tmp/qlog" 2>&1; then
     ok quantize
 else
     bad quantize; cat "$tmp/qlog"
@@ -87,7 +87,7 @@ E="--task arc_easy --data $D --limit 4 --json"
 "$PDQ" eval --model "$q" --static --mode int $E --samples "$tmp/int.jsonl" >"$tmp/int.json" 2>/dev/null
 "$PDQ" eval --circle "$q/circle" $E --samples "$tmp/ci.jsonl" >"$tmp/ci.json" 2>/dev/null
 check packed-path "jq -e '.path == \"packed\"' '$tmp/pk.json' >/dev/null && jq -e '.path == \"static-int\"' '$tmp/int.json' >/dev/null"
-python3 - "$tmp/pk.jsonl" "$tmp/hf.jsonl" "$tmp/int.jsonl" "$tmp/ci.jsonl" <<'PY' && ok "packed ~ dequantized, circle == int" || bad "packed ~ dequantized, circle == int"
+python3 - "$tmp/pk.jsonl" "$tmp/hf.jsonl" "$tmp/int.jsonl" "$tmp/ci.jsonl" <<'PY' && ok "packed ~ dequantized, circle == int (decode-step appends)" || bad "packed ~ dequantized, circle == int (decode-step appends)"
 import json, sys
 ll = lambda f: [q['ll'] for l in open(f) for q in json.loads(l)['requests']]
 pk, hf, it, ci = (ll(f) for f in sys.argv[1:5])
@@ -95,6 +95,28 @@ assert len(pk) == len(hf) == len(it) == len(ci) > 0
 assert max(abs(a - b) for a, b in zip(pk, hf)) < 2e-3
 assert it == ci, (it, ci)
 PY
+# the export's Q=4 bucket against the in-memory one, shared prefix and per request; fake-quant
+# shared prefix against fake-quant per request (different graphs: close, not equal)
+E="--task arc_easy,piqa --data $D --limit 6 --json"
+"$PDQ" eval --model "$q" --static --mode int --append-bucket 4 $E --samples "$tmp/i4.jsonl" >/dev/null 2>&1
+"$PDQ" eval --circle "$q/circle" $E --samples "$tmp/c4.jsonl" >/dev/null 2>&1
+"$PDQ" eval --model "$q" --static --mode int --per-request $E --samples "$tmp/ipr.jsonl" >/dev/null 2>&1
+"$PDQ" eval --circle "$q/circle" --per-request $E --samples "$tmp/cpr.jsonl" >/dev/null 2>&1
+"$PDQ" eval --model "$q" --static --mode fake --append-bucket 4 $E --samples "$tmp/f4.jsonl" >/dev/null 2>&1
+"$PDQ" eval --model "$q" --static --mode fake --per-request $E --samples "$tmp/fpr.jsonl" >/dev/null 2>&1
+python3 - "$tmp"/{i4,c4,ipr,cpr,f4,fpr}.jsonl <<'PY' && ok "buckets: circle == int, shared prefix ~ per request" || bad "buckets: circle == int, shared prefix ~ per request"
+import json, sys
+ll = lambda f: [q['ll'] for l in open(f) for q in json.loads(l)['requests']]
+i4, c4, ipr, cpr, f4, fpr = (ll(f) for f in sys.argv[1:7])
+n = [x for x in i4 if x is not None]
+assert len(n) > 20 and len(i4) == len(c4) == len(ipr) == len(cpr) == len(f4) == len(fpr)
+assert i4 == c4 and ipr == cpr
+assert [x is None for x in i4] == [x is None for x in ipr] == [x is None for x in f4]
+assert max(abs(a - b) for a, b in zip(f4, fpr) if a is not None) < 1e-2
+PY
+err bucket-circle "'$PDQ' eval --circle '$q/circle' --append-bucket 4 --task piqa --data $D" "--append-bucket sizes"
+err bucket-size "'$PDQ' eval --model '$q' --static --append-bucket 64 --task piqa --data $D --limit 1" "append buckets: 64 must be in"
+
 # --compare: per metric b - a and the items whose answer changed, against the two models' samples
 "$PDQ" eval --model "$q" --task arc_easy --data $D --limit 8 --samples "$tmp/q8.jsonl" >/dev/null 2>&1
 "$PDQ" eval --model $M --compare "$q" --task arc_easy --data $D --limit 8 --json >"$tmp/cmp.json" 2>/dev/null

@@ -28,6 +28,11 @@ for fam in qwen2 qwen3 phi3 phi4mini mistral llama-bias; do
     [ $all = 1 ] && ok "$fam: verify within 1e-4, 16 option combinations"
 done
 
+# mistral over a conversation that wraps its rings (window 8: 7 slots) seven times: a 12-token
+# prompt, 40 decode steps and a 7-token append at max_seq 64
+check mistral-wraps "'$PDQ' verify --model $F/mistral/ckpt --ids '5 9 13 77 2 3 4 8 9 10 11 12' --max-seq 64 --steps 40 \
+    --append-ids '3 4 5 6 7 8 9' --bucket 3 2>&1 | tail -n 1 | grep -q '^PASS  max |dlogit| .*(tol 1.0e-04), top-1 \([0-9]*\)/\1 '"
+
 check info-family "'$PDQ' info --model $F/qwen3/ckpt --json | jq -e '.family == \"qwen3\" and .qk_norm == true' >/dev/null"
 check info-bias "'$PDQ' info --model $F/qwen2/ckpt | grep -Eq 'biases: +q_proj k_proj v_proj$'"
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Quantize and export on the families of ../shared/reference/families that every path computes
-# (qwen2: q/k/v biases, qwen3: q/k head norms, llama-bias: biases on all seven linears; gemma3's
-# block below): GPTQ w4
-# a16 with the Circle pair, per-layer files and the hybrid export; the exported pair equals the
+# (qwen2: q/k/v biases, qwen3: q/k head norms, llama-bias: biases on all seven linears, phi3:
+# stacked qkv_proj / gate_up_proj, phi4mini: those plus partial RoPE and longrope; gemma3's block
+# below): GPTQ w4 a16
+# with the Circle pair, per-layer files and the hybrid export; the exported pair equals the
 # in-memory integer run logit for logit; integer mode stays as close to the float graphs as
 # fake-quant does; flatc parses every file against the schema; the quantized checkpoint and its
-# hf/ copy reload. The checkpoints carry no tokenizer, so stories260K's (the same 512-token
+# hf/ copy reload, and the hf/ copy holds the codes' values under the source's names and shapes
+# (stacked tensors restacked in the source's row order), re-read by an independent Python reader. The checkpoints carry no tokenizer, so stories260K's (the same 512-token
 # vocabulary size) is put beside them for calibration text. Skips when ../shared is absent.
 set -u
 PDQ=${1:?usage: families_quant.sh PDQ_BINARY}
@@ -19,7 +21,7 @@ if [ ! -d "$F" ] || [ ! -d "$S" ]; then
 fi
 schema=../shared/circle/circle_schema.flatc2.fbs
 
-for fam in qwen2 qwen3 llama-bias; do
+for fam in qwen2 qwen3 llama-bias phi3 phi4mini; do
     m=$tmp/$fam-src
     mkdir -p "$m"
     cp "$F/$fam/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
@@ -48,6 +50,9 @@ for fam in qwen2 qwen3 llama-bias; do
     fi
     # the quantized checkpoint (packed and dequantized) and its hf/ copy load, and agree
     check "$fam-hf-copy" "'$PDQ' info --model '$q/hf' --json | jq -e '.family' >/dev/null"
+    check "$fam-hf-values" "python3 '$(dirname "$0")/lib/check_restack.py' '$q' '$m' >'$tmp/$fam.restack'"
+    [ "$fam" = phi3 ] && check "$fam-restacked" "grep -q 'qkv_proj.weight = q_proj | k_proj | v_proj' '$tmp/$fam.restack' &&
+        grep -q 'gate_up_proj.weight = gate_proj | up_proj' '$tmp/$fam.restack'"
     # (packed kernels on the codes against f32 on the dequantized copy: equal to rounding)
     seq 1 3 300 | awk '{ print $1 % 500 }' >"$tmp/ids"
     pq=$("$PDQ" ppl --model "$q" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
@@ -114,24 +119,68 @@ for t in r1 r2 cle smooth; do
         "gemma3 model: the sandwich block (four norms per layer) (config.json 'model_type') not yet supported by the transforms"
 done
 
-# mistral: the sliding window (8) in the Circle pair's masks, a 12-token prompt and 12 steps past it
+# mistral: window 8 < max_seq 32, so every layer keeps a ring of 7 slots (decode past (1,n_kv,7,hd),
+# mask (1,1,8)); a 12-token prompt, 12 steps and an append of 7 wrap the rings several times.
 m=$tmp/mistral-src
 mkdir -p "$m" && cp "$F/mistral/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
 "$PDQ" quantize --model "$m" --method gptq --wbits 4 --calib $C --nsamples 8 --seq-len 64 --max-seq 32 --act-nsamples 2 \
     --verify-steps 4 --export circle-full,circle-per-layer --append-bucket 4 --out "$tmp/mq" --quiet >/dev/null 2>&1 || bad "mistral quantize"
-check mistral-manifest "jq -e '.model.sliding_window == 8' '$tmp/mq/circle/manifest.json' >/dev/null"
-check mistral-circle "'$PDQ' verify --circle '$tmp/mq/circle' --model '$tmp/mq' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
-err mistral-transform "'$PDQ' quantize --model '$m' --method rtn --wbits 4 --transform r1 --out '$tmp/mt'" \
-    "a sliding attention window (config.json 'sliding_window') not yet supported by the transforms"
-# phi4mini (partial RoPE, longrope): the float pair, cos/sin of 24 of 32 dims, equals the in-memory graphs;
-# quantizing its stacked linears is refused before any work
+check mistral-manifest "jq -e '.model.sliding_window == 8 and .kv_cache.ring_slots == 7 and (.model.layer_types | all(. == \"sliding_attention\"))' '$tmp/mq/circle/manifest.json' >/dev/null"
+check mistral-report "jq -e '.export.quality.equal_in_memory == true' '$tmp/mq/report.json' >/dev/null"
+check mistral-inspect "'$PDQ' inspect '$tmp/mq/circle' --json | jq -e '[.layers[].past_key[2]] | all(. == 7)' >/dev/null"
+for pl in "" --per-layer; do
+    check "mistral-circle$pl" "'$PDQ' verify --circle '$tmp/mq/circle' $pl --model '$tmp/mq' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 --append-ids '3 4 5 6 7 8 9' 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
+done
+fake=$("$PDQ" verify --model "$tmp/mq" --ids "5 9 13 77 2 3 4 8 9 10 11 12" --steps 12 --mode fake --json "$tmp/fake.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/fake.json")
+int=$("$PDQ" verify --model "$tmp/mq" --ids "5 9 13 77 2 3 4 8 9 10 11 12" --steps 12 --mode int --json "$tmp/int.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/int.json")
+check mistral-int-vs-fake "awk -v a=$int -v b=$fake 'BEGIN { exit !(a > 0 && a <= 1.05 * b + 1e-3) }'"
+"$PDQ" export --model "$tmp/mq" --hybrid --max-seq 32 --out "$tmp/mh" --quiet >/dev/null 2>&1 || bad "mistral hybrid export"
+check mistral-hybrid "'$PDQ' verify --circle '$tmp/mh' --model '$tmp/mq' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | grep -q 'max |circle - in-memory| 0.000e+00'"
+if [ -f "$schema" ] && command -v flatc >/dev/null; then
+    n=0
+    for f in "$tmp"/mq/circle/*.circle "$tmp"/mh/*.circle; do
+        flatc --json --strict-json --raw-binary -o "$tmp/fj" "$schema" -- "$f" >/dev/null 2>&1 || bad "mistral flatc $f"
+        n=$((n + 1))
+    done
+    ok "mistral: flatc parsed $n files"
+fi
+# the transforms are weight-space: the window the masks apply changes nothing in them
+"$PDQ" quantize --model "$m" --calib $C --method rtn --wbits 8 --abits none --transform r1,r2,cle,smooth \
+    --smooth-nsamples 2 --seq-len 64 --save-transformed --out "$tmp/mt" --quiet >/dev/null 2>&1 || bad "mistral transform"
+seq 1 3 300 | awk '{ print $1 % 500 }' >"$tmp/ids"
+p0=$("$PDQ" ppl --model "$m" --ids-file "$tmp/ids" --max-len 32 --stride 16 --json 2>/dev/null | jq .ppl)
+p1=$("$PDQ" ppl --model "$tmp/mt/transformed" --ids-file "$tmp/ids" --max-len 32 --stride 16 --json 2>/dev/null | jq .ppl)
+check mistral-transforms-preserve "awk -v a='$p0' -v b='$p1' 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d / a < 1e-5) }'"
+# phi4mini (partial RoPE, longrope): the float pair, cos/sin of 24 of 32 dims, equals the in-memory
+# graphs; the manifest says the graphs use longrope's short factors (the only set a max_seq within
+# original_max_position_embeddings reaches), and the cos/sin tables are those factors' rows with the
+# attention factor, recomputed here from config.json
 p=$F/phi4mini/ckpt
 "$PDQ" export --model $p --max-seq 32 --out "$tmp/pe" --quiet >/dev/null 2>&1 || bad "phi4mini export"
 check phi4mini-manifest "jq -e '.model.rotary_dim == 24' '$tmp/pe/manifest.json' >/dev/null"
 check phi4mini-circle "'$PDQ' verify --circle '$tmp/pe' --model $p --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
 err phi4mini-longrope "'$PDQ' export --model $p --max-seq 256 --out '$tmp/pe2'" "exceeds longrope's original_max_position_embeddings 128"
-m=$tmp/phi-src
-mkdir -p "$m" && cp "$p/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
-err phi4mini-quantize "'$PDQ' quantize --model '$m' --method rtn --wbits 4 --out '$tmp/pq'" "stacked qkv_proj / gate_up_proj"
-check phi4mini-no-output "[ ! -e '$tmp/pq/model.q.safetensors' ]"
+check phi4mini-factor-set "jq -e '.rope.scaling == \"longrope\" and .rope.factor_set == \"short_factor\" and
+    .rope.original_max_position_embeddings == 128 and (.rope.attention_scaling - 1.309307 | fabs) < 1e-5' '$tmp/pe/manifest.json' >/dev/null"
+check phi4mini-short-tables "python3 - '$p/config.json' '$tmp/pe' <<'PY'
+import json, math, struct, sys
+cfg = json.load(open(sys.argv[1]))
+def npy(path):
+    b = open(path, 'rb').read()
+    n = struct.unpack('<H', b[8:10])[0]
+    d = b[10 + n:]
+    return struct.unpack('<%df' % (len(d) // 4), d)
+cos, sin = npy(sys.argv[2] + '/rope_cos.npy'), npy(sys.argv[2] + '/rope_sin.npy')
+neg = json.load(open(sys.argv[2] + '/manifest.json'))['rope']['convention'] == 'pre_negated_sin'
+rd = int(cfg['hidden_size'] // cfg['num_attention_heads'] * cfg['partial_rotary_factor'])
+sc = cfg['rope_scaling']
+orig = cfg['original_max_position_embeddings']
+attn = math.sqrt(1 + math.log(cfg['max_position_embeddings'] / orig) / math.log(orig))
+worst = 0.0
+for p in range(len(cos) // rd):
+    for i in range(rd):
+        f = p / (sc['short_factor'][i % (rd // 2)] * cfg['rope_theta'] ** (2 * (i % (rd // 2)) / rd))
+        worst = max(worst, abs(cos[p * rd + i] - math.cos(f) * attn), abs(sin[p * rd + i] - (-1 if neg and i < rd // 2 else 1) * math.sin(f) * attn))
+sys.exit(0 if len(cos) == 32 * rd and worst < 1e-5 else 1)
+PY"
 exit $fail

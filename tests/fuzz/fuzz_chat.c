@@ -31,8 +31,9 @@ static void conversation(const char *s, size_t n) {
     pdq_chat_msg *m = NULL;
     size_t k = 0;
     if (pdq_chat_read_json(s, n, "fuzz.json", &m, &k, &st) != PDQ_OK) return;
-    for (int kind = PDQ_CHAT_CHATML; kind <= PDQ_CHAT_GEMMA; kind++) {
-        pdq_chat_template t = {(pdq_chat_kind)kind, "<s>"};
+    for (int kind = PDQ_CHAT_CHATML; kind <= PDQ_CHAT_MISTRAL; kind++) {
+        pdq_chat_template t = {.kind = (pdq_chat_kind)kind, .bos = "<s>", .eos = "</s>", .reply_close = "</s> ",
+                               .default_system = "You are a test.", .date = "26 Jul 2024"};
         char *text = NULL;
         if (pdq_chat_render(&t, m, k, kind & 1, &text, &st) == PDQ_OK) free(text);
         int32_t *ids = NULL;

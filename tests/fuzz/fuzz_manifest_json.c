@@ -20,6 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         volatile size_t hid = (size_t)m.max_seq * (size_t)m.hidden, kv = (size_t)m.kv_heads * (size_t)m.max_seq * m.head_dim;
         (void)hid;
         (void)kv;
+        /* layer types: a sliding layer only with a window; the rings are the contract's */
+        for (int l = 0; l < m.layers; l++)
+            if (m.sliding[l] > 1 || (m.sliding[l] && m.sliding_window < 1)) abort();
     } else if (st.msg[0] == '\0') {
         abort();
     }

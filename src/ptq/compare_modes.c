@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ptq/ptq_internal.h"
+#include "ptq/ptq_internal.h"
 #include "pdq/eval.h"
+#include "pdq/lower.h"
 #include "pdq/qcompare.h"
 
 typedef struct {

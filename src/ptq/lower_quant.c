@@ -16,7 +16,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "circle/export_quant.h"
+#include "ptq/lower_quant.h"
 #include "pdq/family.h"
 #include "pdq/file.h"
 #include "pdq/quant.h"
@@ -382,8 +382,10 @@ pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pd
         if (t->dtype != PDQ_TF32) continue; /* token ids */
         const char *nm = t->name;
         char alias[256];
-        if (!strcmp(nm, "attention_mask") || !strcmp(nm, "cos") || !strcmp(nm, "sin")) {
-            snprintf(alias, sizeof alias, "model.layers.0.%s", nm); /* shared whole-model inputs */
+        if (!strcmp(nm, "attention_mask") || !strcmp(nm, "sliding_attention_mask") || !strcmp(nm, "cos") ||
+            !strcmp(nm, "sin")) {
+            /* shared whole-model inputs; every mask has the fixed grid of [fill, 0] (ptq/table.c) */
+            snprintf(alias, sizeof alias, "model.layers.0.%s", strstr(nm, "attention_mask") ? "attention_mask" : nm);
             nm = alias;
         }
         int gi = pdq_ptq_find(p, nm);

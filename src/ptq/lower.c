@@ -3,9 +3,8 @@
  * that it runs from an imported .q.circle file. */
 #include <stdlib.h>
 
-#include "circle/export_quant.h"
-#include "pdq/circle_export.h"
-#include "pdq/qexec.h"
+#include "ptq/lower_quant.h"
+#include "pdq/lower.h"
 
 pdq_code pdq_lower_graph(const pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pdq_graph **out, pdq_status *st) {
     pdq_graph *q;

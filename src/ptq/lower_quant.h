@@ -1,6 +1,7 @@
-/* Quantized export helpers (private): the checkpoint's weight codes and the graph annotation. */
-#ifndef PDQ_CIRCLE_EXPORT_QUANT_H
-#define PDQ_CIRCLE_EXPORT_QUANT_H
+/* Lowering's helpers (private): the checkpoint's weight codes and the graph annotation that the
+ * integer executor and the quantized exporter share. */
+#ifndef PDQ_PTQ_LOWER_QUANT_H
+#define PDQ_PTQ_LOWER_QUANT_H
 
 #include "pdq/graph.h"
 #include "pdq/ptq.h"
