@@ -89,6 +89,9 @@ void pdq_rope_inv_freq_longrope(const pdq_config *cfg, int long_factors, float *
 /* The local table of sliding layers when rope_local_theta is set: the default formula with that
  * base and no scaling (HF Gemma3's rotary_emb_local). */
 void pdq_rope_inv_freq_local(const pdq_config *cfg, float *inv_freq);
+/* Whether sliding layers turn RoPE by another table than the global one (Gemma 3: a local base,
+ * and the global table's scaling): then a layer type is (window, table) in the static contract. */
+int pdq_rope_local_differs(const pdq_config *cfg);
 
 /* The dims RoPE turns (a config built in code may leave rotary_dim 0: all of head_dim). */
 static inline int pdq_cfg_rotary_dim(const pdq_config *c) { return c->rotary_dim ? c->rotary_dim : c->head_dim; }

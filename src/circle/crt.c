@@ -25,7 +25,8 @@ struct pdq_crt {
     int ring, has_full;         /* sliding layers' ring slots (0: no ring layer); some layer is full */
     pdq_ctr_whole_io io;        /* the whole-model files' inputs */
     float fill;
-    float *cos_tab, *sin_tab;   /* (S, rd) */
+    pdq_ctr_rope tab;           /* (S, rd) each: the global table, the local one when some layer takes it */
+    unsigned char local[PDQ_MANIFEST_MAX_LAYERS]; /* layer l takes the local table (manifest rope.layer_tables) */
     int *pos;                   /* (S) prefill row positions (scratch) */
     pdq_cgraph *prefill, *decode;          /* whole */
     pdq_cgraph *embed, *head, **lp, **ld;  /* per layer */
@@ -59,8 +60,10 @@ void pdq_crt_free(pdq_crt *rt) {
     free(rt->ld);
     free(rt->kt);
     free(rt->vt);
-    free(rt->cos_tab);
-    free(rt->sin_tab);
+    free(rt->tab.cos);
+    free(rt->tab.sin);
+    free(rt->tab.cos_local);
+    free(rt->tab.sin_local);
     free(rt->pos);
     free(rt);
 }
@@ -108,6 +111,8 @@ static pdq_code check_io_q(pdq_crt *rt, pdq_cgraph *cg, const char *file, int ki
         if (!rc && io->mask_ring >= 0) rc = want_shape(pdq_cg_input_tensor(cg, io->mask_ring), 3, mr, file, st);
         if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, io->cos), 3, c3, file, st);
         if (!rc) rc = want_shape(pdq_cg_input_tensor(cg, io->sin), 3, c3, file, st);
+        if (!rc && io->cos_local >= 0) rc = want_shape(pdq_cg_input_tensor(cg, io->cos_local), 3, c3, file, st);
+        if (!rc && io->sin_local >= 0) rc = want_shape(pdq_cg_input_tensor(cg, io->sin_local), 3, c3, file, st);
         for (int i = ns; i < ni && !rc; i++) {
             pk[2] = past_of(rt, (i - ns) / 2, Q);
             rc = want_shape(pdq_cg_input_tensor(cg, i), 4, pk, file, st);
@@ -181,7 +186,8 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
         if (ring[l]) rt->ring = ring[l];
         else rt->has_full = 1;
     }
-    pdq_ctr_whole_io_of(rt->has_full, rt->ring > 0, &rt->io);
+    memcpy(rt->local, mf.rope_local, sizeof rt->local);
+    pdq_ctr_whole_io_of(rt->has_full, rt->ring > 0, mf.local_rope, &rt->io);
     rt->D = mf.hidden;
     rt->V = mf.vocab;
     rt->fill = (float)mf.fill;
@@ -198,17 +204,18 @@ pdq_code pdq_crt_open_opts(const char *dir, int whole, const pdq_exec_opts *eo, 
         pdq_crt_free(rt);
         return st ? st->code : PDQ_ERR_LIMIT;
     }
-    /* RoPE tables */
-    pdq_npy a = {0}, b = {0};
-    snprintf(path, sizeof path, "%s/rope_cos.npy", dir);
-    rc = pdq_npy_read_f32(path, &a, st);
-    snprintf(path, sizeof path, "%s/rope_sin.npy", dir);
-    if (!rc) rc = pdq_npy_read_f32(path, &b, st);
-    if (!rc && (a.count != (size_t)rt->S * rt->rd || b.count != a.count))
-        rc = pdq_fail(st, PDQ_ERR_SHAPE, "circle runtime: rope tables of %zu values, need %d x %d", a.count, rt->S, rt->rd);
-    if (!rc) { rt->cos_tab = a.data; rt->sin_tab = b.data; a.data = b.data = NULL; }
-    pdq_npy_free(&a);
-    pdq_npy_free(&b);
+    /* RoPE tables: the global pair, and the local pair when a layer takes it */
+    static const char *const names[4] = {"rope_cos", "rope_sin", "rope_cos_local", "rope_sin_local"};
+    float **tabs[4] = {&rt->tab.cos, &rt->tab.sin, &rt->tab.cos_local, &rt->tab.sin_local};
+    for (int k = 0; k < (mf.local_rope ? 4 : 2) && !rc; k++) {
+        pdq_npy a = {0};
+        snprintf(path, sizeof path, "%s/%s.npy", dir, names[k]);
+        rc = pdq_npy_read_f32(path, &a, st);
+        if (!rc && a.count != (size_t)rt->S * rt->rd)
+            rc = pdq_fail(st, PDQ_ERR_SHAPE, "circle runtime: %s: %zu values, need %d x %d", path, a.count, rt->S, rt->rd);
+        if (!rc) { *tabs[k] = a.data; a.data = NULL; }
+        pdq_npy_free(&a);
+    }
     int L = rt->L;
     /* the caches' geometry first (the files' shapes are checked against it), their grids later */
     if (!rc) rc = pdq_kv_init(&rt->kv, L, 1, rt->KV, rt->C, rt->hd, NULL, ring, st);
@@ -290,11 +297,11 @@ size_t pdq_crt_decode_weight_bytes(const pdq_crt *rt) {
 
 /* Prefill masks / cos / sin for n real tokens at positions 0..n-1 (the rest padding): mask (full
  * layers') and rmask (sliding layers', with the window) when not NULL. */
-static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *rmask, float *cos, float *sin) {
+static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *rmask, const pdq_ctr_rope *rows) {
     int S = rt->S, rd = rt->rd;
     for (int i = 0; i < S; i++) {
         rt->pos[i] = i < n ? i : -1;
-        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, i < n ? i : 0, cos + (size_t)i * rd, sin + (size_t)i * rd);
+        pdq_ctr_rope_rows(&rt->tab, rd, rt->pos[i], rows, (size_t)i);
     }
     if (mask) pdq_ctr_prefill_mask(rt->pos, S, 0, rt->fill, mask);
     if (rmask) pdq_ctr_prefill_mask(rt->pos, S, rt->window, rt->fill, rmask);
@@ -304,13 +311,13 @@ static void prefill_inputs(const pdq_crt *rt, int n, float *mask, float *rmask, 
  * rows): in mask (full layers', when not NULL) query q sees cache slots 0..len-1 and the new
  * columns P..P+q (P = max_seq - Q); in rmask (sliding layers') the ring slots and new columns of
  * its window (pdq_ctr_ring_mask_row). */
-static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *rmask, float *cos, float *sin) {
+static void append_inputs(const pdq_crt *rt, int Q, float *mask, float *rmask, const pdq_ctr_rope *rows) {
     int S = rt->S, rd = rt->rd;
     for (int q = 0; q < Q; q++) {
         if (mask) pdq_ctr_append_mask_row(S, Q, rt->len, q, 1, 0, rt->fill, mask + (size_t)q * S);
         if (rmask)
             pdq_ctr_ring_mask_row(rt->ring, rt->window, Q, rt->len, q, 1, rt->fill, rmask + (size_t)q * (rt->ring + Q));
-        pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, rt->len + q, cos + (size_t)q * rd, sin + (size_t)q * rd);
+        pdq_ctr_rope_rows(&rt->tab, rd, rt->len + q, rows, (size_t)q);
     }
 }
 
@@ -356,13 +363,17 @@ static pdq_code run_layer(void *vc, int l, const float *h, const float **h_out, 
     const crt_step *k = c->k;
     pdq_cgraph *g = k->layers[l];
     memcpy(pdq_cg_input(g, PDQ_PF_IN_HIDDEN), h, sizeof(float) * (size_t)k->T * rt->D);
-    int ring = rt->kv.ring[l];
+    int ring = rt->kv.ring[l], ci = k->prefill ? PDQ_PF_IN_COS : PDQ_AP_IN_COS;
+    /* the layer's own cos/sin inputs take its table's rows */
+    float *cos = pdq_cg_input(g, ci), *sin = pdq_cg_input(g, ci + 1);
+    pdq_ctr_rope rows = {cos, sin, NULL, NULL};
+    if (rt->local[l]) rows = (pdq_ctr_rope){NULL, NULL, cos, sin};
     if (k->prefill) {
         float *m = pdq_cg_input(g, PDQ_PF_IN_MASK);
-        prefill_inputs(rt, c->n, ring ? NULL : m, ring ? m : NULL, pdq_cg_input(g, PDQ_PF_IN_COS), pdq_cg_input(g, PDQ_PF_IN_SIN));
+        prefill_inputs(rt, c->n, ring ? NULL : m, ring ? m : NULL, &rows);
     } else {
         float *m = pdq_cg_input(g, PDQ_AP_IN_MASK);
-        append_inputs(rt, k->T, ring ? NULL : m, ring ? m : NULL, pdq_cg_input(g, PDQ_AP_IN_COS), pdq_cg_input(g, PDQ_AP_IN_SIN));
+        append_inputs(rt, k->T, ring ? NULL : m, ring ? m : NULL, &rows);
         past_inputs(rt, g, l, PDQ_AP_IN_PAST_K, k->T);
     }
     pdq_code rc = pdq_cg_run(g, st);
@@ -389,8 +400,11 @@ static pdq_code run_step(pdq_crt *rt, const crt_step *k, const int32_t *ids, int
         float *mask = io->mask_full >= 0 ? pdq_cg_input(g, io->mask_full) : NULL;
         float *rmask = io->mask_ring >= 0 ? pdq_cg_input(g, io->mask_ring) : NULL;
         fill_ids(pdq_cg_input(g, io->ids), T, ids, n);
-        if (k->prefill) prefill_inputs(rt, n, mask, rmask, pdq_cg_input(g, io->cos), pdq_cg_input(g, io->sin));
-        else append_inputs(rt, T, mask, rmask, pdq_cg_input(g, io->cos), pdq_cg_input(g, io->sin));
+        pdq_ctr_rope rope = {pdq_cg_input(g, io->cos), pdq_cg_input(g, io->sin),
+                             io->cos_local >= 0 ? pdq_cg_input(g, io->cos_local) : NULL,
+                             io->sin_local >= 0 ? pdq_cg_input(g, io->sin_local) : NULL};
+        if (k->prefill) prefill_inputs(rt, n, mask, rmask, &rope);
+        else append_inputs(rt, T, mask, rmask, &rope);
         for (int l = 0; l < rt->L && !k->prefill; l++) past_inputs(rt, g, l, io->past + 2 * l, T);
         if ((rc = pdq_cg_run(g, st)) != PDQ_OK) return rc;
         const float *lg = pdq_cg_output(g, 0);

@@ -29,13 +29,15 @@ pdq_code pdq_build_whole_q(const pdq_model *m, pdq_graph_mode mode, int max_seq,
     if (rc != PDQ_OK) return rc;
     int *kv = malloc(sizeof(int) * (size_t)(2 * L));
     if (!kv) { pdq_graph_free(g); return pdq_fail(st, PDQ_ERR_NOMEM, "whole-model graph"); }
-    /* shared inputs first: ids, one mask per attention type, cos, sin (rt_contract.h's
+    /* shared inputs first: ids, one mask per attention type, cos, sin, the local cos/sin (rt_contract.h's
      * pdq_ctr_whole_io; then the per-layer past K/V as the layers add them) */
     int ring = 0;
     for (int l = 0; l < L; l++)
         if (pdq_ctr_ring(c, max_seq, l)) ring = pdq_ctr_ring(c, max_seq, l);
+    int local = 0;
+    for (int l = 0; l < L; l++) local |= pdq_ctr_rope_local(c, l);
     pdq_ctr_whole_io io;
-    pdq_ctr_whole_io_of(pdq_ctr_has_type(c, max_seq, 0), ring > 0, &io);
+    pdq_ctr_whole_io_of(pdq_ctr_has_type(c, max_seq, 0), ring > 0, local, &io);
     int is[2] = {1, T}, ms[3] = {1, T, max_seq}, rs[3] = {1, T, decode ? ring + T : max_seq};
     int cs[3] = {1, T, pdq_cfg_rotary_dim(&m->cfg)};
     int ids = pdq_graph_input(g, "input_ids", PDQ_TI32, 2, is, st), mask = -1, rmask = -1;
@@ -44,7 +46,9 @@ pdq_code pdq_build_whole_q(const pdq_model *m, pdq_graph_mode mode, int max_seq,
     if (ok && io.mask_ring >= 0) ok = (rmask = pdq_graph_input(g, "sliding_attention_mask", PDQ_TF32, 3, rs, st)) >= 0;
     int cos = !ok ? -1 : pdq_graph_input(g, "cos", PDQ_TF32, 3, cs, st);
     int sin = cos < 0 ? -1 : pdq_graph_input(g, "sin", PDQ_TF32, 3, cs, st);
-    if (sin < 0) { rc = st ? st->code : PDQ_ERR_ARG; goto done; }
+    int cos_l = sin < 0 || io.cos_local < 0 ? -1 : pdq_graph_input(g, "cos_local", PDQ_TF32, 3, cs, st);
+    int sin_l = cos_l < 0 ? -1 : pdq_graph_input(g, "sin_local", PDQ_TF32, 3, cs, st);
+    if (sin < 0 || (io.cos_local >= 0 && sin_l < 0)) { rc = st ? st->code : PDQ_ERR_ARG; goto done; }
     int h;
     if ((rc = pdq_build_embed(m, 1, T, &part, st)) != PDQ_OK) goto done;
     int map_e[1] = {ids};
@@ -54,11 +58,12 @@ pdq_code pdq_build_whole_q(const pdq_model *m, pdq_graph_mode mode, int max_seq,
     for (int l = 0; l < L; l++) {
         if ((rc = pdq_build_layer(m, l, NULL, mode, 1, max_seq, decode ? Q : 0, o, &part, st)) != PDQ_OK) goto done;
         int map[6], outs[3], lm = pdq_ctr_ring(c, max_seq, l) ? rmask : mask;
+        int lc = pdq_ctr_rope_local(c, l) ? cos_l : cos, ls = pdq_ctr_rope_local(c, l) ? sin_l : sin;
         if (decode) {
             map[PDQ_AP_IN_HIDDEN] = h; map[PDQ_AP_IN_MASK] = lm; map[PDQ_AP_IN_PAST_K] = -1;
-            map[PDQ_AP_IN_PAST_V] = -1; map[PDQ_AP_IN_COS] = cos; map[PDQ_AP_IN_SIN] = sin;
+            map[PDQ_AP_IN_PAST_V] = -1; map[PDQ_AP_IN_COS] = lc; map[PDQ_AP_IN_SIN] = ls;
         } else {
-            map[PDQ_PF_IN_HIDDEN] = h; map[PDQ_PF_IN_MASK] = lm; map[PDQ_PF_IN_COS] = cos; map[PDQ_PF_IN_SIN] = sin;
+            map[PDQ_PF_IN_HIDDEN] = h; map[PDQ_PF_IN_MASK] = lm; map[PDQ_PF_IN_COS] = lc; map[PDQ_PF_IN_SIN] = ls;
         }
         if ((rc = pdq_graph_append(g, part, map, outs, st)) != PDQ_OK) goto done;
         pdq_graph_free(part);

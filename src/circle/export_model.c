@@ -106,23 +106,27 @@ static pdq_code emit(ectx *e, pdq_graph *g, const char *base) {
     return rc;
 }
 
+/* rope_cos.npy / rope_sin.npy (the global table), and rope_cos_local.npy / rope_sin_local.npy when
+ * sliding layers turn by their own table. */
 static pdq_code write_tables(const pdq_model *m, const char *dir, const pdq_static_opts *so, int S, pdq_status *st) {
-    int hd = pdq_cfg_rotary_dim(&m->cfg); /* the width of the cos/sin inputs */
-    float *cs = malloc(sizeof(float) * (size_t)S * hd * 2);
+    int hd = pdq_cfg_rotary_dim(&m->cfg), local = 0; /* the width of the cos/sin inputs */
+    for (int l = 0; l < m->cfg.n_layers; l++) local |= pdq_ctr_rope_local(&m->cfg, l);
+    size_t n = (size_t)S * hd;
+    float *cs = malloc(sizeof(float) * n * (local ? 4 : 2));
     int32_t *pos = malloc(sizeof(int32_t) * (size_t)S);
     if (!cs || !pos) { free(cs); free(pos); return pdq_fail(st, PDQ_ERR_NOMEM, "rope tables"); }
-    float *sn = cs + (size_t)S * hd;
+    pdq_ctr_rope tab = {cs, cs + n, local ? cs + 2 * n : NULL, local ? cs + 3 * n : NULL};
     for (int i = 0; i < S; i++) pos[i] = i;
-    pdq_rope_tables(m, S, pos, cs, sn);
-    if (so->rope == PDQ_RT_ROPE_PRE_NEGATED_SIN)
-        for (int p = 0; p < S; p++)
-            for (int i = 0; i < hd / 2; i++) sn[(size_t)p * hd + i] = -sn[(size_t)p * hd + i];
+    pdq_ctr_rope_tables(m, S, pos, so->rope == PDQ_RT_ROPE_PRE_NEGATED_SIN, &tab);
+    static const char *const names[4] = {"rope_cos", "rope_sin", "rope_cos_local", "rope_sin_local"};
+    const float *data[4] = {tab.cos, tab.sin, tab.cos_local, tab.sin_local};
     char path[4096];
     int64_t shape[2] = {S, hd};
-    snprintf(path, sizeof path, "%s/rope_cos.npy", dir);
-    pdq_code rc = pdq_npy_write(path, PDQ_NPY_F32, 2, shape, cs, st);
-    snprintf(path, sizeof path, "%s/rope_sin.npy", dir);
-    if (rc == PDQ_OK) rc = pdq_npy_write(path, PDQ_NPY_F32, 2, shape, sn, st);
+    pdq_code rc = PDQ_OK;
+    for (int k = 0; k < (local ? 4 : 2) && rc == PDQ_OK; k++) {
+        snprintf(path, sizeof path, "%s/%s.npy", dir, names[k]);
+        rc = pdq_npy_write(path, PDQ_NPY_F32, 2, shape, data[k], st);
+    }
     free(cs);
     free(pos);
     return rc;
@@ -216,6 +220,20 @@ static void manifest_head(cJSON *root, const pdq_model *m, const pdq_export_opts
                                           "(emb = cat(freqs, freqs)); sin already in the convention's form");
     cJSON_AddStringToObject(rp, "cos", "rope_cos.npy");
     cJSON_AddStringToObject(rp, "sin", "rope_sin.npy");
+    int local = 0;
+    for (int l = 0; l < c->n_layers; l++) local |= pdq_ctr_rope_local(c, l);
+    if (local) { /* written only with a second table, so a one-table manifest is unchanged */
+        cJSON_AddNumberToObject(rp, "local_theta", c->rope_local_theta);
+        cJSON_AddStringToObject(rp, "local_scaling", "default");
+        cJSON_AddStringToObject(rp, "cos_local", "rope_cos_local.npy");
+        cJSON_AddStringToObject(rp, "sin_local", "rope_sin_local.npy");
+        cJSON *lt = cJSON_AddArrayToObject(rp, "layer_tables");
+        for (int l = 0; l < c->n_layers; l++)
+            cJSON_AddItemToArray(lt, cJSON_CreateString(pdq_ctr_rope_local(c, l) ? "local" : "global"));
+        cJSON_AddStringToObject(rp, "inputs", "a layer of rope.layer_tables \"local\" (the sliding layers) takes the local "
+                                              "table's rows: inputs cos_local / sin_local of the whole-model files, cos / sin "
+                                              "of its own per-layer files; the other layers the global table's");
+    }
     cJSON *kv = cJSON_AddObjectToObject(root, "kv_cache");
     cJSON_AddStringToObject(kv, "layout", "per layer K and V of (1, num_key_value_heads, max_seq-1, head_dim), slot = position");
     cJSON_AddStringToObject(kv, "contents", o->so.scale == PDQ_RT_SCALE_K_PROJ
@@ -300,10 +318,6 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
                         c->rope_original_max_pos);
     if (c->max_position_embeddings > 0 && S > c->max_position_embeddings)
         return pdq_fail(st, PDQ_ERR_LIMIT, "export: max_seq %d exceeds max_position_embeddings %d", S, c->max_position_embeddings);
-    if (pdq_cfg_mixed_attention(c) && S > c->sliding_window)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
-                        "export: max_seq %d exceeds sliding_window %d of a model with sliding and full layers (one "
-                        "mask per graph)", S, c->sliding_window);
     /* append-prefill buckets: the list and the single append_q, distinct, ascending */
     int nb = 0, bk[PDQ_MAX_BUCKETS + 1];
     for (int i = 0; i <= o->n_buckets; i++) {

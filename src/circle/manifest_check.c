@@ -67,6 +67,36 @@ static pdq_code layer_types(const cJSON *root, const cJSON *mo, const char *path
     return PDQ_OK;
 }
 
+static const char *const k_tables[] = {"global", "local"};
+
+/* rope.layer_tables (optional): one per layer, "local" exactly on the sliding layers (a layer type
+ * is its window and its RoPE table; the local table is the sliding layers'). */
+static pdq_code layer_tables(const cJSON *rp, const char *path, pdq_manifest *m, pdq_status *st) {
+    pdq_jctx cr = {path, "rope"};
+    const cJSON *lt, *x;
+    pdq_code rc = pdq_jf_array(&cr, rp, "layer_tables", PDQ_JF_OPTIONAL, PDQ_MANIFEST_MAX_LAYERS, &lt, st);
+    if (rc || !lt) return rc;
+    if (cJSON_GetArraySize(lt) != m->layers)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: rope.layer_tables has %d entries, num_hidden_layers is %d", path,
+                        cJSON_GetArraySize(lt), m->layers);
+    int l = 0;
+    cJSON_ArrayForEach(x, lt) {
+        int t = -1;
+        for (int k = 0; k < 2 && cJSON_IsString(x); k++)
+            if (!strcmp(x->valuestring, k_tables[k])) t = k;
+        if (t < 0) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: rope.layer_tables[%d]: must be \"global\" or \"local\"", path, l);
+        if (t != m->sliding[l])
+            return pdq_fail(st, PDQ_ERR_FORMAT, "%s: rope.layer_tables[%d] = \"%s\": the local table is the sliding "
+                            "layers' (model.layer_types[%d] is %s)", path, l, k_tables[t], l, k_types[m->sliding[l]]);
+        m->rope_local[l++] = (unsigned char)t;
+        m->local_rope |= t;
+    }
+    if (!m->local_rope)
+        return pdq_fail(st, PDQ_ERR_FORMAT, "%s: rope.layer_tables names no \"local\" layer (written only with a local table)",
+                        path);
+    return PDQ_OK;
+}
+
 pdq_code pdq_manifest_check(const cJSON *root, const char *path, pdq_manifest *m, pdq_status *st) {
     memset(m, 0, sizeof *m);
     m->fill = -120.0;
@@ -107,7 +137,7 @@ pdq_code pdq_manifest_check(const cJSON *root, const char *path, pdq_manifest *m
     if ((rc = pdq_jf_i32(&cm, mo, "sliding_window", PDQ_JF_OPTIONAL, 1, 1 << 24, &m->sliding_window, st)) ||
         (rc = pdq_jf_i32(&cm, mo, "rotary_dim", PDQ_JF_OPTIONAL, 2, m->head_dim, &m->rotary_dim, st)))
         return rc;
-    if ((rc = layer_types(root, mo, path, m, st))) return rc;
+    if ((rc = layer_types(root, mo, path, m, st)) || (rc = layer_tables(rp, path, m, st))) return rc;
     if (m->rotary_dim % 2)
         return pdq_fail(st, PDQ_ERR_FORMAT, "%s: model.rotary_dim = %d: must be even", path, m->rotary_dim);
     if (m->heads && m->heads % m->kv_heads)

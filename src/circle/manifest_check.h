@@ -20,6 +20,10 @@ typedef struct {
      * every layer); kv_cache.ring_slots, when given, must be the contract's ring */
     unsigned char sliding[PDQ_MANIFEST_MAX_LAYERS];
     int rotary_dim;                 /* the width of the cos/sin inputs (head_dim unless partial) */
+    /* rope.layer_tables: 1 where a layer takes the local table (rope_cos_local.npy; present only
+     * with one, and then "local" exactly on the sliding layers); local_rope: some layer does */
+    unsigned char rope_local[PDQ_MANIFEST_MAX_LAYERS];
+    int local_rope;
 } pdq_manifest;
 
 pdq_code pdq_manifest_check(const cJSON *root, const char *path, pdq_manifest *m, pdq_status *st);

@@ -54,18 +54,45 @@ void pdq_ctr_type_mask_row(int ring, int window, int max_seq, int Q, int len, in
     else pdq_ctr_append_mask_row(max_seq, Q, len, q, real, 0, fill, row);
 }
 
-void pdq_ctr_rope_row(const float *cos_tab, const float *sin_tab, int hd, int pos, float *cos, float *sin) {
-    memcpy(cos, cos_tab + (size_t)pos * hd, sizeof(float) * (size_t)hd);
-    memcpy(sin, sin_tab + (size_t)pos * hd, sizeof(float) * (size_t)hd);
+static void negate_sin(float *sin, int n, int rd) {
+    for (size_t p = 0; sin && p < (size_t)n; p++)
+        for (int i = 0; i < rd / 2; i++) sin[p * (size_t)rd + i] = -sin[p * (size_t)rd + i];
 }
 
-void pdq_ctr_whole_io_of(int has_full, int has_ring, pdq_ctr_whole_io *io) {
+void pdq_ctr_rope_tables(const pdq_model *m, int n, const int32_t *pos, int pre_negate, const pdq_ctr_rope *tab) {
+    int rd = pdq_cfg_rotary_dim(&m->cfg), sliding = -1;
+    pdq_rope_tables(m, n, pos, tab->cos, tab->sin);
+    for (int l = 0; l < m->cfg.n_layers && sliding < 0; l++)
+        if (pdq_ctr_rope_local(&m->cfg, l)) sliding = l;
+    if (tab->cos_local && tab->sin_local && sliding >= 0)
+        pdq_rope_tables_layer(m, sliding, n, pos, tab->cos_local, tab->sin_local);
+    if (pre_negate) {
+        negate_sin(tab->sin, n, rd);
+        if (tab->cos_local) negate_sin(tab->sin_local, n, rd);
+    }
+}
+
+static void copy_row(const float *tab, int rd, int pos, float *rows, size_t row) {
+    if (tab && rows) memcpy(rows + row * (size_t)rd, tab + (size_t)pos * rd, sizeof(float) * (size_t)rd);
+}
+
+void pdq_ctr_rope_rows(const pdq_ctr_rope *tab, int rd, int pos, const pdq_ctr_rope *rows, size_t row) {
+    if (pos < 0) pos = 0;
+    copy_row(tab->cos, rd, pos, rows->cos, row);
+    copy_row(tab->sin, rd, pos, rows->sin, row);
+    copy_row(tab->cos_local, rd, pos, rows->cos_local, row);
+    copy_row(tab->sin_local, rd, pos, rows->sin_local, row);
+}
+
+void pdq_ctr_whole_io_of(int has_full, int has_ring, int has_local, pdq_ctr_whole_io *io) {
     int n = 0;
     io->ids = n++;
     io->mask_full = has_full ? n++ : -1;
     io->mask_ring = has_ring ? n++ : -1;
     io->cos = n++;
     io->sin = n++;
+    io->cos_local = has_local ? n++ : -1;
+    io->sin_local = has_local ? n++ : -1;
     io->past = n;
     io->n_shared = n;
 }

@@ -11,7 +11,11 @@
 #ifndef PDQ_CONTRACT_RT_CONTRACT_H
 #define PDQ_CONTRACT_RT_CONTRACT_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "pdq/config.h"
+#include "pdq/model.h"
 
 /* Ring slots of a layer with window `window` (0: full) at static length max_seq; 0: full layer. */
 static inline int pdq_ctr_ring_of(int window, int max_seq) {
@@ -44,8 +48,28 @@ void pdq_ctr_append_mask_row(int max_seq, int Q, int len, int q, int real, int w
 void pdq_ctr_ring_mask_row(int ring, int window, int Q, int len, int q, int real, float fill, float *row);
 /* The mask row of a layer type: ring 0 takes pdq_ctr_append_mask_row (window 0), else the ring row. */
 void pdq_ctr_type_mask_row(int ring, int window, int max_seq, int Q, int len, int q, int real, float fill, float *row);
-/* cos/sin rows [hd] of position pos (padding rows take position 0) from tables [*, hd]. */
-void pdq_ctr_rope_row(const float *cos_tab, const float *sin_tab, int hd, int pos, float *cos, float *sin);
+/* Whether layer l turns RoPE by the local table (a sliding layer by the family, whatever its ring,
+ * of a model whose local table differs from the global one; pdq_rope_local_differs). */
+static inline int pdq_ctr_rope_local(const pdq_config *c, int l) {
+    return pdq_cfg_layer_window(c, l) > 0 && pdq_rope_local_differs(c);
+}
+/* RoPE tables (max_seq, rd) or row buffers (rows, rd): the global pair and the local pair of
+ * sliding layers (NULL when no layer takes a local table). */
+typedef struct {
+    float *cos, *sin, *cos_local, *sin_local;
+} pdq_ctr_rope;
+/* Fills the tables of positions pos[0..n) (n rows each): the global pair, and the local pair when
+ * tab->cos_local is not NULL; pre_negate: the first rd/2 columns of sin negated (the
+ * pre_negated_sin convention). */
+void pdq_ctr_rope_tables(const pdq_model *m, int n, const int32_t *pos, int pre_negate, const pdq_ctr_rope *tab);
+/* Row `row` of every pair in `rows` <- the tables' row of absolute position pos (padding rows
+ * take position 0), rd wide. */
+void pdq_ctr_rope_rows(const pdq_ctr_rope *tab, int rd, int pos, const pdq_ctr_rope *rows, size_t row);
+/* The cos/sin pair a layer takes: the local one when it turns by the local table. */
+static inline void pdq_ctr_rope_pick(const pdq_ctr_rope *r, int local, float **cos, float **sin) {
+    *cos = local && r->cos_local ? r->cos_local : r->cos;
+    *sin = local && r->sin_local ? r->sin_local : r->sin;
+}
 /* The cache slot of a token at position pos: pos itself inside the cache's C slots; -1 (not
  * stored) for padding (pos -1) or past the cache. */
 static inline int pdq_ctr_slot(int pos, int C) { return pos >= 0 && pos < C ? pos : -1; }
@@ -56,11 +80,12 @@ static inline int pdq_ctr_cache_slot(int pos, int ring, int C) {
 
 /* Inputs of a whole-model graph (one file holding every layer), in order, -1 when absent: the
  * ids, one mask per attention type present ("attention_mask" for full layers,
- * "sliding_attention_mask" for sliding ones), cos and sin, then (decode / append) each layer's
- * past K and V from index `past`. A model without sliding layers has exactly ids, mask, cos, sin. */
+ * "sliding_attention_mask" for sliding ones), cos and sin (the global table), "cos_local" and
+ * "sin_local" when some layer takes the local table, then (decode / append) each layer's past K
+ * and V from index `past`. A model without sliding layers has exactly ids, mask, cos, sin. */
 typedef struct {
-    int ids, mask_full, mask_ring, cos, sin, past, n_shared;
+    int ids, mask_full, mask_ring, cos, sin, cos_local, sin_local, past, n_shared;
 } pdq_ctr_whole_io;
-void pdq_ctr_whole_io_of(int has_full, int has_ring, pdq_ctr_whole_io *io);
+void pdq_ctr_whole_io_of(int has_full, int has_ring, int has_local, pdq_ctr_whole_io *io);
 
 #endif

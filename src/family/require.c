@@ -20,17 +20,6 @@ typedef struct {
 static const char *const k_path_names[] = {"the reference model", "the static graphs (verify, PTQ)",
                                            "the Circle export", "quantization", "the transforms"};
 
-/* Whether sliding layers turn RoPE by another table than the global one (Gemma 3: a local base,
- * and the global table's scaling). */
-static int local_rope_differs(const pdq_config *c) {
-    if (!(c->rope_local_theta > 0) || pdq_cfg_rotary_dim(c) / 2 > PDQ_MAX_ROPE_PAIRS) return c->rope_local_theta > 0;
-    float g[PDQ_MAX_ROPE_PAIRS], l[PDQ_MAX_ROPE_PAIRS];
-    if (c->rope_type == PDQ_ROPE_LONGROPE) return 1;
-    pdq_rope_inv_freq(c, g);
-    pdq_rope_inv_freq_local(c, l);
-    return memcmp(g, l, sizeof(float) * (size_t)(pdq_cfg_rotary_dim(c) / 2)) != 0;
-}
-
 pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) {
     const feature f[] = {
         /* Gemma: the graphs, the quantized checkpoint and the export compute its block; the
@@ -45,8 +34,9 @@ pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) 
         {"the attention scale query_pre_attn_scalar^-0.5", "query_pre_attn_scalar", c->attn_scale != 0.0f, REF | STATIC | QUANT | EXPORT},
         {"final logit softcapping", "final_logit_softcapping", c->final_softcap != 0.0f, REF | STATIC | QUANT | EXPORT},
         {"attention logit softcapping", "attn_logit_softcapping", c->attn_softcap != 0.0f, REF},
-        /* the static runtime feeds every layer one cos/sin (one RoPE table per graph is issue 25's) */
-        {"a local RoPE table on sliding layers", "rope_local_base_freq", local_rope_differs(c), REF | QUANT},
+        /* the static contract: a layer type is (window, RoPE table); sliding layers take the local
+         * table's cos/sin (src/contract/rt_contract.h) */
+        {"a local RoPE table on sliding layers", "rope_local_base_freq", pdq_rope_local_differs(c), REF | STATIC | QUANT | EXPORT},
         /* the quantized checkpoint and its hf/ copy are written under the text model's names */
         {"the text model of a multimodal checkpoint", "model_type", pdq_family_of(c)->config_object != NULL, REF | STATIC},
         {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},

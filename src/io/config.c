@@ -292,6 +292,15 @@ void pdq_rope_inv_freq_local(const pdq_config *cfg, float *inv_freq) {
     default_inv_freq(cfg, cfg->rope_local_theta > 0 ? cfg->rope_local_theta : cfg->rope_theta, inv_freq);
 }
 
+int pdq_rope_local_differs(const pdq_config *c) {
+    if (!(c->rope_local_theta > 0) || pdq_cfg_rotary_dim(c) / 2 > PDQ_MAX_ROPE_PAIRS) return c->rope_local_theta > 0;
+    float g[PDQ_MAX_ROPE_PAIRS], l[PDQ_MAX_ROPE_PAIRS];
+    if (c->rope_type == PDQ_ROPE_LONGROPE) return 1;
+    pdq_rope_inv_freq(c, g);
+    pdq_rope_inv_freq_local(c, l);
+    return memcmp(g, l, sizeof(float) * (size_t)(pdq_cfg_rotary_dim(c) / 2)) != 0;
+}
+
 void pdq_rope_inv_freq(const pdq_config *cfg, float *inv_freq) {
     int dim = pdq_cfg_rotary_dim(cfg), half = dim / 2;
     default_inv_freq(cfg, cfg->rope_theta, inv_freq);

@@ -383,9 +383,11 @@ pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pd
         const char *nm = t->name;
         char alias[256];
         if (!strcmp(nm, "attention_mask") || !strcmp(nm, "sliding_attention_mask") || !strcmp(nm, "cos") ||
-            !strcmp(nm, "sin")) {
-            /* shared whole-model inputs; every mask has the fixed grid of [fill, 0] (ptq/table.c) */
-            snprintf(alias, sizeof alias, "model.layers.0.%s", strstr(nm, "attention_mask") ? "attention_mask" : nm);
+            !strcmp(nm, "sin") || !strcmp(nm, "cos_local") || !strcmp(nm, "sin_local")) {
+            /* shared whole-model inputs; every mask has the fixed grid of [fill, 0], every cos / sin
+             * (either table) the fixed grid of both tables' range (ptq/table.c) */
+            snprintf(alias, sizeof alias, "model.layers.0.%s",
+                     strstr(nm, "attention_mask") ? "attention_mask" : nm[0] == 'c' ? "cos" : "sin");
             nm = alias;
         }
         int gi = pdq_ptq_find(p, nm);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "contract/rt_contract.h"
 #include "ops/op_def.h"
 #include "ptq_internal.h"
 
@@ -172,20 +173,25 @@ static pdq_code add_aliases(pdq_ptq *p, int n_layers, pdq_status *st) {
 /* Fixed ranges: the mask holds 0 and the fill value; cos/sin cover every position's table (the
  * rotary dims' width: partial RoPE's tables are narrower than a head). */
 static pdq_code fixed_ranges(pdq_ptq *p, const pdq_model *m, pdq_status *st) {
-    int S = p->max_seq, hd = pdq_cfg_rotary_dim(&m->cfg);
-    float *c = malloc(sizeof(float) * (size_t)S * hd), *s = malloc(sizeof(float) * (size_t)S * hd);
+    int S = p->max_seq, hd = pdq_cfg_rotary_dim(&m->cfg), local = 0;
+    for (int l = 0; l < m->cfg.n_layers; l++) local |= pdq_ctr_rope_local(&m->cfg, l);
+    size_t n = (size_t)S * hd, nt = local ? 4 : 2;
+    float *c = malloc(sizeof(float) * n * nt);
     int32_t *pos = malloc(sizeof(int32_t) * (size_t)S);
-    if (!c || !s || !pos) { free(c); free(s); free(pos); return pdq_fail(st, PDQ_ERR_NOMEM, "ptq: rope tables"); }
+    if (!c || !pos) { free(c); free(pos); return pdq_fail(st, PDQ_ERR_NOMEM, "ptq: rope tables"); }
     for (int i = 0; i < S; i++) pos[i] = i;
-    pdq_rope_tables(m, S, pos, c, s);
+    /* both tables' values (the local one's too when sliding layers take it): one grid serves
+     * every layer's cos / sin, as the whole-model files share them */
+    pdq_ctr_rope tab = {c, c + n, local ? c + 2 * n : NULL, local ? c + 3 * n : NULL};
+    pdq_ctr_rope_tables(m, S, pos, p->so.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN, &tab);
     double cmin = 0, cmax = 0, smin = 0, smax = 0;
-    for (int i = 0; i < S * hd; i++) {
-        double sv = s[i];
-        if (p->so.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN && i % hd < hd / 2) sv = -sv;
-        cmin = fmin(cmin, c[i]); cmax = fmax(cmax, c[i]);
-        smin = fmin(smin, sv); smax = fmax(smax, sv);
-    }
-    free(c); free(s); free(pos);
+    for (size_t t = 0; t < nt; t += 2)
+        for (size_t i = 0; i < n; i++) {
+            double cv = c[t * n + i], sv = c[(t + 1) * n + i];
+            cmin = fmin(cmin, cv); cmax = fmax(cmax, cv);
+            smin = fmin(smin, sv); smax = fmax(smax, sv);
+        }
+    free(c); free(pos);
     char name[160];
     for (int l = 0; l < m->cfg.n_layers; l++)
         for (int k = 0; k < 3; k++) {

@@ -18,7 +18,7 @@ static void bucket_inputs(pdq_rt *rt, int Q, const int32_t *ids, int T, const in
             rt->ids[bq] = real ? ids[(size_t)b * T + start[b] + q] : 0;
             int p = rt->len[b] + q;
             rt->pos[bq] = real ? p : -1;
-            pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, real ? p : 0, rt->cos + bq * rd, rt->sin + bq * rd);
+            pdq_ctr_rope_rows(&rt->tab, rd, real ? p : 0, &rt->row, bq);
             if (rt->has_full) pdq_ctr_append_mask_row(L, Q, rt->len[b], q, real, 0, rt->o.mask_fill, rt->mask + bq * L);
             if (rt->ring)
                 pdq_ctr_ring_mask_row(rt->ring, rt->window, Q, rt->len[b], q, real, rt->o.mask_fill,

@@ -3,6 +3,7 @@
 #define PDQ_STATIC_RT_INTERNAL_H
 
 #include "contract/kv_cache.h"
+#include "contract/rt_contract.h"
 #include "pdq/runtime.h"
 
 typedef enum { RT_PREFILL = 0, RT_APPEND, RT_EMBED, RT_HEAD } rt_kind;
@@ -28,7 +29,7 @@ struct pdq_rt {
     int rd;                       /* the dims RoPE turns: the width of the cos/sin inputs */
     pdq_kv_cache kv;              /* float, (B, KV, C or ring, hd) per layer and K/V */
     int *len;                     /* [B] tokens of each row's sequence so far */
-    float *cos_tab, *sin_tab;     /* (max_seq, rd); sin pre-negated for that convention */
+    pdq_ctr_rope tab;             /* (max_seq, rd) each; sin pre-negated for that convention */
     rt_stack **stacks;
     int n_stacks;
     void *arena;                  /* shared by every interpreter (they run one at a time) */
@@ -42,7 +43,7 @@ struct pdq_rt {
     float *hid_a, *hid_b;         /* (B, max_seq, D) */
     float *mask;                  /* (B, max_seq, max_seq): full layers' */
     float *rmask;                 /* sliding layers': (B, S, S) prefill, (B, Q, ring + Q) append */
-    float *cos, *sin;             /* (B, max_seq, rd) */
+    pdq_ctr_rope row;             /* (B, max_seq, rd) each: the step's rows of every table */
     float *past_k, *past_v;       /* (B, KV, C, hd) */
     float *new_k, *new_v;         /* (B, KV, max_seq, hd) */
     int32_t *ids;                 /* (B, max_seq) */

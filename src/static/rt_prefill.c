@@ -54,7 +54,7 @@ pdq_code pdq_rt_prefill(pdq_rt *rt, int B, int T, const int32_t *ids, const uint
             if (!real) rt->ids[bi] = 0; /* padding embeds token 0; it is masked anyway */
             pos[bi] = real ? i - first : -1;
             rt->pos[bi] = pos[bi];
-            pdq_ctr_rope_row(rt->cos_tab, rt->sin_tab, rd, real ? pos[bi] : 0, rt->cos + bi * rd, rt->sin + bi * rd);
+            pdq_ctr_rope_rows(&rt->tab, rd, pos[bi], &rt->row, bi);
         }
         /* one mask per attention type: full layers see every earlier key, ring layers the window */
         pdq_ctr_prefill_mask(pos + (size_t)b * S, S, 0, rt->o.mask_fill, rt->mask + (size_t)b * S * S);

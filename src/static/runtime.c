@@ -28,15 +28,19 @@ void pdq_rt_free(pdq_rt *rt) {
     free(rt->stacks);
     pdq_kv_free(&rt->kv);
     free(rt->len);
-    free(rt->cos_tab);
-    free(rt->sin_tab);
+    free(rt->tab.cos);
+    free(rt->tab.sin);
+    free(rt->tab.cos_local);
+    free(rt->tab.sin_local);
     free(rt->arena);
     free(rt->hid_a);
     free(rt->hid_b);
     free(rt->mask);
     free(rt->rmask);
-    free(rt->cos);
-    free(rt->sin);
+    free(rt->row.cos);
+    free(rt->row.sin);
+    free(rt->row.cos_local);
+    free(rt->row.sin_local);
     free(rt->past_k);
     free(rt->past_v);
     free(rt->new_k);
@@ -60,12 +64,6 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
                         "switches to the long factors mid-sequence; one static RoPE table cannot)",
                         max_seq, c->rope_original_max_pos);
     if (max_seq < 2) return pdq_fail(st, PDQ_ERR_ARG, "static runtime: max_seq %d must be >= 2", max_seq);
-    /* one mask per graph: with sliding and full layers it is exact only while no key leaves a window */
-    if (pdq_cfg_mixed_attention(c) && max_seq > c->sliding_window)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
-                        "static runtime: max_seq %d exceeds sliding_window %d of a model with sliding and full "
-                        "layers (the graphs take one mask; per-layer attention types are not built yet)",
-                        max_seq, c->sliding_window);
     if (max_seq > c->max_position_embeddings && c->max_position_embeddings > 0)
         return pdq_fail(st, PDQ_ERR_LIMIT, "static runtime: max_seq %d exceeds max_position_embeddings %d",
                         max_seq, c->max_position_embeddings);
@@ -97,13 +95,19 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
     int ok = pdq_kv_init(&rt->kv, rt->n_layers, B, rt->KV, rt->C, rt->hd, NULL, ring, st) == PDQ_OK;
     ok = ok && (rt->rmask = malloc(Bz * rm * sizeof(float)));
     ok = ok && (rt->len = calloc(Bz, sizeof(int)));
-    ok = ok && (rt->cos_tab = malloc(S * rd * sizeof(float)));
-    ok = ok && (rt->sin_tab = malloc(S * rd * sizeof(float)));
+    int local = 0;
+    for (int l = 0; l < rt->n_layers; l++) local |= pdq_ctr_rope_local(c, l);
+    ok = ok && (rt->tab.cos = malloc(S * rd * sizeof(float)));
+    ok = ok && (rt->tab.sin = malloc(S * rd * sizeof(float)));
+    ok = ok && (!local || (rt->tab.cos_local = malloc(S * rd * sizeof(float))));
+    ok = ok && (!local || (rt->tab.sin_local = malloc(S * rd * sizeof(float))));
     ok = ok && (rt->hid_a = malloc(Bz * S * rt->D * sizeof(float)));
     ok = ok && (rt->hid_b = malloc(Bz * S * rt->D * sizeof(float)));
     ok = ok && (rt->mask = malloc(Bz * S * S * sizeof(float)));
-    ok = ok && (rt->cos = malloc(Bz * S * rd * sizeof(float)));
-    ok = ok && (rt->sin = malloc(Bz * S * rd * sizeof(float)));
+    ok = ok && (rt->row.cos = malloc(Bz * S * rd * sizeof(float)));
+    ok = ok && (rt->row.sin = malloc(Bz * S * rd * sizeof(float)));
+    ok = ok && (!local || (rt->row.cos_local = malloc(Bz * S * rd * sizeof(float))));
+    ok = ok && (!local || (rt->row.sin_local = malloc(Bz * S * rd * sizeof(float))));
     ok = ok && (rt->past_k = malloc(kvsz * sizeof(float)));
     ok = ok && (rt->past_v = malloc(kvsz * sizeof(float)));
     ok = ok && (rt->new_k = malloc(Bz * rt->KV * S * hd * sizeof(float)));
@@ -118,11 +122,8 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
     int32_t *pos = malloc(S * sizeof(int32_t));
     if (!pos) { pdq_rt_free(rt); return pdq_fail(st, PDQ_ERR_NOMEM, "static runtime: rope tables"); }
     for (int i = 0; i < max_seq; i++) pos[i] = i;
-    pdq_rope_tables(m, max_seq, pos, rt->cos_tab, rt->sin_tab);
+    pdq_ctr_rope_tables(m, max_seq, pos, rt->o.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN, &rt->tab);
     free(pos);
-    if (rt->o.rope == PDQ_RT_ROPE_PRE_NEGATED_SIN)
-        for (size_t p = 0; p < S; p++)
-            for (size_t i = 0; i < rd / 2; i++) rt->sin_tab[p * rd + i] = -rt->sin_tab[p * rd + i];
     /* Build the prefill stack now: shape errors surface at creation. */
     rt_stack *s;
     pdq_code rc = pdq_rt_stack(rt, RT_PREFILL, max_seq, &s, st);
@@ -284,7 +285,7 @@ typedef struct {
 } layer_ctx;
 
 /* Layer l of the stack on h (rt->hid_a or rt->hid_b; the output goes to the other), the step's
- * mask of the layer's type / cos / sin, and the past: the whole cache for decode (P = C) and for
+ * mask of the layer's type / its RoPE table's cos / sin, and the past: the whole cache for decode (P = C) and for
  * a ring, else its first P slots. */
 static pdq_code run_layer(void *vc, int l, const float *h, const float **h_out, const float **k, const float **v,
                           pdq_status *st) {
@@ -293,7 +294,8 @@ static pdq_code run_layer(void *vc, int l, const float *h, const float **h_out, 
     rt_stack *s = c->s;
     float *nxt = h == rt->hid_a ? rt->hid_b : rt->hid_a;
     int ring = rt->kv.ring[l], append = s->kind == RT_APPEND, P = pdq_ctr_past_slots(ring, rt->max_seq, s->T);
-    float *mask = ring ? rt->rmask : rt->mask;
+    float *mask = ring ? rt->rmask : rt->mask, *cos, *sin;
+    pdq_ctr_rope_pick(&rt->row, pdq_ctr_rope_local(&rt->m->cfg, l), &cos, &sin);
     pdq_code rc;
     if (append) {
         void *pk = pdq_kv_data(&rt->kv, l, 0), *pv = pdq_kv_data(&rt->kv, l, 1);
@@ -307,13 +309,13 @@ static pdq_code run_layer(void *vc, int l, const float *h, const float **h_out, 
         if (!rc) rc = bind_io(s, l, PDQ_AP_IN_MASK, 0, mask, st);
         if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_K, 0, pk, st);
         if (!rc) rc = bind_io(s, l, PDQ_AP_IN_PAST_V, 0, pv, st);
-        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_COS, 0, rt->cos, st);
-        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_SIN, 0, rt->sin, st);
+        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_COS, 0, cos, st);
+        if (!rc) rc = bind_io(s, l, PDQ_AP_IN_SIN, 0, sin, st);
     } else {
         rc = bind_io(s, l, PDQ_PF_IN_HIDDEN, 0, (void *)h, st);
         if (!rc) rc = bind_io(s, l, PDQ_PF_IN_MASK, 0, mask, st);
-        if (!rc) rc = bind_io(s, l, PDQ_PF_IN_COS, 0, rt->cos, st);
-        if (!rc) rc = bind_io(s, l, PDQ_PF_IN_SIN, 0, rt->sin, st);
+        if (!rc) rc = bind_io(s, l, PDQ_PF_IN_COS, 0, cos, st);
+        if (!rc) rc = bind_io(s, l, PDQ_PF_IN_SIN, 0, sin, st);
     }
     if (!rc) rc = bind_io(s, l, PDQ_L_OUT_HIDDEN, 1, nxt, st);
     if (!rc) rc = bind_io(s, l, PDQ_L_OUT_K, 1, rt->new_k, st);

@@ -36,9 +36,8 @@ check mistral-wraps "'$PDQ' verify --model $F/mistral/ckpt --ids '5 9 13 77 2 3 
 check info-family "'$PDQ' info --model $F/qwen3/ckpt --json | jq -e '.family == \"qwen3\" and .qk_norm == true' >/dev/null"
 check info-bias "'$PDQ' info --model $F/qwen2/ckpt | grep -Eq 'biases: +q_proj k_proj v_proj$'"
 
-# Gemma 3 (reference model only): pdq logits on the 37-token prompt (past the window of 8) and pdq ppl
-# against HF's outputs; pdq info shows the family's features; the paths that do not compute its
-# block yet refuse it by name
+# Gemma 3: pdq logits on the 37-token prompt (past the window of 8) and pdq ppl against HF's
+# outputs; pdq info shows the family's features
 G=$F/gemma3
 if command -v python3 >/dev/null; then
     "$PDQ" logits --model $G/ckpt --ids "$(jq -r '.cases[2].ids | join(" ")' $G/ref/prompts.json)" --out $tmp/g.npy \
@@ -62,14 +61,23 @@ check gemma3-info "'$PDQ' info --model $G/ckpt --json | jq -e '.family == \"gemm
     .layer_types == [\"sliding_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\"] and
     .rope_local_base_freq == 10000 and .rope_type == \"linear\" and .hidden_activation == \"gelu_pytorch_tanh\"' >/dev/null"
 check gemma3-info-text "'$PDQ' info --model $G/ckpt | grep -q '^local rope: *theta 10000 on sliding layers'"
-# the static graphs feed every layer one RoPE table and one mask: Gemma 3's local table and a
-# max_seq past its window are refused (issue 25's per-layer contract)
-err gemma3-verify-local-rope "'$PDQ' verify --model $G/ckpt --ids '2 5 9' --max-seq 8" \
-    "gemma3 model: a local RoPE table on sliding layers (config.json 'rope_local_base_freq') not yet supported by the static graphs"
-# ... so the block's ops (sandwich and (1 + w) norms, GELU-tanh, the embedding scale, the attention
-# scale, the final softcap) are checked on the reference weights with one RoPE table (local base =
-# rope_theta, no scaling), a window no shorter than max_seq (sliding == full) and a softcap of 3
-# below the largest logit (about 4): every option combination within 1e-4 of the reference model
+# the static graphs on the REAL config: sliding layers take the local RoPE table (base 10000) and
+# the global layer rope_theta with linear scaling (factor 8), and max_seq 32 is past the window of
+# 8, so the sliding layers run on rings of 7 slots: every option combination within 1e-4 of the
+# reference model (prefill, decode, an append bucket of 4, both padding sides)
+all=1
+for pad in left right; do for lay in batched unrolled; do for rope in hf pre_negated_sin; do for sf in none k_proj; do
+    out=$("$PDQ" verify --model $G/ckpt --ids "5 9 13 77 2 3 4 8 9 10 11 12" --ids "7 8 9" --max-seq 32 --steps 12 \
+          --padding $pad --layout $lay --rope $rope --scale-fusion $sf --append-ids "3 4 5 6" --bucket 4 2>&1 | tail -n 1)
+    case "$out" in
+    "PASS  max |dlogit| "*"(tol 1.0e-04), top-1 34/34 vs FP32 model $G/ckpt") ;;
+    *) bad "gemma3 verify (local RoPE, rings) $pad $lay $rope $sf: $out"; all=0 ;;
+    esac
+done; done; done; done
+[ $all = 1 ] && ok "gemma3 real config (two RoPE tables, rings): verify within 1e-4, 16 option combinations"
+# the final softcap (absent from the reference config) on the reference weights with a cap of 3
+# below the largest logit (about 4), with one RoPE table (local base = rope_theta, no scaling):
+# every option combination within 1e-4 of the reference model
 mkdir -p $tmp/g1
 ln -s "$(cd $G/ckpt && pwd)/model.safetensors" $tmp/g1/model.safetensors
 jq '.rope_local_base_freq = .rope_theta | .rope_scaling = null | .sliding_window = 32 | .final_logit_softcapping = 3.0' \
@@ -84,8 +92,6 @@ for pad in left right; do for lay in batched unrolled; do for rope in hf pre_neg
     esac
 done; done; done; done
 [ $all = 1 ] && ok "gemma3 block: verify within 1e-4, 16 option combinations"
-err gemma3-verify-window "'$PDQ' verify --model $tmp/g1 --ids '2 5 9' --max-seq 64" \
-    "max_seq 64 exceeds sliding_window 32 of a model with sliding and full layers"
 # the text part of a Gemma3ForConditionalGeneration checkpoint: the same weights under
 # language_model.* and the fields under text_config give the text model's logits bit for bit
 if command -v python3 >/dev/null; then
