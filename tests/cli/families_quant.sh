@@ -68,8 +68,8 @@ done
 
 # gemma3: the sandwich block, (1 + w) norms, GELU-tanh, embedding scale, attention scale and a final
 # softcap through GPTQ w4 a16, the Circle pair, the per-layer files and the hybrid export, on the
-# reference weights with one RoPE table and a window no shorter than max_seq (the static contract
-# of today: one cos/sin and one mask per graph; see families.sh)
+# reference weights with one RoPE table, a window no shorter than max_seq and a final softcap of 3
+# (the real config, two tables and rings, follows)
 G=$F/gemma3
 m=$tmp/gemma3-src
 mkdir -p "$m" && cp "$G/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
@@ -106,14 +106,47 @@ if "$PDQ" quantize --model "$m" --method gptq --wbits 4 --calib $C --nsamples 8 
 else
     bad "gemma3 quantize: $(tail -n 2 "$tmp/g.log")"
 fi
-# the real reference config: weight-only GPTQ runs (the reference model computes both RoPE tables);
-# int16 activations need the static graphs, which refuse the local table; every transform is
-# refused with the reason (a fold into (1 + w), R1 past the post-branch norms)
+# the real reference config: two RoPE tables (sliding layers: base 10000; the global layer:
+# rope_theta with linear scaling 8) and max_seq 32 past the window of 8 (rings of 7 slots).
+# Weight-only GPTQ; GPTQ w4 a16 with the Circle pair, per-layer files, an append bucket and the
+# hybrid export: the whole-model files take cos_local / sin_local, rope_*_local.npy and the
+# manifest's rope.layer_tables say which layers take which table, the exported files equal the
+# in-memory run (integer and float mode), integer mode stays within fake-quant's bound, flatc
+# parses every file; a manifest whose layer_tables contradict the layer types is refused. Every
+# transform is refused with the reason (a fold into (1 + w), R1 past the post-branch norms)
 m=$tmp/gemma3-real
 mkdir -p "$m" && cp "$G/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
 check gemma3-weight-only "'$PDQ' quantize --model '$m' --method gptq --wbits 4 --abits none --calib $C --nsamples 4 --seq-len 64 --out '$tmp/gw' --quiet >/dev/null 2>&1 && [ -f '$tmp/gw/model.q.safetensors' ]"
-err gemma3-a16-refused "'$PDQ' quantize --model '$m' --method gptq --wbits 4 --calib $C --max-seq 8 --out '$tmp/ga'" \
-    "a local RoPE table on sliding layers (config.json 'rope_local_base_freq') not yet supported by the static graphs"
+q=$tmp/gemma3-rq
+if "$PDQ" quantize --model "$m" --method gptq --wbits 4 --calib $C --nsamples 8 --seq-len 64 --max-seq 32 --act-nsamples 2 \
+    --verify-steps 4 --export circle-full,circle-per-layer --append-bucket 4 --out "$q" --quiet >"$tmp/gr.log" 2>&1; then
+    check gemma3-real-report "jq -e '.export.quality.equal_in_memory == true' '$q/report.json' >/dev/null"
+    check gemma3-real-manifest "jq -e '.rope.layer_tables == [\"local\", \"local\", \"global\", \"local\"] and .rope.cos_local == \"rope_cos_local.npy\" and .rope.local_theta == 10000 and .kv_cache.ring_slots == 7' '$q/circle/manifest.json' >/dev/null"
+    check gemma3-real-tables "[ -f '$q/circle/rope_cos_local.npy' ] && [ -f '$q/circle/rope_sin_local.npy' ] && ! cmp -s '$q/circle/rope_cos.npy' '$q/circle/rope_cos_local.npy'"
+    for pl in "" --per-layer; do
+        check "gemma3-real-circle$pl" "'$PDQ' verify --circle '$q/circle' $pl --model '$q' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 --append-ids '3 4 5 6 7 8 9' 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
+    done
+    fake=$("$PDQ" verify --model "$q" --ids "5 9 13 77 2 3 4 8 9 10 11 12" --steps 12 --mode fake --json "$tmp/grf.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/grf.json")
+    int=$("$PDQ" verify --model "$q" --ids "5 9 13 77 2 3 4 8 9 10 11 12" --steps 12 --mode int --json "$tmp/gri.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/gri.json")
+    check "gemma3-real-int-vs-fake ($int vs $fake)" "awk -v a=$int -v b=$fake 'BEGIN { exit !(a > 0 && a <= 1.05 * b + 1e-3) }'"
+    "$PDQ" export --model "$q" --hybrid --max-seq 32 --out "$tmp/gemma3-rh" --quiet >/dev/null 2>&1 || bad "gemma3 real hybrid export"
+    check gemma3-real-hybrid "'$PDQ' verify --circle '$tmp/gemma3-rh' --model '$q' --ids '5 9 13 77 2 3 4 8 9 10 11 12' --steps 12 2>&1 | tail -n 1 | grep -q 'max |circle - in-memory| 0.000e+00'"
+    if [ -f "$schema" ] && command -v flatc >/dev/null; then
+        n=0
+        for f in "$q"/circle/*.circle "$tmp/gemma3-rh"/*.circle; do
+            flatc --json --strict-json --raw-binary -o "$tmp/grj" "$schema" -- "$f" >/dev/null 2>&1 || bad "gemma3 real flatc $f"
+            n=$((n + 1))
+        done
+        ok "gemma3 real config: flatc parsed $n files"
+        check gemma3-real-inputs "jq -e '[.subgraphs[0].inputs[] as \$i | .subgraphs[0].tensors[\$i].name][0:7] == [\"input_ids\", \"attention_mask\", \"sliding_attention_mask\", \"cos\", \"sin\", \"cos_local\", \"sin_local\"]' '$tmp/grj/model_decode.q.json' >/dev/null"
+    fi
+    mkdir -p "$tmp/gbad" && cp "$q/circle/"* "$tmp/gbad/"
+    jq '.rope.layer_tables = ["local", "local", "local", "local"]' "$q/circle/manifest.json" >"$tmp/gbad/manifest.json"
+    err gemma3-real-bad-tables "'$PDQ' verify --circle '$tmp/gbad' --model '$q' --ids '5 9' --steps 2" \
+        "rope.layer_tables[2] = \"local\": the local table is the sliding layers' (model.layer_types[2] is full_attention)"
+else
+    bad "gemma3 real-config quantize: $(tail -n 2 "$tmp/gr.log")"
+fi
 for t in r1 r2 cle smooth; do
     err "gemma3-transform-$t" "'$PDQ' quantize --model '$m' --method rtn --wbits 8 --abits none --transform $t --calib $C --out '$tmp/gt'" \
         "gemma3 model: the sandwich block (four norms per layer) (config.json 'model_type') not yet supported by the transforms"
