@@ -5,7 +5,8 @@
  * then decode to max_seq. After every step the logits agree within 1e-4 and every ring slot
  * holds the K/V of the position a brute-force simulation of the writes puts there (the reference
  * cache's row at that position). Models: Mistral (every layer slides) and Qwen2 with
- * max_window_layers (mixed full and sliding layers), synthetic checkpoints. */
+ * max_window_layers (mixed full and sliding layers), Gemma 3 (every third layer global, the
+ * sliding layers on their local RoPE table, the global one on rope_theta), synthetic checkpoints. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,12 @@ static pdq_model *load_synth(const char *family, int mwl, char **dir) {
     o.layers = NL;
     o.sliding_window = W;
     o.max_window_layers = mwl;
+    if (!strcmp(family, "gemma3")) { /* every 3rd layer global; sliding layers on the local table */
+        o.window = W;
+        o.window_pattern = 3;
+        o.rope_theta = 1e6;
+        o.rope_local_theta = 10000;
+    }
     o.seed = 7;
     assert_int_equal(pdq_synth_write(&o, &st), PDQ_OK);
     pdq_model *m;
@@ -92,6 +99,8 @@ static void conversation(const char *family, int mwl, pdq_padding pad) {
     int V = c->vocab_size, full = 0;
     for (int l = 0; l < c->n_layers; l++) full += !pdq_ctr_ring(c, S, l);
     assert_int_equal(full, mwl); /* qwen2: layers < max_window_layers are full; mistral: none */
+    /* gemma3: sliding layers take the local RoPE table (its K in the ring is turned by it) */
+    assert_int_equal(pdq_rope_local_differs(c), !strcmp(family, "gemma3"));
     pdq_status st = {0};
     pdq_rt *rt;
     assert_int_equal(pdq_rt_create(m, B, S, NULL, &rt, &st), PDQ_OK);
@@ -146,6 +155,7 @@ static void conversation(const char *family, int mwl, pdq_padding pad) {
 static void test_mistral_left(void **s) { (void)s; conversation("mistral", 0, PDQ_PAD_LEFT); }
 static void test_mistral_right(void **s) { (void)s; conversation("mistral", 0, PDQ_PAD_RIGHT); }
 static void test_qwen2_mixed(void **s) { (void)s; conversation("qwen2", 1, PDQ_PAD_LEFT); }
+static void test_gemma3_local_rope(void **s) { (void)s; conversation("gemma3", 1, PDQ_PAD_RIGHT); }
 
 /* The graphs' I/O shapes per layer type: a sliding layer's decode/append take the ring as past
  * and a mask of ring + Q columns; a full layer's are unchanged; the prefill mask is (B,S,S). */
@@ -209,7 +219,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_mask_rule), cmocka_unit_test(test_graph_shapes),
         cmocka_unit_test(test_mistral_left),   cmocka_unit_test(test_mistral_right),
-        cmocka_unit_test(test_qwen2_mixed),
+        cmocka_unit_test(test_qwen2_mixed),    cmocka_unit_test(test_gemma3_local_rope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
