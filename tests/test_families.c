@@ -331,19 +331,19 @@ static void test_refusals(void **s) {
     pdq_config gc;
     pdq_status st = {0};
     assert_int_equal(pdq_config_load(dir, &gc, &st), PDQ_OK);
-    /* Gemma 3: the reference model and weight quantization compute it all; the static graphs and
-     * the export its block but one RoPE table; the transforms name the block they lack */
-    assert_int_equal(pdq_family_require(&gc, PDQ_PATH_REFERENCE, &st), PDQ_OK);
-    assert_int_equal(pdq_family_require(&gc, PDQ_PATH_QUANTIZE, &st), PDQ_OK);
-    for (int p = PDQ_PATH_STATIC; p <= PDQ_PATH_EXPORT; p++) {
-        assert_int_equal(pdq_family_require(&gc, (pdq_path)p, &st), PDQ_ERR_UNSUPPORTED);
-        assert_non_null(strstr(st.msg, "gemma3 model: a local RoPE table on sliding layers"));
-    }
+    /* Gemma 3: every path but the transforms computes it, its local RoPE table included (the
+     * static contract's layer type is (window, table)); the transforms name the block they lack */
+    for (int p = PDQ_PATH_REFERENCE; p <= PDQ_PATH_QUANTIZE; p++)
+        assert_int_equal(pdq_family_require(&gc, (pdq_path)p, &st), PDQ_OK);
     assert_int_equal(pdq_family_require(&gc, PDQ_PATH_TRANSFORM, &st), PDQ_ERR_UNSUPPORTED);
     assert_non_null(strstr(st.msg, "gemma3 model: the sandwich block"));
-    /* with the local base equal to rope_theta and no scaling the two tables are one */
+    /* the real config has two tables (local base 10000; rope_theta 1e6 with linear scaling 8);
+     * with the local base equal to rope_theta and no scaling they are one */
+    assert_true(pdq_rope_local_differs(&gc));
     gc.rope_local_theta = gc.rope_theta;
+    assert_true(pdq_rope_local_differs(&gc)); /* the global table is still scaled */
     gc.rope_type = PDQ_ROPE_DEFAULT;
+    assert_false(pdq_rope_local_differs(&gc));
     assert_int_equal(pdq_family_require(&gc, PDQ_PATH_STATIC, &st), PDQ_OK);
     assert_int_equal(pdq_family_require(&gc, PDQ_PATH_EXPORT, &st), PDQ_OK);
     /* a multimodal config: the text model's fields under text_config, ids at the root (HF's
