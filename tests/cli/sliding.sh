@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sliding-window layers in the static contract, on synthetic checkpoints (no shared data): a mixed
 # Qwen2 (use_sliding_window, max_window_layers 2 of 4: two full layers, two sliding ones with a
-# window of 6, so rings of 5 slots at max_seq 32) and an all-sliding Mistral.
+# window of 6, so rings of 5 slots at max_seq 32), an all-sliding Mistral and a Gemma 3 whose
+# sliding layers take a local RoPE table.
 # - pdq verify (static graphs vs the FP32 reference model, which reads the window per layer over a
 #   full cache): every padding side x layout x RoPE convention x scale fusion, a prompt longer
 #   than the window, 12 decode steps and an append bucket of 7 (> W) within 1e-4;
@@ -59,6 +60,28 @@ err bad-types-count "'$PDQ' verify --circle $B --model $q2 --ids '5 9' --steps 2
 kvb=$("$PDQ" bench --model $q2 --static -p 0 -n 4 -r 1 -t 1 --decode-at 20 --max-seq 32 --json 2>/dev/null | jq '.[0].kv_cache_bytes')
 check bench-kv-bytes "[ '$kvb' = $(((2 * 31 + 2 * 5) * 2 * 16 * 2 * 4)) ]"
 err bench-max-seq "'$PDQ' bench --model $q2 --static -p 0 -n 4 -r 1 --decode-at 30 --max-seq 32" "--max-seq 32 is shorter than the longest test (34 positions)"
+
+# Gemma 3 (synthetic): every 3rd layer global, window 6 < max_seq 32, sliding layers on the local
+# RoPE table (base 10000) and the global layer on rope_theta 1e6: pdq verify within 1e-4, and the
+# float Circle export (whole and per layer, buckets 4 and 8) equal to the in-memory runtime, the
+# whole-model files taking cos_local / sin_local, the manifest naming each layer's table
+g3=$tmp/g3
+"$SYNTH" --family gemma3 --out $g3 --layers 3 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --window 6 --window-pattern 3 \
+    --rope-theta 1e6 --vocab 512 >/dev/null || bad "synth gemma3"
+for pad in left right; do
+    out=$("$PDQ" verify --model $g3 --ids "5 9 13 77 2 3 4 8 9 10 11 12" --ids "7 8 9" --max-seq 32 --steps 12 --padding $pad \
+          --append-ids "3 4 5 6 7 8 9" --bucket 7 2>&1 | tail -n 1)
+    check "gemma3-local-rope verify $pad" "[[ '$out' =~ ^PASS\ \ max\ \|dlogit\|\ .*\(tol\ 1\.0e-04\) ]]"
+done
+G3=$tmp/g3c
+"$PDQ" export --model $g3 --out $G3 --max-seq 32 --append-bucket 4,8 --quiet >/dev/null 2>&1 || bad "gemma3 export"
+check gemma3-manifest "jq -e '.rope.layer_tables == [\"local\",\"local\",\"global\"] and .kv_cache.layer_slots == [5,5,31]' $G3/manifest.json >/dev/null"
+check gemma3-whole-inputs "'$PDQ' inspect $G3/model_decode.circle | grep -q '(1,1,16) cos_local'"
+for pl in "" --per-layer; do
+    v=$("$PDQ" verify --circle $G3 $pl --model $g3 --ids "5 9 13 77 2 3 4 8 9 10 11 12" --steps 6 \
+        --append-ids "3 4 5 6 7 8 9 10 11 12 13 14 15" 2>&1)
+    check "gemma3 circle$pl == in-memory" "grep -q '^PASS  max |circle - in-memory| 0.000e+00' <<<\"\$v\" && grep -q 'append 14 tokens at length 18: buckets 8 4 1 1' <<<\"\$v\""
+done
 
 S=../shared/models/stories260K
 C=../shared/data/tinystories-260k/train.txt
