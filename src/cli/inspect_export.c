@@ -33,19 +33,22 @@ int cli_inspect_export(const char *dir, int json) {
     int S = m->max_seq, KV = m->kv_heads, hd = m->head_dim;
     if (json) printf("{\"max_seq\": %d, \"sliding_window\": %d, \"layers\": [", S, m->sliding_window);
     else
-        printf("%s: max_seq %d, sliding_window %d, %d layers\n%-6s %-18s %8s  %-22s %s\n", dir, S, m->sliding_window,
-               m->layers, "layer", "type", "slots", "decode past_key/value", "decode mask");
+        printf("%s: max_seq %d, sliding_window %d, %d layers\n%-6s %-18s %8s  %-22s %s%s\n", dir, S, m->sliding_window,
+               m->layers, "layer", "type", "slots", "decode past_key/value", "decode mask",
+               m->local_rope ? "  rope table" : "");
     for (int l = 0; l < m->layers; l++) {
         int ring = pdq_ctr_ring_of(m->sliding[l] ? m->sliding_window : 0, S), P = pdq_ctr_past_slots(ring, S, 1);
         const char *type = ring ? "sliding (ring)" : m->sliding[l] ? "sliding (W>=max_seq)" : "full";
         if (json)
             printf("%s\n  {\"layer\": %d, \"type\": \"%s\", \"window\": %d, \"cache_slots\": %d, \"past_key\": [1, %d, %d, %d], "
-                   "\"decode_mask\": [1, 1, %d]}",
+                   "\"decode_mask\": [1, 1, %d]%s%s%s}",
                    l ? "," : "", l, m->sliding[l] ? "sliding_attention" : "full_attention",
-                   m->sliding[l] ? m->sliding_window : 0, pdq_ctr_cache_slots(ring, S), KV, P, hd, P + 1);
+                   m->sliding[l] ? m->sliding_window : 0, pdq_ctr_cache_slots(ring, S), KV, P, hd, P + 1,
+                   m->local_rope ? ", \"rope_table\": \"" : "", m->local_rope ? (m->rope_local[l] ? "local" : "global") : "",
+                   m->local_rope ? "\"" : "");
         else
-            printf("%-6d %-18s %8d  (1,%d,%d,%d)%*s (1,1,%d)\n", l, type, pdq_ctr_cache_slots(ring, S), KV, P, hd, 8, "",
-                   P + 1);
+            printf("%-6d %-18s %8d  (1,%d,%d,%d)%*s (1,1,%d)%s%s\n", l, type, pdq_ctr_cache_slots(ring, S), KV, P, hd, 8, "",
+                   P + 1, m->local_rope ? "         " : "", m->local_rope ? (m->rope_local[l] ? "local" : "global") : "");
     }
     if (json) printf("\n]}\n");
     free(m);

@@ -77,6 +77,8 @@ G3=$tmp/g3c
 "$PDQ" export --model $g3 --out $G3 --max-seq 32 --append-bucket 4,8 --quiet >/dev/null 2>&1 || bad "gemma3 export"
 check gemma3-manifest "jq -e '.rope.layer_tables == [\"local\",\"local\",\"global\"] and .kv_cache.layer_slots == [5,5,31]' $G3/manifest.json >/dev/null"
 check gemma3-whole-inputs "'$PDQ' inspect $G3/model_decode.circle | grep -q '(1,1,16) cos_local'"
+check gemma3-inspect-tables "'$PDQ' inspect $G3 --json | jq -e '[.layers[].rope_table] == [\"local\",\"local\",\"global\"]' >/dev/null"
+check inspect-one-table "'$PDQ' inspect $O --json | jq -e '[.layers[] | has(\"rope_table\")] | any | not' >/dev/null"
 for pl in "" --per-layer; do
     v=$("$PDQ" verify --circle $G3 $pl --model $g3 --ids "5 9 13 77 2 3 4 8 9 10 11 12" --steps 6 \
         --append-ids "3 4 5 6 7 8 9 10 11 12 13 14 15" 2>&1)
