@@ -300,10 +300,6 @@ pdq_code pdq_export_model(const pdq_model *m, const char *outdir, const pdq_expo
                         c->rope_original_max_pos);
     if (c->max_position_embeddings > 0 && S > c->max_position_embeddings)
         return pdq_fail(st, PDQ_ERR_LIMIT, "export: max_seq %d exceeds max_position_embeddings %d", S, c->max_position_embeddings);
-    if (pdq_cfg_mixed_attention(c) && S > c->sliding_window)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
-                        "export: max_seq %d exceeds sliding_window %d of a model with sliding and full layers (one "
-                        "mask per graph)", S, c->sliding_window);
     /* append-prefill buckets: the list and the single append_q, distinct, ascending */
     int nb = 0, bk[PDQ_MAX_BUCKETS + 1];
     for (int i = 0; i <= o->n_buckets; i++) {

@@ -60,12 +60,6 @@ pdq_code pdq_rt_create(const pdq_model *m, int B, int max_seq, const pdq_static_
                         "switches to the long factors mid-sequence; one static RoPE table cannot)",
                         max_seq, c->rope_original_max_pos);
     if (max_seq < 2) return pdq_fail(st, PDQ_ERR_ARG, "static runtime: max_seq %d must be >= 2", max_seq);
-    /* one mask per graph: with sliding and full layers it is exact only while no key leaves a window */
-    if (pdq_cfg_mixed_attention(c) && max_seq > c->sliding_window)
-        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
-                        "static runtime: max_seq %d exceeds sliding_window %d of a model with sliding and full "
-                        "layers (the graphs take one mask; per-layer attention types are not built yet)",
-                        max_seq, c->sliding_window);
     if (max_seq > c->max_position_embeddings && c->max_position_embeddings > 0)
         return pdq_fail(st, PDQ_ERR_LIMIT, "static runtime: max_seq %d exceeds max_position_embeddings %d",
                         max_seq, c->max_position_embeddings);
