@@ -27,8 +27,8 @@ double pdq_nll_rows(const float *logits, const int32_t *targets, int n, int voca
 }
 
 pdq_code pdq_windows_share(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
-                             int stride, const char *label, pdq_scored_fn cb, void *cb_ctx, int *windows, int rank,
-                             int size, pdq_status *st) {
+                           int stride, const char *label, pdq_scored_fn cb, void *cb_ctx, int *windows, int rank,
+                           int size, pdq_status *st) {
     if (windows) *windows = 0;
     if (max_len < 2 || stride < 1 || stride > max_len)
         return pdq_fail(st, PDQ_ERR_ARG, "perplexity: need max-len >= 2 and 1 <= stride <= max-len (got %d, %d)", max_len, stride);
