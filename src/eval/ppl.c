@@ -71,12 +71,18 @@ pdq_code pdq_windows_share(pdq_window_logits_fn fn, void *ctx, int vocab, const 
     return rc;
 }
 
-void pdq_windows_owners(long n, int max_len, int stride, int size, int *owner) {
+long pdq_windows_rows(long n, int max_len, int stride, int size, long *row, int *owner) {
+    long t = 0;
+    for (long i = 0; row && i < n; i++) row[i] = -1;
     for (long begin = 0, prev_end = 0, w = 0; prev_end < n; begin += stride, w++) {
         long end = begin + max_len < n ? begin + max_len : n;
-        for (long t = (prev_end > begin + 1 ? prev_end : begin + 1); t < end; t++) owner[t - 1] = (int)(w % size);
+        for (long p = (prev_end > begin + 1 ? prev_end : begin + 1); p < end; p++, t++) {
+            if (row) row[p] = t;
+            if (owner) owner[t] = (int)(w % size);
+        }
         prev_end = end;
     }
+    return t;
 }
 
 pdq_code pdq_windows_each(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,

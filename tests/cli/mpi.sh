@@ -73,10 +73,11 @@ fi
 unset XDG_CACHE_HOME
 
 # 2. float-model Hessians, chunks of 2 windows (7 windows: 4 chunks over 3 ranks); an EMA observer
-# over 4 samples with 2 decode steps each (3 ranks: 2, 1, 1 samples), --eval with another stride
+# over 4 samples with 2 decode steps each (3 ranks: 2, 1, 1 samples), --eval and --kld on windows
+# that do not overlap (the first token of each is not scored)
 B=(quantize --model $M --calib "$tmp/calib.txt" --wbits 4 --abits 16 --observer ema --act-nsamples 4
    --decode-calib-steps 2 --max-seq 32 --verify-steps 2 --nsamples 7 --seq-len 32 --gptq-orig-inputs
-   --calib-chunk 2 --group 16 --eval "$tmp/eval.txt" --eval-len 32 --eval-stride 20 --kld --quiet --threads 1)
+   --calib-chunk 2 --group 16 --eval "$tmp/eval.txt" --eval-len 32 --eval-stride 32 --kld --quiet --threads 1)
 # each run computes the FP32 side of --kld (its own cache): split over 3 ranks, the same file
 XDG_CACHE_HOME="$tmp/kld-b1" "$PDQ" "${B[@]}" --out "$tmp/orig-plain" >"$tmp/orig.log" 2>&1 || bad orig-plain-run
 XDG_CACHE_HOME="$tmp/kld-b3" mpi -np 3 "$MPDQ" "${B[@]}" --out "$tmp/orig-np3" >"$tmp/orig3.log" 2>&1 ||
