@@ -94,9 +94,11 @@ check kld-base-split-identical "cmp -s $tmp/kld-b1/pdq/kld-*.bin $tmp/kld-b3/pdq
 # the SmoothQuant windows in the same pass (5 windows over 2 ranks)
 D=(quantize --model $M --calib "$tmp/calib.txt" --nsamples 3 --wbits 4 --abits none --transform r1,smooth
    --smooth-nsamples 5 --seq-len 32 --save-transformed --quiet --threads 1)
-"$PDQ" "${D[@]}" --out "$tmp/save-plain" >"$tmp/save.log" 2>&1 || bad save-plain-run
-mpi -np 2 "$MPDQ" "${D[@]}" --out "$tmp/save-np2" >"$tmp/save2.log" 2>&1 || { bad save-np2-run; tail -5 "$tmp/save2.log"; }
-same save-transformed-np2 "$tmp/save-plain" "$tmp/save-np2"
+if [ "${PDQ_ASAN:-}" != 1 ]; then # sanitized: the split code paths are those of cases 1 and 2
+    "$PDQ" "${D[@]}" --out "$tmp/save-plain" >"$tmp/save.log" 2>&1 || bad save-plain-run
+    mpi -np 2 "$MPDQ" "${D[@]}" --out "$tmp/save-np2" >"$tmp/save2.log" 2>&1 || { bad save-np2-run; tail -5 "$tmp/save2.log"; }
+    same save-transformed-np2 "$tmp/save-plain" "$tmp/save-np2"
+fi
 
 # 3. stories260K (tied embeddings), from ../shared
 S=../shared/models/stories260K
