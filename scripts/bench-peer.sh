@@ -28,7 +28,7 @@ peer_args "$shape" >/dev/null || exit 2
 [ -x "$lcpp/build/bin/llama-bench" ] || skip "no llama.cpp build at $lcpp (set LLAMA_CPP)"
 [ -x "$lcpp/build/bin/llama-quantize" ] || skip "no llama-quantize in $lcpp/build/bin"
 class=$(peer_hf_class "$shape")
-grep -q "register(\"$class\"" "$lcpp/convert_hf_to_gguf.py" ||
+grep -q "register(.*\"$class\"" "$lcpp/convert_hf_to_gguf.py" ||
   skip "llama.cpp's convert_hf_to_gguf.py at $lcpp does not register $class"
 py=/usr/bin/python3
 $py -c 'import torch, numpy, sentencepiece, google.protobuf, tqdm, yaml' 2>/dev/null ||

@@ -16,6 +16,7 @@
 #include "pdq/model.h"
 #include "pdq/runtime.h"
 #include "pdq/synth.h"
+#include "pdq/tasks.h"
 #include "testutil.h"
 
 #define TOL 1e-4
@@ -215,11 +216,84 @@ static void test_ring_mask_rule(void **s) {
     }
 }
 
+/* Rewinding a ring: pdq_ctr_rewind_exact against the slots a brute-force replay of the writes
+ * leaves, and the shared-context scorer on a sliding model (its rewinds refused once a ring
+ * wrapped into the context, the context prefilled again) bit for bit against scoring each
+ * continuation on its own. */
+typedef struct {
+    pdq_rt *rt;
+    int V, never_rewind;
+} sess;
+static pdq_code s_prefill(void *c, const int32_t *ids, int n, float *last, pdq_status *st) {
+    sess *s = c;
+    pdq_rt_reset(s->rt);
+    return pdq_rt_prefill(s->rt, 1, n, ids, NULL, PDQ_PAD_RIGHT, last, NULL, st);
+}
+static pdq_code s_append(void *c, const int32_t *ids, int n, float *rows, pdq_status *st) {
+    sess *s = c;
+    for (int i = 0; i < n; i++) /* decode steps: no bucket plan needed */
+        if (pdq_rt_append(s->rt, 1, 1, ids + i, NULL, 1, NULL, rows + (size_t)i * s->V, st) != PDQ_OK) return st->code;
+    return PDQ_OK;
+}
+static pdq_code s_rewind(void *c, int len, pdq_status *st) {
+    sess *s = c;
+    if (s->never_rewind) return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "test: prefill again");
+    return pdq_rt_rewind(s->rt, 0, len, st);
+}
+
+static void test_rewind(void **unused) {
+    (void)unused;
+    for (int ring = 1; ring <= 6; ring++)
+        for (int from = 0; from <= 20; from++)
+            for (int to = 0; to <= from; to++) {
+                int slot[8], ok = 1;
+                for (int k = 0; k < ring; k++) slot[k] = -1;
+                for (int p = 0; p < from; p++) slot[p % ring] = p;
+                for (int q = to - ring < 0 ? 0 : to - ring; q < to; q++) ok &= slot[q % ring] == q;
+                assert_int_equal(pdq_ctr_rewind_exact(ring, from, to), ok);
+            }
+    assert_true(pdq_ctr_rewind_exact(0, 30, 2));
+    char *dir;
+    pdq_model *m = load_synth("mistral", 0, &dir);
+    pdq_status st = {0};
+    pdq_rt *rt;
+    assert_int_equal(pdq_rt_create(m, 1, S, NULL, &rt, &st), PDQ_OK);
+    int V = m->cfg.vocab_size;
+    sess a = {rt, V, 0}, b = {rt, V, 1};
+    pdq_ll_session shared = {s_prefill, s_append, s_rewind, &a, V, S, NULL};
+    pdq_ll_session alone = {s_prefill, s_append, s_rewind, &b, V, S, NULL};
+    int32_t ctx[12], c0[2] = {7, 8}, c1[6] = {9, 10, 11, 12, 13, 14}, c2[1] = {15}, c3[3] = {16, 17, 18};
+    for (int i = 0; i < 12; i++) ctx[i] = 3 + 5 * i;
+    int32_t *cont[4] = {c0, c1, c2, c3};
+    int n_cont[4] = {2, 6, 1, 3}, g1[4], g2[4];
+    double l1[4], l2[4];
+    for (int n_ctx = 2; n_ctx <= 12; n_ctx += 5) { /* inside the ring, at its edge, past it */
+        assert_int_equal(pdq_ll_session_score(&shared, ctx, n_ctx, cont, n_cont, 4, l1, g1, &st), PDQ_OK);
+        assert_int_equal(pdq_ll_session_score(&alone, ctx, n_ctx, cont, n_cont, 4, l2, g2, &st), PDQ_OK);
+        for (int i = 0; i < 4; i++) {
+            assert_true(l1[i] == l2[i]);
+            assert_int_equal(g1[i], g2[i]);
+        }
+    }
+    /* the refusal names the rings */
+    assert_int_equal(pdq_rt_prefill(rt, 1, 12, ctx, NULL, PDQ_PAD_RIGHT, NULL, NULL, &st), PDQ_OK);
+    assert_int_equal(pdq_rt_append(rt, 1, 1, c2, NULL, 1, NULL, NULL, &st), PDQ_OK);
+    assert_int_equal(pdq_rt_rewind(rt, 0, 12, &st), PDQ_ERR_UNSUPPORTED);
+    assert_non_null(strstr(st.msg, "rings of 4 slots"));
+    pdq_ll_session_free(&shared);
+    pdq_ll_session_free(&alone);
+    pdq_rt_free(rt);
+    pdq_model_free(m);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_mask_rule), cmocka_unit_test(test_graph_shapes),
         cmocka_unit_test(test_mistral_left),   cmocka_unit_test(test_mistral_right),
         cmocka_unit_test(test_qwen2_mixed),    cmocka_unit_test(test_gemma3_local_rope),
+        cmocka_unit_test(test_rewind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

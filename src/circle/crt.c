@@ -282,6 +282,10 @@ int pdq_crt_len(const pdq_crt *rt) { return rt->len; }
 pdq_code pdq_crt_rewind(pdq_crt *rt, int len, pdq_status *st) {
     if (len < 0 || len > rt->len)
         return pdq_fail(st, PDQ_ERR_ARG, "circle rewind: the cache holds %d tokens, cannot rewind to %d", rt->len, len);
+    if (!pdq_ctr_rewind_exact(rt->ring, rt->len, len))
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                        "circle rewind: from %d to %d tokens: the sliding layers' rings of %d slots were overwritten "
+                        "past position %d (prefill again)", rt->len, len, rt->ring, len);
     rt->len = len;
     return PDQ_OK;
 }

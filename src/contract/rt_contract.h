@@ -25,6 +25,14 @@ static inline int pdq_ctr_ring_of(int window, int max_seq) {
 static inline int pdq_ctr_ring(const pdq_config *c, int max_seq, int l) {
     return pdq_ctr_ring_of(pdq_cfg_layer_window(c, l), max_seq);
 }
+/* Whether going back from length `from` to `to` keeps every key a query at `to` needs: the
+ * positions written since (to .. from-1) went to slots p mod ring, which held p - ring, and a
+ * query at `to` needs to - ring .. to - 1. Exact when no ring layer exists, when going back to
+ * the start, or when nothing written since reached position ring (only then did a write land on
+ * a still-needed slot). */
+static inline int pdq_ctr_rewind_exact(int ring, int from, int to) {
+    return !ring || !to || from <= (to > ring ? to : ring);
+}
 /* Whether any layer (ring 1) / any full layer (ring 0) exists at max_seq. */
 int pdq_ctr_has_type(const pdq_config *c, int max_seq, int ring);
 /* Cache slots of a layer: its ring, or max_seq - 1. */

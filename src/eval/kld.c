@@ -64,6 +64,7 @@ typedef struct {
     long cap;
     v_id *heap; /* [k] */
     const int32_t *ids;
+    const long *row; /* a rank's share: row of each position; NULL: rows in the order scored */
 } base_ctx;
 
 static pdq_code base_rows(void *ctx, const float *logits, int from, int count, const int32_t *targets, int vocab,
@@ -71,7 +72,7 @@ static pdq_code base_rows(void *ctx, const float *logits, int from, int count, c
     base_ctx *c = ctx;
     pdq_kld_base *b = c->b;
     for (int r = 0; r < count; r++) {
-        long t = (long)(targets + r - c->ids) - 1; /* scored tokens are positions 1.. in order */
+        long t = c->row ? c->row[targets + r - c->ids] : b->n;
         if (b->n >= c->cap || t < 0 || t >= c->cap)
             return pdq_fail(st, PDQ_ERR_LIMIT, "kld: more scored tokens than the corpus has (%ld)", c->cap);
         const float *l = logits + (size_t)(from + r) * vocab;
@@ -123,11 +124,15 @@ static pdq_code base_share(pdq_window_logits_fn fn, void *ctx, int vocab, const 
         memset(out->top_lp, 0, sizeof *out->top_lp * (size_t)(cap > 0 ? cap : 1) * k);
         memset(out->target_lp, 0, sizeof *out->target_lp * (size_t)(cap > 0 ? cap : 1));
     }
-    base_ctx c = {out, cap, malloc(sizeof(v_id) * (size_t)k), ids};
-    if (!c.heap) rc = pdq_fail(st, PDQ_ERR_NOMEM, "kld: scratch for top-%d", k);
+    base_ctx c = {out, cap, malloc(sizeof(v_id) * (size_t)k), ids, NULL};
+    long *row = size > 1 ? malloc(sizeof(long) * (size_t)n) : NULL;
+    if (!c.heap || (size > 1 && !row)) rc = pdq_fail(st, PDQ_ERR_NOMEM, "kld: scratch for top-%d", k);
+    if (row) pdq_windows_rows(n, max_len, stride, size, row, NULL);
+    c.row = row;
     if (rc == PDQ_OK)
         rc = pdq_windows_share(fn, ctx, vocab, ids, n, max_len, stride, label, base_rows, &c, NULL, rank, size, st);
     free(c.heap);
+    free(row);
     if (rc != PDQ_OK) pdq_kld_base_free(out);
     return rc;
 }
@@ -140,9 +145,9 @@ pdq_code pdq_kld_base_compute(pdq_window_logits_fn fn, void *ctx, int vocab, con
 /* Every rank's rows (the same layout everywhere) into b: row t from the rank that scored token t. */
 static pdq_code base_gather(const pdq_dist *d, pdq_kld_base *b, long n, int max_len, int stride, pdq_status *st) {
     int size = pdq_dist_size(d);
-    long cap = n > 1 ? n - 1 : 0, rows = cap > 0 ? cap : 1;
+    long cap = pdq_windows_rows(n, max_len, stride, size, NULL, NULL), rows = n > 1 ? n - 1 : 1;
     size_t k = (size_t)b->k, row = k * (sizeof(int32_t) + sizeof(float)) + sizeof(float);
-    char *mine = malloc(row * (size_t)rows), *all = malloc(row * (size_t)rows * size);
+    char *mine = calloc((size_t)rows, row), *all = malloc(row * (size_t)rows * size);
     int *owner = malloc(sizeof(int) * (size_t)rows);
     pdq_code rc = mine && all && owner ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "kld: gathering %ld base rows", cap);
     for (long t = 0; !rc && t < cap; t++) {
@@ -153,7 +158,7 @@ static pdq_code base_gather(const pdq_dist *d, pdq_kld_base *b, long n, int max_
     }
     if (!rc) rc = pdq_dist_allgather(d, mine, row * (size_t)rows, all, st);
     if (!rc) {
-        pdq_windows_owners(n, max_len, stride, size, owner);
+        pdq_windows_rows(n, max_len, stride, size, NULL, owner);
         for (long t = 0; t < cap; t++) {
             const char *p = all + row * ((size_t)owner[t] * rows + (size_t)t);
             memcpy(b->top_id + t * k, p, k * sizeof(int32_t));
@@ -275,7 +280,8 @@ typedef struct {
     pdq_ppl_result *ppl;
     /* a rank's share of a split run: each scored token's record at its row, folded later */
     const int32_t *ids;
-    double *rec; /* [n][KREC] or NULL: fold as computed */
+    const long *row; /* the row of each position (a rank's share) */
+    double *rec;     /* [rows][KREC] or NULL: fold as computed */
 } model_ctx;
 
 enum { KREC = 5 }; /* kl, dp, top-k mass, log p_model(target), top-1 agreement */
@@ -304,7 +310,7 @@ static pdq_code model_rows(void *ctx, const float *logits, int from, int count, 
     model_ctx *c = ctx;
     const pdq_kld_base *b = c->b;
     for (int r = 0; r < count; r++) {
-        long t = c->rec ? (long)(targets + r - c->ids) - 1 : c->t;
+        long t = c->rec ? c->row[targets + r - c->ids] : c->t;
         if (t < 0 || t >= b->n) return pdq_fail(st, PDQ_ERR_ARG, "kld: the base has %ld scored tokens, the corpus more", b->n);
         c->t++;
         const float *l = logits + (size_t)(from + r) * vocab;
@@ -333,7 +339,7 @@ static pdq_code model_rows(void *ctx, const float *logits, int from, int count, 
 /* Every rank's records, then all folded in row order on every rank (owner[t] scored row t). */
 static pdq_code model_gather(const pdq_dist *d, model_ctx *c, long n, int max_len, int stride, pdq_status *st) {
     int size = pdq_dist_size(d);
-    long rows = c->b->n > 0 ? c->b->n : 1, scored = n > 1 ? n - 1 : 0;
+    long rows = c->b->n > 0 ? c->b->n : 1, scored = pdq_windows_rows(n, max_len, stride, size, NULL, NULL);
     size_t bytes = (size_t)rows * KREC * sizeof(double);
     double *all = malloc(bytes * (size_t)size);
     int *owner = malloc(sizeof(int) * (size_t)(scored > 0 ? scored : 1));
@@ -346,7 +352,7 @@ static pdq_code model_gather(const pdq_dist *d, model_ctx *c, long n, int max_le
         rc = pdq_fail(st, PDQ_ERR_ARG, "kld: the corpus scores %ld tokens, the base has %ld (another file or window setting?)",
                       done, c->b->n);
     if (!rc) {
-        pdq_windows_owners(n, max_len, stride, size, owner);
+        pdq_windows_rows(n, max_len, stride, size, NULL, owner);
         for (long t = 0; t < scored; t++) model_fold(c, t, all + ((size_t)owner[t] * rows + (size_t)t) * KREC);
         c->t = scored;
     }
@@ -391,10 +397,15 @@ pdq_code pdq_kld_windows_split(const struct pdq_dist *d, pdq_window_logits_fn fn
     int rank = pdq_dist_rank(d), size = pdq_dist_size(d), windows = 0;
     long cap = base->n;
     model_ctx c = {base, 0, malloc(sizeof(double) * (size_t)(cap ? cap : 1)), malloc(sizeof(double) * (size_t)(cap ? cap : 1)),
-                   0, 0, 0, 0, 0, 0, ppl, ids, NULL};
-    if (size > 1) c.rec = calloc((size_t)(cap ? cap : 1) * KREC, sizeof(double));
+                   0, 0, 0, 0, 0, 0, ppl, ids, NULL, NULL};
+    long *row = NULL;
+    if (size > 1) {
+        c.rec = calloc((size_t)(cap ? cap : 1) * KREC, sizeof(double));
+        if ((row = malloc(sizeof(long) * (size_t)(n > 0 ? n : 1)))) pdq_windows_rows(n, max_len, stride, size, row, NULL);
+        c.row = row;
+    }
     pdq_code rc = PDQ_OK;
-    if (!c.kld || !c.dp || (size > 1 && !c.rec)) rc = pdq_fail(st, PDQ_ERR_NOMEM, "kld: per-token statistics for %ld tokens", cap);
+    if (!c.kld || !c.dp || (size > 1 && (!c.rec || !row))) rc = pdq_fail(st, PDQ_ERR_NOMEM, "kld: per-token statistics for %ld tokens", cap);
     if (rc == PDQ_OK)
         rc = pdq_windows_share(fn, ctx, base->vocab, ids, n, max_len, stride, rank ? NULL : label, model_rows, &c,
                                &windows, rank, size, st);
@@ -454,5 +465,6 @@ pdq_code pdq_kld_windows_split(const struct pdq_dist *d, pdq_window_logits_fn fn
     free(c.kld);
     free(c.dp);
     free(c.rec);
+    free(row);
     return rc;
 }

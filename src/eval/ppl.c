@@ -27,8 +27,8 @@ double pdq_nll_rows(const float *logits, const int32_t *targets, int n, int voca
 }
 
 pdq_code pdq_windows_share(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
-                             int stride, const char *label, pdq_scored_fn cb, void *cb_ctx, int *windows, int rank,
-                             int size, pdq_status *st) {
+                           int stride, const char *label, pdq_scored_fn cb, void *cb_ctx, int *windows, int rank,
+                           int size, pdq_status *st) {
     if (windows) *windows = 0;
     if (max_len < 2 || stride < 1 || stride > max_len)
         return pdq_fail(st, PDQ_ERR_ARG, "perplexity: need max-len >= 2 and 1 <= stride <= max-len (got %d, %d)", max_len, stride);
@@ -71,12 +71,18 @@ pdq_code pdq_windows_share(pdq_window_logits_fn fn, void *ctx, int vocab, const 
     return rc;
 }
 
-void pdq_windows_owners(long n, int max_len, int stride, int size, int *owner) {
+long pdq_windows_rows(long n, int max_len, int stride, int size, long *row, int *owner) {
+    long t = 0;
+    for (long i = 0; row && i < n; i++) row[i] = -1;
     for (long begin = 0, prev_end = 0, w = 0; prev_end < n; begin += stride, w++) {
         long end = begin + max_len < n ? begin + max_len : n;
-        for (long t = (prev_end > begin + 1 ? prev_end : begin + 1); t < end; t++) owner[t - 1] = (int)(w % size);
+        for (long p = (prev_end > begin + 1 ? prev_end : begin + 1); p < end; p++, t++) {
+            if (row) row[p] = t;
+            if (owner) owner[t] = (int)(w % size);
+        }
         prev_end = end;
     }
+    return t;
 }
 
 pdq_code pdq_windows_each(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,

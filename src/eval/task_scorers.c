@@ -144,8 +144,11 @@ pdq_code pdq_ll_session_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *
         if (sum_rows(first, V, cont[i], 1, &ll[i], &greedy[i], st) != PDQ_OK) return st->code;
         if (n_cont[i] < 2) continue;
         if (s->append(s->ctx, cont[i], n_cont[i] - 1, s->logits, st) != PDQ_OK ||
-            sum_rows(s->logits, V, cont[i] + 1, n_cont[i] - 1, &ll[i], &greedy[i], st) != PDQ_OK ||
-            s->rewind(s->ctx, n_ctx, st) != PDQ_OK)
+            sum_rows(s->logits, V, cont[i] + 1, n_cont[i] - 1, &ll[i], &greedy[i], st) != PDQ_OK)
+            return st->code;
+        /* a sliding layer's ring that wrapped into the context cannot go back: prefill it again */
+        if (s->rewind(s->ctx, n_ctx, st) != PDQ_OK &&
+            (st->code != PDQ_ERR_UNSUPPORTED || s->prefill(s->ctx, ctx, n_ctx, first, st) != PDQ_OK))
             return st->code;
     }
     return PDQ_OK;

@@ -19,8 +19,10 @@ pdq_code pdq_windows_each(pdq_window_logits_fn fn, void *ctx, int vocab, const i
 pdq_code pdq_windows_share(pdq_window_logits_fn fn, void *ctx, int vocab, const int32_t *ids, long n, int max_len,
                            int stride, const char *label, pdq_scored_fn cb, void *cb_ctx, int *windows, int rank,
                            int size, pdq_status *st);
-/* Which rank scores each token under that split: owner[t] for scored token t (position t + 1),
- * [n - 1]. Every token but the first is scored once, in position order. */
-void pdq_windows_owners(long n, int max_len, int stride, int size, int *owner);
+/* The scored tokens of the walk, in order (row t is the t-th scored token): row[p] = the row of
+ * position p, -1 if unscored ([n], may be NULL); owner[t] = the rank that scores row t when the
+ * windows are split over size ranks ([n - 1], may be NULL). Returns the number of rows. (The first
+ * token of a window that starts where the previous one ended has no context and is not scored.) */
+long pdq_windows_rows(long n, int max_len, int stride, int size, long *row, int *owner);
 
 #endif

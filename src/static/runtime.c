@@ -149,6 +149,10 @@ pdq_code pdq_rt_rewind(pdq_rt *rt, int b, int len, pdq_status *st) {
     if (b < 0 || b >= rt->B) return pdq_fail(st, PDQ_ERR_ARG, "rewind: row %d of a batch of %d", b, rt->B);
     if (len < 0 || len > rt->len[b])
         return pdq_fail(st, PDQ_ERR_ARG, "rewind: row %d holds %d tokens, cannot rewind to %d", b, rt->len[b], len);
+    if (!pdq_ctr_rewind_exact(rt->ring, rt->len[b], len))
+        return pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                        "rewind: row %d from %d to %d tokens: the sliding layers' rings of %d slots were overwritten "
+                        "past position %d (prefill again)", b, rt->len[b], len, rt->ring, len);
     rt->len[b] = len;
     return PDQ_OK;
 }

@@ -92,6 +92,8 @@ for pad in left right; do for lay in batched unrolled; do for rope in hf pre_neg
     esac
 done; done; done; done
 [ $all = 1 ] && ok "gemma3 block: verify within 1e-4, 16 option combinations"
+# past the window: the sliding layers keep rings of 31 slots, the full ones the whole cache
+check gemma3-verify-rings "'$PDQ' verify --model $tmp/g1 --ids '2 5 9 11 13 17 19 23 29 31 37 41' --max-seq 64 --steps 44 --append-ids '3 4 5 6 7' 2>&1 | tail -n 1 | grep -q '^PASS'"
 # the text part of a Gemma3ForConditionalGeneration checkpoint: the same weights under
 # language_model.* and the fields under text_config give the text model's logits bit for bit
 if command -v python3 >/dev/null; then
