@@ -242,6 +242,10 @@ static void test_errors(void **s) {
     write_cfg(dir, "{\"bos_token\": \"<s>0123456789012345678901234567890123456789012345678901234567890123456789\"}");
     assert_int_equal(pdq_chat_template_load(dir, NULL, &t, &st), PDQ_ERR_LIMIT);
     assert_non_null(strstr(st.msg, "bos_token of 73 bytes"));
+    /* and an overlong eos_token too (the same freed read, found again by fuzz_chat) */
+    write_cfg(dir, "{\"eos_token\": \"</s>0123456789012345678901234567890123456789012345678901234567890123456789\"}");
+    assert_int_equal(pdq_chat_template_load(dir, NULL, &t, &st), PDQ_ERR_LIMIT);
+    assert_non_null(strstr(st.msg, "eos_token of 74 bytes"));
     tu_rmtree(dir);
     free(dir);
     /* conversation files and what the templates refuse */

@@ -115,9 +115,10 @@ pdq_code pdq_chat_template_load(const char *dir, const char *name, pdq_chat_temp
     }
     if (bos) memcpy(out->bos, bos, strlen(bos) + 1);
     const char *eos = token_text(cJSON_GetObjectItemCaseSensitive(cfg, "eos_token"));
-    if (eos && strlen(eos) >= sizeof out->eos) {
+    size_t eos_len = eos ? strlen(eos) : 0; /* eos lives in cfg: measured before cfg is freed */
+    if (eos_len >= sizeof out->eos) {
         cJSON_Delete(cfg);
-        return pdq_fail(st, PDQ_ERR_LIMIT, "%s: eos_token of %zu bytes exceeds %zu", path, strlen(eos), sizeof out->eos - 1);
+        return pdq_fail(st, PDQ_ERR_LIMIT, "%s: eos_token of %zu bytes exceeds %zu", path, eos_len, sizeof out->eos - 1);
     }
     snprintf(out->eos, sizeof out->eos, "%s", eos ? eos : "</s>");
     snprintf(out->reply_close, sizeof out->reply_close, "%s", out->eos);
