@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <unistd.h>
 
 #include "commands.h"
@@ -130,10 +129,6 @@ int cmd_quantize(int argc, char **argv) {
     for (int i = 0; i < nov; i++)
         if (pdq_qoverride_parse(ovs[i], &ov[i], &st)) args_error(&a, "--override: %s", st.msg);
     if (args_finish(&a) || abits < 0) return ARGS_USAGE_EXIT;
-    if (tro.smooth && !calib) {
-        fprintf(stderr, "pdq quantize: --transform smooth needs --calib FILE (activation ranges)\n");
-        return ARGS_USAGE_EXIT;
-    }
     if (export && !graph_opts_given) { /* the graphs TICO exports for the NPU */
         ro.so.rope = PDQ_RT_ROPE_PRE_NEGATED_SIN;
         ro.so.scale = PDQ_RT_SCALE_K_PROJ;
