@@ -1,8 +1,9 @@
 /* The whole `pdq quantize` job as one call: weights (GPTQ/RTN) of a model directory into OUTDIR,
  * then, as the plan asks, the float transforms before it, perplexity and KLD on an evaluation
  * text, activation PTQ, the Circle export and its check, task accuracy, report.json's summary and
- * report.html. The library prints nothing: what a run has to say reaches the caller through the
- * callbacks, and errors come back as a pdq_status naming the file, option or limit. */
+ * report.html. The library prints no results: notes, progress text and results reach the caller
+ * through the callbacks, and errors come back as a pdq_status naming the file, option or limit.
+ * examples/quantize_model.c is a complete program. */
 #ifndef PDQ_QUANTIZE_JOB_H
 #define PDQ_QUANTIZE_JOB_H
 
