@@ -10,7 +10,7 @@
 #include "commands.h"
 #include "common.h"
 #include "eval_compare.h"
-#include "eval_session.h"
+#include "job/eval_session.h"
 #include "exec_args.h"
 #include "pdq/circle_export.h"
 #include "pdq/file.h"

@@ -12,7 +12,7 @@
 #include "pdq/circle_export.h"
 #include "pdq/file.h"
 #include "pdq/ptq.h"
-#include "quantize_export.h"
+#include "job/export.h"
 #include "pdq/quant.h"
 #include "dir_defaults.h"
 #include <cjson/cJSON.h>
@@ -111,7 +111,7 @@ int cmd_export(int argc, char **argv) {
         cJSON_AddBoolToObject(r, "per_layer", o.per_layer);
         cJSON_AddNumberToObject(r, "append_bucket", o.append_q);
         cJSON_AddNumberToObject(r, "seconds", secs);
-        cJSON_AddItemToObject(r, "files", list_files(out, &total));
+        cJSON_AddItemToObject(r, "files", job_list_files(out, &total));
         cJSON_AddNumberToObject(r, "total_bytes", total);
         char *s = cJSON_PrintUnformatted(r);
         if (s) puts(s);

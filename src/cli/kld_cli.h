@@ -1,10 +1,10 @@
-/* pdq ppl --kld FP32DIR: KL divergence against the FP32 model, its logits cached per evaluation
- * file (top-k per token, pdq/eval.h) so that later runs only run the model under test. */
+/* pdq ppl --kld FP32DIR: KL divergence against the FP32 model (computed by job/kld.h), printed. */
 #ifndef PDQ_CLI_KLD_CLI_H
 #define PDQ_CLI_KLD_CLI_H
 
 #include <stdint.h>
 
+#include "job/kld.h"
 #include "pdq/eval.h"
 
 #define KLD_USAGE                                                                                         \
@@ -16,17 +16,7 @@
     "                       keyed by the FP32 model's files, the token ids and the windows\n"                \
     "  --no-kld-cache       compute the FP32 side every time\n"
 
-typedef struct {
-    const char *base_dir, *cache_dir;
-    int top_k, no_cache, threads;
-    /* the ranks of a distributed job (NULL: one process): the FP32 side and the model side are
-     * split over them (collective: every rank calls cli_kld); rank 0 alone reads and writes the
-     * cache and broadcasts a cached base */
-    const struct pdq_dist *dist;
-} kld_opts;
-
-/* Base (cached or computed) then the model side through fn. *reused: 1 when the cache was used.
- * Prints errors; returns 0 on success. */
+/* job_kld with its notes and error on stderr as "pdq CMD: ...". Returns 0 on success. */
 int cli_kld(const char *cmd, const kld_opts *o, const int32_t *ids, long n, int max_len, int stride,
             pdq_window_logits_fn fn, void *ctx, int vocab, pdq_kld_result *out, pdq_ppl_result *ppl, int *reused,
             char *cache_path, int cache_path_len);

@@ -1,8 +1,8 @@
 /* Static-shape sessions for pdq eval's shared-prefix scorer (pdq_ll_session): the in-memory
  * static runtime and the exported Circle pair, driven through their public prefill / append /
- * rewind calls (src/cli/eval_session.c). */
-#ifndef PDQ_CLI_EVAL_SESSION_H
-#define PDQ_CLI_EVAL_SESSION_H
+ * rewind calls (src/job/eval_session.c; pdq eval and the quantize job's tasks). */
+#ifndef PDQ_JOB_EVAL_SESSION_H
+#define PDQ_JOB_EVAL_SESSION_H
 
 #include "pdq/circle_export.h"
 #include "pdq/runtime.h"

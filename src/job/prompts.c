@@ -1,11 +1,10 @@
-#include "quantize_prompts.h"
+#include "prompts.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
 
 /* The first QUANTIZE_PROMPT_WORDS words of line[0..len), whitespace runs kept as one space. */
 static char *first_words(const char *line, size_t len) {
@@ -24,17 +23,17 @@ static char *first_words(const char *line, size_t len) {
     return out;
 }
 
-int quantize_prompts_load(const char *file, quantize_prompts *qp, pdq_ptq_run_opts *ro) {
+int quantize_prompts_load(const job_ctx *j, const char *file, quantize_prompts *qp, pdq_ptq_run_opts *ro) {
     memset(qp, 0, sizeof *qp);
     if (!file) return 0;
     size_t len;
-    char *buf = cli_read_text("quantize", file, &len);
+    char *buf = job_read_text(j, file, &len);
     if (!buf) return 1;
     for (size_t i = 0; i < len && qp->n < QUANTIZE_PROMPTS;) {
         size_t e = i;
         while (e < len && buf[e] != '\n') e++;
         char *t = first_words(buf + i, e - i);
-        if (!t) { fprintf(stderr, "pdq quantize: out of memory reading %s\n", file); break; }
+        if (!t) { job_note(j, "out of memory reading %s", file); break; }
         if (*t) qp->text[qp->n++] = t;
         else free(t);
         i = e + 1;

@@ -1,21 +1,17 @@
-/* pdq quantize's closing summary (see quantize_summary.h). */
-#include "quantize_summary.h"
+/* The quantize job's closing summary in report.json (see summary.h). */
+#include "summary.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
 #include "pdq/config.h"
 #include "pdq/family.h"
 #include "pdq/file.h"
-#include "quantize_tasks.h"
 
 static const char *const k_phase[QS_COUNT] = {"fp32_eval", "calibration", "weights", "save", "quant_eval",
                                               "activations", "export", "export_check"};
-static const char *const k_phase_text[QS_COUNT] = {"FP32 eval", "calibration", "GPTQ/RTN", "save", "quant eval",
-                                                   "activations", "export", "exported-pair check"};
 
 void quantize_times_init(quantize_times *t) {
     for (int i = 0; i < QS_COUNT; i++) t->t[i] = -1;
@@ -56,18 +52,22 @@ static double num(const cJSON *j, const char *a, const char *b, const char *c) {
     return cJSON_IsNumber(x) ? x->valuedouble : -1;
 }
 
-static cJSON *read_json(const char *path) {
+/* A file that cannot be read is a note here: the callers go on without it or say what is missing. */
+static cJSON *read_json(const job_ctx *j, const char *path) {
     size_t len;
-    char *txt = cli_read_text("quantize", path, &len);
-    cJSON *j = txt ? cJSON_ParseWithLength(txt, len) : NULL;
+    char *txt = NULL;
+    pdq_status st = {0};
+    if (pdq_dir_exists(path)) job_note(j, "%s: is a directory, not a file", path);
+    else if (pdq_file_read(path, PDQ_FILE_MAX_TEXT, &txt, &len, &st)) job_note(j, "%s", st.msg);
+    cJSON *r = txt ? cJSON_ParseWithLength(txt, len) : NULL;
     free(txt);
-    return j;
+    return r;
 }
 
-void quantize_split_export_time(const char *outdir, double seconds, quantize_times *t) {
+void quantize_split_export_time(const job_ctx *j, const char *outdir, double seconds, quantize_times *t) {
     char path[4200];
     snprintf(path, sizeof path, "%s/report.json", outdir);
-    cJSON *r = read_json(path);
+    cJSON *r = read_json(j, path);
     double ex = num(r, "export", "seconds", NULL);
     cJSON_Delete(r);
     if (ex < 0 || ex > seconds) ex = seconds;
@@ -75,14 +75,12 @@ void quantize_split_export_time(const char *outdir, double seconds, quantize_tim
     t->t[QS_CHECK] = seconds - ex;
 }
 
-static double mib(double b) { return b / 1048576.0; }
-
-int quantize_summary(const char *model_dir, const char *outdir, const quantize_times *t, const pdq_kld_result *kld,
-                     int json) {
+int quantize_summary(const job_ctx *j, const char *model_dir, const char *outdir, quantize_times *t,
+                     const pdq_kld_result *kld) {
     char path[4200], p2[4300];
     snprintf(path, sizeof path, "%s/report.json", outdir);
-    cJSON *r = read_json(path);
-    if (!r) { fprintf(stderr, "pdq quantize: %s: cannot read it back\n", path); return 1; }
+    cJSON *r = read_json(j, path);
+    if (!r) return job_fail(j, PDQ_ERR_IO, "%s: cannot read it back", path);
     pdq_config cfg;
     pdq_status st = {0};
     double params = pdq_config_load(model_dir, &cfg, &st) == PDQ_OK ? (double)pdq_family_param_count(&cfg) : -1;
@@ -112,7 +110,7 @@ int quantize_summary(const char *model_dir, const char *outdir, const quantize_t
         tt.t[QS_WEIGHTS] = w < all ? w : all;
         tt.t[QS_CALIB] = all - tt.t[QS_WEIGHTS];
     }
-    t = &tt;
+    *t = tt; /* the caller sees the split too */
     cJSON *tm = cJSON_AddObjectToObject(s, "seconds");
     for (int i = 0; i < QS_COUNT; i++)
         if (t->t[i] >= 0) cJSON_AddNumberToObject(tm, k_phase[i], t->t[i]);
@@ -120,7 +118,7 @@ int quantize_summary(const char *model_dir, const char *outdir, const quantize_t
     double f32 = num(r, "eval", "fp32_ppl", NULL), qp = num(r, "eval", "quant_ppl", NULL);
     double s_f = num(r, "activations", "ppl_static", "fp32"), s_w = num(r, "activations", "ppl_static", "weight_only");
     double s_full = num(r, "activations", "ppl_static", "full");
-    double top1 = num(r, "activations", "verify", "top1_agreement"), nsteps = num(r, "activations", "verify", "steps_compared");
+    double top1 = num(r, "activations", "verify", "top1_agreement");
     double etop1 = num(r, "export", "quality", "top1_agreement");
     cJSON *pp = cJSON_AddObjectToObject(s, "perplexity");
     if (f32 > 0) {
@@ -167,40 +165,7 @@ int quantize_summary(const char *model_dir, const char *outdir, const quantize_t
     pdq_status_clear(&st);
     pdq_code wrc = pdq_file_write_text(path, txt, 0, NULL, &st); /* atomic: pdq/file.h */
     free(txt);
-    if (wrc) { fprintf(stderr, "pdq quantize: %s\n", st.msg); cJSON_Delete(r); return 1; }
-    if (json) {
-        char *js = cJSON_Print(s);
-        if (js) printf("%s\n", js);
-        free(js);
-        cJSON_Delete(r);
-        return 0;
-    }
-    printf("\n== summary ==\n");
-    const cJSON *method = at(r, "method", NULL, NULL);
-    printf("weights      %s w%g%s -> %s/model.q.safetensors %.2f MiB", cJSON_IsString(method) ? method->valuestring : "?",
-           num(r, "wbits", NULL, NULL), num(r, "group", NULL, NULL) > 0 ? " (grouped)" : "", outdir, mib(qb));
-    if (bpw > 0) printf(", %.2f bits per weight over %.1fM parameters", bpw, params / 1e6);
-    printf("\n             %s/hf/ %.2f MiB (dequantized f32, any HF tool loads it)\n", outdir, mib(hb));
-    if (cb >= 0) printf("circle       %s/circle/ %.2f MiB in %d files\n", outdir, mib(cb), nc);
-    printf("time         ");
-    for (int i = 0, first = 1; i < QS_COUNT; i++)
-        if (t->t[i] >= 0) { printf("%s%s %.2f s", first ? "" : " | ", k_phase_text[i], t->t[i]); first = 0; }
-    printf(" | total %.2f s\n", t->total);
-    if (f32 > 0) printf("perplexity   FP32 %.4f -> quantized weights %.4f (%+.4f, %+.2f%%)\n", f32, qp, qp - f32, 100 * (qp - f32) / f32);
-    if (s_f > 0 && s_full > 0)
-        printf("             static graph: FP32 %.4f, weights only %.4f, weights + activations %.4f (%+.4f)\n", s_f, s_w, s_full,
-               s_full - s_f);
-    if (kld)
-        printf("KLD          mean %.6f +/- %.6f, 99%% %.6f, max %.6f; same top-1 %.2f%% over %ld tokens (weights vs FP32%s)\n",
-               kld->kld_mean, kld->kld_se, kld->kld_p99, kld->kld_max, 100 * kld->top1, kld->tokens,
-               kld->k < kld->vocab ? ", top-k lower bound" : "");
-    if (top1 >= 0) printf("top-1        %.2f%% of %.0f steps vs FP32 (fake-quant)", 100 * top1, nsteps);
-    if (etop1 >= 0) printf(", %.2f%% through the exported pair", 100 * etop1);
-    if (top1 >= 0 || etop1 >= 0) printf("\n");
-    quantize_tasks_print(r, stdout);
-    snprintf(p2, sizeof p2, "%s/ptq.json", outdir);
-    printf("outputs      %s/: report.json, report.html, pdq_quant.json + model.q.safetensors, hf/%s%s\n", outdir,
-           file_bytes(p2) >= 0 ? ", ptq.json" : "", cb >= 0 ? ", circle/" : "");
+    if (wrc) { cJSON_Delete(r); return job_fail(j, st.code, "%s", st.msg); }
     cJSON_Delete(r);
     return 0;
 }

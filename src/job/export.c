@@ -1,4 +1,4 @@
-/* The export step of pdq quantize: the quantized checkpoint just written (OUTDIR) -> OUTDIR/circle,
+/* The export step of the quantize job: the quantized checkpoint just written (OUTDIR) -> OUTDIR/circle,
  * then quality through the exported files themselves, next to the in-memory numbers of the
  * activation step (they must be the same numbers: the files compute exactly the fake-quant). */
 #include <dirent.h>
@@ -12,15 +12,14 @@
 
 #include <cjson/cJSON.h>
 
-#include "common.h"
 #include "pdq/file.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
 #include "pdq/runtime.h"
 #include "pdq/tokenizer.h"
-#include "quantize_export.h"
+#include "export.h"
 
-int quantize_export_parse(const char *list, int *whole, int *per_layer) {
+pdq_code pdq_quantize_export_parse(const char *list, int *whole, int *per_layer, pdq_status *st) {
     *whole = *per_layer = 0;
     const char *p = list;
     while (*p) {
@@ -28,25 +27,11 @@ int quantize_export_parse(const char *list, int *whole, int *per_layer) {
         size_t n = e ? (size_t)(e - p) : strlen(p);
         if (n == 11 && !strncmp(p, "circle-full", n)) *whole = 1;
         else if (n == 16 && !strncmp(p, "circle-per-layer", n)) *per_layer = 1;
-        else {
-            fprintf(stderr, "pdq quantize: --export takes circle-full and/or circle-per-layer, got '%.*s'\n", (int)n, p);
-            return -1;
-        }
+        else return pdq_fail(st, PDQ_ERR_ARG, "--export takes circle-full and/or circle-per-layer, got '%.*s'", (int)n, p);
         p += n + (e != NULL);
     }
-    if (!*whole && !*per_layer) {
-        fprintf(stderr, "pdq quantize: --export needs circle-full and/or circle-per-layer\n");
-        return -1;
-    }
-    return 0;
-}
-
-int quantize_export_buckets_check(const char *export, const char *list, int max_seq) {
-    int b[PDQ_MAX_BUCKETS], n;
-    pdq_status st = {0};
-    if (!export) { fprintf(stderr, "pdq quantize: --append-bucket needs --export\n"); return -1; }
-    if (pdq_buckets_parse(list, max_seq, b, &n, &st) != PDQ_OK) { fprintf(stderr, "pdq quantize: --append-bucket: %s\n", st.msg); return -1; }
-    return 0;
+    if (!*whole && !*per_layer) return pdq_fail(st, PDQ_ERR_ARG, "--export needs circle-full and/or circle-per-layer");
+    return PDQ_OK;
 }
 
 static double now_s(void) {
@@ -55,7 +40,7 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-cJSON *list_files(const char *dir, double *total) {
+cJSON *job_list_files(const char *dir, double *total) {
     cJSON *arr = cJSON_CreateArray();
     *total = 0;
     char **names;
@@ -79,21 +64,24 @@ cJSON *list_files(const char *dir, double *total) {
     return arr;
 }
 
-static cJSON *read_json(const char *path) {
+static cJSON *read_json(const job_ctx *j, const char *path) {
     size_t len;
     if (pdq_path_stat(path, NULL, NULL) == PDQ_PATH_NONE) return NULL;
-    char *txt = cli_read_text("quantize", path, &len);
-    cJSON *j = txt ? cJSON_ParseWithLength(txt, len) : NULL;
+    char *txt = NULL;
+    pdq_status st = {0};
+    if (pdq_dir_exists(path)) job_note(j, "%s: is a directory, not a file", path);
+    else if (pdq_file_read(path, PDQ_FILE_MAX_TEXT, &txt, &len, &st)) job_note(j, "%s", st.msg);
+    cJSON *r = txt ? cJSON_ParseWithLength(txt, len) : NULL;
     free(txt);
-    return j;
+    return r;
 }
 
-static int write_json(const char *path, const cJSON *j) {
-    char *txt = cJSON_Print(j);
+static int write_json(const job_ctx *j, const char *path, const cJSON *json) {
+    char *txt = cJSON_Print(json);
     pdq_status st = {0};
     int ok = pdq_file_write_text(path, txt, 0, NULL, &st) == PDQ_OK; /* atomic: pdq/file.h */
     free(txt);
-    if (!ok) fprintf(stderr, "pdq quantize: %s\n", st.msg);
+    if (!ok) job_fail(j, st.code, "%s", st.msg);
     return ok ? 0 : -1;
 }
 
@@ -168,7 +156,7 @@ static pdq_code pair_window(void *ctx, const int32_t *ids, int T, float *logits,
 static int same_json(double a, double b) { return fabs(a - b) <= 1e-14 * fmax(fabs(a), fabs(b)); }
 
 /* Verify over the exported files on the activation step's prompts. */
-static int verify_export(const char *src_dir, const char *cdir, int whole, const pdq_ptq_run_opts *ro, int threads,
+static int verify_export(const job_ctx *j, const char *src_dir, const char *cdir, int whole, const pdq_ptq_run_opts *ro, int threads,
                          pdq_ptq_verify_result *v) {
     pdq_status st = {0};
     const char *const *texts = ro->prompts;
@@ -176,8 +164,8 @@ static int verify_export(const char *src_dir, const char *cdir, int whole, const
     int32_t *ids[16] = {0};
     int lens[16] = {0};
     if (np > 16) np = 16;
-    pdq_model *ref = cli_load_model("quantize", src_dir, threads);
-    pdq_tokenizer *tok = ref ? cli_load_tokenizer("quantize", src_dir) : NULL;
+    pdq_model *ref = job_load_model(j, src_dir, threads);
+    pdq_tokenizer *tok = ref ? job_load_tokenizer(j, src_dir) : NULL;
     pdq_crt *rt = NULL;
     pdq_code rc = tok ? PDQ_OK : PDQ_ERR_IO;
     for (int i = 0; i < np && rc == PDQ_OK; i++) {
@@ -188,7 +176,7 @@ static int verify_export(const char *src_dir, const char *cdir, int whole, const
     if (rc == PDQ_OK) rc = pdq_crt_open(cdir, whole, &rt, &st);
     if (rc == PDQ_OK) rc = pdq_crt_verify(rt, ref, (const int32_t *const *)ids, lens, np, steps, v, &st);
     if (rc == PDQ_OK) status = 0;
-    else if (tok) fprintf(stderr, "pdq quantize: export verify: %s\n", st.msg);
+    else if (tok) job_fail(j, st.code, "export verify: %s", st.msg);
     pdq_crt_free(rt);
     for (int i = 0; i < np; i++) free(ids[i]);
     pdq_tokenizer_free(tok);
@@ -196,7 +184,7 @@ static int verify_export(const char *src_dir, const char *cdir, int whole, const
     return status;
 }
 
-int quantize_export(const char *src_dir, const char *outdir, int whole, int per_layer, const char *buckets,
+int quantize_export(const job_ctx *j, const char *src_dir, const char *outdir, int whole, int per_layer, const char *buckets,
                     const pdq_ptq_run_opts *ro,
                     const int32_t *eval, long n_eval, int threads) {
     pdq_status st = {0};
@@ -210,30 +198,29 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     o.so = ro->so;
     o.quiet = 1;
     if (buckets && pdq_buckets_parse(buckets, o.max_seq, o.buckets, &o.n_buckets, &st) != PDQ_OK) {
-        fprintf(stderr, "pdq quantize: --append-bucket: %s\n", st.msg);
-        return 1;
+        return job_fail(j, st.code, "--append-bucket: %s", st.msg);
     }
     /* The checkpoint as a later `pdq export --model OUTDIR` sees it: dequantized weights, Wk row
      * scales, norms fake-quantized when activations are quantized. */
-    pdq_model *m = cli_load_model("quantize", outdir, threads);
+    pdq_model *m = job_load_model(j, outdir, threads);
     if (!m) return 1;
     int quant = pdq_ptq_in_dir(outdir);
     o.quant_dir = outdir;
     if (quant) pdq_ptq_quantize_norms(m);
     else o.hybrid = 1; /* weights only: the packed codes with float activations */
-    printf("\nexport: %s files (max_seq %d) -> %s\n", quant ? "quantized .q.circle" : "hybrid .w4/.w8.circle", o.max_seq, cdir);
-    fflush(stdout);
+    job_result(j, "\nexport: %s files (max_seq %d) -> %s\n", quant ? "quantized .q.circle" : "hybrid .w4/.w8.circle", o.max_seq,
+               cdir);
     double t0 = now_s();
     pdq_code rc = pdq_export_model(m, cdir, &o, &st);
     if (rc == PDQ_ERR_UNSUPPORTED && o.hybrid) { /* e.g. act-order groups: Circle blocks are contiguous columns */
-        printf("export: no hybrid form (%s); float .circle files with the dequantized weights instead\n", st.msg);
+        job_result(j, "export: no hybrid form (%s); float .circle files with the dequantized weights instead\n", st.msg);
         o.hybrid = 0;
         o.quant_dir = NULL;
         rc = pdq_export_model(m, cdir, &o, &st);
     }
     double secs = now_s() - t0;
     pdq_model_free(m);
-    if (rc != PDQ_OK) { fprintf(stderr, "pdq quantize: export: %s\n", st.msg); return 1; }
+    if (rc != PDQ_OK) return job_fail(j, st.code, "export: %s", st.msg);
 
     /* Quality through the files: the whole-model pair when exported, else the per-layer files,
      * side by side with the in-memory runtime they must reproduce. */
@@ -242,7 +229,7 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     pair_ctx pc;
     memset(&pc, 0, sizeof pc);
     if (eval) {
-        pdq_model *mm = cli_load_model("quantize", outdir, threads);
+        pdq_model *mm = job_load_model(j, outdir, threads);
         pdq_ptq *ptq = NULL;
         pdq_ppl_result r;
         rc = mm ? PDQ_OK : PDQ_ERR_IO;
@@ -264,15 +251,15 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
         pdq_crt_free(pc.crt);
         pdq_model_free(mm);
         if (rc != PDQ_OK) {
-            if (mm) fprintf(stderr, "pdq quantize: export ppl: %s\n", st.msg);
+            if (mm) job_fail(j, st.code, "export ppl: %s", st.msg);
             return 1;
         }
     }
     pdq_ptq_verify_result v;
-    if (verify_export(src_dir, cdir, whole, ro, threads, &v)) return 1;
+    if (verify_export(j, src_dir, cdir, whole, ro, threads, &v)) return 1;
 
     snprintf(path, sizeof path, "%s/report.json", outdir);
-    cJSON *root = read_json(path);
+    cJSON *root = read_json(j, path);
     if (!root) root = cJSON_CreateObject();
     int h_ppl, h_top;
     double mem_ppl = jget(root, "activations", "ppl_static", "full", &h_ppl);
@@ -289,7 +276,7 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     if (per_layer) cJSON_AddItemToArray(lay, cJSON_CreateString("circle-per-layer"));
     cJSON_AddNumberToObject(ex, "seconds", secs);
     double total;
-    cJSON_AddItemToObject(ex, "files", list_files(cdir, &total));
+    cJSON_AddItemToObject(ex, "files", job_list_files(cdir, &total));
     cJSON_AddNumberToObject(ex, "total_bytes", total);
     cJSON *q = cJSON_AddObjectToObject(ex, "quality");
     cJSON_AddStringToObject(q, "through", whole ? "model_prefill / model_decode" : "per-layer files");
@@ -333,21 +320,21 @@ int quantize_export(const char *src_dir, const char *outdir, int whole, int per_
     if (have_ppl || h_top) cJSON_AddBoolToObject(q, "equal_in_memory", same);
     cJSON_DeleteItemFromObjectCaseSensitive(root, "export");
     cJSON_AddItemToObject(root, "export", ex);
-    int status = write_json(path, root);
+    int status = write_json(j, path, root);
     cJSON_Delete(root);
     double top1 = v.top1;
     pdq_ptq_verify_free(&v);
     if (status) return 1;
-    printf("export: %.2f s, %.1f MB in %s\n", secs, total / 1e6, cdir);
+    job_result(j, "export: %.2f s, %.1f MB in %s\n", secs, total / 1e6, cdir);
     if (have_ppl && same)
-        printf("exported pair: ppl %.4f, every logit of %ld windows identical to the in-memory runtime; top-1 vs fp32 %.4f "
+        job_result(j, "exported pair: ppl %.4f, every logit of %ld windows identical to the in-memory runtime; top-1 vs fp32 %.4f "
                "(in memory %s)\n", ppl, pc.window, top1, h_top ? (top1 == mem_top ? "identical" : "DIFFERENT") : "n/a");
     else if (have_ppl)
-        printf("exported pair: ppl %.6f vs in memory %.6f: %ld logits DIFFERENT, first at token %ld vocab %d (file %.9g, "
+        job_result(j, "exported pair: ppl %.6f vs in memory %.6f: %ld logits DIFFERENT, first at token %ld vocab %d (file %.9g, "
                "memory %.9g), max |d| %.3g%s, max token NLL |d| %.3g\n", ppl, ppl_mem, pc.n_diff, pc.first_pos, pc.first_col,
                pc.first_file, pc.first_mem, pc.max_abs, pc.have_grid ? " (see max_code_steps)" : "", pc.max_dnll);
     else
-        printf("exported pair: top-1 vs fp32 %.4f (in memory %s)\n", top1,
+        job_result(j, "exported pair: top-1 vs fp32 %.4f (in memory %s)\n", top1,
                h_top ? (same_num(top1, mem_top) ? "identical" : "DIFFERENT") : "n/a");
     return 0;
 }

@@ -1,24 +1,23 @@
-/* pdq quantize --eval-task: the tasks scored as pdq eval scores them, on each path quantize made,
+/* The quantize job's task step (pdq quantize --eval-task): the tasks scored as pdq eval scores them, on each path quantize made,
  * into report.json's "tasks" (see quantize_tasks.h). */
-#include "quantize_tasks.h"
+#include "tasks.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
 #include "eval_session.h"
-#include "exec_args.h"
 #include "pdq/file.h"
+#include "pdq/lower.h"
 #include "pdq/progress.h"
 #include "pdq/ptq.h"
+#include "pdq/qexec.h"
 #include "pdq/tasks.h"
-#include "ptq_args.h"
+#include "pdq/threadpool.h"
 
 enum { P_FP32, P_WEIGHTS, P_FAKE, P_INT, P_COUNT };
 static const char *const k_path[P_COUNT] = {"fp32", "weights", "static-fake", "static-int"};
-static const char *const k_path_text[P_COUNT] = {"FP32", "quantized weights", "fake-quant", "integer"};
 
 typedef struct {
     int n;
@@ -41,31 +40,30 @@ static void set_free(task_set *s) {
     memset(s, 0, sizeof *s);
 }
 
-static int set_load(const quantize_tasks_opts *o, task_set *s) {
+static int set_load(const job_ctx *j, const quantize_tasks_opts *o, task_set *s) {
     memset(s, 0, sizeof *s);
     char *list = strdup(o->tasks);
     int cap = 1;
     for (const char *c = o->tasks; *c; c++) cap += *c == ',';
     s->t = calloc((size_t)cap, sizeof *s->t);
-    if (!list || !s->t) { free(list); fprintf(stderr, "pdq quantize: out of memory\n"); return 1; }
+    if (!list || !s->t) { free(list); return job_fail(j, PDQ_ERR_NOMEM, "out of memory"); }
     pdq_status st = {0};
     int bad = 0;
     for (char *save = NULL, *name = strtok_r(list, ",", &save); name && !bad; name = strtok_r(NULL, ",", &save)) {
         if (pdq_task_load(name, o->data, o->limit, o->shots, &s->t[s->n], &st) != PDQ_OK) {
-            fprintf(stderr, "pdq quantize: --eval-task: %s\n", st.msg);
-            bad = 1;
+            bad = job_fail(j, st.code, "--eval-task: %s", st.msg);
         } else {
             s->n++;
         }
     }
     free(list);
-    if (!bad && !s->n) { fprintf(stderr, "pdq quantize: --eval-task: no task named\n"); bad = 1; }
+    if (!bad && !s->n) bad = job_fail(j, PDQ_ERR_ARG, "--eval-task: no task named");
     return bad;
 }
 
-int quantize_tasks_check(const quantize_tasks_opts *o) {
+int quantize_tasks_check(const job_ctx *j, const quantize_tasks_opts *o) {
     task_set s;
-    int bad = set_load(o, &s);
+    int bad = set_load(j, o, &s);
     set_free(&s);
     return bad;
 }
@@ -80,9 +78,9 @@ static void on_progress(void *ctx, long done, long total) {
 }
 
 /* Every task of the set on one path. */
-static int score_path(task_set *s, int path, const pdq_tokenizer *tok, pdq_ll_fn fn, void *ctx) {
-    if (!(s->r[path] = calloc((size_t)s->n, sizeof(pdq_task_result)))) return 1;
-    if (path == P_FP32 && !(s->reqs = calloc((size_t)s->n, sizeof *s->reqs))) return 1;
+static int score_path(const job_ctx *j, task_set *s, int path, const pdq_tokenizer *tok, pdq_ll_fn fn, void *ctx) {
+    if (!(s->r[path] = calloc((size_t)s->n, sizeof(pdq_task_result)))) return job_fail(j, PDQ_ERR_NOMEM, "out of memory");
+    if (path == P_FP32 && !(s->reqs = calloc((size_t)s->n, sizeof *s->reqs))) return job_fail(j, PDQ_ERR_NOMEM, "out of memory");
     pdq_status st = {0};
     for (int i = 0; i < s->n; i++) {
         const pdq_task *t = s->t[i];
@@ -94,56 +92,97 @@ static int score_path(task_set *s, int path, const pdq_tokenizer *tok, pdq_ll_fn
         pdq_progress_start(&pc.p, label, total);
         pdq_code rc = pdq_task_eval(t, tok, 1, fn, ctx, on_progress, &pc, &s->r[path][i], path == P_FP32 ? &s->reqs[i] : NULL, &st);
         pdq_progress_finish(&pc.p);
-        if (rc != PDQ_OK) {
-            fprintf(stderr, "pdq quantize: task %s (%s): %s\n", t->name, k_path[path], st.msg);
-            return 1;
-        }
+        if (rc != PDQ_OK) return job_fail(j, st.code, "task %s (%s): %s", t->name, k_path[path], st.msg);
         s->done[path] = i + 1;
     }
     return 0;
 }
 
-static int run_reference(task_set *s, int path, const char *dir, const pdq_tokenizer *tok, int threads) {
-    pdq_model *m = cli_load_model_packed("quantize", dir, threads);
+static int run_reference(const job_ctx *j, task_set *s, int path, const char *dir, const pdq_tokenizer *tok, int threads) {
+    pdq_model *m = job_load_model_packed(j, dir, threads);
     if (!m) return 1;
     pdq_ll_model lm = {.m = m};
-    int bad = score_path(s, path, tok, pdq_ll_model_score, &lm);
+    int bad = score_path(j, s, path, tok, pdq_ll_model_score, &lm);
     pdq_ll_model_free(&lm);
     pdq_model_free(m);
     return bad;
 }
 
+/* The static runtime of dir in fake-quant mode (ptq.json's activations), as pdq eval --static
+ * opens it. 0, or 1 with the error in j. */
+static int open_static(const job_ctx *j, const char *dir, pdq_model *m, pdq_rt **rt, pdq_ptq **ptq) {
+    pdq_status st = {0};
+    if (pdq_ptq_open_runtime(m, dir, 1, 0, NULL, rt, ptq, &st) != PDQ_OK) return job_fail(j, st.code, "%s", st.msg);
+    if (*ptq) job_note(j, "fake-quantized %s activations from %s/ptq.json", pdq_adtype_name(pdq_ptq_get_opts(*ptq)->adtype), dir);
+    return 0;
+}
+
+/* Integer mode on rt as pdq eval's default --mode int takes it: lowered graphs on a pool of
+ * `threads`; where integer mode cannot run (group-wise weights) *fake is set and rt stays in
+ * fake-quant. 0, or 1 with the error in j. */
+static int set_int(const job_ctx *j, const char *dir, pdq_rt *rt, pdq_ptq *ptq, int threads, pdq_pool **pool,
+                   pdq_lowering **lw, int *fake) {
+    pdq_status st = {0};
+    pdq_exec_opts eo;
+    pdq_exec_opts_default(&eo);
+    eo.mode = PDQ_EXEC_INT;
+    if (!(*pool = pdq_pool_create(threads, &st))) return job_fail(j, st.code, "%s", st.msg);
+    eo.pool = *pool;
+    if (pdq_lowering_open(dir, ptq, lw, &st) != PDQ_OK || pdq_rt_set_lowering(rt, pdq_lowering_lower, *lw, &eo, &st) != PDQ_OK) {
+        if (st.code == PDQ_ERR_UNSUPPORTED) {
+            /* the default on a checkpoint integer mode cannot run (group-wise weights): the oracle */
+            job_note(j, "integer mode unsupported here (%s); running fake-quant", st.msg);
+            pdq_status st2 = {0};
+            *fake = 1;
+            if (pdq_rt_set_lowering(rt, NULL, NULL, NULL, &st2) == PDQ_OK) {
+                pdq_ptq_attach(ptq, rt); /* rebuilt graphs: the hook's graph map starts afresh (mode kept) */
+                return 0;
+            }
+            return job_fail(j, st2.code, "%s", st2.msg);
+        }
+        return job_fail(j, st.code, "integer mode: %s (--mode fake runs the float oracle)", st.msg);
+    }
+    job_note(j, "integer execution of those grids (--mode fake: the float fake-quant oracle)");
+    return 0;
+}
+
 /* The static graphs of outdir in fake-quant or integer mode, as pdq eval --static --mode runs them.
- * Where integer mode cannot run (cli_exec_rt falls back to fake-quant) the path is skipped. */
-static int run_static(task_set *s, int path, const char *outdir, const pdq_tokenizer *tok, const char *buckets, int threads) {
-    pdq_model *m = cli_load_model("quantize", outdir, threads);
+ * Where integer mode cannot run the path is skipped. */
+static int run_static(const job_ctx *j, task_set *s, int path, const char *outdir, const pdq_tokenizer *tok,
+                      const char *buckets, int threads) {
+    pdq_model *m = job_load_model(j, outdir, threads);
     if (!m) return 1;
     pdq_rt *rt = NULL;
     pdq_ptq *ptq = NULL;
-    cli_exec ex = {0};
-    ex.mode = path == P_INT ? PDQ_EXEC_INT : PDQ_EXEC_FAKE;
-    ex.given = path != P_INT; /* int: a checkpoint it cannot run is noted, not an error */
+    pdq_pool *pool = NULL;
+    pdq_lowering *lw = NULL;
+    int fake = 0;
     eval_rt_session es = {0};
     pdq_ll_session ss = {0};
     pdq_status st = {0};
     int bq[PDQ_MAX_BUCKETS], nb = 0, bad = 1;
-    if (cli_static_runtime("quantize", outdir, m, 1, 0, NULL, 0, &rt, &ptq) || cli_exec_rt(&ex, "quantize", outdir, rt, ptq, threads)) {
-    } else if (path == P_INT && ex.mode != PDQ_EXEC_INT) {
-        fprintf(stderr, "pdq quantize: tasks: no integer-mode scores (integer mode cannot run this checkpoint)\n");
+    if (open_static(j, outdir, m, &rt, &ptq)) {
+    } else if (!ptq) {
+        job_fail(j, PDQ_ERR_MISSING, "--mode %s needs a quantized checkpoint with ptq.json (%s has none)",
+                 pdq_exec_mode_name(path == P_INT ? PDQ_EXEC_INT : PDQ_EXEC_FAKE), outdir);
+    } else if (path == P_INT && set_int(j, outdir, rt, ptq, threads, &pool, &lw, &fake)) {
+    } else if (path == P_INT && fake) {
+        job_note(j, "tasks: no integer-mode scores (integer mode cannot run this checkpoint)");
         s->skipped[path] = 1;
         bad = 0;
     } else if (buckets && pdq_buckets_parse(buckets, pdq_rt_max_seq(rt), bq, &nb, &st) != PDQ_OK) {
-        fprintf(stderr, "pdq quantize: --append-bucket: %s\n", st.msg);
+        job_fail(j, st.code, "--append-bucket: %s", st.msg);
     } else if (eval_rt_session_init(&es, rt, m->cfg.vocab_size, bq, nb, &ss, &st) != PDQ_OK) {
-        fprintf(stderr, "pdq quantize: %s\n", st.msg);
+        job_fail(j, st.code, "%s", st.msg);
     } else {
-        bad = score_path(s, path, tok, pdq_ll_session_score, &ss);
+        bad = score_path(j, s, path, tok, pdq_ll_session_score, &ss);
     }
     pdq_ll_session_free(&ss);
     eval_rt_session_free(&es);
     pdq_rt_free(rt);
     pdq_ptq_free(ptq);
-    cli_exec_free(&ex);
+    pdq_lowering_free(lw);
+    pdq_pool_free(pool);
     pdq_model_free(m);
     return bad;
 }
@@ -199,29 +238,29 @@ static cJSON *int_vs_fake(const task_set *s, int i) {
     return o;
 }
 
-static cJSON *read_report(const char *path) {
+static cJSON *read_report(const job_ctx *j, const char *path) {
     size_t len;
-    char *txt = cli_read_text("quantize", path, &len);
-    cJSON *j = txt ? cJSON_ParseWithLength(txt, len) : NULL;
+    char *txt = job_read_text(j, path, &len);
+    cJSON *r = txt ? cJSON_ParseWithLength(txt, len) : NULL;
     free(txt);
-    if (txt && !j) fprintf(stderr, "pdq quantize: %s: not JSON\n", path);
-    return j;
+    if (txt && !r) job_fail(j, PDQ_ERR_FORMAT, "%s: not JSON", path);
+    return r;
 }
 
-int quantize_tasks_run(const quantize_tasks_opts *o, const char *fp32_dir, const char *outdir, int act, const char *buckets,
+int quantize_tasks_run(const job_ctx *j, const quantize_tasks_opts *o, const char *fp32_dir, const char *outdir, int act, const char *buckets,
                        int threads) {
     char path[4200];
     snprintf(path, sizeof path, "%s/report.json", outdir);
-    cJSON *r = read_report(path);
+    cJSON *r = read_report(j, path);
     if (!r) return 1;
     task_set s;
     pdq_tokenizer *tok = NULL;
-    int bad = set_load(o, &s) || !(tok = cli_load_tokenizer("quantize", fp32_dir));
+    int bad = set_load(j, o, &s) || !(tok = job_load_tokenizer(j, fp32_dir));
     int paths = act ? P_COUNT : P_FAKE;
     for (int p = 0; p < paths && !bad; p++)
-        bad = p == P_FP32 ? run_reference(&s, p, fp32_dir, tok, threads)
-            : p == P_WEIGHTS ? run_reference(&s, p, outdir, tok, threads)
-                             : run_static(&s, p, outdir, tok, buckets, threads);
+        bad = p == P_FP32 ? run_reference(j, &s, p, fp32_dir, tok, threads)
+            : p == P_WEIGHTS ? run_reference(j, &s, p, outdir, tok, threads)
+                             : run_static(j, &s, p, outdir, tok, buckets, threads);
     if (!bad) {
         cJSON *tj = cJSON_CreateObject(), *res = cJSON_AddArrayToObject(tj, "results");
         cJSON_AddStringToObject(tj, "data", o->data);
@@ -253,43 +292,12 @@ int quantize_tasks_run(const quantize_tasks_opts *o, const char *fp32_dir, const
         cJSON_AddItemToObject(r, "tasks", tj);
         char *txt = cJSON_Print(r);
         pdq_status st = {0};
-        if (!txt) bad = 1, fprintf(stderr, "pdq quantize: out of memory\n");
-        else if (pdq_file_write_text(path, txt, 0, NULL, &st) != PDQ_OK) bad = 1, fprintf(stderr, "pdq quantize: %s\n", st.msg);
+        if (!txt) bad = job_fail(j, PDQ_ERR_NOMEM, "out of memory");
+        else if (pdq_file_write_text(path, txt, 0, NULL, &st) != PDQ_OK) bad = job_fail(j, st.code, "%s", st.msg);
         free(txt);
     }
     cJSON_Delete(r);
     pdq_tokenizer_free(tok);
     set_free(&s);
     return bad;
-}
-
-static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-
-void quantize_tasks_print(const cJSON *r, FILE *f) {
-    const cJSON *tj = get(r, "tasks"), *e;
-    const char *last = "";
-    cJSON_ArrayForEach(e, get(tj, "results")) {
-        const cJSON *task = get(e, "task"), *path = get(e, "path");
-        if (!cJSON_IsString(task) || !cJSON_IsString(path)) continue;
-        const char *metric = get(e, "acc_norm") ? "acc_norm" : "acc";
-        const cJSON *v = get(e, metric), *se = get(e, strcmp(metric, "acc") ? "acc_norm_stderr" : "acc_stderr");
-        if (strcmp(last, task->valuestring)) fprintf(f, "%stask         %s %s:", *last ? "\n" : "", task->valuestring, metric);
-        const char *name = path->valuestring;
-        for (int p = 0; p < P_COUNT; p++)
-            if (!strcmp(name, k_path[p])) name = k_path_text[p];
-        double refused = cJSON_GetNumberValue(get(e, "refused"));
-        fprintf(f, "%s %s", strcmp(last, task->valuestring) ? "" : ",", name);
-        if (cJSON_IsNumber(v)) fprintf(f, " %.4f", v->valuedouble);
-        if (cJSON_IsNumber(v) && cJSON_IsNumber(se)) fprintf(f, " ± %.4f", se->valuedouble);
-        if (refused > 0) fprintf(f, cJSON_IsNumber(v) ? " (%g refused)" : " all %g refused (over max_seq)", refused);
-        last = task->valuestring;
-    }
-    if (*last) fputc('\n', f);
-    cJSON_ArrayForEach(e, get(tj, "int_vs_fake"))
-        fprintf(f, "             %s: %g of %g items changed answer integer vs fake-quant; %g margins inside the bound, %g "
-                   "changed outside it; max |dll| %.4f per token (bound %g)\n",
-                get(e, "task") && cJSON_IsString(get(e, "task")) ? get(e, "task")->valuestring : "?",
-                cJSON_GetNumberValue(get(e, "changed")), cJSON_GetNumberValue(get(e, "items")),
-                cJSON_GetNumberValue(get(e, "inside_bound")), cJSON_GetNumberValue(get(e, "changed_outside_bound")),
-                cJSON_GetNumberValue(get(e, "max_dll_per_token")), cJSON_GetNumberValue(get(e, "bound_per_token")));
 }

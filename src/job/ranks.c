@@ -1,5 +1,5 @@
-/* pdq quantize as one rank of an MPI job: the up-front agreement check, the job-wide failure and
- * the per-rank peak RSS (quantize_job.h). */
+/* The quantize job as one rank of an MPI job: the up-front agreement check, the job-wide failure and
+ * the per-rank peak RSS (ranks.h). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,15 +8,13 @@
 #include <unistd.h>
 
 #include "pdq/file.h"
-#include "quantize_job.h"
+#include "ranks.h"
 
-int quantize_job_start(quantize_job *j) {
+int quantize_job_start(quantize_job *j, const job_ctx *ctx) {
     pdq_status st = {0};
     memset(j, 0, sizeof *j);
-    if (pdq_dist_init(&j->d, &st)) {
-        fprintf(stderr, "pdq quantize: %s\n", st.msg);
-        return 1;
-    }
+    j->ctx = ctx;
+    if (pdq_dist_init(&j->d, &st)) return job_fail(ctx, st.code, "%s", st.msg);
     j->rank = pdq_dist_rank(j->d);
     j->size = pdq_dist_size(j->d);
     j->lead = j->rank == 0;
@@ -105,8 +103,7 @@ void quantize_job_check(quantize_job *j, int argc, char **argv, const char *mode
                     char msg[512];
                     snprintf(msg, sizeof msg, "rank %d of %d runs with %s different from rank 0's (model %s%s%s)", r,
                              j->size, what[k], model_dir, calib ? ", calibration " : "", calib ? calib : "");
-                    fprintf(stderr, "pdq quantize: %s\n", msg);
-                    fflush(stderr);
+                    job_note(j->ctx, "%s", msg);
                     pdq_dist_abort(j->d, "pdq quantize", NULL);
                 }
                 pdq_dist_barrier(j->d, &st); /* rank 0 ends the job */
@@ -130,13 +127,20 @@ void quantize_job_report(quantize_job *j, long comm_bytes, double comm_seconds) 
         return;
     }
     if (j->lead) {
-        fprintf(stderr, "pdq quantize: %d ranks, after calibration: peak RSS MiB", j->size);
-        for (int r = 0; r < j->size; r++) fprintf(stderr, " %s%d: %.1f", r ? "| " : "", r, (double)all[3 * r] / 1024.0);
-        fprintf(stderr, "; calibration traffic MiB (seconds in it)");
-        for (int r = 0; r < j->size; r++)
-            fprintf(stderr, " %s%d: %.1f (%.2f)", r ? "| " : "", r, (double)all[3 * r + 1] / 1048576.0,
-                    (double)all[3 * r + 2] / 1e3);
-        fprintf(stderr, "\n");
+        char *line = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&line, &len);
+        if (f) {
+            fprintf(f, "%d ranks, after calibration: peak RSS MiB", j->size);
+            for (int r = 0; r < j->size; r++) fprintf(f, " %s%d: %.1f", r ? "| " : "", r, (double)all[3 * r] / 1024.0);
+            fprintf(f, "; calibration traffic MiB (seconds in it)");
+            for (int r = 0; r < j->size; r++)
+                fprintf(f, " %s%d: %.1f (%.2f)", r ? "| " : "", r, (double)all[3 * r + 1] / 1048576.0,
+                        (double)all[3 * r + 2] / 1e3);
+            fclose(f);
+            job_note(j->ctx, "%s", line);
+        }
+        free(line);
     }
     free(all);
 }

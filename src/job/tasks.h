@@ -1,9 +1,9 @@
-/* pdq quantize --eval-task: task accuracy (pdq eval's scoring) of the FP32 model and of the
- * quantized one on every path quantize produced, added to report.json (src/cli/quantize_tasks.c). */
-#ifndef PDQ_QUANTIZE_TASKS_H
-#define PDQ_QUANTIZE_TASKS_H
+/* The quantize job's task step (pdq quantize --eval-task): task accuracy (pdq eval's scoring) of
+ * the FP32 model and of the quantized one on every path quantize produced, added to report.json. */
+#ifndef PDQ_JOB_TASKS_H
+#define PDQ_JOB_TASKS_H
 
-#include <stdio.h>
+#include "job.h"
 
 typedef struct {
     const char *tasks;  /* NAME[,NAME...] (NULL: no task evaluation) */
@@ -12,21 +12,17 @@ typedef struct {
     int shots;          /* --task-shots K (mmlu) */
 } quantize_tasks_opts;
 
-/* Loads every task once so a bad name, path or layout fails before any work. 0, or 1 after
- * printing the error. */
-int quantize_tasks_check(const quantize_tasks_opts *o);
+/* Loads every task once so a bad name, path or layout fails before any work. 0, or 1 with the
+ * error in j. */
+int quantize_tasks_check(const job_ctx *j, const quantize_tasks_opts *o);
 
 /* Scores the tasks on FP32 (fp32_dir), the quantized weights (outdir, packed kernels) and, when
  * outdir has ptq.json (act), the static graphs in fake-quant and integer mode (a context prefilled
  * once, continuations appended through buckets: NULL decode steps, else the export's list), and
  * writes report.json's "tasks": each path's metrics, and per task how many items changed answer
  * between fake-quant and integer, how many margins lie inside the integer bound (docs/eval.md)
- * and how far the log-likelihoods moved. 0, or 1 after printing. */
-int quantize_tasks_run(const quantize_tasks_opts *o, const char *fp32_dir, const char *outdir, int act, const char *buckets,
+ * and how far the log-likelihoods moved. 0, or 1 with the error in j. */
+int quantize_tasks_run(const job_ctx *j, const quantize_tasks_opts *o, const char *fp32_dir, const char *outdir, int act, const char *buckets,
                        int threads);
-
-/* The summary's lines for report.json's "tasks" (r is the parsed report). */
-struct cJSON;
-void quantize_tasks_print(const struct cJSON *r, FILE *f);
 
 #endif

@@ -1,9 +1,10 @@
-/* The closing summary of pdq quantize: sizes and bits per weight, time per phase, perplexity and
- * its change, top-1 and output paths; printed, stored as report.json's "summary", or (--json)
- * printed as one JSON document. kld (may be NULL): quantized weights vs FP32 on --eval. */
-#ifndef PDQ_CLI_QUANTIZE_SUMMARY_H
-#define PDQ_CLI_QUANTIZE_SUMMARY_H
+/* The closing summary of the quantize job: sizes and bits per weight, time per phase, perplexity
+ * and its change, top-1 and output paths, stored as report.json's "summary" (pdq quantize prints
+ * it from there). kld (may be NULL): quantized weights vs FP32 on --eval. */
+#ifndef PDQ_JOB_SUMMARY_H
+#define PDQ_JOB_SUMMARY_H
 
+#include "job.h"
 #include "pdq/eval.h"
 
 enum {
@@ -28,11 +29,11 @@ typedef struct {
 void quantize_times_init(quantize_times *t);
 /* The export step took `seconds`: report.json's export.seconds of it were the export, the rest the
  * exported-pair check. */
-void quantize_split_export_time(const char *outdir, double seconds, quantize_times *t);
+void quantize_split_export_time(const job_ctx *j, const char *outdir, double seconds, quantize_times *t);
 
-/* Reads OUTDIR/report.json, adds "summary" to it, prints the summary (text, or one JSON document
- * when json). Returns 0 on success. */
-int quantize_summary(const char *model_dir, const char *outdir, const quantize_times *t, const pdq_kld_result *kld,
-                     int json);
+/* Reads OUTDIR/report.json and adds "summary" to it; t gets QS_CALIB and QS_WEIGHTS as split
+ * there. 0, or 1 with the error in j. */
+int quantize_summary(const job_ctx *j, const char *model_dir, const char *outdir, quantize_times *t,
+                     const pdq_kld_result *kld);
 
 #endif
