@@ -195,6 +195,14 @@ static void test_ring_layer(void **state) {
         pdq_kv_past(&c, 1, 1, RS, past);
         assert_memory_equal(past, pdq_kv_data(&c, 1, 1), sizeof past);
     }
+    /* zeroing (pdq_rt_clear) covers each buffer at its own size: the ring's 3 slots, not C
+     * (it once wrote C slots into the ring: a heap overflow under ASan) */
+    pdq_kv_zero(&c);
+    for (int l = 0; l < L; l++)
+        for (int kv = 0; kv < 2; kv++) {
+            const float *d = pdq_kv_data(&c, l, kv);
+            for (size_t i = 0; i < (size_t)B * KV * pdq_kv_slots(&c, l) * HD; i++) assert_true(d[i] == 0.0f);
+        }
     pdq_kv_free(&c);
 }
 

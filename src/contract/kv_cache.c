@@ -53,8 +53,9 @@ pdq_code pdq_kv_init(pdq_kv_cache *c, int L, int B, int KV, int C, int hd, const
 }
 
 void pdq_kv_zero(pdq_kv_cache *c) {
-    size_t n = (size_t)c->B * c->KV * c->C * c->hd;
-    for (int i = 0; i < 2 * c->L; i++) memset(c->data[i], 0, n * es_of(c->grid[i].dt));
+    /* each buffer at its own size: a ring layer holds fewer slots than C */
+    for (int i = 0; i < 2 * c->L; i++)
+        memset(c->data[i], 0, (size_t)c->B * c->KV * pdq_kv_slots(c, i / 2) * c->hd * es_of(c->grid[i].dt));
 }
 
 size_t pdq_kv_bytes(const pdq_kv_cache *c) {
