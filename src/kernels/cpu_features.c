@@ -1,5 +1,6 @@
 /* Run-time CPU detection for the SIMD kernels. */
 #include "kernels/qmatmul.h"
+#include "kernels/qx_kernels.h"
 
 #include <stdatomic.h>
 
@@ -59,6 +60,25 @@ int pdq_cpu_has_avx_vnni(void) {
     v = pdq_cpu_has_avx2_fma() && __get_cpuid_count(7, 1, &a, &b, &c, &d) ? (int)((a >> 4) & 1) : 0;
     atomic_store_explicit(&known, v, memory_order_relaxed);
     return v;
+#else
+    return 0;
+#endif
+}
+
+int pdq_qx_cpu_avx2(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+    return 0;
+#endif
+}
+
+int pdq_qx_cpu_vnni(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
 #else
     return 0;
 #endif

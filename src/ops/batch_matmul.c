@@ -140,7 +140,8 @@ static void bmm_task(void *vc, int task, int thread) {
                 for (int k = 0; k < nk; k++) av[k] = (int32_t)(qx_code(aq, ad, (size_t)(offa + i * c->aim + (k0 + k) * c->ask)) - aq->zp);
                 pdq_qx_bmm_acc_i16_avx2(acc, av, nk, (const int16_t *)bd + offb + (long)k0 * c->bks, c->bks, N);
             }
-            int j = yq->dt == PDQ_TI16 ? pdq_qx_sums_i16_avx2(acc, &mult, 0, NULL, yq, (int16_t *)yd + yrow, N) : 0;
+            pdq_qx_grid yg = qx_grid(yq);
+            int j = yq->dt == PDQ_TI16 ? pdq_qx_sums_i16_avx2(acc, &mult, 0, NULL, &yg, (int16_t *)yd + yrow, N) : 0;
             for (; j < N; j++) qx_st(yq, yd, yrow + j, (double)acc[j] * mult);
         } else if (integer) {
             memset(acc, 0, sizeof(int64_t) * (size_t)N);

@@ -108,7 +108,9 @@ static inline double binop(pdq_op_type t, double a, double b) {
 static void bin_row_i16(int simd, pdq_op_type t, const qx_t *aq, const int16_t *a, long sa, const qx_t *bq,
                         const int16_t *b, long sb, const qx_t *yq, int16_t *y, int n) {
     if (simd && t != PDQ_OP_DIV && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
-        int done = pdq_qx_bin_i16_avx2(t, aq, a, (int)sa, bq, b, (int)sb, yq, y, n);
+        pdq_qx_grid ag = qx_grid(aq), bg = qx_grid(bq), yg = qx_grid(yq);
+        pdq_qx_binop k = t == PDQ_OP_ADD ? PDQ_QX_ADD : t == PDQ_OP_SUB ? PDQ_QX_SUB : PDQ_QX_MUL;
+        int done = pdq_qx_bin_i16_avx2(k, &ag, a, (int)sa, &bg, b, (int)sb, &yg, y, n);
         a += done * sa;
         b += done * sb;
         y += done;
