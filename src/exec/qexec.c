@@ -177,7 +177,7 @@ pdq_code pdq_qexec_create(const pdq_graph *g, const pdq_exec_opts *o, pdq_qexec 
     x->g = g;
     if (o) x->o = *o;
     else pdq_exec_opts_default(&x->o);
-    x->simd = x->o.force_scalar ? 0 : !x->o.no_avx512 && pdq_qx_cpu_vnni() ? 2 : pdq_qx_cpu_avx2();
+    x->level = pdq_qx_traits_at(pdq_level_allowed(x->o.force_scalar, x->o.no_avx512, 0), &x->k);
     for (int t = 0; t < n && rc == PDQ_OK; t++)
         if (g->tensors[t].kind != PDQ_TK_CONST) rc = describe(g, t, &x->t[t], st);
     if (rc == PDQ_OK) rc = plan(x, st);
@@ -208,7 +208,7 @@ void *pdq_qexec_codes(pdq_qexec *x, int tid) {
     return (char *)x->arena + x->offset[tid];
 }
 
-int pdq_qexec_simd(const pdq_qexec *x) { return x->simd; }
+int pdq_qexec_simd(const pdq_qexec *x) { return x->level == PDQ_LEVEL_AVX512_VNNI ? 2 : x->level != PDQ_LEVEL_SCALAR; }
 
 void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx) {
     if (n_tasks == 1 || !x->o.pool || x->in_level) {

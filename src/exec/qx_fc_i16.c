@@ -66,6 +66,11 @@ static pdq_code packed_decode(qx_prep *p, const pdq_tensor *w, pdq_status *st) {
     return PDQ_OK;
 }
 
+/* The packed kernels' context at the executor's level: its switches, which pick the same level. */
+static pdq_qctx packed_ctx(const pdq_qexec *x) {
+    return (pdq_qctx){.force_scalar = x->o.force_scalar, .no_avx512 = x->o.no_avx512};
+}
+
 pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     const pdq_graph *g = x->g;
     const pdq_op *op = &g->ops[oi];
@@ -152,15 +157,17 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     if (ng > 1 && !p->gz_stride)
         for (int k = 1; k < GROUP_ROWS; k++) memcpy(p->gz + (size_t)k * ng, p->gz, ng);
     /* grouped decode: the packed exact sums per group where a SIMD kernel has them (uint4, groups
-     * of 32k columns, AVX2 or AVX-512 VNNI), else the tiles group by group */
-    pdq_qctx kc = {.no_avx512 = x->simd < 2};
-    if (x->simd && p->rows < 4 && p->ngroups > 1 &&
+     * of 32k columns, AVX2 or AVX-512 VNNI), else the tiles group by group; the scalar level
+     * keeps to the reference loops */
+    int simd = x->level != PDQ_LEVEL_SCALAR;
+    pdq_qctx kc = packed_ctx(x);
+    if (simd && p->rows < 4 && p->ngroups > 1 &&
         pdq_qexact_groups_fast(&kc, w->dtype == PDQ_TU4 ? PDQ_QT_U4 : PDQ_QT_U8, p->group)) {
         size_t n = (size_t)pdq_pool_threads(x->o.pool) * GROUP_ROWS * ng;
         if (!(p->gsum = malloc(sizeof(int64_t) * n))) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
         return packed_decode(p, w, st);
     }
-    if (x->simd && p->rows < 4 && p->ngroups == 1) return packed_decode(p, w, st);
+    if (simd && p->rows < 4 && p->ngroups == 1) return packed_decode(p, w, st);
     if (w->dtype == PDQ_TU4) { /* rows of codes unpacked per task: 4 rows per thread */
         p->u4 = 1;
         size_t n = (size_t)pdq_pool_threads(x->o.pool) * 4 * (size_t)p->fin;
@@ -212,14 +219,14 @@ static inline double group_term(const qx_prep *p, int m, int g, const uint8_t *z
 }
 
 /* y[m + i][r + j] from v[i * nr + j], values before the bias (nm x nr, row stride nr): each
- * activation row's int16 outputs four at a time where there is no bias (simd), the rest by
- * fc_put_v. */
-static void fc_put_tile(const qx_prep *p, const qx_t *yq, void *y, int simd, int m, int nm, int r, int nr,
-                        const double *v) {
+ * activation row's int16 outputs several at a time where there is no bias and the level has a
+ * store (codes), the rest by fc_put_v. */
+static void fc_put_tile(const qx_prep *p, const qx_t *yq, void *y, const pdq_qx_traits *k, int m, int nm, int r,
+                        int nr, const double *v) {
     pdq_qx_grid yg = qx_grid(yq);
     for (int i = 0; i < nm; i++) {
-        int j = simd && !p->bias && yq->dt == PDQ_TI16
-                    ? pdq_qx_codes_i16_avx2(v + (size_t)i * nr, &yg, (int16_t *)y + (size_t)(m + i) * p->fout + r, nr)
+        int j = k->codes_i16 && !p->bias && yq->dt == PDQ_TI16
+                    ? k->codes_i16(v + (size_t)i * nr, &yg, (int16_t *)y + (size_t)(m + i) * p->fout + r, nr)
                     : 0;
         for (; j < nr; j++) fc_put_v(p, yq, y, m + i, r + j, v[(size_t)i * nr + j]);
     }
@@ -241,19 +248,15 @@ static const uint8_t *w_rows(const qx_prep *p, int r, int n, int thread) {
 }
 
 /* Exact sums over K columns of nm activation rows (x, stride ldx) against nr weight rows (w,
- * stride ldw): acc[i * nr + j]. nm 4 needs nr 2 or 4 (4: VNNI); nr 4 with nm 1 is a dot of 4. */
-static void tile_sums(int simd, const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int nm, int nr,
-                      int64_t *acc) {
-    if (nm == 4 && nr == 4) {
-        pdq_qx_tile4x4_u8_vnni(x, ldx, w, ldw, K, acc);
-    } else if (nm == 4) {
-        (simd == 2 ? pdq_qx_tile4x2_u8_vnni : pdq_qx_tile4x2_u8_avx2)(x, ldx, w, ldw, K, acc);
-    } else if (nr == 4) {
-        (simd == 2 ? pdq_qx_dot4_u8_vnni : pdq_qx_dot4_u8_avx2)(x, w, ldw, K, acc);
-    } else {
-        for (int j = 0; j < nr; j++)
-            acc[j] = simd ? pdq_qx_dot_u8_avx2(x, w + (size_t)j * ldw, K) : pdq_qx_dot_u8_scalar(x, w + (size_t)j * ldw, K);
-    }
+ * stride ldw): acc[i * nr + j], by the level's tile of that shape (fc_task only asks for the
+ * shapes k has: 4 x 4, 4 x 2, 1 x 4, else dots of 1). */
+static void tile_sums(const pdq_qx_traits *k, const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K,
+                      int nm, int nr, int64_t *acc) {
+    if (nm == 4 && nr == 4) k->tile4x4(x, ldx, w, ldw, K, acc);
+    else if (nm == 4) k->tile4x2(x, ldx, w, ldw, K, acc);
+    else if (nr == 4) k->dot4(x, w, ldw, K, acc);
+    else
+        for (int j = 0; j < nr; j++) acc[j] = k->dot(x, w + (size_t)j * ldw, K);
 }
 
 static void fc_task(void *vc, int task, int thread) {
@@ -263,7 +266,7 @@ static void fc_task(void *vc, int task, int thread) {
     void *y = c->x->ptrs[c->op->out[0]];
     int r0 = task * c->chunk, r1 = r0 + c->chunk < p->fout ? r0 + c->chunk : p->fout;
     int in = p->fin;
-    int simd = c->x->simd;
+    const pdq_qx_traits *k = &c->x->k;
     if (p->qm && p->ngroups > 1) { /* grouped decode: exact sums per row and group, GROUP_ROWS rows a call */
         int ng = p->ngroups;
         int64_t *s = p->gsum + (size_t)thread * GROUP_ROWS * ng;
@@ -275,8 +278,8 @@ static void fc_task(void *vc, int task, int thread) {
                 const uint8_t *zw;
                 const float *sw;
                 group_grids(p, a, b - a, thread, &zw, &sw);
-                if (simd && p->group < 65536) {
-                    (simd == 2 ? pdq_qx_group_rows_vnni : pdq_qx_group_rows_avx2)(s, ng, b - a, zw, p->sumx + (size_t)m * ng,
+                if (k->group_rows && p->group < 65536) {
+                    k->group_rows(s, ng, b - a, zw, p->sumx + (size_t)m * ng,
                                                                                   sw, p->sx, v);
                 } else {
                     for (int r = a; r < b; r++) {
@@ -286,7 +289,7 @@ static void fc_task(void *vc, int task, int thread) {
                                                    s[(size_t)(r - a) * ng + g]);
                     }
                 }
-                fc_put_tile(p, yq, y, simd, m, 1, a, b - a, v);
+                fc_put_tile(p, yq, y, k, m, 1, a, b - a, v);
             }
         return;
     }
@@ -300,8 +303,8 @@ static void fc_task(void *vc, int task, int thread) {
                     for (int j = a; j < b; j++) s[j - a] -= (int64_t)p->zw[j] * p->sumx[m];
                 int r = a; /* int16 outputs four at a time, the rest by fc_put */
                 pdq_qx_grid yg = qx_grid(yq);
-                if (yq->dt == PDQ_TI16)
-                    r += pdq_qx_sums_i16_avx2(s, p->sw + a, 1, p->bias ? p->bias + a : NULL, &yg,
+                if (yq->dt == PDQ_TI16 && k->sums_i16)
+                    r += k->sums_i16(s, p->sw + a, 1, p->bias ? p->bias + a : NULL, &yg,
                                               (int16_t *)y + (size_t)m * p->fout + a, b - a);
                 for (; r < b; r++) fc_put(p, yq, y, m, r, s[r - a]);
             }
@@ -309,12 +312,13 @@ static void fc_task(void *vc, int task, int thread) {
     }
     int ng = p->ngroups;
     /* grouped decode (no packed form): dots of 4 rows with SIMD */
-    int dot4 = simd && ng > 1 && p->rows < 4;
+    int dot4 = k->dot4 && ng > 1 && p->rows < 4;
     for (int r = r0; r < r1;) {
-        /* prefill: 4x4 tiles (VNNI) or 4x2 (AVX2); the scalar path (and decode without SIMD) row by row */
-        int nr = ((simd == 2 && p->rows >= 4) || dot4) && r + 3 < r1 ? 4
-                 : simd && p->rows >= 4 && r + 1 < r1               ? 2
-                                                                    : 1;
+        /* the widest tile the level has: prefill 4 x 4 or 4 x 2, grouped decode dots of 4, else
+         * row by row */
+        int nr = ((k->tile4x4 && p->rows >= 4) || dot4) && r + 3 < r1 ? 4
+                 : k->tile4x2 && p->rows >= 4 && r + 1 < r1             ? 2
+                                                                        : 1;
         const uint8_t *wr = w_rows(p, r, nr, thread), *zw = NULL;
         const float *sw = NULL;
         if (ng > 1) group_grids(p, r, nr, thread, &zw, &sw);
@@ -323,29 +327,29 @@ static void fc_task(void *vc, int task, int thread) {
             int nm = nr >= 2 && p->rows >= 4 && m + 4 <= p->rows ? 4 : 1;
             const int16_t *xm = c->xs + (size_t)m * in;
             if (ng == 1) {
-                tile_sums(simd, xm, (size_t)in, wr, (size_t)in, in, nm, nr, acc);
+                tile_sums(k, xm, (size_t)in, wr, (size_t)in, in, nm, nr, acc);
                 for (int i = 0; i < nm; i++)
                     for (int j = 0; j < nr; j++) fc_store(p, yq, y, m + i, r + j, acc[i * nr + j]);
-            } else if (nm == 4 && nr == 4 && p->group_i32) { /* VNNI 4 x 4: every group in one call */
+            } else if (nm == 4 && nr == 4 && p->group_i32) { /* 4 x 4: every group in one call */
                 double v[16] = {0};
-                pdq_qx_tile4x4_groups_vnni(xm, (size_t)in, wr, (size_t)in, in, p->group, zw, p->sumx + (size_t)m * ng, sw,
+                k->tile4x4_groups(xm, (size_t)in, wr, (size_t)in, in, p->group, zw, p->sumx + (size_t)m * ng, sw,
                                            p->sx, v);
-                fc_put_tile(p, yq, y, simd, m, 4, r, 4, v);
-            } else if (nm == 4 && nr == 2 && p->group_i32) { /* AVX2 4 x 2: every group in one call */
+                fc_put_tile(p, yq, y, k, m, 4, r, 4, v);
+            } else if (nm == 4 && nr == 2 && p->group_i32) { /* 4 x 2: every group in one call */
                 double v[8] = {0};
-                pdq_qx_tile4x2_groups_avx2(xm, (size_t)in, wr, (size_t)in, in, p->group, zw, p->sumx + (size_t)m * ng, sw,
+                k->tile4x2_groups(xm, (size_t)in, wr, (size_t)in, in, p->group, zw, p->sumx + (size_t)m * ng, sw,
                                            p->sx, v);
-                fc_put_tile(p, yq, y, simd, m, 4, r, 2, v);
+                fc_put_tile(p, yq, y, k, m, 4, r, 2, v);
             } else {
                 double v[16] = {0};
                 for (int g = 0; g < ng; g++) {
                     int k0 = g * p->group, K = in - k0 < p->group ? in - k0 : p->group;
-                    tile_sums(simd, xm + k0, (size_t)in, wr + k0, (size_t)in, K, nm, nr, acc);
+                    tile_sums(k, xm + k0, (size_t)in, wr + k0, (size_t)in, K, nm, nr, acc);
                     for (int i = 0; i < nm; i++)
                         for (int j = 0; j < nr; j++)
                             v[i * nr + j] += group_term(p, m + i, g, zw + (size_t)j * ng, sw + (size_t)j * ng, acc[i * nr + j]);
                 }
-                fc_put_tile(p, yq, y, simd, m, nm, r, nr, v);
+                fc_put_tile(p, yq, y, k, m, nm, r, nr, v);
             }
             m += nm;
         }
@@ -407,7 +411,7 @@ pdq_code pdq_qx_fc_run(pdq_qexec *x, int oi, pdq_status *st) {
             }
     if (p->qm)
         for (int m = 0; m < p->rows; m++) pdq_qexact_prepare(p->qm, c.xs + (size_t)m * p->fin, p->xbuf + (size_t)m * p->xbytes);
-    c.kctx = (pdq_qctx){.no_avx512 = x->simd < 2}; /* simd 0 never reaches the packed kernels */
+    c.kctx = packed_ctx(x); /* the scalar level never reaches the packed kernels */
     pdq_qx_par(x, tasks, fc_task, &c);
     return PDQ_OK;
 }

@@ -84,7 +84,8 @@ typedef struct {
 struct pdq_qexec {
     const pdq_graph *g;
     pdq_exec_opts o;
-    int simd;            /* 0 scalar, 1 AVX2, 2 AVX-512 VNNI */
+    pdq_level level;     /* the kernels' level (kernels/cpu_features.h) */
+    pdq_qx_traits k;     /* the kernels at that level, every entry from it or its fallbacks */
     qx_t *t;             /* [n_tensors] */
     size_t *offset;      /* [n_tensors] arena offsets of non-constant tensors */
     void **bound;        /* [n_tensors] caller memory of inputs/outputs, or NULL */

@@ -9,27 +9,33 @@
 
 static const qk_type_traits k_traits[PDQ_QT_COUNT] = {
 #ifdef PDQ_QK_HAVE_AVX2
-    [PDQ_QT_U4] = {"uint4", 32, qk_gemv_u4_scalar, qk_gemv_u4_avx2, qk_gemv_u4_avx512},
-    [PDQ_QT_U8] = {"uint8", 16, qk_gemv_u8_scalar, qk_gemv_u8_avx2, qk_gemv_u8_avx512},
+    [PDQ_QT_U4] = {"uint4", 32,
+                   {[PDQ_LEVEL_SCALAR] = qk_gemv_u4_scalar, [PDQ_LEVEL_AVX2] = qk_gemv_u4_avx2,
+                    [PDQ_LEVEL_AVX512] = qk_gemv_u4_avx512}},
+    [PDQ_QT_U8] = {"uint8", 16,
+                   {[PDQ_LEVEL_SCALAR] = qk_gemv_u8_scalar, [PDQ_LEVEL_AVX2] = qk_gemv_u8_avx2,
+                    [PDQ_LEVEL_AVX512] = qk_gemv_u8_avx512}},
 #else
-    [PDQ_QT_U4] = {"uint4", 32, qk_gemv_u4_scalar, NULL, NULL},
-    [PDQ_QT_U8] = {"uint8", 16, qk_gemv_u8_scalar, NULL, NULL},
+    [PDQ_QT_U4] = {"uint4", 32, {[PDQ_LEVEL_SCALAR] = qk_gemv_u4_scalar}},
+    [PDQ_QT_U8] = {"uint8", 16, {[PDQ_LEVEL_SCALAR] = qk_gemv_u8_scalar}},
 #endif
 };
 
-/* 0 scalar, 1 AVX2/FMA, 2 AVX-512 (all three compute the same bits). */
-static int simd_level(const pdq_qctx *ctx, const pdq_qmatrix *w) {
-    if ((ctx && ctx->force_scalar) || !k_traits[w->type].gemv_avx2 || !pdq_cpu_has_avx2_fma()) return 0;
-    if ((ctx && ctx->no_avx512) || !k_traits[w->type].gemv_avx512 || !pdq_cpu_has_avx512()) return 1;
-    return 2;
+/* The f32 path's level for w's type: the context's, or its first fallback with a GEMV (SCALAR,
+ * AVX2 or AVX512 here; all compute the same bits). */
+static pdq_level simd_level(const pdq_qctx *ctx, const pdq_qmatrix *w) {
+    unsigned have = 0;
+    for (int l = 0; l < PDQ_LEVEL_COUNT; l++) have |= (k_traits[w->type].gemv[l] != NULL) << l;
+    return pdq_level_pick(pdq_qctx_level(ctx), have);
 }
 
 const char *pdq_qmatmul_path(const pdq_qctx *ctx) {
     pdq_qmatrix probe = {.type = PDQ_QT_U4};
-    static const char *const names[] = {"scalar", "avx2", "avx512"};
-    static const char *const int_names[] = {"scalar-int", "avx2-int", "avx2-vnni", "avx512-vnni"};
+    static const char *const int_names[PDQ_LEVEL_COUNT] = {
+        [PDQ_LEVEL_SCALAR] = "scalar-int", [PDQ_LEVEL_AVX2] = "avx2-int", [PDQ_LEVEL_AVX2_VNNI] = "avx2-vnni",
+        [PDQ_LEVEL_AVX512_VNNI] = "avx512-vnni"};
     if (!(ctx && ctx->no_int)) return int_names[qi_level(ctx)];
-    return names[simd_level(ctx, &probe)];
+    return pdq_level_name(simd_level(ctx, &probe));
 }
 
 #define GEMM_CHUNK 16   /* weight rows decoded per task (a multiple of the tiles' 2 and 4) */
@@ -39,7 +45,8 @@ typedef struct {
     const float *xt;       /* [n, xt_len] prepared rows (qk_xt_stride floats each) */
     float *y;              /* [n, rows] */
     float *wf;             /* [threads, 4, xt_len] panel scratch (GEMM) */
-    int n, xt_len, chunk, simd;
+    int n, xt_len, chunk;
+    pdq_level simd;        /* SCALAR, AVX2 or AVX512 */
     qk_gemv_fn gemv;
 } run_ctx;
 
@@ -69,7 +76,7 @@ static void gemm_task(void *p, int task, int thread) {
     }
 #ifdef PDQ_QK_HAVE_AVX2
     if (c->simd) {
-        int tx = c->simd == 2 ? QK_TILE5_X : QK_TILE2_X, tw = c->simd == 2 ? QK_TILE5_W : QK_TILE2_W;
+        int tx = c->simd == PDQ_LEVEL_AVX512 ? QK_TILE5_X : QK_TILE2_X, tw = c->simd == PDQ_LEVEL_AVX512 ? QK_TILE5_W : QK_TILE2_W;
         for (int i = 0; i < c->n; i += tx) {
             int ni = c->n - i < tx ? c->n - i : tx;
             const float *xr[QK_TILE5_X > QK_TILE2_X ? QK_TILE5_X : QK_TILE2_X];
@@ -78,7 +85,7 @@ static void gemm_task(void *p, int task, int thread) {
                 int nr = r1 - r < tw ? r1 - r : tw;
                 const float *panel = wf + (size_t)(r - r0) * c->xt_len;
                 float *yo = c->y + (size_t)i * w->rows + r;
-                if (c->simd == 2) qk_tile_avx512(w, xr, ni, panel, r, nr, yo, (size_t)w->rows);
+                if (c->simd == PDQ_LEVEL_AVX512) qk_tile_avx512(w, xr, ni, panel, r, nr, yo, (size_t)w->rows);
                 else qk_tile_avx2(w, xr, ni, panel, r, nr, yo, (size_t)w->rows);
             }
         }
@@ -103,7 +110,7 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
     qi_plan plan;
     if (!(ctx && ctx->no_int) && qi_plan_make(w, &plan)) return qi_matmul(ctx, w, &plan, x, n, y, st);
     pdq_pool *pool = ctx ? ctx->pool : NULL;
-    int simd = simd_level(ctx, w);
+    pdq_level simd = simd_level(ctx, w);
     run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_stride(w), .simd = simd};
     float *xt = alloc32((size_t)n * c.xt_len * sizeof(float));
     if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %d", n, c.xt_len);
@@ -112,8 +119,7 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
     pdq_code rc = PDQ_OK;
     if (n == 1) {
         c.chunk = qk_gemv_rows_per_task(w->rows, pdq_pool_threads(pool));
-        c.gemv = simd == 2 ? k_traits[w->type].gemv_avx512
-                 : simd ? k_traits[w->type].gemv_avx2 : k_traits[w->type].gemv_scalar;
+        c.gemv = k_traits[w->type].gemv[simd];
         pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
     } else {
         int threads = pdq_pool_threads(pool);

@@ -7,16 +7,13 @@
 #include "kernels/qint_internal.h"
 #include "kernels/qkernel_internal.h"
 
-int qi_level(const pdq_qctx *ctx) {
-    if ((ctx && ctx->force_scalar) || !pdq_cpu_has_avx2_fma()) return QI_SCALAR;
+pdq_level qi_level(const pdq_qctx *ctx) {
 #if defined(__x86_64__) || defined(__i386__)
-    int vnni = !(ctx && ctx->no_vnni);
-    if (vnni && !(ctx && ctx->no_avx512) && pdq_cpu_has_avx512_vnni()) return QI_AVX512_VNNI;
-    if (vnni && pdq_cpu_has_avx_vnni()) return QI_AVX2_VNNI;
-    return QI_AVX2;
+    unsigned have = 1u << PDQ_LEVEL_AVX2 | 1u << PDQ_LEVEL_AVX2_VNNI | 1u << PDQ_LEVEL_AVX512_VNNI;
 #else
-    return QI_SCALAR;
+    unsigned have = 0;
 #endif
+    return pdq_level_pick(pdq_qctx_level(ctx), have);
 }
 
 #define GEMM_CHUNK (QI_PANEL * QI_TILE_P) /* weight rows per GEMM task: the panels of one tile */
@@ -28,7 +25,8 @@ typedef struct {
     float *y;              /* [n, rows] */
     int32_t *panels;       /* [threads] GEMM scratch: QI_TILE_P panels and their scales */
     size_t scratch_words;  /* int32 words of one thread's scratch */
-    int n, level, chunk; /* chunk: output rows per GEMV task */
+    pdq_level level;
+    int n, chunk; /* chunk: output rows per GEMV task */
     qi_gemv_fn gemv;
 } qi_run;
 
@@ -56,13 +54,13 @@ static void gemm_task(void *arg, int task, int thread) {
         int left = nrows - k * QI_PANEL;
         int nr = left < QI_PANEL ? left : QI_PANEL;
         int32_t *zt = pk + pw + sw / 2;
-        if (c->level == QI_AVX512_VNNI && w->type == PDQ_QT_U4)
+        if (c->level == PDQ_LEVEL_AVX512_VNNI && w->type == PDQ_QT_U4)
             qi_panel_decode_avx512(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
         else qi_panel_decode_avx2(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
         panels[k] = pk;
         pscales[k] = (const float *)(pk + pw);
     }
-    qi_tile_fn tile = c->level == QI_AVX512_VNNI ? qi_tile_avx512 : c->level == QI_AVX2_VNNI ? qi_tile_avx2_vnni : qi_tile_avx2;
+    qi_tile_fn tile = c->level == PDQ_LEVEL_AVX512_VNNI ? qi_tile_avx512 : c->level == PDQ_LEVEL_AVX2_VNNI ? qi_tile_avx2_vnni : qi_tile_avx2;
     for (int i = 0; i < c->n; i += QI_TILE_X) {
         int ni = c->n - i < QI_TILE_X ? c->n - i : QI_TILE_X;
         const uint8_t *xr[QI_TILE_X];
@@ -81,16 +79,16 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
                    pdq_status *st) {
     pdq_pool *pool = ctx ? ctx->pool : NULL;
     qi_run c = {.w = w, .p = p, .y = y, .n = n, .level = qi_level(ctx)};
-    int gemm = n > 1 && c.level != QI_SCALAR;
+    int gemm = n > 1 && c.level != PDQ_LEVEL_SCALAR;
     uint8_t *xt = alloc64((size_t)n * p->stride);
     if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %zu bytes", n, p->stride);
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * w->cols;
         uint8_t *o = xt + (size_t)i * p->stride;
-        int planes = !gemm && c.level != QI_SCALAR && w->type == PDQ_QT_U4;
+        int planes = !gemm && c.level != PDQ_LEVEL_SCALAR && w->type == PDQ_QT_U4;
 #if defined(__x86_64__) || defined(__i386__)
-        if (c.level == QI_AVX512_VNNI) { qi_prepare_x_avx512(w, p, xi, o, planes); continue; }
-        if (c.level != QI_SCALAR) { qi_prepare_x_avx2(w, p, xi, o, planes); continue; }
+        if (c.level == PDQ_LEVEL_AVX512_VNNI) { qi_prepare_x_avx512(w, p, xi, o, planes); continue; }
+        if (c.level != PDQ_LEVEL_SCALAR) { qi_prepare_x_avx2(w, p, xi, o, planes); continue; }
 #endif
         qi_prepare_x(w, p, xi, o, planes);
     }
@@ -98,9 +96,9 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     pdq_code rc = PDQ_OK;
     if (!gemm) {
 #if defined(__x86_64__) || defined(__i386__)
-        c.gemv = c.level == QI_SCALAR ? qi_gemv_scalar
-                 : w->type == PDQ_QT_U8 ? (c.level == QI_AVX512_VNNI ? qi_gemv_u8_avx512 : qi_gemv_u8_avx2)
-                 : c.level == QI_AVX512_VNNI ? qi_gemv_avx512 : c.level == QI_AVX2_VNNI ? qi_gemv_avx2_vnni
+        c.gemv = c.level == PDQ_LEVEL_SCALAR ? qi_gemv_scalar
+                 : w->type == PDQ_QT_U8 ? (c.level == PDQ_LEVEL_AVX512_VNNI ? qi_gemv_u8_avx512 : qi_gemv_u8_avx2)
+                 : c.level == PDQ_LEVEL_AVX512_VNNI ? qi_gemv_avx512 : c.level == PDQ_LEVEL_AVX2_VNNI ? qi_gemv_avx2_vnni
                  : qi_gemv_avx2;
 #else
         c.gemv = qi_gemv_scalar;

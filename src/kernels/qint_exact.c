@@ -33,7 +33,7 @@ static void exact_scalar(const pdq_qmatrix *w, const int16_t *xq, int r0, int r1
 }
 
 int pdq_qexact_groups_fast(const pdq_qctx *ctx, pdq_qtype type, int G) {
-    return type == PDQ_QT_U4 && G > 0 && G % 32 == 0 && qi_level(ctx) != QI_SCALAR;
+    return type == PDQ_QT_U4 && G > 0 && G % 32 == 0 && qi_level(ctx) != PDQ_LEVEL_SCALAR;
 }
 
 void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int G, int r0, int r1, int rend,
@@ -44,8 +44,8 @@ void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t 
 #if defined(__x86_64__) || defined(__i386__)
     if (pdq_qexact_groups_fast(ctx, w->type, G)) {
         int level = qi_level(ctx);
-        if (level == QI_AVX512_VNNI) qi_exact_groups_avx512(w, &p, buf, G, r0, r1, rend, s);
-        else if (level == QI_AVX2_VNNI) qi_exact_groups_avx2_vnni(w, &p, buf, G, r0, r1, rend, s);
+        if (level == PDQ_LEVEL_AVX512_VNNI) qi_exact_groups_avx512(w, &p, buf, G, r0, r1, rend, s);
+        else if (level == PDQ_LEVEL_AVX2_VNNI) qi_exact_groups_avx2_vnni(w, &p, buf, G, r0, r1, rend, s);
         else qi_exact_groups_avx2(w, &p, buf, G, r0, r1, rend, s);
         return;
     }
@@ -68,10 +68,10 @@ void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *b
     qi_plan_make(w, &p);
     int level = qi_level(ctx);
 #if defined(__x86_64__) || defined(__i386__)
-    if (level != QI_SCALAR && w->type == PDQ_QT_U8) { qi_exact_u8_avx2(w, &p, buf, r0, r1, rend, s); return; }
-    if (level == QI_AVX512_VNNI) { qi_exact_avx512(w, &p, buf, r0, r1, rend, s); return; }
-    if (level == QI_AVX2_VNNI) { qi_exact_avx2_vnni(w, &p, buf, r0, r1, rend, s); return; }
-    if (level != QI_SCALAR) { qi_exact_avx2(w, &p, buf, r0, r1, rend, s); return; }
+    if (level != PDQ_LEVEL_SCALAR && w->type == PDQ_QT_U8) { qi_exact_u8_avx2(w, &p, buf, r0, r1, rend, s); return; }
+    if (level == PDQ_LEVEL_AVX512_VNNI) { qi_exact_avx512(w, &p, buf, r0, r1, rend, s); return; }
+    if (level == PDQ_LEVEL_AVX2_VNNI) { qi_exact_avx2_vnni(w, &p, buf, r0, r1, rend, s); return; }
+    if (level != PDQ_LEVEL_SCALAR) { qi_exact_avx2(w, &p, buf, r0, r1, rend, s); return; }
 #else
     (void)level;
     (void)rend;

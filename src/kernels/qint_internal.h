@@ -22,9 +22,10 @@ typedef struct {
     size_t off_planes, off_xs, off_sx, stride;
 } qi_plan;
 
-enum { QI_SCALAR = 0, QI_AVX2 = 1, QI_AVX2_VNNI = 2, QI_AVX512_VNNI = 3 };
-/* The integer kernels this context and CPU allow. */
-int qi_level(const pdq_qctx *ctx);
+/* The level of the integer kernels this context and CPU allow: the context's level
+ * (pdq_qctx_level), or its first fallback with kernels here (SCALAR, AVX2, AVX2_VNNI, AVX512_VNNI;
+ * the AVX512 level has none of its own and runs AVX2's). */
+pdq_level qi_level(const pdq_qctx *ctx);
 /* y[n, rows] = x · Wᵀ on the integer path (W has a plan). */
 pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
                    pdq_status *st);

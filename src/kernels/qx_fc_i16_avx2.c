@@ -204,30 +204,4 @@ __attribute__((target("avx2"))) void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t 
     }
     for (; j < n; j++) acc[j] += (int64_t)(a * (int32_t)b[j]);
 }
-#else
-void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
-    for (int r = 0; r < 4; r++) out[r] = pdq_qx_dot_u8_scalar(x, w + r * ldw, K);
-}
-void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n) { pdq_qx_axpy_i16_scalar(acc, a, b, n); }
-void pdq_qx_group_rows_avx2(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx, const float *sw,
-                            double sx, double *v) {
-    pdq_qx_group_rows_vnni(s, ng, n, zw, sumx, sw, sx, v);
-}
-void pdq_qx_tile4x2_groups_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
-                                const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v) {
-    int ng = (in + G - 1) / G;
-    for (int g = 0; g < ng; g++) {
-        int k0 = g * G, K = in - k0 < G ? in - k0 : G;
-        for (int m = 0; m < 4; m++)
-            for (int r = 0; r < 2; r++) {
-                v[2 * m + r] += qx_group_term(pdq_qx_dot_u8_scalar(x + m * ldx + k0, w + r * ldw + k0, K),
-                                              zw[(size_t)r * ng + g], sumx[(size_t)m * ng + g], sw[(size_t)r * ng + g], sx);
-            }
-    }
-}
-void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
-    for (int m = 0; m < 4; m++)
-        for (int r = 0; r < 2; r++) out[2 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
-}
-int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n) { return pdq_qx_dot_u8_scalar(x, w, n); }
 #endif

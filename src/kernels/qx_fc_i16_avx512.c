@@ -224,35 +224,4 @@ VNNI void pdq_qx_group_rows_vnni(const int64_t *s, int ng, int n, const uint8_t 
         _mm512_mask_storeu_pd(v + r0, (__mmask8)((1u << nr) - 1), acc);
     }
 }
-#else
-void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
-    for (int m = 0; m < 4; m++)
-        for (int r = 0; r < 4; r++) out[4 * m + r] = pdq_qx_dot_u8_scalar(x + m * ldx, w + r * ldw, K);
-}
-void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
-                                const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v) {
-    int ng = (in + G - 1) / G;
-    for (int g = 0; g < ng; g++) {
-        int k0 = g * G, K = in - k0 < G ? in - k0 : G;
-        for (int m = 0; m < 4; m++)
-            for (int r = 0; r < 4; r++) {
-                v[4 * m + r] += qx_group_term(pdq_qx_dot_u8_scalar(x + m * ldx + k0, w + r * ldw + k0, K),
-                                              zw[(size_t)r * ng + g], sumx[(size_t)m * ng + g], sw[(size_t)r * ng + g], sx);
-            }
-    }
-}
-void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out) {
-    pdq_qx_dot4_u8_avx2(x, w, ldw, K, out);
-}
-void pdq_qx_group_rows_vnni(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx, const float *sw,
-                            double sx, double *v) {
-    for (int r = 0; r < n; r++) {
-        v[r] = 0.0;
-        for (int g = 0; g < ng; g++)
-            v[r] += qx_group_term(s[(size_t)r * ng + g], zw[(size_t)r * ng + g], sumx[g], sw[(size_t)r * ng + g], sx);
-    }
-}
-void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out) {
-    pdq_qx_tile4x2_u8_avx2(x, ldx, w, ldw, K, out);
-}
 #endif

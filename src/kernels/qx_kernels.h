@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/cpu_features.h"
+
 /* An output grid as the int16 stores read it: code = round-half-even(y / s) + zp, NaN -> zp,
  * clamped to [lo, hi] (include/pdq/requant.h). */
 typedef struct {
@@ -24,10 +26,6 @@ typedef enum { PDQ_QX_ADD, PDQ_QX_SUB, PDQ_QX_MUL } pdq_qx_binop;
 static inline double qx_group_term(int64_t a, int zw, int64_t sumx, float sw, double sx) {
     return (double)(a - (int64_t)zw * sumx) * (sx * (double)sw);
 }
-
-/* The executor's SIMD levels' CPU checks (cpu_features.c): AVX2; AVX-512 F/BW/DQ/VNNI. */
-int pdq_qx_cpu_avx2(void);
-int pdq_qx_cpu_vnni(void);
 
 /* ---------------------------------------------------------------- FULLY_CONNECTED (qx_fc_i16_*.c) */
 
@@ -85,5 +83,45 @@ int pdq_qx_div_i16_avx2(const double *v, double d, const pdq_qx_grid *yq, int16_
 /* y = code(value(x[i]) * inv * gamma[gn == 1 ? 0 : i]) (RMS_NORM's scaling): */
 int pdq_qx_scale_i16_avx2(const pdq_qx_grid *xq, const int16_t *x, double inv, const double *gamma, int gn,
                           const pdq_qx_grid *yq, int16_t *y, int n);
+
+/* ---------------------------------------------------------------- the table (qx_traits.c) */
+
+/* The integer executor's kernels at one level (cpu_features.h), in the manner of ggml's
+ * type_traits_cpu. NULL: none at this level. pdq_qx_traits_at fills each NULL entry from the
+ * level's fallbacks; what is still NULL then the SCALAR level lacks too, and the caller's own
+ * scalar loop runs (FULLY_CONNECTED's path choice reads which tiles there are: qx_fc_i16.c). A
+ * level with tile4x4 has tile4x4_groups; one with tile4x2 has tile4x2_groups; one with
+ * bmm_acc_i16 has sums_i16. */
+typedef struct {
+    /* FULLY_CONNECTED: 1 x 1 (SCALAR has it), 1 x 4 (decode), 4 x 2 and 4 x 4 (prefill) tiles */
+    int64_t (*dot)(const int16_t *x, const uint8_t *w, int n);
+    void (*dot4)(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
+    void (*tile4x2)(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
+    void (*tile4x4)(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
+    /* grouped weights: the tiles' every group in one call; one activation row's rows of groups */
+    void (*tile4x2_groups)(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
+                           const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v);
+    void (*tile4x4_groups)(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
+                           const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v);
+    void (*group_rows)(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx, const float *sw,
+                       double sx, double *v);
+    /* BATCH_MATMUL rows (axpy_i16: SCALAR has it) */
+    void (*axpy_i16)(int64_t *acc, int32_t a, const int16_t *b, int n);
+    void (*bmm_acc_i16)(int64_t *acc, const int32_t *av, int K, const int16_t *b, long ldb, int N);
+    /* int16 stores */
+    int (*bin_i16)(pdq_qx_binop t, const pdq_qx_grid *aq, const int16_t *a, int sa, const pdq_qx_grid *bq,
+                   const int16_t *b, int sb, const pdq_qx_grid *yq, int16_t *y, int n);
+    int (*sums_i16)(const int64_t *acc, const double *mult, int per_elem, const float *bias, const pdq_qx_grid *yq,
+                    int16_t *y, int n);
+    int (*codes_i16)(const double *v, const pdq_qx_grid *yq, int16_t *y, int n);
+    int (*div_i16)(const double *v, double d, const pdq_qx_grid *yq, int16_t *y, int n);
+    int (*scale_i16)(const pdq_qx_grid *xq, const int16_t *x, double inv, const double *gamma, int gn,
+                     const pdq_qx_grid *yq, int16_t *y, int n);
+} pdq_qx_traits;
+
+/* The kernels of the level the switches allow on this CPU (pdq_level_allowed): *k with every
+ * entry filled from that level or its fallbacks; returns the highest level any entry came from
+ * (the executor's SIMD level). */
+pdq_level pdq_qx_traits_at(pdq_level level, pdq_qx_traits *k);
 
 #endif

@@ -167,31 +167,4 @@ AVX2 void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const 
     for (int k = 0; k < K && N16 < N; k++) pdq_qx_axpy_i16_scalar(acc + N16, av[k], b + (size_t)k * (size_t)ldb + N16, N - N16);
 }
 
-#else
-void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const int16_t *b, long ldb, int N) {
-    for (int k = 0; k < K; k++) pdq_qx_axpy_i16_scalar(acc, av[k], b + (size_t)k * (size_t)ldb, N);
-}
-int pdq_qx_bin_i16_avx2(pdq_qx_binop t, const pdq_qx_grid *aq, const int16_t *a, int sa, const pdq_qx_grid *bq, const int16_t *b,
-                        int sb, const pdq_qx_grid *yq, int16_t *y, int n) {
-    (void)t, (void)aq, (void)a, (void)sa, (void)bq, (void)b, (void)sb, (void)yq, (void)y, (void)n;
-    return 0;
-}
-int pdq_qx_div_i16_avx2(const double *v, double d, const pdq_qx_grid *yq, int16_t *y, int n) {
-    (void)v, (void)d, (void)yq, (void)y, (void)n;
-    return 0;
-}
-int pdq_qx_codes_i16_avx2(const double *v, const pdq_qx_grid *yq, int16_t *y, int n) {
-    (void)v, (void)yq, (void)y, (void)n;
-    return 0;
-}
-int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const pdq_qx_grid *yq,
-                         int16_t *y, int n) {
-    (void)acc, (void)mult, (void)per_elem, (void)bias, (void)yq, (void)y, (void)n;
-    return 0;
-}
-int pdq_qx_scale_i16_avx2(const pdq_qx_grid *xq, const int16_t *x, double inv, const double *gamma, int gn,
-                          const pdq_qx_grid *yq, int16_t *y, int n) {
-    (void)xq, (void)x, (void)inv, (void)gamma, (void)gn, (void)yq, (void)y, (void)n;
-    return 0;
-}
 #endif

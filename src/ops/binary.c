@@ -105,12 +105,12 @@ static inline double binop(pdq_op_type t, double a, double b) {
         double u = ((double)a[i * sa] - za) * fa, v = ((double)b[i * sb] - zb) * fb;                   \
         y[i] = (int16_t)pdq_rq_code(EXPR, ys, yz, lo, hi);                                             \
     }
-static void bin_row_i16(int simd, pdq_op_type t, const qx_t *aq, const int16_t *a, long sa, const qx_t *bq,
+static void bin_row_i16(const pdq_qx_traits *k, pdq_op_type t, const qx_t *aq, const int16_t *a, long sa, const qx_t *bq,
                         const int16_t *b, long sb, const qx_t *yq, int16_t *y, int n) {
-    if (simd && t != PDQ_OP_DIV && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
+    if (k->bin_i16 && t != PDQ_OP_DIV && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
         pdq_qx_grid ag = qx_grid(aq), bg = qx_grid(bq), yg = qx_grid(yq);
-        pdq_qx_binop k = t == PDQ_OP_ADD ? PDQ_QX_ADD : t == PDQ_OP_SUB ? PDQ_QX_SUB : PDQ_QX_MUL;
-        int done = pdq_qx_bin_i16_avx2(k, &ag, a, (int)sa, &bg, b, (int)sb, &yg, y, n);
+        pdq_qx_binop kt = t == PDQ_OP_ADD ? PDQ_QX_ADD : t == PDQ_OP_SUB ? PDQ_QX_SUB : PDQ_QX_MUL;
+        int done = k->bin_i16(kt, &ag, a, (int)sa, &bg, b, (int)sb, &yg, y, n);
         a += done * sa;
         b += done * sb;
         y += done;
@@ -140,7 +140,7 @@ static void bin_task(void *vc, int task, int thread) {
     for (size_t r = r0; r < r1; r++) {
         size_t base = r * (size_t)inner;
         if (bp->same && i16) {
-            bin_row_i16(c->x->simd, t, c->aq, (const int16_t *)c->ad + base, 1, c->bq, (const int16_t *)c->bd + base, 1, yq,
+            bin_row_i16(&c->x->k, t, c->aq, (const int16_t *)c->ad + base, 1, c->bq, (const int16_t *)c->bd + base, 1, yq,
                         (int16_t *)yd + base, inner);
             continue;
         }
@@ -158,7 +158,7 @@ static void bin_task(void *vc, int task, int thread) {
             offb += idx * bp->sb[d];
         }
         if (i16) {
-            bin_row_i16(c->x->simd, t, c->aq, (const int16_t *)c->ad + offa, bp->sa[5], c->bq, (const int16_t *)c->bd + offb, bp->sb[5],
+            bin_row_i16(&c->x->k, t, c->aq, (const int16_t *)c->ad + offa, bp->sa[5], c->bq, (const int16_t *)c->bd + offb, bp->sb[5],
                         yq, (int16_t *)yd + base, inner);
             continue;
         }

@@ -71,7 +71,7 @@ static void softmax_task(void *vc, int task, int thread) {
                 sum += term[i] = e;
             }
             pdq_qx_grid yg = qx_grid(yq);
-            int done = c->x->simd && yq->dt == PDQ_TI16 ? pdq_qx_div_i16_avx2(term, sum, &yg, (int16_t *)yd + base, C) : 0;
+            int done = c->x->k.div_i16 && yq->dt == PDQ_TI16 ? c->x->k.div_i16(term, sum, &yg, (int16_t *)yd + base, C) : 0;
             for (int i = done; i < C; i++) qx_st(yq, yd, base + i, term[i] / sum);
         } else {
             double mx = qx_ld(xq, xd, base);
