@@ -1,4 +1,4 @@
-/* The integer executor's kernels (src/exec/, src/ops/): exact int64 sums of int16 activations
+/* The integer executor's kernels (the ops' integer kernels, src/ops/, call them): exact int64 sums of int16 activations
  * against uint8 codes (FULLY_CONNECTED's tiles, BATCH_MATMUL's rows) and int16 stores by the one
  * requantization rule. Every variant gives the scalar rule's integers or bits; the overflow
  * argument of each is at its definition (qx_fc_i16_*.c, qx_ops_avx2.c). */
@@ -89,7 +89,7 @@ int pdq_qx_scale_i16_avx2(const pdq_qx_grid *xq, const int16_t *x, double inv, c
 /* The integer executor's kernels at one level (cpu_features.h), in the manner of ggml's
  * type_traits_cpu. NULL: none at this level. pdq_qx_traits_at fills each NULL entry from the
  * level's fallbacks; what is still NULL then the SCALAR level lacks too, and the caller's own
- * scalar loop runs (FULLY_CONNECTED's path choice reads which tiles there are: qx_fc_i16.c). A
+ * scalar loop runs (FULLY_CONNECTED's path choice reads which tiles there are: ops/fully_connected_int.c). A
  * level with tile4x4 has tile4x4_groups; one with tile4x2 has tile4x2_groups; one with
  * bmm_acc_i16 has sums_i16. */
 typedef struct {

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
@@ -84,7 +84,7 @@ static pdq_code qx_prepare(pdq_qexec *x, int oi, pdq_status *st) {
                             g->tensors[op->in[i]].name);
     const pdq_tensor *b = &g->tensors[op->in[1]], *o = &g->tensors[op->out[0]];
     int K = op->opt.bmm.adj_x ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
-    size_t N = (size_t)o->shape[o->ndim - 1], nt = (size_t)pdq_pool_threads(x->o.pool);
+    size_t N = (size_t)o->shape[o->ndim - 1], nt = (size_t)pdq_pool_threads(x->pool);
     p->acc = malloc(sizeof(int64_t) * N * nt);
     p->dacc = malloc(sizeof(double) * N * nt);
     if (!p->acc || !p->dacc) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: BATCH_MATMUL rows");

@@ -3,9 +3,9 @@
  * (include/pdq/qexec.h), AVX2 on int16 rows giving the scalar rule's bits. */
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
@@ -77,7 +77,7 @@ static pdq_code qx_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     bp->same = pdq_tensor_count(a) == n && pdq_tensor_count(b) == n;
     bp->inner = bp->o6[5] > 0 ? bp->o6[5] : 1;
     bp->outer = n / (size_t)bp->inner;
-    bp->rows_per_task = pdq_qx_rows_per(bp->outer, bp->inner, pdq_pool_threads(x->o.pool));
+    bp->rows_per_task = pdq_qx_rows_per(bp->outer, bp->inner, pdq_pool_threads(x->pool));
     return PDQ_OK;
 }
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
@@ -46,7 +46,7 @@ static pdq_code qx_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     if (!xq->quant) return PDQ_OK;
     /* one row of terms per thread (a table over every code would be 512 KiB per op: 360 MiB for
      * the 1.1B decode graph's per-head softmaxes, each read from DRAM) */
-    size_t C = (size_t)a->shape[a->ndim - 1], nt = (size_t)pdq_pool_threads(x->o.pool);
+    size_t C = (size_t)a->shape[a->ndim - 1], nt = (size_t)pdq_pool_threads(x->pool);
     p->dacc = malloc(sizeof(double) * C * nt);
     if (!p->dacc) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: softmax row of %zu", C);
     return PDQ_OK;

@@ -14,8 +14,9 @@
 #include "kernels/qx_kernels.h"
 #include "kernels/rows4.h"
 #include "pdq/file.h"
-#include "pdq/quant.h"
-#include "qx_internal.h"
+#include "ops/qx_kernel.h"
+#include "pdq/graph.h"
+#include "pdq/safetensors.h"
 
 #define GROUP_ROWS 64   /* weight rows per call of the grouped exact sums (decode) */
 
@@ -68,7 +69,7 @@ static pdq_code packed_decode(qx_prep *p, const pdq_tensor *w, pdq_status *st) {
 
 /* The packed kernels' context at the executor's level: its switches, which pick the same level. */
 static pdq_qctx packed_ctx(const pdq_qexec *x) {
-    return (pdq_qctx){.force_scalar = x->o.force_scalar, .no_avx512 = x->o.no_avx512};
+    return (pdq_qctx){.force_scalar = x->force_scalar, .no_avx512 = x->no_avx512};
 }
 
 pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
@@ -128,7 +129,7 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
         if (f16 && (p->gs16 = malloc(sizeof(uint16_t) * nq)))
             for (size_t i = 0; i < nq; i++) p->gs16[i] = pdq_f32_to_f16(w->q->scale[i]);
         else p->gs = w->q->scale;
-        size_t wide = (size_t)pdq_pool_threads(x->o.pool) * GROUP_ROWS * ng * sizeof(float);
+        size_t wide = (size_t)pdq_pool_threads(x->pool) * GROUP_ROWS * ng * sizeof(float);
         if (p->gs16 && !(p->gwide = malloc(wide))) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
     } else {
         p->zw = malloc(sizeof(int32_t) * nq);
@@ -163,14 +164,14 @@ pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     pdq_qctx kc = packed_ctx(x);
     if (simd && p->rows < 4 && p->ngroups > 1 &&
         pdq_qexact_groups_fast(&kc, w->dtype == PDQ_TU4 ? PDQ_QT_U4 : PDQ_QT_U8, p->group)) {
-        size_t n = (size_t)pdq_pool_threads(x->o.pool) * GROUP_ROWS * ng;
+        size_t n = (size_t)pdq_pool_threads(x->pool) * GROUP_ROWS * ng;
         if (!(p->gsum = malloc(sizeof(int64_t) * n))) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
         return packed_decode(p, w, st);
     }
     if (simd && p->rows < 4 && p->ngroups == 1) return packed_decode(p, w, st);
     if (w->dtype == PDQ_TU4) { /* rows of codes unpacked per task: 4 rows per thread */
         p->u4 = 1;
-        size_t n = (size_t)pdq_pool_threads(x->o.pool) * 4 * (size_t)p->fin;
+        size_t n = (size_t)pdq_pool_threads(x->pool) * 4 * (size_t)p->fin;
         if (!(p->wrows = malloc(n ? n : 1))) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: FC %s", w->name);
     }
     return PDQ_OK;
@@ -380,7 +381,7 @@ pdq_code pdq_qx_fc_run(pdq_qexec *x, int oi, pdq_status *st) {
     const pdq_op *op = &x->g->ops[oi];
     qx_prep *p = &x->prep[oi];
     fc_ctx c = {.x = x, .op = op, .p = p, .chunk = 16};
-    int threads = pdq_pool_threads(x->o.pool);
+    int threads = pdq_pool_threads(x->pool);
     /* decode streams the weight: contiguous shares per thread, as the packed GEMVs split it;
      * prefill: enough tasks to balance, few enough that each streams a useful slice */
     if (p->rows < 4) c.chunk = qk_gemv_rows_per_task(p->fout, threads);

@@ -1,14 +1,18 @@
-/* Private state of the integer executor, shared by its files (driver, FC, other kernels). */
-#ifndef PDQ_EXEC_QX_INTERNAL_H
-#define PDQ_EXEC_QX_INTERNAL_H
+/* What an op's integer kernel sees of the integer executor (src/exec/qexec.c drives it): each
+ * tensor's grid and storage, the op's prepared data, the kernels' level and table, the pool; and
+ * what the kernels share (qx_util.c). Owned by ops/, below exec/, so the op files include nothing
+ * of the executor's; the driver includes this. Internal. */
+#ifndef PDQ_OPS_QX_KERNEL_H
+#define PDQ_OPS_QX_KERNEL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ir/layout.h"
 #include "kernels/qx_kernels.h"
-#include "pdq/qexec.h"
+#include "ops/op_def.h"
 #include "pdq/requant.h"
+#include "pdq/threadpool.h"
 
 /* How a tensor's stored elements read as real numbers. quant: per-tensor affine codes. */
 typedef struct {
@@ -83,7 +87,8 @@ typedef struct {
 
 struct pdq_qexec {
     const pdq_graph *g;
-    pdq_exec_opts o;
+    pdq_pool *pool;      /* borrowed (pdq_exec_opts); NULL: run on the caller */
+    int force_scalar, no_avx512; /* pdq_exec_opts' level switches */
     pdq_level level;     /* the kernels' level (kernels/cpu_features.h) */
     pdq_qx_traits k;     /* the kernels at that level, every entry from it or its fallbacks */
     qx_t *t;             /* [n_tensors] */
@@ -95,6 +100,7 @@ struct pdq_qexec {
     qx_prep *prep;       /* [n_ops] */
     double *dscratch;    /* BATCH_MATMUL through dgemm: operands and product as exact integers */
     size_t dscratch_n;
+    /* the driver's (exec/qexec.c; no kernel reads them but in_level, through pdq_qx_par) */
     /* the schedule: ops by dependency level (order), levels as runs of it (level_at[l] .. [l + 1]);
      * a level's small ops (small[op]: order[small_at[l]] ..) run one whole op per pool task, the
      * others first, one after the other with their own split. in_level: set while a level's tasks
@@ -130,10 +136,17 @@ static inline int64_t qx_code(const qx_t *q, const void *p, size_t i) {
 /* The int16 stores' view of a quantized tensor's grid. */
 static inline pdq_qx_grid qx_grid(const qx_t *q) { return (pdq_qx_grid){q->s, q->zp, q->lo, q->hi}; }
 
-/* Parallel loop over tasks (the pool, or in order on the caller). */
-void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx);
+/* Parallel loop over tasks: the pool, or in order on the caller (no pool, one task, or inside a
+ * level's task, where the op's own loops stay on the thread that runs it). */
+static inline void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx) {
+    if (n_tasks == 1 || !x->pool || x->in_level) {
+        for (int i = 0; i < n_tasks; i++) fn(ctx, i, 0);
+        return;
+    }
+    pdq_pool_run(x->pool, n_tasks, fn, ctx);
+}
 
-/* FULLY_CONNECTED's integer kernel (qx_fc_i16.c). */
+/* FULLY_CONNECTED's integer kernel (fully_connected_int.c). */
 pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int op_index, pdq_status *st);
 pdq_code pdq_qx_fc_run(pdq_qexec *x, int op_index, pdq_status *st);
 void pdq_qx_prep_free(qx_prep *p);
