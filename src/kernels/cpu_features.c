@@ -85,10 +85,12 @@ static unsigned cpu_levels(void) {
     int v = atomic_load_explicit(&known, memory_order_relaxed);
     if (v >= 0) return (unsigned)v;
     unsigned m = 1u << PDQ_LEVEL_SCALAR;
-    if (pdq_cpu_has_avx2_fma()) m |= 1u << PDQ_LEVEL_AVX2;
-    if (pdq_cpu_has_avx_vnni()) m |= 1u << PDQ_LEVEL_AVX2_VNNI;
-    if (pdq_cpu_has_avx512()) m |= 1u << PDQ_LEVEL_AVX512;
-    if (pdq_cpu_has_avx512_vnni()) m |= 1u << PDQ_LEVEL_AVX512_VNNI;
+    if (pdq_cpu_has_avx2_fma() && pdq_cpu_has_f16c()) { /* each level has its fallback's features */
+        m |= 1u << PDQ_LEVEL_AVX2;
+        if (pdq_cpu_has_avx_vnni()) m |= 1u << PDQ_LEVEL_AVX2_VNNI;
+        if (pdq_cpu_has_avx512()) m |= 1u << PDQ_LEVEL_AVX512;
+        if (pdq_cpu_has_avx512() && pdq_cpu_has_avx512_vnni()) m |= 1u << PDQ_LEVEL_AVX512_VNNI;
+    }
     atomic_store_explicit(&known, (int)m, memory_order_relaxed);
     return m;
 }

@@ -17,9 +17,9 @@
 
 typedef enum {
     PDQ_LEVEL_SCALAR = 0,
-    PDQ_LEVEL_AVX2,        /* AVX2 and FMA */
+    PDQ_LEVEL_AVX2,        /* AVX2, FMA and F16C */
     PDQ_LEVEL_AVX2_VNNI,   /* the above and AVX-VNNI (VEX-coded 256-bit dot products) */
-    PDQ_LEVEL_AVX512,      /* AVX2, FMA and AVX-512 F/DQ/VL/BW */
+    PDQ_LEVEL_AVX512,      /* the AVX2 level's and AVX-512 F/DQ/VL/BW */
     PDQ_LEVEL_AVX512_VNNI, /* the above and AVX512_VNNI */
     PDQ_LEVEL_COUNT
 } pdq_level;
