@@ -103,10 +103,12 @@ pdq_level pdq_level_pick(pdq_level l, unsigned have) {
 }
 
 pdq_level pdq_level_allowed(int force_scalar, int no_avx512, int no_vnni) {
-    if (force_scalar) return PDQ_LEVEL_SCALAR;
-    pdq_level top = no_avx512 ? (no_vnni ? PDQ_LEVEL_AVX2 : PDQ_LEVEL_AVX2_VNNI)
-                              : (no_vnni ? PDQ_LEVEL_AVX512 : PDQ_LEVEL_AVX512_VNNI);
-    return pdq_level_pick(top, cpu_levels());
+    unsigned m = force_scalar ? 1u << PDQ_LEVEL_SCALAR : cpu_levels();
+    if (no_avx512) m &= ~(1u << PDQ_LEVEL_AVX512 | 1u << PDQ_LEVEL_AVX512_VNNI);
+    if (no_vnni) m &= ~(1u << PDQ_LEVEL_AVX2_VNNI | 1u << PDQ_LEVEL_AVX512_VNNI);
+    for (int l = PDQ_LEVEL_COUNT - 1; l > PDQ_LEVEL_SCALAR; l--)
+        if (m >> l & 1u) return (pdq_level)l;
+    return PDQ_LEVEL_SCALAR;
 }
 
 pdq_level pdq_qctx_level(const pdq_qctx *ctx) {

@@ -9,9 +9,10 @@
  *   AVX512_VNNI -> AVX512 -> AVX2 -> SCALAR
  *   AVX2_VNNI   -> AVX2
  *
- * Every level gives the scalar path's bits. A new level (an ARM NEON one, say) is a member here,
- * its fallback in k_fallback, its test in cpu_levels (cpu_features.c), and the entries it has in
- * the families' tables. */
+ * A CPU runs at the last level in the enum that it has (pdq_level_allowed). Every level gives the
+ * scalar path's bits. A new level (an ARM NEON one, say) is a member at the end here, its
+ * fallback, name and CPU test in cpu_features.c, and the entries it has in the families' tables
+ * (docs/architecture.md, "Where to change: a SIMD level"). */
 #ifndef PDQ_KERNELS_CPU_FEATURES_H
 #define PDQ_KERNELS_CPU_FEATURES_H
 
@@ -28,9 +29,9 @@ typedef enum {
 pdq_level pdq_level_fallback(pdq_level l);
 /* 1 when this CPU runs level l's kernels. */
 int pdq_cpu_has_level(pdq_level l);
-/* The highest level this CPU has within the switches tests and the CLI force a level by
- * (force_scalar: SCALAR; no_avx512: none of the AVX-512 levels; no_vnni: none of the VNNI
- * levels): the top level they leave, then its fallbacks until one the CPU has. */
+/* The highest (last in the enum) level this CPU has within the switches tests and the CLI force
+ * a level by (force_scalar: SCALAR; no_avx512: none of the AVX-512 levels; no_vnni: none of the
+ * VNNI levels). */
 pdq_level pdq_level_allowed(int force_scalar, int no_avx512, int no_vnni);
 /* The level a family whose table has kernels at the levels in `have` (bit 1u << level; SCALAR
  * always) runs at l: l, or its first fallback in `have`. */
