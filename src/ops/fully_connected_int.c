@@ -13,8 +13,8 @@
 #include "kernels/qmatmul.h"
 #include "kernels/qx_kernels.h"
 #include "kernels/rows4.h"
-#include "pdq/file.h"
 #include "ops/qx_kernel.h"
+#include "pdq/file.h"
 #include "pdq/graph.h"
 #include "pdq/safetensors.h"
 

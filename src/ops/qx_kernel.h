@@ -100,8 +100,8 @@ struct pdq_qexec {
     qx_prep *prep;       /* [n_ops] */
     double *dscratch;    /* BATCH_MATMUL through dgemm: operands and product as exact integers */
     size_t dscratch_n;
-    /* the driver's (exec/qexec.c; no kernel reads them but in_level, through pdq_qx_par) */
-    /* the schedule: ops by dependency level (order), levels as runs of it (level_at[l] .. [l + 1]);
+    /* the driver's (exec/qexec.c; kernels read only in_level, through pdq_qx_par). The
+     * schedule: ops by dependency level (order), levels as runs of it (level_at[l] .. [l + 1]);
      * a level's small ops (small[op]: order[small_at[l]] ..) run one whole op per pool task, the
      * others first, one after the other with their own split. in_level: set while a level's tasks
      * run, so an op's own loops stay on the thread that runs it. */
