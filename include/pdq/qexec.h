@@ -61,7 +61,8 @@ pdq_code pdq_qexec_bind(pdq_qexec *x, int tid, void *mem, pdq_status *st);
  * a quantized tensor): an unbound input is read from here, an output always lands here too. */
 void *pdq_qexec_codes(pdq_qexec *x, int tid);
 pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st);
-/* SIMD level in use: 0 scalar, 1 AVX2, 2 AVX-512 VNNI (FULLY_CONNECTED). */
+/* SIMD level in use: 0 scalar, 1 AVX2 (or another SIMD level), 2 AVX-512 VNNI (FULLY_CONNECTED's
+ * tiles; src/kernels/cpu_features.h has the levels). */
 int pdq_qexec_simd(const pdq_qexec *x);
 
 #endif

@@ -7,7 +7,8 @@
 
 #include "ir/arena_plan.h"
 #include "ops/op_def.h"
-#include "qx_internal.h"
+#include "ops/qx_kernel.h"
+#include "pdq/qexec.h"
 
 const char *pdq_exec_mode_name(pdq_exec_mode m) {
     switch (m) {
@@ -175,9 +176,12 @@ pdq_code pdq_qexec_create(const pdq_graph *g, const pdq_exec_opts *o, pdq_qexec 
         return pdq_fail(st, PDQ_ERR_NOMEM, "graph %s: integer executor", g->name);
     }
     x->g = g;
-    if (o) x->o = *o;
-    else pdq_exec_opts_default(&x->o);
-    x->simd = x->o.force_scalar ? 0 : !x->o.no_avx512 && pdq_qx_cpu_vnni() ? 2 : pdq_qx_cpu_avx2();
+    pdq_exec_opts d;
+    if (!o) pdq_exec_opts_default(&d);
+    x->pool = o ? o->pool : d.pool;
+    x->force_scalar = o ? o->force_scalar : d.force_scalar;
+    x->no_avx512 = o ? o->no_avx512 : d.no_avx512;
+    x->level = pdq_qx_traits_at(pdq_level_allowed(x->force_scalar, x->no_avx512, 0), &x->k);
     for (int t = 0; t < n && rc == PDQ_OK; t++)
         if (g->tensors[t].kind != PDQ_TK_CONST) rc = describe(g, t, &x->t[t], st);
     if (rc == PDQ_OK) rc = plan(x, st);
@@ -208,15 +212,7 @@ void *pdq_qexec_codes(pdq_qexec *x, int tid) {
     return (char *)x->arena + x->offset[tid];
 }
 
-int pdq_qexec_simd(const pdq_qexec *x) { return x->simd; }
-
-void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx) {
-    if (n_tasks == 1 || !x->o.pool || x->in_level) {
-        for (int i = 0; i < n_tasks; i++) fn(ctx, i, 0);
-        return;
-    }
-    pdq_pool_run(x->o.pool, n_tasks, fn, ctx);
-}
+int pdq_qexec_simd(const pdq_qexec *x) { return x->level == PDQ_LEVEL_AVX512_VNNI ? 2 : x->level != PDQ_LEVEL_SCALAR; }
 
 /* One level's small ops, one whole op per task: task i runs the i-th small op of the level. */
 typedef struct {
@@ -258,7 +254,7 @@ pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st) {
     for (int l = 0; l < x->n_levels; l++) {
         int a = x->level_at[l], b = x->level_at[l + 1], sa = x->small_at[l];
         /* small ops together only where there are two or more and a pool */
-        int n_small = x->o.pool && pdq_pool_threads(x->o.pool) > 1 && b - sa > 1 ? b - sa : 0;
+        int n_small = x->pool && pdq_pool_threads(x->pool) > 1 && b - sa > 1 ? b - sa : 0;
         for (int p = a; p < b - n_small; p++) {
             int o = x->order[p];
             pdq_code rc = pdq_op_def_of(g->ops[o].type)->qx.run(x, o, st); /* prepared: it has one */
@@ -268,7 +264,7 @@ pdq_code pdq_qexec_run(pdq_qexec *x, pdq_status *st) {
             level_ctx c = {.x = x, .at = b - n_small, .failed = -1};
             atomic_init(&c.lock, 0);
             x->in_level = 1;
-            pdq_pool_run(x->o.pool, n_small, level_task, &c);
+            pdq_pool_run(x->pool, n_small, level_task, &c);
             x->in_level = 0;
             if (c.failed >= 0) {
                 *st = c.st;

@@ -7,16 +7,54 @@
 #include "kernels/qint_internal.h"
 #include "kernels/qkernel_internal.h"
 
-int qi_level(const pdq_qctx *ctx) {
-    if ((ctx && ctx->force_scalar) || !pdq_cpu_has_avx2_fma()) return QI_SCALAR;
+/* The table: each level's own kernels; the rest come from its fallbacks (cpu_features.h). */
+static const qi_traits k_qi[PDQ_LEVEL_COUNT] = {
+    [PDQ_LEVEL_SCALAR] = {.prepare_x = qi_prepare_x, .gemv = {qi_gemv_scalar, qi_gemv_scalar}},
 #if defined(__x86_64__) || defined(__i386__)
-    int vnni = !(ctx && ctx->no_vnni);
-    if (vnni && !(ctx && ctx->no_avx512) && pdq_cpu_has_avx512_vnni()) return QI_AVX512_VNNI;
-    if (vnni && pdq_cpu_has_avx_vnni()) return QI_AVX2_VNNI;
-    return QI_AVX2;
-#else
-    return QI_SCALAR;
+    [PDQ_LEVEL_AVX2] = {.prepare_x = qi_prepare_x_avx2,
+                        .gemv = {[PDQ_QT_U4] = qi_gemv_avx2, [PDQ_QT_U8] = qi_gemv_u8_avx2},
+                        .panel_decode = {qi_panel_decode_avx2, qi_panel_decode_avx2},
+                        .tile = qi_tile_avx2,
+                        .exact = {[PDQ_QT_U4] = qi_exact_avx2, [PDQ_QT_U8] = qi_exact_u8_avx2},
+                        .exact_groups = qi_exact_groups_avx2},
+    [PDQ_LEVEL_AVX2_VNNI] = {.gemv = {[PDQ_QT_U4] = qi_gemv_avx2_vnni},
+                             .tile = qi_tile_avx2_vnni,
+                             .exact = {[PDQ_QT_U4] = qi_exact_avx2_vnni},
+                             .exact_groups = qi_exact_groups_avx2_vnni},
+    /* AVX512: AVX2's */
+    [PDQ_LEVEL_AVX512_VNNI] = {.prepare_x = qi_prepare_x_avx512,
+                               .gemv = {[PDQ_QT_U4] = qi_gemv_avx512, [PDQ_QT_U8] = qi_gemv_u8_avx512},
+                               .panel_decode = {[PDQ_QT_U4] = qi_panel_decode_avx512},
+                               .tile = qi_tile_avx512,
+                               .exact = {[PDQ_QT_U4] = qi_exact_avx512},
+                               .exact_groups = qi_exact_groups_avx512},
 #endif
+};
+
+/* The levels with a row above (asked per call: a constant, not a walk over the table). */
+#if defined(__x86_64__) || defined(__i386__)
+#define QI_HAVE (1u << PDQ_LEVEL_SCALAR | 1u << PDQ_LEVEL_AVX2 | 1u << PDQ_LEVEL_AVX2_VNNI | 1u << PDQ_LEVEL_AVX512_VNNI)
+#else
+#define QI_HAVE (1u << PDQ_LEVEL_SCALAR)
+#endif
+
+/* Each entry once: X(member) for the single ones, XT(member) for those by weight type. */
+#define QI_ENTRIES(X, XT) X(prepare_x) XT(gemv) XT(panel_decode) X(tile) XT(exact) X(exact_groups)
+
+pdq_level qi_level(const pdq_qctx *ctx) { return pdq_level_pick(pdq_qctx_level(ctx), QI_HAVE); }
+
+pdq_level qi_kernels_at(const pdq_qctx *ctx, qi_traits *k) {
+    pdq_level level = qi_level(ctx);
+    *k = k_qi[level];
+    for (pdq_level l = level; l != PDQ_LEVEL_SCALAR;) {
+        l = pdq_level_fallback(l);
+#define X(m) if (!k->m) k->m = k_qi[l].m;
+#define XT(m) for (int t = 0; t < PDQ_QT_COUNT; t++) if (!k->m[t]) k->m[t] = k_qi[l].m[t];
+        QI_ENTRIES(X, XT)
+#undef X
+#undef XT
+    }
+    return level;
 }
 
 #define GEMM_CHUNK (QI_PANEL * QI_TILE_P) /* weight rows per GEMM task: the panels of one tile */
@@ -28,7 +66,9 @@ typedef struct {
     float *y;              /* [n, rows] */
     int32_t *panels;       /* [threads] GEMM scratch: QI_TILE_P panels and their scales */
     size_t scratch_words;  /* int32 words of one thread's scratch */
-    int n, level, chunk; /* chunk: output rows per GEMV task */
+    pdq_level level;
+    qi_traits k;
+    int n, chunk; /* chunk: output rows per GEMV task */
     qi_gemv_fn gemv;
 } qi_run;
 
@@ -39,7 +79,6 @@ static void gemv_task(void *arg, int task, int thread) {
     for (int i = 0; i < c->n; i++) c->gemv(c->w, c->p, c->xt + (size_t)i * c->p->stride, r0, r1, c->y + (size_t)i * c->w->rows);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
 /* The task's weight rows are decoded once into panels (codes minus zero as int16, scales
  * transposed), then every row of x passes over them in register tiles. */
 static void gemm_task(void *arg, int task, int thread) {
@@ -56,13 +95,11 @@ static void gemm_task(void *arg, int task, int thread) {
         int left = nrows - k * QI_PANEL;
         int nr = left < QI_PANEL ? left : QI_PANEL;
         int32_t *zt = pk + pw + sw / 2;
-        if (c->level == QI_AVX512_VNNI && w->type == PDQ_QT_U4)
-            qi_panel_decode_avx512(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
-        else qi_panel_decode_avx2(w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
+        c->k.panel_decode[w->type](w, c->p, r0 + k * QI_PANEL, nr, pk, (float *)(pk + pw), zt);
         panels[k] = pk;
         pscales[k] = (const float *)(pk + pw);
     }
-    qi_tile_fn tile = c->level == QI_AVX512_VNNI ? qi_tile_avx512 : c->level == QI_AVX2_VNNI ? qi_tile_avx2_vnni : qi_tile_avx2;
+    qi_tile_fn tile = c->k.tile;
     for (int i = 0; i < c->n; i += QI_TILE_X) {
         int ni = c->n - i < QI_TILE_X ? c->n - i : QI_TILE_X;
         const uint8_t *xr[QI_TILE_X];
@@ -70,7 +107,6 @@ static void gemm_task(void *arg, int task, int thread) {
         tile(w, c->p, xr, ni, panels, pscales, np, nrows, c->y + (size_t)i * w->rows + r0, (size_t)w->rows);
     }
 }
-#endif
 
 static void *alloc64(size_t bytes) {
     bytes = (bytes + 63) / 64 * 64;
@@ -80,35 +116,24 @@ static void *alloc64(size_t bytes) {
 pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
                    pdq_status *st) {
     pdq_pool *pool = ctx ? ctx->pool : NULL;
-    qi_run c = {.w = w, .p = p, .y = y, .n = n, .level = qi_level(ctx)};
-    int gemm = n > 1 && c.level != QI_SCALAR;
+    qi_run c = {.w = w, .p = p, .y = y, .n = n};
+    c.level = qi_kernels_at(ctx, &c.k);
+    int gemm = n > 1 && c.k.tile; /* the scalar level's GEMM is its GEMV row by row */
     uint8_t *xt = alloc64((size_t)n * p->stride);
     if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %zu bytes", n, p->stride);
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * w->cols;
         uint8_t *o = xt + (size_t)i * p->stride;
-        int planes = !gemm && c.level != QI_SCALAR && w->type == PDQ_QT_U4;
-#if defined(__x86_64__) || defined(__i386__)
-        if (c.level == QI_AVX512_VNNI) { qi_prepare_x_avx512(w, p, xi, o, planes); continue; }
-        if (c.level != QI_SCALAR) { qi_prepare_x_avx2(w, p, xi, o, planes); continue; }
-#endif
-        qi_prepare_x(w, p, xi, o, planes);
+        int planes = !gemm && c.level != PDQ_LEVEL_SCALAR && w->type == PDQ_QT_U4;
+        c.k.prepare_x(w, p, xi, o, planes);
     }
     c.xt = xt;
     pdq_code rc = PDQ_OK;
     if (!gemm) {
-#if defined(__x86_64__) || defined(__i386__)
-        c.gemv = c.level == QI_SCALAR ? qi_gemv_scalar
-                 : w->type == PDQ_QT_U8 ? (c.level == QI_AVX512_VNNI ? qi_gemv_u8_avx512 : qi_gemv_u8_avx2)
-                 : c.level == QI_AVX512_VNNI ? qi_gemv_avx512 : c.level == QI_AVX2_VNNI ? qi_gemv_avx2_vnni
-                 : qi_gemv_avx2;
-#else
-        c.gemv = qi_gemv_scalar;
-#endif
+        c.gemv = c.k.gemv[w->type];
         c.chunk = qk_gemv_rows_per_task(w->rows, pdq_pool_threads(pool));
         pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
     } else {
-#if defined(__x86_64__) || defined(__i386__)
         int threads = pdq_pool_threads(pool);
         c.scratch_words = (qi_panel_words(p) + (size_t)w->ngroups * QI_PANEL * 2) * QI_TILE_P;
         c.scratch_words = (c.scratch_words + 15) / 16 * 16;
@@ -116,7 +141,6 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
         if (!c.panels) rc = pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: panel scratch for %d threads", threads);
         else pdq_pool_run(pool, (w->rows + GEMM_CHUNK - 1) / GEMM_CHUNK, gemm_task, &c);
         free(c.panels);
-#endif
     }
     free(xt);
     return rc;

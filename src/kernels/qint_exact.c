@@ -33,7 +33,9 @@ static void exact_scalar(const pdq_qmatrix *w, const int16_t *xq, int r0, int r1
 }
 
 int pdq_qexact_groups_fast(const pdq_qctx *ctx, pdq_qtype type, int G) {
-    return type == PDQ_QT_U4 && G > 0 && G % 32 == 0 && qi_level(ctx) != QI_SCALAR;
+    qi_traits k;
+    qi_kernels_at(ctx, &k);
+    return type == PDQ_QT_U4 && G > 0 && G % 32 == 0 && k.exact_groups;
 }
 
 void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *buf, int G, int r0, int r1, int rend,
@@ -41,16 +43,12 @@ void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t 
     qi_plan p;
     qi_plan_make(w, &p);
     int ng = (w->cols + G - 1) / G;
-#if defined(__x86_64__) || defined(__i386__)
-    if (pdq_qexact_groups_fast(ctx, w->type, G)) {
-        int level = qi_level(ctx);
-        if (level == QI_AVX512_VNNI) qi_exact_groups_avx512(w, &p, buf, G, r0, r1, rend, s);
-        else if (level == QI_AVX2_VNNI) qi_exact_groups_avx2_vnni(w, &p, buf, G, r0, r1, rend, s);
-        else qi_exact_groups_avx2(w, &p, buf, G, r0, r1, rend, s);
+    qi_traits k;
+    qi_kernels_at(ctx, &k);
+    if (w->type == PDQ_QT_U4 && G > 0 && G % 32 == 0 && k.exact_groups) { /* pdq_qexact_groups_fast */
+        k.exact_groups(w, &p, buf, G, r0, r1, rend, s);
         return;
     }
-#endif
-    (void)rend;
     const int16_t *xq = qi_xq(&p, buf);
     for (int r = r0; r < r1; r++) {
         const uint8_t *row = pdq_qmatrix_row(w, r);
@@ -66,15 +64,8 @@ void pdq_qexact_rows(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t *b
                      int64_t *s) {
     qi_plan p;
     qi_plan_make(w, &p);
-    int level = qi_level(ctx);
-#if defined(__x86_64__) || defined(__i386__)
-    if (level != QI_SCALAR && w->type == PDQ_QT_U8) { qi_exact_u8_avx2(w, &p, buf, r0, r1, rend, s); return; }
-    if (level == QI_AVX512_VNNI) { qi_exact_avx512(w, &p, buf, r0, r1, rend, s); return; }
-    if (level == QI_AVX2_VNNI) { qi_exact_avx2_vnni(w, &p, buf, r0, r1, rend, s); return; }
-    if (level != QI_SCALAR) { qi_exact_avx2(w, &p, buf, r0, r1, rend, s); return; }
-#else
-    (void)level;
-    (void)rend;
-#endif
-    exact_scalar(w, qi_xq(&p, buf), r0, r1, s);
+    qi_traits k;
+    qi_kernels_at(ctx, &k);
+    if (k.exact[w->type]) k.exact[w->type](w, &p, buf, r0, r1, rend, s);
+    else exact_scalar(w, qi_xq(&p, buf), r0, r1, s);
 }

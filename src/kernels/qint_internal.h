@@ -22,9 +22,13 @@ typedef struct {
     size_t off_planes, off_xs, off_sx, stride;
 } qi_plan;
 
-enum { QI_SCALAR = 0, QI_AVX2 = 1, QI_AVX2_VNNI = 2, QI_AVX512_VNNI = 3 };
-/* The integer kernels this context and CPU allow. */
-int qi_level(const pdq_qctx *ctx);
+/* The level of the integer kernels this context and CPU allow: the context's level
+ * (pdq_qctx_level), or its first fallback with kernels here (SCALAR, AVX2, AVX2_VNNI, AVX512_VNNI;
+ * the AVX512 level has none of its own and runs AVX2's). qi_kernels_at: that level's table
+ * (qint_driver.c). */
+pdq_level qi_level(const pdq_qctx *ctx);
+typedef struct qi_traits qi_traits;
+pdq_level qi_kernels_at(const pdq_qctx *ctx, qi_traits *k);
 /* y[n, rows] = x · Wᵀ on the integer path (W has a plan). */
 pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
                    pdq_status *st);
@@ -103,6 +107,29 @@ static inline size_t qi_panel_words(const qi_plan *p) { return (size_t)p->ncolp 
 void qi_panel_decode_tail(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
                           int32_t *zt, int j0);
 
+typedef void (*qi_prepare_fn)(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
+typedef void (*qi_panel_fn)(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
+                            int32_t *zt);
+typedef void (*qi_tile_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,
+                           const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
+                           size_t ystride);
+typedef void (*qi_exact_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend,
+                            int64_t *s);
+typedef void (*qi_exact_groups_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int G, int r0, int r1,
+                                   int rend, int64_t *s);
+
+/* The integer path's kernels at one level, by weight type where they differ (NULL: the level's
+ * fallback's; after qi_kernels_at, NULL: none at any level below, and the caller's reference loop
+ * runs). A level with a tile has a panel decoder for each type (the GEMM: n > 1). */
+struct qi_traits {
+    qi_prepare_fn prepare_x;          /* SCALAR: qi_prepare_x */
+    qi_gemv_fn gemv[PDQ_QT_COUNT];    /* SCALAR: qi_gemv_scalar */
+    qi_panel_fn panel_decode[PDQ_QT_COUNT];
+    qi_tile_fn tile;
+    qi_exact_fn exact[PDQ_QT_COUNT];  /* pdq_qexact_rows */
+    qi_exact_groups_fn exact_groups;  /* pdq_qexact_groups, uint4, G a multiple of 32 */
+};
+
 #if defined(__x86_64__) || defined(__i386__)
 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 void qi_gemv_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
@@ -138,9 +165,6 @@ void qi_prepare_x_avx512(const pdq_qmatrix *w, const qi_plan *p, const float *x,
 void qi_prepare_x_avx2(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
 void qi_panel_decode_avx512(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
                             int32_t *zt);
-typedef void (*qi_tile_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,
-                           const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
-                           size_t ystride);
 void qi_tile_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *const *xr, int ni,
                     const int32_t *const *panels, const float *const *pscales, int np, int nrows, float *y,
                     size_t ystride);

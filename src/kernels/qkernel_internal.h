@@ -14,9 +14,9 @@ typedef void (*qk_gemv_fn)(const pdq_qmatrix *w, const float *xt, int r0, int r1
 typedef struct {
     const char *name;        /* "uint4", "uint8" */
     int block;               /* columns per block: 32 (two nibbles per lane) or 16 */
-    qk_gemv_fn gemv_scalar;
-    qk_gemv_fn gemv_avx2;    /* NULL where the compiler cannot target AVX2 */
-    qk_gemv_fn gemv_avx512;  /* two rows per register; NULL where unavailable */
+    /* the GEMV of each level (cpu_features.h); NULL: the level's fallback's. SCALAR always; AVX2
+     * and AVX512 (two rows per register) where the compiler can target them. */
+    qk_gemv_fn gemv[PDQ_LEVEL_COUNT];
 } qk_type_traits;
 
 

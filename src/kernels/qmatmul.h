@@ -53,6 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/cpu_features.h"
 #include "pdq/qscale.h"
 #include "pdq/status.h"
 #include "pdq/threadpool.h"
@@ -149,6 +150,8 @@ typedef struct {
     int no_int;               /* 1: the f32 path even where the integer path applies (A/B only:
                                  the two paths differ in the last bits) */
 } pdq_qctx;
+/* The level ctx allows on this CPU (pdq_level_allowed of its switches; NULL: the CPU's). */
+pdq_level pdq_qctx_level(const pdq_qctx *ctx);
 
 /* Exact integer sums for the integer executor (int16 activations, the a16 graphs' decode):
  * s[r - r0] = sum over columns c of code(r, c) * xq[c] for rows [r0, r1) of a per-channel uint4
@@ -177,16 +180,6 @@ void pdq_qexact_groups(const pdq_qctx *ctx, const pdq_qmatrix *w, const uint8_t 
  * them, else one at a time (the same values). */
 void pdq_qscale_widen(const uint16_t *h, pdq_qscale_type t, size_t n, float *out);
 
-/* 1 when this CPU has AVX2 and FMA (what the SIMD kernels need). */
-int pdq_cpu_has_avx2_fma(void);
-/* 1 when it also has AVX-512 F/DQ/VL/BW (the two-rows-per-register kernels). */
-int pdq_cpu_has_avx512(void);
-/* 1 when it has AVX512_VNNI (the AVX-512 integer kernels need it with the above). */
-int pdq_cpu_has_avx512_vnni(void);
-/* 1 when it has F16C (and AVX): the compact-scale widening uses it. */
-int pdq_cpu_has_f16c(void);
-/* 1 when it has AVX-VNNI (VEX-coded 256-bit dot products, the AVX2 integer kernels use them). */
-int pdq_cpu_has_avx_vnni(void);
 /* The path pdq_qmatmul takes with this context for a per-channel uint4 or uint8 matrix: "avx512-vnni",
  * "avx2-vnni", "avx2-int", "scalar-int" (integer path) or, with no_int, "avx512", "avx2",
  * "scalar" (f32 path). */

@@ -1,7 +1,6 @@
 /* Compact (f16 / bf16) scales of a row widened to float32 for the 4-row kernels (rows4.h):
  * sixteen at a time with AVX-512F, eight with F16C, else one at a time. Every path gives the
  * exact float32 of each scale, so results do not depend on which one ran. */
-#include <stdatomic.h>
 #include <string.h>
 
 #include "kernels/qkernel_internal.h"
@@ -44,33 +43,23 @@ __attribute__((target("avx2"))) static void widen_bf16_avx2(const uint16_t *h, i
 }
 #endif
 
+/* The levels with a widening of their own: F16C (+ AVX2 for bf16); AVX-512F. */
 #if defined(__x86_64__) || defined(__i386__)
-/* 0 portable, 1 F16C (+ AVX2 for bf16), 2 AVX-512F: asked once (CPUID is slow in a VM). */
-static int widen_level(void) {
-    static atomic_int known = -1;
-    int v = atomic_load_explicit(&known, memory_order_relaxed);
-    if (v >= 0) return v;
-    v = pdq_cpu_has_avx512() ? 2 : pdq_cpu_has_f16c() && pdq_cpu_has_avx2_fma() ? 1 : 0;
-    atomic_store_explicit(&known, v, memory_order_relaxed);
-    return v;
-}
+#define WIDEN_HAVE (1u << PDQ_LEVEL_AVX2 | 1u << PDQ_LEVEL_AVX512)
+#else
+#define WIDEN_HAVE 0u
 #endif
 
-int qk_widen_level(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    return widen_level();
-#else
-    return 0;
-#endif
-}
+int qk_widen_level(void) { return (int)pdq_level_pick(pdq_level_allowed(0, 0, 0), WIDEN_HAVE); }
 
 /* n compact scales h of type t widened at a level (at most the CPU's); 0 when that level has no
  * vector form for t (the caller converts one at a time). */
-static int widen_run(const uint16_t *h, pdq_qscale_type t, int n, float *out, int level) {
+static int widen_run(const uint16_t *h, pdq_qscale_type t, int n, float *out, pdq_level level) {
+    level = pdq_level_pick(level, WIDEN_HAVE);
 #if defined(__x86_64__) || defined(__i386__)
-    if (t == PDQ_QSCALE_F16 && level >= 2) { widen_f16_avx512(h, n, out); return 1; }
-    if (t == PDQ_QSCALE_F16 && level == 1) { widen_f16_f16c(h, n, out); return 1; }
-    if (t == PDQ_QSCALE_BF16 && level >= 1) { widen_bf16_avx2(h, n, out); return 1; }
+    if (t == PDQ_QSCALE_F16 && level == PDQ_LEVEL_AVX512) { widen_f16_avx512(h, n, out); return 1; }
+    if (t == PDQ_QSCALE_F16 && level == PDQ_LEVEL_AVX2) { widen_f16_f16c(h, n, out); return 1; }
+    if (t == PDQ_QSCALE_BF16 && level != PDQ_LEVEL_SCALAR) { widen_bf16_avx2(h, n, out); return 1; }
 #else
     (void)h, (void)t, (void)n, (void)out, (void)level;
 #endif
@@ -85,10 +74,10 @@ void pdq_qscale_widen(const uint16_t *h, pdq_qscale_type t, size_t n, float *out
     for (; i < n; i++) out[i] = t == PDQ_QSCALE_F16 ? pdq_f16_to_f32(h[i]) : pdq_bf16_to_f32(h[i]);
 }
 
-void qk_widen_scales_at(const pdq_qmatrix *w, int r, int nrows, float *out, int level) {
+void qk_widen_scales_at(const pdq_qmatrix *w, int r, int nrows, float *out, pdq_level level) {
     const uint16_t *h = w->scales16 + (size_t)r * w->ngroups;
     int n = nrows * w->ngroups;
-    if (w->scales_rows4 && r % 4 == 0 && level > 0) { /* a block's [group][4 rows], widened, then transposed */
+    if (w->scales_rows4 && r % 4 == 0 && level != PDQ_LEVEL_SCALAR) { /* a block's [group][4 rows], widened, then transposed */
         float blk[4 * PDQ_QMATRIX_MAX_COMPACT_GROUPS];
         pdq_qmatrix row_major = *w;
         row_major.scales_rows4 = 0; /* the block read as one run of 4 * ngroups scales */
@@ -97,7 +86,7 @@ void qk_widen_scales_at(const pdq_qmatrix *w, int r, int nrows, float *out, int 
             for (int g = 0; g < w->ngroups; g++) out[(size_t)k * w->ngroups + g] = blk[4 * g + k];
         return;
     }
-    if (w->scales_rows4) level = 0; /* qk_scale finds each one */
+    if (w->scales_rows4) level = PDQ_LEVEL_SCALAR; /* qk_scale finds each one */
     if (widen_run(h, w->scale_type, n, out, level)) return;
     for (int k = 0; k < nrows; k++)
         for (int g = 0; g < w->ngroups; g++) out[(size_t)k * w->ngroups + g] = qk_scale(w, r + k, g);

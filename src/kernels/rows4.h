@@ -9,10 +9,10 @@
  * float32 into out[nrows * ngroups]: F16C or AVX-512 conversions where the CPU has them, else
  * the portable one (the same values: widening is exact). */
 void qk_widen_scales(const pdq_qmatrix *w, int r, int nrows, float *out);
-/* The same at a given level (0 portable, 1 F16C, 2 AVX-512; at most qk_widen_level(), the CPU's),
- * for tests that run each. */
-void qk_widen_scales_at(const pdq_qmatrix *w, int r, int nrows, float *out, int level);
-int qk_widen_level(void);
+/* The same at a given level (cpu_features.h; SCALAR portable, AVX2 F16C, AVX512 AVX-512F, any
+ * other its fallback's; at most qk_widen_level(), the CPU's), for tests that run each. */
+void qk_widen_scales_at(const pdq_qmatrix *w, int r, int nrows, float *out, pdq_level level);
+int qk_widen_level(void); /* a pdq_level */
 
 typedef struct {
     const uint8_t *row[4], *zero[4];

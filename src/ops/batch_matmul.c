@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
@@ -84,7 +84,7 @@ static pdq_code qx_prepare(pdq_qexec *x, int oi, pdq_status *st) {
                             g->tensors[op->in[i]].name);
     const pdq_tensor *b = &g->tensors[op->in[1]], *o = &g->tensors[op->out[0]];
     int K = op->opt.bmm.adj_x ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
-    size_t N = (size_t)o->shape[o->ndim - 1], nt = (size_t)pdq_pool_threads(x->o.pool);
+    size_t N = (size_t)o->shape[o->ndim - 1], nt = (size_t)pdq_pool_threads(x->pool);
     p->acc = malloc(sizeof(int64_t) * N * nt);
     p->dacc = malloc(sizeof(double) * N * nt);
     if (!p->acc || !p->dacc) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: BATCH_MATMUL rows");
@@ -132,15 +132,16 @@ static void bmm_task(void *vc, int task, int thread) {
     double mult = aq->s * bq->s;
     for (int i = i0; i < i1; i++) {
         size_t yrow = ((size_t)t * c->M + i) * N;
-        if (integer && c->x->simd && bq->dt == PDQ_TI16 && c->bjs == 1 && bq->zp == 0 && aq->dt == PDQ_TI16) {
+        if (integer && c->x->k.bmm_acc_i16 && bq->dt == PDQ_TI16 && c->bjs == 1 && bq->zp == 0 && aq->dt == PDQ_TI16) {
             memset(acc, 0, sizeof(int64_t) * (size_t)N);
             int32_t av[256];
             for (int k0 = 0; k0 < K; k0 += 256) {
                 int nk = K - k0 < 256 ? K - k0 : 256;
                 for (int k = 0; k < nk; k++) av[k] = (int32_t)(qx_code(aq, ad, (size_t)(offa + i * c->aim + (k0 + k) * c->ask)) - aq->zp);
-                pdq_qx_bmm_acc_i16_avx2(acc, av, nk, (const int16_t *)bd + offb + (long)k0 * c->bks, c->bks, N);
+                c->x->k.bmm_acc_i16(acc, av, nk, (const int16_t *)bd + offb + (long)k0 * c->bks, c->bks, N);
             }
-            int j = yq->dt == PDQ_TI16 ? pdq_qx_sums_i16_avx2(acc, &mult, 0, NULL, yq, (int16_t *)yd + yrow, N) : 0;
+            pdq_qx_grid yg = qx_grid(yq);
+            int j = yq->dt == PDQ_TI16 ? c->x->k.sums_i16(acc, &mult, 0, NULL, &yg, (int16_t *)yd + yrow, N) : 0;
             for (; j < N; j++) qx_st(yq, yd, yrow + j, (double)acc[j] * mult);
         } else if (integer) {
             memset(acc, 0, sizeof(int64_t) * (size_t)N);
@@ -150,8 +151,7 @@ static void bmm_task(void *vc, int task, int thread) {
                 long bo = offb + k * c->bks;
                 if (bq->dt == PDQ_TI16 && c->bjs == 1 && bq->zp == 0) {
                     const int16_t *br = (const int16_t *)bd + bo;
-                    if (c->x->simd) pdq_qx_axpy_i16_avx2(acc, (int32_t)av, br, N);
-                    else pdq_qx_axpy_i16_scalar(acc, (int32_t)av, br, N);
+                    c->x->k.axpy_i16(acc, (int32_t)av, br, N);
                 } else {
                     for (int j = 0; j < N; j++) acc[j] += av * (qx_code(bq, bd, (size_t)(bo + j * c->bjs)) - bq->zp);
                 }
@@ -202,7 +202,7 @@ static pdq_code qx_run(pdq_qexec *x, int oi, pdq_status *st) {
     for (int i = 0; i < c.nb; i++) total *= c.oshape[i];
     const qx_t *aq = &x->t[op->in[0]], *bq = &x->t[op->in[1]];
     /* dgemm pays for converting the operands: worth it for prefill-sized products only */
-    if (x->simd && aq->quant && bq->quant && c.K < (1 << 22) && x->dscratch && c.M >= 8) {
+    if (x->level != PDQ_LEVEL_SCALAR && aq->quant && bq->quant && c.K < (1 << 22) && x->dscratch && c.M >= 8) {
         size_t na = pdq_tensor_count(a), nbv = pdq_tensor_count(b);
         double *A = x->dscratch, *B = A + na, *C = B + nbv;
         const void *ad = x->ptrs[op->in[0]], *bd = x->ptrs[op->in[1]];

@@ -3,9 +3,9 @@
  * (include/pdq/qexec.h), AVX2 on int16 rows giving the scalar rule's bits. */
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
@@ -77,7 +77,7 @@ static pdq_code qx_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     bp->same = pdq_tensor_count(a) == n && pdq_tensor_count(b) == n;
     bp->inner = bp->o6[5] > 0 ? bp->o6[5] : 1;
     bp->outer = n / (size_t)bp->inner;
-    bp->rows_per_task = pdq_qx_rows_per(bp->outer, bp->inner, pdq_pool_threads(x->o.pool));
+    bp->rows_per_task = pdq_qx_rows_per(bp->outer, bp->inner, pdq_pool_threads(x->pool));
     return PDQ_OK;
 }
 
@@ -105,10 +105,12 @@ static inline double binop(pdq_op_type t, double a, double b) {
         double u = ((double)a[i * sa] - za) * fa, v = ((double)b[i * sb] - zb) * fb;                   \
         y[i] = (int16_t)pdq_rq_code(EXPR, ys, yz, lo, hi);                                             \
     }
-static void bin_row_i16(int simd, pdq_op_type t, const qx_t *aq, const int16_t *a, long sa, const qx_t *bq,
+static void bin_row_i16(const pdq_qx_traits *k, pdq_op_type t, const qx_t *aq, const int16_t *a, long sa, const qx_t *bq,
                         const int16_t *b, long sb, const qx_t *yq, int16_t *y, int n) {
-    if (simd && t != PDQ_OP_DIV && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
-        int done = pdq_qx_bin_i16_avx2(t, aq, a, (int)sa, bq, b, (int)sb, yq, y, n);
+    if (k->bin_i16 && t != PDQ_OP_DIV && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
+        pdq_qx_grid ag = qx_grid(aq), bg = qx_grid(bq), yg = qx_grid(yq);
+        pdq_qx_binop kt = t == PDQ_OP_ADD ? PDQ_QX_ADD : t == PDQ_OP_SUB ? PDQ_QX_SUB : PDQ_QX_MUL;
+        int done = k->bin_i16(kt, &ag, a, (int)sa, &bg, b, (int)sb, &yg, y, n);
         a += done * sa;
         b += done * sb;
         y += done;
@@ -138,7 +140,7 @@ static void bin_task(void *vc, int task, int thread) {
     for (size_t r = r0; r < r1; r++) {
         size_t base = r * (size_t)inner;
         if (bp->same && i16) {
-            bin_row_i16(c->x->simd, t, c->aq, (const int16_t *)c->ad + base, 1, c->bq, (const int16_t *)c->bd + base, 1, yq,
+            bin_row_i16(&c->x->k, t, c->aq, (const int16_t *)c->ad + base, 1, c->bq, (const int16_t *)c->bd + base, 1, yq,
                         (int16_t *)yd + base, inner);
             continue;
         }
@@ -156,7 +158,7 @@ static void bin_task(void *vc, int task, int thread) {
             offb += idx * bp->sb[d];
         }
         if (i16) {
-            bin_row_i16(c->x->simd, t, c->aq, (const int16_t *)c->ad + offa, bp->sa[5], c->bq, (const int16_t *)c->bd + offb, bp->sb[5],
+            bin_row_i16(&c->x->k, t, c->aq, (const int16_t *)c->ad + offa, bp->sa[5], c->bq, (const int16_t *)c->bd + offb, bp->sb[5],
                         yq, (int16_t *)yd + base, inner);
             continue;
         }

@@ -1,11 +1,11 @@
 /* FULLY_CONNECTED: x[..., in] . w[out, in]^T (+ bias[out]) -> [..., out] (keep_num_dims) or
- * [rows, out]. Float: cblas (gemv for decode's few rows). Integer: exec/qx_fc_i16.c, by the rule
+ * [rows, out]. Float: cblas (gemv for decode's few rows). Integer: fully_connected_int.c, by the rule
  * of include/pdq/qexec.h (exact sums, per row or per row and group of columns). */
 #include <cblas.h>
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {

@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 #include <stdlib.h>

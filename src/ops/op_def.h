@@ -12,7 +12,8 @@
 
 #include "pdq/graph.h"
 
-/* The integer executor, as the kernels' function pointers name it (exec/ defines it). */
+/* The integer executor, as the kernels' function pointers name it (ops/qx_kernel.h defines it,
+ * exec/qexec.c drives it). */
 typedef struct pdq_qexec pdq_qexec;
 
 typedef enum {

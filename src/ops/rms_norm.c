@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
@@ -79,8 +79,10 @@ static void rms_task(void *vc, int task, int thread) {
         }
         double inv = 1.0 / sqrt(ms + eps);
         int done = 0;
-        if (xq->dt == PDQ_TI16 && yq->dt == PDQ_TI16 && c->x->simd)
-            done = pdq_qx_scale_i16_avx2(xq, (const int16_t *)xd + base, inv, c->p->gamma, gn, yq, (int16_t *)yd + base, C);
+        if (xq->dt == PDQ_TI16 && yq->dt == PDQ_TI16 && c->x->k.scale_i16) {
+            pdq_qx_grid xg = qx_grid(xq), yg = qx_grid(yq);
+            done = c->x->k.scale_i16(&xg, (const int16_t *)xd + base, inv, c->p->gamma, gn, &yg, (int16_t *)yd + base, C);
+        }
         for (int i = done; i < C; i++)
             qx_st(yq, yd, base + i, qx_ld(xq, xd, base + i) * inv * c->p->gamma[gn == 1 ? 0 : i]);
     }

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {
@@ -46,7 +46,7 @@ static pdq_code qx_prepare(pdq_qexec *x, int oi, pdq_status *st) {
     if (!xq->quant) return PDQ_OK;
     /* one row of terms per thread (a table over every code would be 512 KiB per op: 360 MiB for
      * the 1.1B decode graph's per-head softmaxes, each read from DRAM) */
-    size_t C = (size_t)a->shape[a->ndim - 1], nt = (size_t)pdq_pool_threads(x->o.pool);
+    size_t C = (size_t)a->shape[a->ndim - 1], nt = (size_t)pdq_pool_threads(x->pool);
     p->dacc = malloc(sizeof(double) * C * nt);
     if (!p->dacc) return pdq_fail(st, PDQ_ERR_NOMEM, "integer mode: softmax row of %zu", C);
     return PDQ_OK;
@@ -70,7 +70,8 @@ static void softmax_task(void *vc, int task, int thread) {
                 if (d != prev) { e = exp(-((double)d * xq->s) * beta); prev = d; }
                 sum += term[i] = e;
             }
-            int done = c->x->simd && yq->dt == PDQ_TI16 ? pdq_qx_div_i16_avx2(term, sum, yq, (int16_t *)yd + base, C) : 0;
+            pdq_qx_grid yg = qx_grid(yq);
+            int done = c->x->k.div_i16 && yq->dt == PDQ_TI16 ? c->x->k.div_i16(term, sum, &yg, (int16_t *)yd + base, C) : 0;
             for (int i = done; i < C; i++) qx_st(yq, yd, base + i, term[i] / sum);
         } else {
             double mx = qx_ld(xq, xd, base);

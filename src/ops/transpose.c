@@ -3,9 +3,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "exec/qx_internal.h"
 #include "ir/layout.h"
 #include "ops/op_def.h"
+#include "ops/qx_kernel.h"
 #include "ops/op_rules.h"
 
 static pdq_code infer(const pdq_graph *g, const pdq_op *op, int *nd, int *sh, pdq_status *st) {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "hadamard.h"
-#include "kernels/qmatmul.h"
+#include "kernels/hadamard.h"
 #include "pdq/threadpool.h"
 #include "pdq/transform.h"
 
@@ -96,7 +96,7 @@ pdq_code pdq_orth_make(pdq_orth *q, int n, pdq_rot_kind kind, uint64_t seed, pdq
 
 /* --- applying a Hadamard matrix: row blocks / column strips as pool tasks. Each task computes
  * its rows or columns the same way whichever thread runs it, so results do not depend on the
- * thread count; the AVX2 and scalar kernels agree bit for bit (hadamard.h). --- */
+ * thread count; the SIMD and scalar kernels agree bit for bit (kernels/hadamard.h). --- */
 
 #define ROWS_PER_TASK 32
 #define STRIP 32        /* columns per left_t task */
@@ -110,7 +110,7 @@ typedef struct {
     size_t ld;
     float norm;
     float *scratch;     /* [threads][n * STRIP_LD] (left_t) */
-    int simd;
+    pdq_had_kernels k;  /* the SIMD kernels, or NULL: the scalar reference */
 } had_job;
 
 static void right_task(void *ctx, int task, int thread) {
@@ -118,7 +118,7 @@ static void right_task(void *ctx, int task, int thread) {
     had_job *j = ctx;
     int r0 = task * ROWS_PER_TASK, nr = j->rows - r0 < ROWS_PER_TASK ? j->rows - r0 : ROWS_PER_TASK;
     float *x = j->x + (size_t)r0 * j->ld;
-    if (j->simd) pdq_had_rows_avx2(x, nr, j->ld, j->q->n, j->q->signs, j->norm);
+    if (j->k.rows && j->q->n >= 8) j->k.rows(x, nr, j->ld, j->q->n, j->q->signs, j->norm);
     else pdq_had_rows_scalar(x, nr, j->ld, j->q->n, j->q->signs, j->norm);
 }
 
@@ -133,17 +133,17 @@ static void left_task(void *ctx, int task, int thread) {
         memcpy(d, j->x + (size_t)i * j->ld + c0, (size_t)nc * sizeof(float));
         for (int c = nc; c < w; c++) d[c] = 0.0f;
     }
-    if (j->simd) pdq_had_cols_avx2(s, n, w, STRIP_LD, j->q->scaled);
+    if (j->k.cols) j->k.cols(s, n, w, STRIP_LD, j->q->scaled);
     else pdq_had_cols_scalar(s, n, w, STRIP_LD, j->q->scaled);
     for (int i = 0; i < n; i++) memcpy(j->x + (size_t)i * j->ld + c0, s + (size_t)i * STRIP_LD, (size_t)nc * sizeof(float));
 }
 
-static int use_simd(const pdq_orth *q) { return !q->force_scalar && pdq_cpu_has_avx2_fma(); }
+static pdq_had_kernels simd_kernels(const pdq_orth *q) { return pdq_had_kernels_at(pdq_level_allowed(q->force_scalar, 0, 0)); }
 
 pdq_code pdq_orth_right(const pdq_orth *q, float *x, int rows, size_t ld, pdq_status *st) {
     int n = q->n;
     if (q->hadamard) {
-        had_job j = {q, x, rows, n, ld, 1.0f / sqrtf((float)n), NULL, use_simd(q)};
+        had_job j = {q, x, rows, n, ld, 1.0f / sqrtf((float)n), NULL, simd_kernels(q)};
         pdq_pool_run(q->pool, (rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK, right_task, &j);
         return PDQ_OK;
     }
@@ -167,7 +167,7 @@ pdq_code pdq_orth_left_t(const pdq_orth *q, float *w, int cols, size_t ld, pdq_s
         /* Q^T w = H diag(s) w / sqrt(n): each row times s_i / sqrt(n), then the transform down
          * the columns */
         int threads = pdq_pool_threads(q->pool);
-        had_job j = {q, w, n, cols, ld, 0.0f, malloc(sizeof(float) * (size_t)threads * n * STRIP_LD), use_simd(q)};
+        had_job j = {q, w, n, cols, ld, 0.0f, malloc(sizeof(float) * (size_t)threads * n * STRIP_LD), simd_kernels(q)};
         if (!j.scratch) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for the rotation's scratch");
         pdq_pool_run(q->pool, (cols + STRIP - 1) / STRIP, left_task, &j);
         free(j.scratch);

@@ -1,11 +1,11 @@
-/* What the ops' integer kernels share (qx_internal.h): reading constants, splitting rows into
+/* What the ops' integer kernels share (qx_kernel.h): reading constants, splitting rows into
  * tasks, and the layout ops' kernel. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/qmatmul.h"
 #include "ops/op_def.h"
-#include "qx_internal.h"
+#include "ops/qx_kernel.h"
 
 void pdq_qx_prep_free(qx_prep *p) {
     free(p->zw);
@@ -83,7 +83,7 @@ void pdq_qx_rows_run(pdq_qexec *x, const pdq_op *op, pdq_pool_fn fn, int per_ele
     qx_rows c = {.x = x, .op = op, .p = &x->prep[op - x->g->ops]};
     c.c = per_element ? 1 : t->shape[t->ndim - 1];
     c.rows = pdq_tensor_count(t) / (size_t)c.c;
-    c.rows_per_task = pdq_qx_rows_per(c.rows, c.c, pdq_pool_threads(x->o.pool));
+    c.rows_per_task = pdq_qx_rows_per(c.rows, c.c, pdq_pool_threads(x->pool));
     pdq_qx_par(x, (int)((c.rows + c.rows_per_task - 1) / c.rows_per_task), fn, &c);
 }
 

@@ -3,7 +3,7 @@
  * (permute, then add and subtract, blended), the wider ones two at a time (radix 4), so a row of
  * 2048 takes five passes over L1 instead of eleven. Columns: 8 columns per register, rows in
  * blocks that stay in L1 (the low stages), then the strided sets of rows the high stages pair. */
-#include "hadamard.h"
+#include "kernels/hadamard.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -59,10 +59,6 @@ AVX2 static void row_avx2(float *v, int n, const float *pre, float post) {
 }
 
 void pdq_had_rows_avx2(float *x, int rows, size_t ld, int n, const float *pre, float post) {
-    if (n < 8) {
-        pdq_had_rows_scalar(x, rows, ld, n, pre, post);
-        return;
-    }
     for (int r = 0; r < rows; r++) row_avx2(x + (size_t)r * ld, n, pre, post);
 }
 
@@ -93,9 +89,14 @@ AVX2 void pdq_had_cols_avx2(float *s, int n, int w, size_t lds, const float *pre
     for (int j = 0; j < b && b < n; j++) col_stages(s + (size_t)j * lds, n / b, (size_t)b * lds, w); /* stages >= b */
 }
 
-#else
-void pdq_had_rows_avx2(float *x, int rows, size_t ld, int n, const float *pre, float post) {
-    pdq_had_rows_scalar(x, rows, ld, n, pre, post);
-}
-void pdq_had_cols_avx2(float *s, int n, int w, size_t lds, const float *pre) { pdq_had_cols_scalar(s, n, w, lds, pre); }
 #endif
+
+pdq_had_kernels pdq_had_kernels_at(pdq_level level) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (pdq_level_pick(level, 1u << PDQ_LEVEL_AVX2) == PDQ_LEVEL_AVX2)
+        return (pdq_had_kernels){pdq_had_rows_avx2, pdq_had_cols_avx2};
+#else
+    (void)level;
+#endif
+    return (pdq_had_kernels){NULL, NULL};
+}

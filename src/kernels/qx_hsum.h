@@ -1,7 +1,7 @@
 /* Exact horizontal sums of int32 lanes, widened to int64 first (the lanes of an integer kernel's
- * block may each be near 2^31). x86 only; included by the executor's SIMD kernel files. */
-#ifndef PDQ_EXEC_QX_HSUM_H
-#define PDQ_EXEC_QX_HSUM_H
+ * block may each be near 2^31). x86 only; included by the integer executor's SIMD kernel files. */
+#ifndef PDQ_KERNELS_QX_HSUM_H
+#define PDQ_KERNELS_QX_HSUM_H
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -1,10 +1,10 @@
-/* AVX2 kernels of the integer executor's ops other than FULLY_CONNECTED.
+/* AVX2 kernels of the integer executor's ops (src/ops/), declared in qx_kernels.h.
  * int16 stores: four doubles at a time through the same IEEE operations, in the same order, as
  * include/pdq/requant.h's scalar rule (no FMA: this file is built for AVX2 alone), so every result
  * is the scalar path's bit for bit. Each handles a multiple of 4 elements and returns how many;
  * the caller's scalar loop finishes the row.
  * BATCH_MATMUL rows: exact integer sums, as the scalar int64 loop gives them. */
-#include "qx_internal.h"
+#include "kernels/qx_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -17,7 +17,7 @@ typedef struct {
     __m256d s, zp, lo, hi;
 } grid4;
 
-AVX2 static grid4 grid_of(const qx_t *q) {
+AVX2 static grid4 grid_of(const pdq_qx_grid *q) {
     return (grid4){_mm256_set1_pd(q->s), _mm256_set1_pd((double)q->zp), _mm256_set1_pd((double)q->lo),
                    _mm256_set1_pd((double)q->hi)};
 }
@@ -43,15 +43,15 @@ AVX2 static __m256d value4(const int16_t *a, int stride, __m256d z, __m256d s) {
     return _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtepi32_pd(c), z), s);
 }
 
-AVX2 int pdq_qx_bin_i16_avx2(pdq_op_type t, const qx_t *aq, const int16_t *a, int sa, const qx_t *bq, const int16_t *b,
-                             int sb, const qx_t *yq, int16_t *y, int n) {
+AVX2 int pdq_qx_bin_i16_avx2(pdq_qx_binop t, const pdq_qx_grid *aq, const int16_t *a, int sa, const pdq_qx_grid *bq, const int16_t *b,
+                             int sb, const pdq_qx_grid *yq, int16_t *y, int n) {
     grid4 g = grid_of(yq);
     __m256d za = _mm256_set1_pd((double)aq->zp), fa = _mm256_set1_pd(aq->s);
     __m256d zb = _mm256_set1_pd((double)bq->zp), fb = _mm256_set1_pd(bq->s);
     int i = 0;
     for (; i + 4 <= n; i += 4) {
         __m256d u = value4(a + (size_t)i * sa, sa, za, fa), v = value4(b + (size_t)i * sb, sb, zb, fb);
-        __m256d r = t == PDQ_OP_ADD ? _mm256_add_pd(u, v) : t == PDQ_OP_SUB ? _mm256_sub_pd(u, v) : _mm256_mul_pd(u, v);
+        __m256d r = t == PDQ_QX_ADD ? _mm256_add_pd(u, v) : t == PDQ_QX_SUB ? _mm256_sub_pd(u, v) : _mm256_mul_pd(u, v);
         store4(y + i, code4(r, &g));
     }
     return i;
@@ -70,7 +70,7 @@ AVX2 static int below_2p51(__m256i x) {
     return _mm256_testz_si256(out, out);
 }
 
-AVX2 int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const qx_t *yq,
+AVX2 int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const pdq_qx_grid *yq,
                               int16_t *y, int n) {
     grid4 g = grid_of(yq);
     int i = 0;
@@ -84,7 +84,7 @@ AVX2 int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_el
     return i;
 }
 
-AVX2 int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t *y, int n) {
+AVX2 int pdq_qx_div_i16_avx2(const double *v, double d, const pdq_qx_grid *yq, int16_t *y, int n) {
     grid4 g = grid_of(yq);
     __m256d dv = _mm256_set1_pd(d);
     int i = 0;
@@ -92,15 +92,15 @@ AVX2 int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t 
     return i;
 }
 
-AVX2 int pdq_qx_codes_i16_avx2(const double *v, const qx_t *yq, int16_t *y, int n) {
+AVX2 int pdq_qx_codes_i16_avx2(const double *v, const pdq_qx_grid *yq, int16_t *y, int n) {
     grid4 g = grid_of(yq);
     int i = 0;
     for (; i + 4 <= n; i += 4) store4(y + i, code4(_mm256_loadu_pd(v + i), &g));
     return i;
 }
 
-AVX2 int pdq_qx_scale_i16_avx2(const qx_t *xq, const int16_t *x, double inv, const double *gamma, int gn,
-                               const qx_t *yq, int16_t *y, int n) {
+AVX2 int pdq_qx_scale_i16_avx2(const pdq_qx_grid *xq, const int16_t *x, double inv, const double *gamma, int gn,
+                               const pdq_qx_grid *yq, int16_t *y, int n) {
     grid4 g = grid_of(yq);
     __m256d z = _mm256_set1_pd((double)xq->zp), s = _mm256_set1_pd(xq->s), iv = _mm256_set1_pd(inv);
     int i = 0;
@@ -167,31 +167,4 @@ AVX2 void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const 
     for (int k = 0; k < K && N16 < N; k++) pdq_qx_axpy_i16_scalar(acc + N16, av[k], b + (size_t)k * (size_t)ldb + N16, N - N16);
 }
 
-#else
-void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const int16_t *b, long ldb, int N) {
-    for (int k = 0; k < K; k++) pdq_qx_axpy_i16_scalar(acc, av[k], b + (size_t)k * (size_t)ldb, N);
-}
-int pdq_qx_bin_i16_avx2(pdq_op_type t, const qx_t *aq, const int16_t *a, int sa, const qx_t *bq, const int16_t *b,
-                        int sb, const qx_t *yq, int16_t *y, int n) {
-    (void)t, (void)aq, (void)a, (void)sa, (void)bq, (void)b, (void)sb, (void)yq, (void)y, (void)n;
-    return 0;
-}
-int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t *y, int n) {
-    (void)v, (void)d, (void)yq, (void)y, (void)n;
-    return 0;
-}
-int pdq_qx_codes_i16_avx2(const double *v, const qx_t *yq, int16_t *y, int n) {
-    (void)v, (void)yq, (void)y, (void)n;
-    return 0;
-}
-int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const qx_t *yq,
-                         int16_t *y, int n) {
-    (void)acc, (void)mult, (void)per_elem, (void)bias, (void)yq, (void)y, (void)n;
-    return 0;
-}
-int pdq_qx_scale_i16_avx2(const qx_t *xq, const int16_t *x, double inv, const double *gamma, int gn,
-                          const qx_t *yq, int16_t *y, int n) {
-    (void)xq, (void)x, (void)inv, (void)gamma, (void)gn, (void)yq, (void)y, (void)n;
-    return 0;
-}
 #endif

@@ -1,13 +1,18 @@
-/* Private state of the integer executor, shared by its files (driver, FC, other kernels). */
-#ifndef PDQ_EXEC_QX_INTERNAL_H
-#define PDQ_EXEC_QX_INTERNAL_H
+/* What an op's integer kernel sees of the integer executor (src/exec/qexec.c drives it): each
+ * tensor's grid and storage, the op's prepared data, the kernels' level and table, the pool; and
+ * what the kernels share (qx_util.c). Owned by ops/, below exec/, so the op files include nothing
+ * of the executor's; the driver includes this. Internal. */
+#ifndef PDQ_OPS_QX_KERNEL_H
+#define PDQ_OPS_QX_KERNEL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ir/layout.h"
-#include "pdq/qexec.h"
+#include "kernels/qx_kernels.h"
+#include "ops/op_def.h"
 #include "pdq/requant.h"
+#include "pdq/threadpool.h"
 
 /* How a tensor's stored elements read as real numbers. quant: per-tensor affine codes. */
 typedef struct {
@@ -82,8 +87,10 @@ typedef struct {
 
 struct pdq_qexec {
     const pdq_graph *g;
-    pdq_exec_opts o;
-    int simd;            /* 0 scalar, 1 AVX2, 2 AVX-512 VNNI */
+    pdq_pool *pool;      /* borrowed (pdq_exec_opts); NULL: run on the caller */
+    int force_scalar, no_avx512; /* pdq_exec_opts' level switches */
+    pdq_level level;     /* the kernels' level (kernels/cpu_features.h) */
+    pdq_qx_traits k;     /* the kernels at that level, every entry from it or its fallbacks */
     qx_t *t;             /* [n_tensors] */
     size_t *offset;      /* [n_tensors] arena offsets of non-constant tensors */
     void **bound;        /* [n_tensors] caller memory of inputs/outputs, or NULL */
@@ -93,7 +100,8 @@ struct pdq_qexec {
     qx_prep *prep;       /* [n_ops] */
     double *dscratch;    /* BATCH_MATMUL through dgemm: operands and product as exact integers */
     size_t dscratch_n;
-    /* the schedule: ops by dependency level (order), levels as runs of it (level_at[l] .. [l + 1]);
+    /* the driver's (exec/qexec.c; kernels read only in_level, through pdq_qx_par). The
+     * schedule: ops by dependency level (order), levels as runs of it (level_at[l] .. [l + 1]);
      * a level's small ops (small[op]: order[small_at[l]] ..) run one whole op per pool task, the
      * others first, one after the other with their own split. in_level: set while a level's tasks
      * run, so an op's own loops stay on the thread that runs it. */
@@ -125,71 +133,22 @@ static inline int64_t qx_code(const qx_t *q, const void *p, size_t i) {
     return q->dt == PDQ_TI16 ? ((const int16_t *)p)[i] : ((const uint8_t *)p)[i];
 }
 
-/* One term of the grouped rule (include/pdq/qexec.h): the exact sum a over a group's columns less
- * the zero point's share, times sx * the group's float32 scale, in double. Every grouped path
- * computes exactly this value; the vector ones lane by lane. */
-static inline double qx_group_term(int64_t a, int zw, int64_t sumx, float sw, double sx) {
-    return (double)(a - (int64_t)zw * sumx) * (sx * (double)sw);
+/* The int16 stores' view of a quantized tensor's grid. */
+static inline pdq_qx_grid qx_grid(const qx_t *q) { return (pdq_qx_grid){q->s, q->zp, q->lo, q->hi}; }
+
+/* Parallel loop over tasks: the pool, or in order on the caller (no pool, one task, or inside a
+ * level's task, where the op's own loops stay on the thread that runs it). */
+static inline void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx) {
+    if (n_tasks == 1 || !x->pool || x->in_level) {
+        for (int i = 0; i < n_tasks; i++) fn(ctx, i, 0);
+        return;
+    }
+    pdq_pool_run(x->pool, n_tasks, fn, ctx);
 }
 
-/* Parallel loop over tasks (the pool, or in order on the caller). */
-void pdq_qx_par(pdq_qexec *x, int n_tasks, pdq_pool_fn fn, void *ctx);
-
-/* FULLY_CONNECTED's integer kernel (qx_fc_i16.c). */
+/* FULLY_CONNECTED's integer kernel (fully_connected_int.c). */
 pdq_code pdq_qx_fc_prepare(pdq_qexec *x, int op_index, pdq_status *st);
 pdq_code pdq_qx_fc_run(pdq_qexec *x, int op_index, pdq_status *st);
-/* Exact dot products of int16 activations with byte codes (sum x[k] * w[k]). */
-int64_t pdq_qx_dot_u8_scalar(const int16_t *x, const uint8_t *w, int n);
-int64_t pdq_qx_dot_u8_avx2(const int16_t *x, const uint8_t *w, int n);
-int pdq_qx_cpu_avx2(void);
-int pdq_qx_cpu_vnni(void);     /* AVX-512 F/BW/VNNI */
-void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
-void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
-/* out[m * 4 + r]: 4 activation rows x 4 weight rows (16 accumulators fit AVX-512's 32 registers). */
-void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
-/* v[m * 4 + r] += the grouped rule's terms of 4 activation rows x 4 weight rows over every group
- * of G columns (zw, sw at weight row 0, sumx at activation row 0, each [rows][ngroups]; a term's multiplier sx * sw); needs
- * G * max code * 32768 < 2^31 (qx_prep.group_i32). */
-void pdq_qx_tile4x4_groups_vnni(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
-                                const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v);
-/* v[r] = the grouped rule of one activation row (sums of x per group: sumx) against n weight rows
- * from their exact sums per group (s, zw, sw: [n][ng]; a term's multiplier sx * sw), each row's terms summed in group order
- * from 0.0, as the scalar loop sums them (decode). */
-void pdq_qx_group_rows_vnni(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx, const float *sw,
-                            double sx, double *v);
-void pdq_qx_group_rows_avx2(const int64_t *s, int ng, int n, const uint8_t *zw, const int64_t *sumx, const float *sw,
-                            double sx, double *v);
-/* The same for 4 activation rows x 2 weight rows in AVX2: v[m * 2 + r] (same condition). */
-void pdq_qx_tile4x2_groups_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int in, int G,
-                                const uint8_t *zw, const int64_t *sumx, const float *sw, double sx, double *v);
-/* out[r] = sum_k x[k] * w[r][k] for 4 weight rows (decode GEMV: one activation load, 4 rows). */
-void pdq_qx_dot4_u8_avx2(const int16_t *x, const uint8_t *w, size_t ldw, int K, int64_t *out);
-/* acc[j] += a * b[j] for int16 b, exact in int64 (BATCH_MATMUL rows). */
-void pdq_qx_axpy_i16_avx2(int64_t *acc, int32_t a, const int16_t *b, int n);
-void pdq_qx_axpy_i16_scalar(int64_t *acc, int32_t a, const int16_t *b, int n);
-/* acc[j] += sum_k av[k] * b[k * ldb + j] (j < N) for |av[k]|, |b| <= 32768, exact: int32 lanes
- * flushed to the int64 acc before they could overflow (BATCH_MATMUL's decode rows). */
-void pdq_qx_bmm_acc_i16_avx2(int64_t *acc, const int32_t *av, int K, const int16_t *b, long ldb, int N);
-/* out[m * 2 + r] = sum_k x[m][k] * w[r][k] for 4 activation rows (stride ldx) and 2 weight rows. */
-void pdq_qx_tile4x2_u8_avx2(const int16_t *x, size_t ldx, const uint8_t *w, size_t ldw, int K, int64_t *out);
-
-/* AVX2 int16 stores (qx_ops_avx2.c), each the scalar rule's bits for the first 4k elements of a
- * row; they return that count and the caller finishes the row. y = code(a (op) b) for ADD / SUB /
- * MUL of int16 codes, strides sa, sb of 0 (a broadcast) or 1: */
-int pdq_qx_bin_i16_avx2(pdq_op_type t, const qx_t *aq, const int16_t *a, int sa, const qx_t *bq, const int16_t *b,
-                        int sb, const qx_t *yq, int16_t *y, int n);
-/* y = code((double)acc[i] * mult[per_elem ? i : 0] (+ (double)bias[i])) (the exact sums of
- * FULLY_CONNECTED and BATCH_MATMUL); stops early at a sum of 2^51 or more in magnitude: */
-int pdq_qx_sums_i16_avx2(const int64_t *acc, const double *mult, int per_elem, const float *bias, const qx_t *yq,
-                         int16_t *y, int n);
-/* y = code(v[i]) (grouped FULLY_CONNECTED's values): */
-int pdq_qx_codes_i16_avx2(const double *v, const qx_t *yq, int16_t *y, int n);
-/* y = code(v[i] / d) (SOFTMAX's terms over their sum): */
-int pdq_qx_div_i16_avx2(const double *v, double d, const qx_t *yq, int16_t *y, int n);
-/* y = code(value(x[i]) * inv * gamma[gn == 1 ? 0 : i]) (RMS_NORM's scaling): */
-int pdq_qx_scale_i16_avx2(const qx_t *xq, const int16_t *x, double inv, const double *gamma, int gn, const qx_t *yq,
-                          int16_t *y, int n);
-
 void pdq_qx_prep_free(qx_prep *p);
 
 /* ---------------------------------------------------------------- what the ops' integer kernels share (qx_util.c) */
