@@ -110,7 +110,7 @@ size_t pdq_tdtype_size(pdq_tdtype t);             /* bytes per element (uint4: 1
 size_t pdq_tensor_count(const pdq_tensor *t);     /* elements */
 size_t pdq_tensor_bytes(const pdq_tensor *t);     /* bytes of a constant's data (uint4: packed) */
 
-/* uint4 storage, the one layout every part of pdq uses (graph constants, Circle's UINT4 buffers,
+/* uint4 storage (implemented in src/kernels/codes4.c), the one layout every part of pdq uses (graph constants, Circle's UINT4 buffers,
  * quantized checkpoints per row): two codes a byte, low nibble first, element i in byte i / 2;
  * an odd count leaves the last high nibble 0. A uint4 constant packs its flattened elements. */
 void pdq_pack4(const uint8_t *codes, size_t n, uint8_t *packed);
@@ -121,6 +121,7 @@ void pdq_unpack4_at(const uint8_t *packed, size_t i0, size_t n, uint8_t *codes);
  * whole byte (high nibble 0), one of odd index its high nibble. Rows written in order, one after
  * another, give pdq_pack4's bytes for the whole matrix (an odd-width row starts mid-byte). */
 void pdq_pack4_at(const uint8_t *codes, size_t n, uint8_t *packed, size_t i0);
+
 static inline unsigned pdq_u4_at(const void *packed, size_t i) {
     return (unsigned)(((const uint8_t *)packed)[i / 2] >> (4 * (i & 1))) & 15u;
 }

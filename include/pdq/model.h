@@ -159,6 +159,13 @@ void pdq_rope_tables_layer(const pdq_model *m, int layer, int n, const int32_t *
 /* GELU with the tanh approximation, float32, as PyTorch computes gelu(approximate="tanh"). */
 float pdq_gelu_tanh(float x);
 
+/* Loads a pdq quantized checkpoint directory (pdq_quant.json + model.q.safetensors, written by
+ * quant/checkpoint.c): dequantizes into m, which must be allocated for the directory's config.
+ * The reader lives below quant/ (src/model/load_quant.c) so the loaders need no quantizer. */
+pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st);
+/* 1 if dir holds pdq_quant.json. */
+int pdq_quant_is_checkpoint(const char *dir);
+
 #ifdef __cplusplus
 }
 #endif

@@ -58,6 +58,10 @@ static inline void pdq_qscale_put(void *scales, pdq_qscale_type t, size_t i, flo
     memcpy((char *)scales + 2 * i, &h, 2);
 }
 
+/* The group size G when g_idx [cols] puts column c in group c / G for every c (ngroups groups),
+ * else 0 (act-order groups, or an inconsistent g_idx). g_idx NULL: ngroups must be 1, G = cols. */
+int pdq_gidx_group(const int32_t *g_idx, int cols, int ngroups);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,9 +47,6 @@ static inline pdq_qscale_type pdq_qscheme_scale_type(const pdq_qscheme *s) {
 pdq_code pdq_qscheme_check(const pdq_qscheme *s, int rows, int cols, const char *name, pdq_status *st);
 /* Number of grids along the input dimension: ceil(cols / group), or 1. */
 int pdq_qscheme_ngroups(const pdq_qscheme *s, int cols);
-/* The group size G when g_idx [cols] puts column c in group c / G for every c (ngroups groups),
- * else 0 (act-order groups, or an inconsistent g_idx). g_idx NULL: ngroups must be 1, G = cols. */
-int pdq_gidx_group(const int32_t *g_idx, int cols, int ngroups);
 
 /* PDQ_ERR_NUMERIC naming the option to use when a grid's scale overflowed the scheme's stored
  * type (pdq_qscale_round gave +Inf). */
@@ -245,11 +242,6 @@ pdq_code pdq_quant_write_report(const char *path, const pdq_qmodel *q, const pdq
  * lazy m, through any transform view), so neither file is held in memory. */
 pdq_code pdq_quant_save(const char *outdir, const char *src_dir, pdq_model *m,
                         const pdq_qmodel *q, pdq_status *st);
-/* Loads a quantized checkpoint directory (one with pdq_quant.json): dequantizes into m, which
- * must be allocated for the directory's config. */
-pdq_code pdq_quant_load(const char *dir, pdq_model *m, pdq_status *st);
-/* 1 if dir holds pdq_quant.json. */
-int pdq_quant_is_checkpoint(const char *dir);
 
 static inline int pdq_qcode(float x, float scale, float zero, int maxq) {
     float q = rintf(x / scale) + zero;

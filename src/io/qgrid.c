@@ -42,3 +42,14 @@ pdq_code pdq_qgrid_open(const pdq_safetensors *s, const cJSON *e, const char *na
             return pdq_fail(st, PDQ_ERR_FORMAT, "%s: %s zero point %d exceeds %d bits", file, name, g->zeros[i], bits);
     return PDQ_OK;
 }
+
+int pdq_gidx_group(const int32_t *g_idx, int cols, int ngroups) {
+    if (!g_idx) return ngroups == 1 ? cols : 0;
+    int G = cols;
+    for (int c = 0; c < cols; c++)
+        if (g_idx[c] != 0) { G = c; break; }
+    if (G < 1 || (cols + G - 1) / G != ngroups) return 0;
+    for (int c = 0; c < cols; c++)
+        if (g_idx[c] != c / G) return 0;
+    return G;
+}

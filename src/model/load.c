@@ -11,7 +11,6 @@
 #include "model/check_tensors.h"
 #include "model/load_roles.h"
 #include "pdq/model.h"
-#include "pdq/quant.h"
 #include "pdq/safetensors.h"
 #include "pdq/threadpool.h"
 #include "model/packed_internal.h"

@@ -15,10 +15,9 @@
 #include "model/load_roles.h"
 #include "model/packed_internal.h"
 #include "io/qgrid.h"
-#include "quant/quant_json_check.h"
+#include "io/quant_json_check.h"
 #include "pdq/file.h"
 #include "pdq/model.h"
-#include "pdq/quant.h"
 #include "pdq/safetensors.h"
 #include "pdq/threadpool.h"
 

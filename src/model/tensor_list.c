@@ -1,5 +1,6 @@
 /* The model's tensors in a writer's order, from the family's role table (see tensor_list.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/tensor_list.h"
@@ -120,4 +121,15 @@ float *pdq_tensor_entry_piece(const pdq_model *m, const pdq_tensor_entry *e, int
     }
     default: return NULL;
     }
+}
+
+pdq_code pdq_tensor_list_new(const pdq_model *m, pdq_tensor_order order, int stacked, int max, pdq_tensor_entry **out,
+                             int *n, pdq_status *st) {
+    int tied = m->cfg.tie_word_embeddings;
+    *out = NULL;
+    *n = pdq_tensor_list(&m->cfg, tied, order, stacked, NULL, 0);
+    if (*n > max) return pdq_fail(st, PDQ_ERR_LIMIT, "model has %d tensors, more than %d", *n, max);
+    if (!(*out = calloc((size_t)*n + 1, sizeof **out))) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+    pdq_tensor_list(&m->cfg, tied, order, stacked, *out, *n);
+    return PDQ_OK;
 }

@@ -33,6 +33,11 @@ typedef enum {
 int pdq_tensor_list(const pdq_config *c, int tied, pdq_tensor_order order, int stacked, pdq_tensor_entry *out,
                     int max);
 
+/* Every tensor of m (its config and tying) in a new array *out of *n entries (the caller frees
+ * it): pdq_tensor_list with the count checked against max first. */
+pdq_code pdq_tensor_list_new(const pdq_model *m, pdq_tensor_order order, int stacked, int max, pdq_tensor_entry **out,
+                             int *n, pdq_status *st);
+
 /* Number of linears an entry stacks (1 for every other tensor). */
 int pdq_tensor_entry_pieces(const pdq_tensor_entry *e);
 /* The data of piece k on m (NULL when m does not hold it, e.g. a lazy model's released layer),

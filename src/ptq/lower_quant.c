@@ -22,7 +22,7 @@
 #include "pdq/quant.h"
 #include "pdq/safetensors.h"
 #include "io/qgrid.h"
-#include "quant/quant_json_check.h"
+#include "io/quant_json_check.h"
 
 /* One weight as the graphs hold it, made once per checkpoint and shared: the prefill, decode and
  * append graphs (in memory and in every exported file) quantize the same in-memory weight. The

@@ -33,17 +33,6 @@ pdq_code pdq_qscheme_check(const pdq_qscheme *s, int rows, int cols, const char 
     return PDQ_OK;
 }
 
-int pdq_gidx_group(const int32_t *g_idx, int cols, int ngroups) {
-    if (!g_idx) return ngroups == 1 ? cols : 0;
-    int G = cols;
-    for (int c = 0; c < cols; c++)
-        if (g_idx[c] != 0) { G = c; break; }
-    if (G < 1 || (cols + G - 1) / G != ngroups) return 0;
-    for (int c = 0; c < cols; c++)
-        if (g_idx[c] != c / G) return 0;
-    return G;
-}
-
 int pdq_qscheme_ngroups(const pdq_qscheme *s, int cols) {
     return s->group > 0 ? (cols + s->group - 1) / s->group : 1;
 }

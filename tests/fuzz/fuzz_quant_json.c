@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "quant/quant_json_check.h"
+#include "io/quant_json_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cJSON *root = cJSON_ParseWithLength((const char *)data, size);

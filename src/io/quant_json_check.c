@@ -1,5 +1,5 @@
 /* pdq_quant.json validation (see quant_json_check.h). */
-#include "quant/quant_json_check.h"
+#include "io/quant_json_check.h"
 
 #include <stdint.h>
 #include <stdio.h>
