@@ -21,6 +21,9 @@ typedef struct {
 void pdq_progress_start(pdq_progress *p, const char *label, long total);
 void pdq_progress_update(pdq_progress *p, long done);
 void pdq_progress_finish(pdq_progress *p);
+/* A (ctx, done, total) callback for long calls that report progress: ctx is a started
+ * pdq_progress, updated to done (its total was given at the start). */
+void pdq_progress_on(void *ctx, long done, long total);
 
 /* Monotonic seconds. */
 double pdq_now(void);

@@ -43,14 +43,6 @@ static const char *k_usage =
     "  --per-request   static / Circle paths: one prefill of context + continuation per request\n"
     EXEC_ARGS_USAGE;
 
-typedef struct {
-    pdq_progress p;
-} progress_ctx;
-
-static void on_progress(void *ctx, long done, long total) {
-    (void)total;
-    pdq_progress_update(&((progress_ctx *)ctx)->p, done);
-}
 
 void eval_json_str(FILE *f, const char *s) {
     fputc('"', f);
@@ -204,16 +196,16 @@ static int run_tasks(const char *tasks, const char *data, long limit, int shots,
             status = 1;
             break;
         }
-        progress_ctx pc;
+        pdq_progress pc;
         long total = 0;
         for (int i = 0; i < t->n_items; i++) total += t->items[i].n;
         char label[64];
         snprintf(label, sizeof label, "%s (%s)", name, sc->path);
-        pdq_progress_start(&pc.p, label, total);
+        pdq_progress_start(&pc, label, total);
         pdq_task_result r;
         pdq_ll_request **reqs = NULL;
-        pdq_code rc = pdq_task_eval(t, tok, add_bos, sc->fn, sc->ctx, on_progress, &pc, &r, samples ? &reqs : NULL, &st);
-        pdq_progress_finish(&pc.p);
+        pdq_code rc = pdq_task_eval(t, tok, add_bos, sc->fn, sc->ctx, pdq_progress_on, &pc, &r, samples ? &reqs : NULL, &st);
+        pdq_progress_finish(&pc);
         if (rc != PDQ_OK) {
             fprintf(stderr, "pdq eval: %s\n", st.msg);
             status = 1;

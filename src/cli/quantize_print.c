@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "pdq/file.h"
+#include "io/json_field.h"
 
 enum { P_FP32, P_WEIGHTS, P_FAKE, P_INT, P_COUNT };
 static const char *const k_path[P_COUNT] = {"fp32", "weights", "static-fake", "static-int"};
@@ -16,16 +17,8 @@ static const char *const k_phase[PDQ_QSTEP_COUNT] = {"fp32_eval", "calibration",
 static const char *const k_phase_text[PDQ_QSTEP_COUNT] = {"FP32 eval", "calibration", "GPTQ/RTN", "save", "quant eval",
                                                           "activations", "export", "exported-pair check"};
 
-static const cJSON *at(const cJSON *j, const char *a, const char *b, const char *c) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, a);
-    if (x && b) x = cJSON_GetObjectItemCaseSensitive(x, b);
-    if (x && c) x = cJSON_GetObjectItemCaseSensitive(x, c);
-    return x;
-}
-static double num(const cJSON *j, const char *a, const char *b, const char *c) {
-    const cJSON *x = at(j, a, b, c);
-    return cJSON_IsNumber(x) ? x->valuedouble : -1;
-}
+static const cJSON *at(const cJSON *j, const char *a, const char *b, const char *c) { return pdq_jf_get(j, a, b, c); }
+static double num(const cJSON *j, const char *a, const char *b, const char *c) { return pdq_jf_get_num(j, a, b, c, -1); }
 
 static double file_bytes(const char *path) {
     long long size;

@@ -170,3 +170,15 @@ pdq_code pdq_jf_array(const pdq_jctx *c, const cJSON *obj, const char *key, int 
                       const cJSON **out, pdq_status *st) {
     return typed(c, obj, key, required, 1, max_items, out, st);
 }
+
+const cJSON *pdq_jf_get(const cJSON *obj, const char *a, const char *b, const char *c) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, a);
+    if (x && b) x = cJSON_GetObjectItemCaseSensitive(x, b);
+    if (x && c) x = cJSON_GetObjectItemCaseSensitive(x, c);
+    return x;
+}
+
+double pdq_jf_get_num(const cJSON *obj, const char *a, const char *b, const char *c, double fallback) {
+    const cJSON *x = pdq_jf_get(obj, a, b, c);
+    return cJSON_IsNumber(x) ? x->valuedouble : fallback;
+}

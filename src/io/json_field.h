@@ -49,4 +49,10 @@ pdq_code pdq_jf_int_value(const pdq_jctx *c, const cJSON *v, const char *name, i
 void pdq_jf_path(char *buf, size_t cap, const char *at, const char *key);
 void pdq_jf_index(char *buf, size_t cap, const char *at, int i);
 
+/* obj[a][b][c] (b or c NULL: fewer levels), NULL when a level is missing: reading back a
+ * document pdq wrote (report.json), not checking one. */
+const cJSON *pdq_jf_get(const cJSON *obj, const char *a, const char *b, const char *c);
+/* Its number, or fallback when it is missing or not a number. */
+double pdq_jf_get_num(const cJSON *obj, const char *a, const char *b, const char *c, double fallback);
+
 #endif

@@ -1,7 +1,6 @@
 /* The export step of the quantize job: the quantized checkpoint just written (OUTDIR) -> OUTDIR/circle,
  * then quality through the exported files themselves, next to the in-memory numbers of the
  * activation step (they must be the same numbers: the files compute exactly the fake-quant). */
-#include <dirent.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -64,17 +63,6 @@ cJSON *job_list_files(const char *dir, double *total) {
     return arr;
 }
 
-static cJSON *read_json(const job_ctx *j, const char *path) {
-    size_t len;
-    if (pdq_path_stat(path, NULL, NULL) == PDQ_PATH_NONE) return NULL;
-    char *txt = NULL;
-    pdq_status st = {0};
-    if (pdq_dir_exists(path)) job_note(j, "%s: is a directory, not a file", path);
-    else if (pdq_file_read(path, PDQ_FILE_MAX_TEXT, &txt, &len, &st)) job_note(j, "%s", st.msg);
-    cJSON *r = txt ? cJSON_ParseWithLength(txt, len) : NULL;
-    free(txt);
-    return r;
-}
 
 static int write_json(const job_ctx *j, const char *path, const cJSON *json) {
     char *txt = cJSON_Print(json);
@@ -259,7 +247,7 @@ int quantize_export(const job_ctx *j, const char *src_dir, const char *outdir, i
     if (verify_export(j, src_dir, cdir, whole, ro, threads, &v)) return 1;
 
     snprintf(path, sizeof path, "%s/report.json", outdir);
-    cJSON *root = read_json(j, path);
+    cJSON *root = job_read_json(j, path, 1);
     if (!root) root = cJSON_CreateObject();
     int h_ppl, h_top;
     double mem_ppl = jget(root, "activations", "ppl_static", "full", &h_ppl);

@@ -1,6 +1,7 @@
 /* The quantize job's messages and first error (job.h). */
 #include "job.h"
 
+#include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -62,10 +63,10 @@ void job_stream_close(const job_ctx *j, job_stream *s) {
     s->buf = NULL;
 }
 
-pdq_model *job_load_model(const job_ctx *j, const char *dir, int threads) {
+static pdq_model *load_model(const job_ctx *j, const char *dir, int threads, int packed) {
     pdq_status st = {0};
     pdq_model *m = NULL;
-    if (pdq_model_load(dir, &m, &st) != PDQ_OK) {
+    if ((packed ? pdq_model_load_packed(dir, &m, &st) : pdq_model_load(dir, &m, &st)) != PDQ_OK) {
         job_fail(j, st.code, "%s", st.msg);
         return NULL;
     }
@@ -73,15 +74,10 @@ pdq_model *job_load_model(const job_ctx *j, const char *dir, int threads) {
     return m;
 }
 
+pdq_model *job_load_model(const job_ctx *j, const char *dir, int threads) { return load_model(j, dir, threads, 0); }
+
 pdq_model *job_load_model_packed(const job_ctx *j, const char *dir, int threads) {
-    pdq_status st = {0};
-    pdq_model *m = NULL;
-    if (pdq_model_load_packed(dir, &m, &st) != PDQ_OK) {
-        job_fail(j, st.code, "%s", st.msg);
-        return NULL;
-    }
-    pdq_set_threads(m, threads);
-    return m;
+    return load_model(j, dir, threads, 1);
 }
 
 pdq_tokenizer *job_load_tokenizer(const job_ctx *j, const char *dir) {
@@ -106,4 +102,16 @@ char *job_read_text(const job_ctx *j, const char *path, size_t *len) {
         return NULL;
     }
     return buf;
+}
+
+cJSON *job_read_json(const job_ctx *j, const char *path, int absent_ok) {
+    if (absent_ok && pdq_path_stat(path, NULL, NULL) == PDQ_PATH_NONE) return NULL;
+    size_t len;
+    char *txt = NULL;
+    pdq_status st = {0};
+    if (pdq_dir_exists(path)) job_note(j, "%s: is a directory, not a file", path);
+    else if (pdq_file_read(path, PDQ_FILE_MAX_TEXT, &txt, &len, &st)) job_note(j, "%s", st.msg);
+    cJSON *r = txt ? cJSON_ParseWithLength(txt, len) : NULL;
+    free(txt);
+    return r;
 }

@@ -40,4 +40,10 @@ pdq_tokenizer *job_load_tokenizer(const job_ctx *j, const char *dir);
 /* The whole file, NUL-terminated (a directory is an error, not 0 bytes). */
 char *job_read_text(const job_ctx *j, const char *path, size_t *len);
 
+/* A JSON file pdq wrote, parsed (NULL when it cannot be read or parsed). A file that cannot be read
+ * is a note, not an error: the callers go on without it or say what is missing. absent_ok: a
+ * missing file is no note either. */
+struct cJSON;
+struct cJSON *job_read_json(const job_ctx *j, const char *path, int absent_ok);
+
 #endif

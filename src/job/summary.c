@@ -9,6 +9,7 @@
 #include "pdq/config.h"
 #include "pdq/family.h"
 #include "pdq/file.h"
+#include "io/json_field.h"
 
 static const char *const k_phase[QS_COUNT] = {"fp32_eval", "calibration", "weights", "save", "quant_eval",
                                               "activations", "export", "export_check"};
@@ -41,33 +42,14 @@ static double dir_bytes(const char *dir, int *files) {
     return total;
 }
 
-static const cJSON *at(const cJSON *j, const char *a, const char *b, const char *c) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, a);
-    if (x && b) x = cJSON_GetObjectItemCaseSensitive(x, b);
-    if (x && c) x = cJSON_GetObjectItemCaseSensitive(x, c);
-    return x;
-}
-static double num(const cJSON *j, const char *a, const char *b, const char *c) {
-    const cJSON *x = at(j, a, b, c);
-    return cJSON_IsNumber(x) ? x->valuedouble : -1;
-}
+static const cJSON *at(const cJSON *j, const char *a, const char *b, const char *c) { return pdq_jf_get(j, a, b, c); }
+static double num(const cJSON *j, const char *a, const char *b, const char *c) { return pdq_jf_get_num(j, a, b, c, -1); }
 
-/* A file that cannot be read is a note here: the callers go on without it or say what is missing. */
-static cJSON *read_json(const job_ctx *j, const char *path) {
-    size_t len;
-    char *txt = NULL;
-    pdq_status st = {0};
-    if (pdq_dir_exists(path)) job_note(j, "%s: is a directory, not a file", path);
-    else if (pdq_file_read(path, PDQ_FILE_MAX_TEXT, &txt, &len, &st)) job_note(j, "%s", st.msg);
-    cJSON *r = txt ? cJSON_ParseWithLength(txt, len) : NULL;
-    free(txt);
-    return r;
-}
 
 void quantize_split_export_time(const job_ctx *j, const char *outdir, double seconds, quantize_times *t) {
     char path[4200];
     snprintf(path, sizeof path, "%s/report.json", outdir);
-    cJSON *r = read_json(j, path);
+    cJSON *r = job_read_json(j, path, 0);
     double ex = num(r, "export", "seconds", NULL);
     cJSON_Delete(r);
     if (ex < 0 || ex > seconds) ex = seconds;
@@ -79,7 +61,7 @@ int quantize_summary(const job_ctx *j, const char *model_dir, const char *outdir
                      const pdq_kld_result *kld) {
     char path[4200], p2[4300];
     snprintf(path, sizeof path, "%s/report.json", outdir);
-    cJSON *r = read_json(j, path);
+    cJSON *r = job_read_json(j, path, 0);
     if (!r) return job_fail(j, PDQ_ERR_IO, "%s: cannot read it back", path);
     pdq_config cfg;
     pdq_status st = {0};

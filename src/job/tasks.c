@@ -68,14 +68,6 @@ int quantize_tasks_check(const job_ctx *j, const quantize_tasks_opts *o) {
     return bad;
 }
 
-typedef struct {
-    pdq_progress p;
-} progress_ctx;
-
-static void on_progress(void *ctx, long done, long total) {
-    (void)total;
-    pdq_progress_update(&((progress_ctx *)ctx)->p, done);
-}
 
 /* Every task of the set on one path. */
 static int score_path(const job_ctx *j, task_set *s, int path, const pdq_tokenizer *tok, pdq_ll_fn fn, void *ctx) {
@@ -88,10 +80,10 @@ static int score_path(const job_ctx *j, task_set *s, int path, const pdq_tokeniz
         for (int k = 0; k < t->n_items; k++) total += t->items[k].n;
         char label[96];
         snprintf(label, sizeof label, "task %s (%s)", t->name, k_path[path]);
-        progress_ctx pc;
-        pdq_progress_start(&pc.p, label, total);
-        pdq_code rc = pdq_task_eval(t, tok, 1, fn, ctx, on_progress, &pc, &s->r[path][i], path == P_FP32 ? &s->reqs[i] : NULL, &st);
-        pdq_progress_finish(&pc.p);
+        pdq_progress pc;
+        pdq_progress_start(&pc, label, total);
+        pdq_code rc = pdq_task_eval(t, tok, 1, fn, ctx, pdq_progress_on, &pc, &s->r[path][i], path == P_FP32 ? &s->reqs[i] : NULL, &st);
+        pdq_progress_finish(&pc);
         if (rc != PDQ_OK) return job_fail(j, st.code, "task %s (%s): %s", t->name, k_path[path], st.msg);
         s->done[path] = i + 1;
     }
