@@ -79,8 +79,9 @@ void quantize_job_check(quantize_job *j, int argc, char **argv, const char *mode
                         const char *eval) {
     if (j->size == 1) return;
     enum { BIN, ARGS, MODEL, CALIB, EVAL, N };
-    static const char *what[N] = {"the pdq-mpi executable", "the command-line arguments", "the model (config.json, "
-                                  "safetensors headers or sizes)", "the calibration text", "the evaluation text"};
+    static const char *what[N] = {"the pdq-mpi executable", "the command-line arguments",
+                                  ("the model (config.json, safetensors headers or sizes)"), "the calibration text",
+                                  "the evaluation text"};
     uint64_t mine[N];
     mine[BIN] = hash_file(0xcbf29ce484222325ull, "/proc/self/exe", (size_t)-1);
     mine[ARGS] = 0xcbf29ce484222325ull;
