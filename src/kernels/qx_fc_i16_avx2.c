@@ -74,9 +74,7 @@ __attribute__((target("avx2"))) void pdq_qx_tile4x2_u8_avx2(const int16_t *x, si
         QX_SUM(0) QX_SUM(1) QX_SUM(2) QX_SUM(3)
 #undef QX_SUM
     }
-    for (; k < K; k++)
-        for (int m = 0; m < 4; m++)
-            for (int r = 0; r < 2; r++) res[2 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+    qx_tile_tail(res, 4, 2, x, ldx, w, ldw, k, K);
     memcpy(out, res, sizeof res);
 }
 /* The grouped rule of 4 activation rows against 2 weight rows, every group (pdq_qx_tile4x4_groups_vnni
@@ -139,8 +137,7 @@ __attribute__((target("avx2"))) void pdq_qx_dot4_u8_avx2(const int16_t *x, const
         res[2] += qx_hsum_avx2(a2);
         res[3] += qx_hsum_avx2(a3);
     }
-    for (; k < K; k++)
-        for (int r = 0; r < 4; r++) res[r] += (int32_t)x[k] * (int32_t)w[r * ldw + k];
+    qx_tile_tail(res, 1, 4, x, 0, w, ldw, k, K);
     memcpy(out, res, sizeof res);
 }
 

@@ -35,8 +35,7 @@ VNNI void pdq_qx_dot4_u8_vnni(const int16_t *x, const uint8_t *w, size_t ldw, in
         res[2] += qx_hsum_avx512(a2);
         res[3] += qx_hsum_avx512(a3);
     }
-    for (; k < K; k++)
-        for (int r = 0; r < 4; r++) res[r] += (int32_t)x[k] * (int32_t)w[r * ldw + k];
+    qx_tile_tail(res, 1, 4, x, 0, w, ldw, k, K);
     memcpy(out, res, sizeof res);
 }
 
@@ -62,9 +61,7 @@ VNNI void pdq_qx_tile4x2_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
         QX_SUM(0) QX_SUM(1) QX_SUM(2) QX_SUM(3)
 #undef QX_SUM
     }
-    for (; k < K; k++)
-        for (int m = 0; m < 4; m++)
-            for (int r = 0; r < 2; r++) res[2 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+    qx_tile_tail(res, 4, 2, x, ldx, w, ldw, k, K);
     memcpy(out, res, sizeof res);
 }
 
@@ -103,9 +100,7 @@ VNNI void pdq_qx_tile4x4_u8_vnni(const int16_t *x, size_t ldx, const uint8_t *w,
         QX_SUM(0) QX_SUM(1) QX_SUM(2) QX_SUM(3)
 #undef QX_SUM
     }
-    for (; k < K; k++)
-        for (int m = 0; m < 4; m++)
-            for (int r = 0; r < 4; r++) res[4 * m + r] += (int32_t)x[m * ldx + k] * (int32_t)w[r * ldw + k];
+    qx_tile_tail(res, 4, 4, x, ldx, w, ldw, k, K);
     memcpy(out, res, sizeof res);
 }
 
