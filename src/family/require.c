@@ -22,21 +22,20 @@ static const char *const k_path_names[] = {"the reference model", "the static gr
 
 pdq_code pdq_family_require(const pdq_config *c, pdq_path path, pdq_status *st) {
     const feature f[] = {
-        /* Gemma: the graphs, the quantized checkpoint and the export compute its block; the
-         * transforms know one pre-norm block of plain-weight norms (a fold into (1 + w) would
-         * have to move the 1 as well, and R1 cannot pass the post-branch norms after o_proj and
-         * down_proj: a rotation of the residual stream does not commute with an RMSNorm's
-         * per-channel gamma) */
-        {"the sandwich block (four norms per layer)", "model_type", pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH, REF | STATIC | QUANT | EXPORT},
-        {"(1 + w) RMSNorm", "model_type", c->norm_offset != 0.0f, REF | STATIC | QUANT | EXPORT},
-        {"a GELU-tanh MLP", "hidden_activation", c->act == PDQ_ACT_GELU_TANH, REF | STATIC | QUANT | EXPORT},
-        {"a scaled embedding", "hidden_size (Gemma's sqrt(hidden) scale)", c->embed_scale != 0.0f, REF | STATIC | QUANT | EXPORT},
-        {"the attention scale query_pre_attn_scalar^-0.5", "query_pre_attn_scalar", c->attn_scale != 0.0f, REF | STATIC | QUANT | EXPORT},
-        {"final logit softcapping", "final_logit_softcapping", c->final_softcap != 0.0f, REF | STATIC | QUANT | EXPORT},
+        /* Gemma: every path computes its block. The transforms fold and smooth the factor
+         * (1 + w) (transform/fold.c), CLE and R2 act inside attention and the MLP; R1 alone
+         * cannot pass the post-branch norms, refused by pdq_transform_supported. The embedding
+         * scale, attention scale, GELU and softcap are untouched by weight-space rewrites. */
+        {"the sandwich block (four norms per layer)", "model_type", pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        {"(1 + w) RMSNorm", "model_type", c->norm_offset != 0.0f, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        {"a GELU-tanh MLP", "hidden_activation", c->act == PDQ_ACT_GELU_TANH, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        {"a scaled embedding", "hidden_size (Gemma's sqrt(hidden) scale)", c->embed_scale != 0.0f, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        {"the attention scale query_pre_attn_scalar^-0.5", "query_pre_attn_scalar", c->attn_scale != 0.0f, REF | STATIC | QUANT | EXPORT | TRANSFORM},
+        {"final logit softcapping", "final_logit_softcapping", c->final_softcap != 0.0f, REF | STATIC | QUANT | EXPORT | TRANSFORM},
         {"attention logit softcapping", "attn_logit_softcapping", c->attn_softcap != 0.0f, REF},
         /* the static contract: a layer type is (window, RoPE table); sliding layers take the local
          * table's cos/sin (src/contract/rt_contract.h) */
-        {"a local RoPE table on sliding layers", "rope_local_base_freq", pdq_rope_local_differs(c), REF | STATIC | QUANT | EXPORT},
+        {"a local RoPE table on sliding layers", "rope_local_base_freq", pdq_rope_local_differs(c), REF | STATIC | QUANT | EXPORT | TRANSFORM},
         /* the quantized checkpoint and its hf/ copy are written under the text model's names */
         {"the text model of a multimodal checkpoint", "model_type", pdq_family_of(c)->config_object != NULL, REF | STATIC},
         {"biases on linears", "attention_bias / mlp_bias", c->bias_mask != 0, REF | STATIC | QUANT | EXPORT | TRANSFORM},

@@ -54,15 +54,9 @@ void pdq_transform_name(const pdq_transform_opts *o, char *buf, size_t n) {
     if (!len) snprintf(buf, n, "none");
 }
 
-static int all_one(const float *g, int n) {
-    for (int i = 0; i < n; i++)
-        if (g[i] != 1.0f) return 0;
-    return 1;
-}
-
 void pdq_transform_plan(const pdq_model *m, pdq_transform_opts *o) {
     const pdq_config *c = &m->cfg;
-    int fold_final = (o->fold || o->r1) && !all_one(m->norm, c->hidden_size);
+    int fold_final = (o->fold || o->r1) && !pdq_norm_is_unit(c, m->norm, c->hidden_size);
     /* one tensor is both the embedding and lm_head: folding the final norm into it would change
      * the embedding, so only an untied copy can take it; R1 needs it folded, fold alone keeps it */
     o->untied = fold_final && c->tie_word_embeddings && o->r1;
@@ -97,8 +91,8 @@ static void scale_cols(float *w, int rows, int cols, const float *g) {
         for (int c = 0; c < cols; c++) w[(size_t)r * cols + c] *= g[c];
 }
 
-int pdq_transform_folds_final(const pdq_transform_opts *o, const float *norm, int D) {
-    return (o->fold || o->r1) && !o->final_norm_kept && !all_one(norm, D);
+int pdq_transform_folds_final(const pdq_transform_opts *o, const pdq_config *c, const float *norm) {
+    return (o->fold || o->r1) && !o->final_norm_kept && !pdq_norm_is_unit(c, norm, c->hidden_size);
 }
 
 pdq_code pdq_transform_table(const pdq_transform_opts *o, const pdq_orth *q, float *t, int V, int D,
@@ -137,10 +131,11 @@ static pdq_code tables(pdq_model *m, pdq_transform_opts *o, const pdq_orth *q, c
         }
     }
     /* a tied table is never folded: plan untied it or kept the final norm */
-    int fold = !rc && pdq_transform_folds_final(o, m->norm, D);
+    int fold = !rc && pdq_transform_folds_final(o, c, m->norm);
+    if (fold) pdq_norm_to_gamma(c, m->norm, D);
     if (!rc && m->lm_head != m->embed) rc = pdq_transform_table(o, q, m->lm_head, V, D, fold ? m->norm : NULL, st);
     if (!rc) rc = pdq_transform_table(o, q, m->embed, V, D, NULL, st);
-    for (int i = 0; fold && i < D; i++) m->norm[i] = 1.0f;
+    if (fold) pdq_norm_set_unit(c, m->norm, D);
     if (!rc) rc = put_tensors(k, m, -1, st);
     if (!rc && x) rc = pdq_model_embed(m, ns * T, calib, x, st);
     if (m->lazy_src) {
@@ -194,11 +189,25 @@ static pdq_code one_layer(pdq_model *m, int l, pdq_transform_opts *o, const pdq_
     return rc;
 }
 
+pdq_code pdq_transform_supported(const pdq_config *c, const pdq_transform_opts *o, pdq_status *st) {
+    pdq_code rc = pdq_family_require(c, PDQ_PATH_TRANSFORM, st);
+    /* a sandwich block's post-branch norms normalize o_proj's and down_proj's outputs and scale
+     * them per channel on their way into the residual: no rotation of the residual commutes
+     * with that gamma, and folding it has no reader to go into */
+    if (!rc && o->r1 && pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH)
+        rc = pdq_fail(st, PDQ_ERR_UNSUPPORTED,
+                      "%s model: R1 (--transform r1) cannot keep its function: the post-attention and post-feedforward "
+                      "norms scale the residual per channel after normalizing, which no rotation of the residual stream "
+                      "commutes with (fold, r2, cle and smooth keep it)",
+                      pdq_family_of(c)->name);
+    return rc;
+}
+
 pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
                            const pdq_tensor_sink *k, pdq_layer_ranges *keep, pdq_status *st) {
     double t0 = pdq_now();
     const pdq_config *c = &m->cfg;
-    pdq_code frc = pdq_family_require(c, PDQ_PATH_TRANSFORM, st);
+    pdq_code frc = pdq_transform_supported(c, o, st);
     if (frc) return frc;
     if (o->smooth && (!calib || ns <= 0 || T <= 0)) return pdq_fail(st, PDQ_ERR_ARG, "SmoothQuant needs calibration windows");
     if (o->smooth && o->smooth_nsamples > 0 && o->smooth_nsamples < ns) ns = o->smooth_nsamples;

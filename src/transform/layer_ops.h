@@ -5,8 +5,15 @@
 
 #include "pdq/transform.h"
 
-/* attn_norm into q/k/v's columns, ffn_norm into gate/up's; both norms become 1. */
+/* attn_norm into q/k/v's columns, ffn_norm into gate/up's (the pre-FFN norm of a sandwich
+ * block); both norms become unit factors. The post-branch norms of a sandwich block stay. */
 void pdq_fold_layer(pdq_layer *L, const pdq_config *c);
+/* A stored norm weight w against the factor it multiplies by, g = cfg->norm_offset + w: in place,
+ * w -> g, g -> w, the unit factor's w, and whether every factor is 1. Offset 0 leaves the bits. */
+void pdq_norm_to_gamma(const pdq_config *c, float *w, int n);
+void pdq_norm_from_gamma(const pdq_config *c, float *g, int n);
+void pdq_norm_set_unit(const pdq_config *c, float *w, int n);
+int pdq_norm_is_unit(const pdq_config *c, const float *w, int n);
 /* CLE on up->down and v->o (see cle.c). */
 pdq_code pdq_cle_layer(pdq_layer *L, const pdq_config *c, pdq_status *st);
 /* R1 with q [D]: readers W -> W Q, writers (o, down) W -> Q^T W. */

@@ -10,12 +10,6 @@
  * neither rotation changes. */
 #include "layer_ops.h"
 
-static int unit(const float *g, int n) {
-    for (int i = 0; i < n; i++)
-        if (g[i] != 1.0f) return 0;
-    return 1;
-}
-
 pdq_code pdq_r1_layer(pdq_layer *L, const pdq_config *c, const pdq_orth *q, pdq_status *st) {
     pdq_code rc = PDQ_OK;
     for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
@@ -34,9 +28,9 @@ pdq_code pdq_rotate_r1(pdq_model *m, pdq_rot_kind kind, uint64_t seed, pdq_statu
     int D = c->hidden_size, V = c->vocab_size;
     if (m->lazy_src) return pdq_fail(st, PDQ_ERR_ARG, "R1 needs an eagerly loaded model");
     for (int l = 0; l < c->n_layers; l++)
-        if (!unit(m->layers[l].attn_norm, D) || !unit(m->layers[l].ffn_norm, D))
+        if (!pdq_norm_is_unit(c, m->layers[l].attn_norm, D) || !pdq_norm_is_unit(c, m->layers[l].ffn_norm, D))
             return pdq_fail(st, PDQ_ERR_ARG, "R1: layer %d's norm weights are not folded (fold first)", l);
-    if (!unit(m->norm, D))
+    if (!pdq_norm_is_unit(c, m->norm, D))
         return pdq_fail(st, PDQ_ERR_ARG, "R1: the final norm weight is not folded (fold first, untying a tied lm_head)");
     pdq_orth q;
     pdq_code rc = pdq_orth_make(&q, D, kind, seed, st);

@@ -23,10 +23,15 @@ void pdq_transform_plan(const pdq_model *m, pdq_transform_opts *o);
 pdq_code pdq_transform_run(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
                            const pdq_tensor_sink *k, pdq_layer_ranges *keep, pdq_status *st);
 
+/* PDQ_OK when every transform of o keeps the function of cfg's family; else PDQ_ERR_UNSUPPORTED
+ * naming the family, the transform and the reason. */
+pdq_code pdq_transform_supported(const pdq_config *c, const pdq_transform_opts *o, pdq_status *st);
+
 /* The pieces the run and the lazy view (view.c) share, so both compute the same bits. */
 /* 1: the set folds the final norm (its weight as loaded: norm) into lm_head. */
-int pdq_transform_folds_final(const pdq_transform_opts *o, const float *norm, int D);
-/* One table t [V, D]: fold_norm (NULL: none) into its columns, then R1 when the set has it. */
+int pdq_transform_folds_final(const pdq_transform_opts *o, const pdq_config *c, const float *norm);
+/* One table t [V, D]: fold_norm (NULL: none), the final norm's factor g (pdq_norm_to_gamma), into
+ * its columns, then R1 when the set has it. */
 pdq_code pdq_transform_table(const pdq_transform_opts *o, const pdq_orth *q, float *t, int V, int D,
                              const float *fold_norm, pdq_status *st);
 /* Layer l's fold, CLE, R1 and R2 in place (everything but SmoothQuant, whose ranges come from

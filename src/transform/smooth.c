@@ -75,10 +75,12 @@ static void smooth_norm(pdq_layer *L, const pdq_config *c, float *gamma, const p
         pdq_absmax_cols(L->w[ids[i]], out, in, tmp);
         for (int j = 0; j < D; j++) wmax[j] = fmaxf(wmax[j], tmp[j]);
     }
+    pdq_norm_to_gamma(c, gamma, D); /* the factor (1 + w) of a Gemma norm takes 1/s, not w */
     for (int j = 0; j < D; j++) {
         s[j] = smooth_scale(act[j], wmax[j], alpha);
         gamma[j] /= s[j];
     }
+    pdq_norm_from_gamma(c, gamma, D);
     for (int i = 0; i < n; i++) {
         int out, in;
         pdq_linear_shape(c, ids[i], &out, &in);

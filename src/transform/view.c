@@ -71,7 +71,7 @@ static pdq_code on_acquire(void *ctx, pdq_model *m, int what, pdq_status *st) {
 pdq_code pdq_transform_attach(pdq_model *m, pdq_transform_opts *o, const int32_t *calib, int ns, int T,
                               pdq_transform_view **out, pdq_status *st) {
     *out = NULL;
-    pdq_code frc = pdq_family_require(&m->cfg, PDQ_PATH_TRANSFORM, st);
+    pdq_code frc = pdq_transform_supported(&m->cfg, o, st);
     if (frc) return frc;
     if (!m->lazy_src || m->on_acquire)
         return pdq_fail(st, PDQ_ERR_ARG, "a transform view needs a lazily loaded model without one");
@@ -109,8 +109,11 @@ pdq_code pdq_transform_attach(pdq_model *m, pdq_transform_opts *o, const int32_t
         return pdq_wrap(st, "transform");
     }
     /* the final norm is the only tensor no acquire returns: set now, as the run leaves it */
-    v->fold_final = pdq_transform_folds_final(o, m->norm, D);
-    for (int i = 0; v->fold_final && i < D; i++) m->norm[i] = 1.0f;
+    v->fold_final = pdq_transform_folds_final(o, c, m->norm);
+    if (v->fold_final) { /* the saved final norm serves only lm_head's fold from here on: as its factor */
+        pdq_norm_to_gamma(c, v->norm0, D);
+        pdq_norm_set_unit(c, m->norm, D);
+    }
     if (o->untied) {
         m->cfg.tie_word_embeddings = 0;
         m->lm_head_of_embed = 1;

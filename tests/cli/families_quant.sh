@@ -112,8 +112,8 @@ fi
 # hybrid export: the whole-model files take cos_local / sin_local, rope_*_local.npy and the
 # manifest's rope.layer_tables say which layers take which table, the exported files equal the
 # in-memory run (integer and float mode), integer mode stays within fake-quant's bound, flatc
-# parses every file; a manifest whose layer_tables contradict the layer types is refused. Every
-# transform is refused with the reason (a fold into (1 + w), R1 past the post-branch norms)
+# parses every file; a manifest whose layer_tables contradict the layer types is refused. fold, R2,
+# CLE and SmoothQuant keep the function; R1 is refused with the reason (the post-branch norms)
 m=$tmp/gemma3-real
 mkdir -p "$m" && cp "$G/ckpt/"* "$m/" && cp "$S/tokenizer.json" "$S/tokenizer_config.json" "$m/"
 check gemma3-weight-only "'$PDQ' quantize --model '$m' --method gptq --wbits 4 --abits none --calib $C --nsamples 4 --seq-len 64 --out '$tmp/gw' --quiet >/dev/null 2>&1 && [ -f '$tmp/gw/model.q.safetensors' ]"
@@ -147,10 +147,24 @@ if "$PDQ" quantize --model "$m" --method gptq --wbits 4 --calib $C --nsamples 8 
 else
     bad "gemma3 real-config quantize: $(tail -n 2 "$tmp/gr.log")"
 fi
-for t in r1 r2 cle smooth; do
-    err "gemma3-transform-$t" "'$PDQ' quantize --model '$m' --method rtn --wbits 8 --abits none --transform $t --calib $C --out '$tmp/gt'" \
-        "gemma3 model: the sandwich block (four norms per layer) (config.json 'model_type') not yet supported by the transforms"
+# fold, R2, CLE and SmoothQuant keep Gemma's function: the fold and SmoothQuant move the factor
+# (1 + w) of the pre-norms (stored w becomes 0, or (1 + w) / s - 1), the post-branch norms stay;
+# the view (each layer transformed as it is read) and the written checkpoint give the same codes
+seq 1 3 300 | awk '{ print $1 % 500 }' >"$tmp/ids"
+for v in view saved; do
+    extra=; [ $v = saved ] && extra=--save-transformed
+    "$PDQ" quantize --model "$m" --calib $C --method rtn --wbits 8 --abits none --transform fold,r2,cle,smooth \
+        --smooth-nsamples 2 --seq-len 64 $extra --out "$tmp/gt-$v" --quiet >"$tmp/gt-$v.log" 2>&1 || bad "gemma3 transform ($v): $(tail -n 1 "$tmp/gt-$v.log")"
 done
+check gemma3-transform-view-same-codes "cmp -s '$tmp/gt-view/model.q.safetensors' '$tmp/gt-saved/model.q.safetensors'"
+"$PDQ" quantize --model "$m" --calib $C --method rtn --wbits 8 --abits none --transform fold --save-transformed \
+    --out "$tmp/gt-fold" --quiet >/dev/null 2>&1 || bad "gemma3 fold"
+check gemma3-fold-values "python3 '$(dirname "$0")/lib/check_fold_gemma.py' '$tmp/gt-fold/transformed' '$m' 4"
+p0=$("$PDQ" ppl --model "$m" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
+p1=$("$PDQ" ppl --model "$tmp/gt-saved/transformed" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)
+check "gemma3-transforms-preserve ($p0 vs $p1)" "awk -v a='$p0' -v b='$p1' 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d / a < 1e-5) }'"
+err gemma3-transform-r1 "'$PDQ' quantize --model '$m' --method rtn --wbits 8 --abits none --transform r1 --calib $C --out '$tmp/gt'" \
+    "gemma3 model: R1 (--transform r1) cannot keep its function: the post-attention and post-feedforward norms scale the residual per channel"
 
 # mistral: window 8 < max_seq 32, so every layer keeps a ring of 7 slots (decode past (1,n_kv,7,hd),
 # mask (1,1,8)); a 12-token prompt, 12 steps and an append of 7 wrap the rings several times.

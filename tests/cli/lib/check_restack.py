@@ -44,37 +44,41 @@ def dequant(qh, qd, e, name):
             out.append(f32(sc[g] * (code - zs[g])))
     return out
 
-qdir, src = sys.argv[1], sys.argv[2]
-qh, qd = st_read(qdir + '/model.q.safetensors')
-hh, hd = st_read(qdir + '/hf/model.safetensors')
-sh = {}  # the source's tensors, from one file or every shard
-for f in sorted(glob.glob(src + '/*.safetensors')):
-    sh.update(st_read(f)[0])
-tens = json.load(open(qdir + '/pdq_quant.json'))['tensors']
-bad = 0
-if sorted(sh) != sorted(hh):
-    print('hf/ names differ from the source: %s' % sorted(set(sh) ^ set(hh)))
-    bad = 1
-STACKS = {'qkv_proj': ['q_proj', 'k_proj', 'v_proj'], 'gate_up_proj': ['gate_proj', 'up_proj']}
-for name in sorted(hh):
-    if hh[name]['shape'] != sh.get(name, {}).get('shape'):
-        print('%s: shape %s, the source has %s' % (name, hh[name]['shape'], sh.get(name, {}).get('shape')))
+def main():
+    qdir, src = sys.argv[1], sys.argv[2]
+    qh, qd = st_read(qdir + '/model.q.safetensors')
+    hh, hd = st_read(qdir + '/hf/model.safetensors')
+    sh = {}  # the source's tensors, from one file or every shard
+    for f in sorted(glob.glob(src + '/*.safetensors')):
+        sh.update(st_read(f)[0])
+    tens = json.load(open(qdir + '/pdq_quant.json'))['tensors']
+    bad = 0
+    if sorted(sh) != sorted(hh):
+        print('hf/ names differ from the source: %s' % sorted(set(sh) ^ set(hh)))
         bad = 1
-        continue
-    mod, leaf = name.rsplit('.', 1)
-    parent, _, last = mod.rpartition(".")
-    parts = [parent + '.' + p for p in STACKS[last]] if last in STACKS else [mod]
-    want = []
-    for p in parts:
-        if leaf == 'weight' and p in tens:
-            want += dequant(qh, qd, tens[p], p)
-        else:
-            want += values(qh, qd, p + '.' + leaf)
-    got = values(hh, hd, name)
-    if got != want:
-        i = next(k for k in range(min(len(got), len(want))) if got[k] != want[k]) if len(got) == len(want) else -1
-        print('%s: differs from the checkpoint (first at %d)' % (name, i))
-        bad = 1
-    elif len(parts) > 1:
-        print('%s = %s, %d values equal' % (name, ' | '.join(p.rsplit('.', 1)[1] for p in parts), len(got)))
-sys.exit(bad)
+    STACKS = {'qkv_proj': ['q_proj', 'k_proj', 'v_proj'], 'gate_up_proj': ['gate_proj', 'up_proj']}
+    for name in sorted(hh):
+        if hh[name]['shape'] != sh.get(name, {}).get('shape'):
+            print('%s: shape %s, the source has %s' % (name, hh[name]['shape'], sh.get(name, {}).get('shape')))
+            bad = 1
+            continue
+        mod, leaf = name.rsplit('.', 1)
+        parent, _, last = mod.rpartition(".")
+        parts = [parent + '.' + p for p in STACKS[last]] if last in STACKS else [mod]
+        want = []
+        for p in parts:
+            if leaf == 'weight' and p in tens:
+                want += dequant(qh, qd, tens[p], p)
+            else:
+                want += values(qh, qd, p + '.' + leaf)
+        got = values(hh, hd, name)
+        if got != want:
+            i = next(k for k in range(min(len(got), len(want))) if got[k] != want[k]) if len(got) == len(want) else -1
+            print('%s: differs from the checkpoint (first at %d)' % (name, i))
+            bad = 1
+        elif len(parts) > 1:
+            print('%s = %s, %d values equal' % (name, ' | '.join(p.rsplit('.', 1)[1] for p in parts), len(got)))
+    sys.exit(bad)
+
+if __name__ == '__main__':
+    main()
