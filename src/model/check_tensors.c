@@ -100,7 +100,7 @@ static pdq_code check_role(const pdq_config *cfg, const pdq_safetensors *s, cons
         for (int k = r->lin; k <= r->lin_last; k++) {
             int o, in;
             pdq_linear_shape(cfg, (pdq_linear_id)k, &o, &in);
-            pdq_linear_module(l, (pdq_linear_id)k, name, sizeof name);
+            pdq_linear_module(cfg, l, (pdq_linear_id)k, name, sizeof name);
             strncat(name, ".weight", sizeof name - strlen(name) - 1);
             pdq_code rc = want(cfg, s, name, o, in, what, quantized, cfg_file, st);
             if (rc) return rc;
