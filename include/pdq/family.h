@@ -75,6 +75,8 @@ typedef struct pdq_family {
     const pdq_tensor_role *roles;
     int n_roles;
     pdq_block_kind block;
+    /* The common fields it names its own way (zero: Llama's names). */
+    pdq_config_fields fields;
 } pdq_family;
 
 /* The family whose model_types hold `model_type`, or NULL. */
