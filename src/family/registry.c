@@ -14,7 +14,7 @@
 
 static const pdq_family *const k_families[] = {
     &pdq_family_llama, &pdq_family_mistral, &pdq_family_qwen2, &pdq_family_qwen3, &pdq_family_phi3,
-    &pdq_family_gemma3, &pdq_family_gemma3_mm,
+    &pdq_family_gemma3, &pdq_family_gemma3_mm, &pdq_family_exaone,
 };
 #define N_FAMILIES ((int)(sizeof k_families / sizeof k_families[0]))
 
