@@ -385,13 +385,62 @@ static void test_refusals(void **s) {
     pdq_model_free(m);
 }
 
+/* The static graphs name their constants and edges from the family's role table: Phi-3's q cut
+ * from qkv_proj is "qkv_proj.q" (no Llama name appears), Llama keeps its own names, and every
+ * 2-D weight constant carries its role (the quantized export finds weights by role, not name). */
+static int has_name(const pdq_graph *g, const char *name) { return pdq_graph_find(g, name) >= 0; }
+
+static int count_containing(const pdq_graph *g, const char *part) {
+    int n = 0;
+    for (int i = 0; i < g->n_tensors; i++) n += strstr(g->tensors[i].name, part) != NULL;
+    return n;
+}
+
+static void check_graph_names(const char *fam, const char *const *want, const char *const *absent) {
+    pdq_model *m = load(fam, 0);
+    pdq_status st = {0};
+    pdq_graph *g = NULL, *h = NULL;
+    assert_int_equal(pdq_build_layer(m, 1, NULL, PDQ_MODE_APPEND, 1, 8, 1, NULL, &g, &st), PDQ_OK);
+    assert_int_equal(pdq_build_head(m, 1, 1, &h, &st), PDQ_OK);
+    for (const char *const *w = want; *w; w++)
+        if (!has_name(g, *w) && !has_name(h, *w)) fail_msg("%s: no tensor %s", fam, *w);
+    for (const char *const *a = absent; *a; a++) assert_int_equal(count_containing(g, *a), 0);
+    for (int i = 0; i < g->n_tensors; i++) {
+        const pdq_tensor *t = &g->tensors[i];
+        if (t->kind == PDQ_TK_CONST && t->dtype == PDQ_TF32 && t->ndim == 2)
+            assert_int_equal(t->role - 1, PDQ_ROLE_WEIGHT);
+    }
+    assert_int_equal(h->tensors[pdq_graph_find(h, "lm_head.weight")].role - 1, PDQ_ROLE_LM_HEAD);
+    pdq_graph_free(g);
+    pdq_graph_free(h);
+    pdq_model_free(m);
+}
+
+static void test_graph_names(void **s) {
+    (void)s;
+    if (!families_dir()) skip();
+    static const char *const phi3[] = {"model.layers.1.self_attn.qkv_proj.q.weight", "model.layers.1.self_attn.qkv_proj.k.out",
+                                       "model.layers.1.self_attn.qkv_proj.v.weight", "model.layers.1.self_attn.o_proj.weight",
+                                       "model.layers.1.mlp.gate_up_proj.gate.weight", "model.layers.1.mlp.gate_up_proj.up.out",
+                                       "model.layers.1.mlp.down_proj.weight", "model.layers.1.self_attn.new_k",
+                                       "model.layers.1.past_key", "model.layers.1.input_layernorm.weight",
+                                       "model.norm.weight", "lm_head.out", NULL};
+    static const char *const phi3_absent[] = {".q_proj", ".k_proj", ".v_proj", ".gate_proj", ".up_proj", NULL};
+    check_graph_names("phi3", phi3, phi3_absent);
+    static const char *const llama[] = {"model.layers.1.self_attn.q_proj.weight", "model.layers.1.self_attn.q_proj.bias",
+                                        "model.layers.1.mlp.up_proj.out", "model.layers.1.post_attention_layernorm.out",
+                                        "model.layers.1.self_attn.new_v", "lm_head.weight", NULL};
+    static const char *const llama_absent[] = {"qkv_proj", "gate_up_proj", NULL};
+    check_graph_names("llama-bias", llama, llama_absent);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_descriptions), cmocka_unit_test(test_qwen2),      cmocka_unit_test(test_qwen3),
         cmocka_unit_test(test_phi3),         cmocka_unit_test(test_phi4mini),   cmocka_unit_test(test_mistral),
         cmocka_unit_test(test_llama_bias),   cmocka_unit_test(test_gemma3),     cmocka_unit_test(test_gemma_final_softcap),
         cmocka_unit_test(test_gemma_attn_softcap),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refusals),     cmocka_unit_test(test_graph_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

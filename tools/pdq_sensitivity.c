@@ -221,7 +221,7 @@ int main(int argc, char **argv) {
             memcpy(keep, w, sizeof(float) * (size_t)o * in);
             if (gptq) pdq_hessian_get(&lh[l].h[group_of((pdq_linear_id)i)], H);
             char nm[128];
-            snprintf(nm, sizeof nm, "model.layers.%d.%s.%s", l, pdq_linear_parent((pdq_linear_id)i), pdq_linear_name((pdq_linear_id)i));
+            pdq_linear_module(c, l, (pdq_linear_id)i, nm, sizeof nm);
             printf("%-36s", nm);
             for (int b = 0; b < nb; b++) {
                 if (quantize(w, o, in, bits[b], gptq ? H : NULL, &st) ||
@@ -267,8 +267,11 @@ int main(int argc, char **argv) {
            used / (double)total_w, bits[base]);
     for (int k = 0; k < nm; k++)
         if (assign[k] != base)
-            printf(" --override model.layers.%d.%s.%s=%d", k / PDQ_LIN_COUNT, pdq_linear_parent((pdq_linear_id)(k % PDQ_LIN_COUNT)),
-                   pdq_linear_name((pdq_linear_id)(k % PDQ_LIN_COUNT)), bits[assign[k]]);
+        {
+            char mn[128];
+            pdq_linear_module(c, k / PDQ_LIN_COUNT, (pdq_linear_id)(k % PDQ_LIN_COUNT), mn, sizeof mn);
+            printf(" --override %s=%d", mn, bits[assign[k]]);
+        }
     printf("\n");
     /* check: all modules at once with the suggestion, and each uniform width for comparison */
     double chk_ppl[MAXB + 1], chk_kl[MAXB + 1];
@@ -312,8 +315,9 @@ int main(int argc, char **argv) {
         for (int b = 0; b < nb; b++) fprintf(jf, "%s{\"bits\": %d, \"ppl\": %.6f, \"kl\": %.6e}", b ? ", " : "", bits[b], chk_ppl[b], chk_kl[b]);
         fprintf(jf, "],\n \"modules\": [\n");
         for (int k = 0; k < nm; k++) {
-            fprintf(jf, "  {\"name\": \"model.layers.%d.%s.%s\", \"assigned_bits\": %d, \"cost\": [", k / PDQ_LIN_COUNT,
-                    pdq_linear_parent((pdq_linear_id)(k % PDQ_LIN_COUNT)), pdq_linear_name((pdq_linear_id)(k % PDQ_LIN_COUNT)), bits[assign[k]]);
+            char mn[128];
+            pdq_linear_module(c, k / PDQ_LIN_COUNT, (pdq_linear_id)(k % PDQ_LIN_COUNT), mn, sizeof mn);
+            fprintf(jf, "  {\"name\": \"%s\", \"assigned_bits\": %d, \"cost\": [", mn, bits[assign[k]]);
             for (int b = 0; b < nb; b++)
                 fprintf(jf, "%s{\"bits\": %d, \"ppl\": %.6f, \"kl\": %.6e}", b ? ", " : "", bits[b], cost_ppl[k * nb + b], cost_kl[k * nb + b]);
             fprintf(jf, "]}%s\n", k + 1 < nm ? "," : "");

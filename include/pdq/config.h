@@ -25,6 +25,17 @@ typedef enum { PDQ_ACT_SILU = 0, PDQ_ACT_GELU_TANH = 1 } pdq_act;
 
 struct pdq_family;
 
+/* The config.json names of common fields a family spells its own way (EXAONE's num_layers);
+ * NULL: Llama's name (num_hidden_layers, rms_norm_eps, hidden_act). */
+typedef struct {
+    const char *n_layers, *norm_eps, *act;
+} pdq_config_fields;
+
+/* The field names of `f`, Llama's where it has none (f NULL: Llama's). */
+const char *pdq_config_field_n_layers(const pdq_config_fields *f);
+const char *pdq_config_field_norm_eps(const pdq_config_fields *f);
+const char *pdq_config_field_act(const pdq_config_fields *f);
+
 typedef struct pdq_config {
     const struct pdq_family *family; /* the description model_type chose (pdq/family.h) */
     int hidden_size;        /* D */

@@ -75,6 +75,8 @@ typedef struct pdq_family {
     const pdq_tensor_role *roles;
     int n_roles;
     pdq_block_kind block;
+    /* The common fields it names its own way (zero: Llama's names). */
+    pdq_config_fields fields;
 } pdq_family;
 
 /* The family whose model_types hold `model_type`, or NULL. */
@@ -96,9 +98,16 @@ void pdq_family_role_name(const pdq_config *cfg, pdq_role_kind kind, int layer, 
 /* Parameters of the tensors the family's table holds for this config (a tied lm_head not
  * counted twice); pdq_config_param_count is the pre-norm block's formula. */
 long long pdq_family_param_count(const pdq_config *cfg);
-/* HF module name of a linear in layer l, without ".weight": "model.layers.3.self_attn.q_proj".
- * For a fused family this is the module of the unfused linear pdq keeps in memory. */
-void pdq_linear_module(int layer, pdq_linear_id id, char *buf, size_t cap);
+/* The same without its ".weight": the role's module ("model.embed_tokens", "lm_head",
+ * "model.layers.3.input_layernorm"); the static graphs name a role's constant and output by it. */
+void pdq_family_role_module(const pdq_config *cfg, pdq_role_kind kind, int layer, char *buf, size_t cap);
+/* What the family's per-layer names start with in layer l: its ATTN_NORM template up to and
+ * including the "%d." ("model.layers.3.", "transformer.h.3."). */
+void pdq_family_layer_prefix(const pdq_config *cfg, int layer, char *buf, size_t cap);
+/* The module of a linear in layer l, without ".weight", from the family's table:
+ * "model.layers.3.self_attn.q_proj". A linear cut from a stacked tensor is named after it, with
+ * the part it is ("model.layers.3.self_attn.qkv_proj.q", "...mlp.gate_up_proj.up"). */
+void pdq_linear_module(const pdq_config *cfg, int layer, pdq_linear_id id, char *buf, size_t cap);
 
 /* The paths that compute a model, for pdq_family_require. */
 typedef enum {

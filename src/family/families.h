@@ -16,5 +16,6 @@ extern const pdq_family pdq_family_phi3;
 extern const pdq_family pdq_family_mistral;
 extern const pdq_family pdq_family_gemma3;
 extern const pdq_family pdq_family_gemma3_mm;
+extern const pdq_family pdq_family_exaone;
 
 #endif

@@ -1,5 +1,6 @@
 /* Names and shapes of the seven decoder linears (HF module names). */
 #include <stdio.h>
+#include <string.h>
 
 #include "pdq/family.h"
 
@@ -27,6 +28,23 @@ void pdq_linear_shape(const pdq_config *c, pdq_linear_id id, int *out, int *in) 
     }
 }
 
-void pdq_linear_module(int layer, pdq_linear_id id, char *buf, size_t cap) {
-    snprintf(buf, cap, "model.layers.%d.%s.%s", layer, pdq_linear_parent(id), pdq_linear_name(id));
+/* The part a linear is of a stacked tensor, after the stacked module's name. */
+static const char *const k_parts[PDQ_LIN_COUNT] = {"q", "k", "v", "o", "gate", "up", "down"};
+
+void pdq_linear_module(const pdq_config *cfg, int layer, pdq_linear_id id, char *buf, size_t cap) {
+    const pdq_family *f = pdq_family_of(cfg);
+    buf[0] = '\0';
+    for (int i = 0; i < f->n_roles; i++) {
+        const pdq_tensor_role *r = &f->roles[i];
+        int stacked = r->kind == PDQ_ROLE_FUSED_WEIGHT;
+        if (!(r->kind == PDQ_ROLE_WEIGHT || stacked) || (int)id < r->lin || (int)id > r->lin_last) continue;
+        char name[256];
+        pdq_role_name(r, layer, name, sizeof name);
+        size_t n = strlen(name);
+        if (n > 7 && strcmp(name + n - 7, ".weight") == 0) name[n - 7] = '\0';
+        /* Phi-3's q cut from qkv_proj: "qkv_proj.q", the HF tensor it comes from and its rows */
+        if (stacked) snprintf(buf, cap, "%s.%s", name, k_parts[id]);
+        else snprintf(buf, cap, "%s", name);
+        return;
+    }
 }

@@ -14,7 +14,7 @@
 
 static const pdq_family *const k_families[] = {
     &pdq_family_llama, &pdq_family_mistral, &pdq_family_qwen2, &pdq_family_qwen3, &pdq_family_phi3,
-    &pdq_family_gemma3, &pdq_family_gemma3_mm,
+    &pdq_family_gemma3, &pdq_family_gemma3_mm, &pdq_family_exaone,
 };
 #define N_FAMILIES ((int)(sizeof k_families / sizeof k_families[0]))
 
@@ -90,7 +90,7 @@ pdq_code pdq_config_parse(const char *json, size_t len, const char *name, pdq_co
         char sub[512];
         cJSON *fields = model_fields(root, cfg->family, name, sub, sizeof sub, &c, st);
         if (fields) {
-            c = pdq_config_common(fields, sub, cfg, st);
+            c = pdq_config_common(fields, sub, &cfg->family->fields, cfg, st);
             if (!c && cfg->family->read_config) c = cfg->family->read_config(fields, sub, cfg, st);
             if (fields != root) cJSON_Delete(fields);
         }

@@ -1,5 +1,6 @@
 /* What a row of a family's tensor table means for one config: present or not, shape, name. */
 #include <stdio.h>
+#include <string.h>
 
 #include "pdq/family.h"
 
@@ -78,4 +79,23 @@ void pdq_family_role_name(const pdq_config *cfg, pdq_role_kind kind, int l, char
 
 void pdq_role_name(const pdq_tensor_role *r, int layer, char *buf, size_t cap) {
     snprintf(buf, cap, r->hf, layer);
+}
+
+void pdq_family_role_module(const pdq_config *cfg, pdq_role_kind kind, int l, char *buf, size_t cap) {
+    pdq_family_role_name(cfg, kind, l, buf, cap);
+    size_t n = strlen(buf);
+    if (n > 7 && strcmp(buf + n - 7, ".weight") == 0) buf[n - 7] = '\0';
+}
+
+void pdq_family_layer_prefix(const pdq_config *cfg, int l, char *buf, size_t cap) {
+    const pdq_family *f = pdq_family_of(cfg);
+    buf[0] = '\0';
+    for (int i = 0; i < f->n_roles; i++) {
+        const char *t = f->roles[i].hf, *d = strstr(t, "%d.");
+        if (f->roles[i].kind != PDQ_ROLE_ATTN_NORM || !d) continue;
+        char fmt[256];
+        snprintf(fmt, sizeof fmt, "%.*s", (int)(d - t + 3), t);
+        snprintf(buf, cap, fmt, l);
+        return;
+    }
 }

@@ -182,26 +182,40 @@ static pdq_code parse_rotary(const cJSON *root, const char *name, pdq_config *cf
     return PDQ_OK;
 }
 
-pdq_code pdq_config_common(const cJSON *root, const char *name, pdq_config *cfg, pdq_status *st) {
+const char *pdq_config_field_n_layers(const pdq_config_fields *f) {
+    return f && f->n_layers ? f->n_layers : "num_hidden_layers";
+}
+
+const char *pdq_config_field_norm_eps(const pdq_config_fields *f) {
+    return f && f->norm_eps ? f->norm_eps : "rms_norm_eps";
+}
+
+const char *pdq_config_field_act(const pdq_config_fields *f) {
+    return f && f->act ? f->act : "hidden_act";
+}
+
+pdq_code pdq_config_common(const cJSON *root, const char *name, const pdq_config_fields *fields, pdq_config *cfg,
+                           pdq_status *st) {
     pdq_code c;
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+    const char *act_key = pdq_config_field_act(fields);
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, act_key);
     if (act && !cJSON_IsNull(act)) {
-        if (!cJSON_IsString(act)) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: field 'hidden_act' must be a string", name);
+        if (!cJSON_IsString(act)) return pdq_fail(st, PDQ_ERR_FORMAT, "%s: field '%s' must be a string", name, act_key);
         if (strcmp(act->valuestring, "silu") != 0)
-            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: hidden_act '%s' is not supported (only 'silu')", name,
+            return pdq_fail(st, PDQ_ERR_UNSUPPORTED, "%s: %s '%s' is not supported (only 'silu')", name, act_key,
                             act->valuestring);
     }
     double eps = 0;
     if ((c = get_int(root, "hidden_size", 1, 0, 1, MAX_HIDDEN, name, &cfg->hidden_size, st)) ||
         (c = get_int(root, "intermediate_size", 1, 0, 1, MAX_INTERMEDIATE, name, &cfg->intermediate_size, st)) ||
-        (c = get_int(root, "num_hidden_layers", 1, 0, 1, MAX_LAYERS, name, &cfg->n_layers, st)) ||
+        (c = get_int(root, pdq_config_field_n_layers(fields), 1, 0, 1, MAX_LAYERS, name, &cfg->n_layers, st)) ||
         (c = get_int(root, "num_attention_heads", 1, 0, 1, MAX_HEADS, name, &cfg->n_heads, st)) ||
         (c = get_int(root, "num_key_value_heads", 0, cfg->n_heads, 1, cfg->n_heads, name, &cfg->n_kv_heads, st)) ||
         (c = get_int(root, "vocab_size", 1, 0, 1, MAX_VOCAB, name, &cfg->vocab_size, st)) ||
         (c = get_int(root, "max_position_embeddings", 0, 2048, 1, MAX_POSITIONS, name, &cfg->max_position_embeddings,
                      st)) ||
         /* float32 keeps eps: below 1e-30 it is a denormal or zero, and a norm without eps divides by 0 */
-        (c = get_num(root, "rms_norm_eps", 0, 1e-6, 1e-30, 1.0, name, &eps, st)) ||
+        (c = get_num(root, pdq_config_field_norm_eps(fields), 0, 1e-6, 1e-30, 1.0, name, &eps, st)) ||
         (c = get_num(root, "rope_theta", 0, 10000.0, 1e-3, 1e15, name, &cfg->rope_theta, st)) ||
         (c = get_int(root, "bos_token_id", 0, -1, 0, cfg->vocab_size - 1, name, &cfg->bos_token_id, st)) ||
         (c = get_int(root, "pad_token_id", 0, -1, 0, 2147483647, name, &cfg->pad_token_id, st)) ||

@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "pdq/family.h"
 #include "pdq/file.h"
 #include "pdq/circle_export.h"
 #include "pdq/eval.h"
@@ -225,7 +226,10 @@ int quantize_export(const job_ctx *j, const char *src_dir, const char *outdir, i
         if (rc == PDQ_OK)
             rc = quant ? pdq_ptq_open_runtime(mm, outdir, 1, o.max_seq, &o.so, &pc.rt, &ptq, &st)
                        : pdq_rt_create(mm, 1, o.max_seq, &o.so, &pc.rt, &st);
-        int gi = ptq ? pdq_ptq_find(ptq, "lm_head.out") : -1;
+        char head_out[192] = ""; /* the head graph's output edge: the family's "lm_head.out" */
+        if (mm) pdq_family_role_module(&mm->cfg, PDQ_ROLE_LM_HEAD, -1, head_out, sizeof head_out - 4);
+        strcat(head_out, ".out");
+        int gi = ptq ? pdq_ptq_find(ptq, head_out) : -1;
         pc.grid = gi >= 0 ? &pdq_ptq_group_at(ptq, gi)->grid : NULL;
         pc.have_grid = pc.grid != NULL;
         pc.V = mm ? mm->cfg.vocab_size : 0;

@@ -7,28 +7,49 @@
 
 #include "pdq/model.h"
 
-/* Layers the file holds: 1 + the highest N in "model.layers.N." (0 if none). */
-static long layers_in_file(const pdq_safetensors *s) {
+/* What the family's per-layer names start with before the layer's number: "model.layers." */
+static void layer_stem(const pdq_config *cfg, char *buf, size_t cap) {
+    pdq_family_layer_prefix(cfg, 0, buf, cap);
+    size_t n = strlen(buf);
+    if (n >= 2) buf[n - 2] = '\0'; /* "model.layers.0." -> "model.layers." */
+}
+
+/* The layer a name of the family's per-layer roles is in ("<stem>N."), or -1. */
+static long layer_of(const char *stem, const char *name) {
+    size_t n = strlen(stem);
+    if (!n || strncmp(name, stem, n) != 0) return -1;
+    long l;
+    int end = 0;
+    return sscanf(name + n, "%ld.%n", &l, &end) == 1 && end > 0 ? l : -1;
+}
+
+/* Layers the file holds: 1 + the highest N in "<stem>N." (0 if none). */
+static long layers_in_file(const pdq_config *cfg, const pdq_safetensors *s) {
+    char stem[160];
+    layer_stem(cfg, stem, sizeof stem);
     long top = -1;
     for (int i = 0; i < pdq_st_count(s); i++) {
-        long l;
-        int end = 0;
-        if (sscanf(pdq_st_at(s, i)->name, "model.layers.%ld.%n", &l, &end) == 1 && end > 0 && l > top) top = l;
+        long l = layer_of(stem, pdq_st_at(s, i)->name);
+        if (l > top) top = l;
     }
     return top + 1;
 }
 
 static pdq_code missing(const pdq_config *cfg, const pdq_safetensors *s, const char *name, const char *what,
                         const char *cfg_file, pdq_status *st) {
-    int l;
-    if (sscanf(name, "model.layers.%d.", &l) == 1 && l < layers_in_file(s))
+    char stem[160], head[192];
+    layer_stem(cfg, stem, sizeof stem);
+    pdq_family_role_name(cfg, PDQ_ROLE_LM_HEAD, -1, head, sizeof head);
+    long l = layer_of(stem, name), held = layers_in_file(cfg, s);
+    if (l >= 0 && l < held)
         return pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing: %s model_type %s asks for it (%s)",
                         pdq_st_file_of(s, NULL), name, cfg_file, pdq_family_of(cfg)->model_types[0], what);
-    if (sscanf(name, "model.layers.%d.", &l) == 1)
+    if (l >= 0)
         return pdq_fail(st, PDQ_ERR_MISSING,
-                        "%s: tensor %s is missing: %s num_hidden_layers = %d, the file holds %ld layer(s)",
-                        pdq_st_file_of(s, NULL), name, cfg_file, cfg->n_layers, layers_in_file(s));
-    if (strncmp(name, "lm_head.", 8) == 0)
+                        "%s: tensor %s is missing: %s %s = %d, the file holds %ld layer(s)",
+                        pdq_st_file_of(s, NULL), name, cfg_file, pdq_config_field_n_layers(&pdq_family_of(cfg)->fields),
+                        cfg->n_layers, held);
+    if (strcmp(name, head) == 0)
         return pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing and tie_word_embeddings is false in %s",
                         pdq_st_file_of(s, NULL), name, cfg_file);
     return pdq_fail(st, PDQ_ERR_MISSING, "%s: tensor %s is missing (needed by %s)", pdq_st_file_of(s, NULL), name,
@@ -100,7 +121,7 @@ static pdq_code check_role(const pdq_config *cfg, const pdq_safetensors *s, cons
         for (int k = r->lin; k <= r->lin_last; k++) {
             int o, in;
             pdq_linear_shape(cfg, (pdq_linear_id)k, &o, &in);
-            pdq_linear_module(l, (pdq_linear_id)k, name, sizeof name);
+            pdq_linear_module(cfg, l, (pdq_linear_id)k, name, sizeof name);
             strncat(name, ".weight", sizeof name - strlen(name) - 1);
             pdq_code rc = want(cfg, s, name, o, in, what, quantized, cfg_file, st);
             if (rc) return rc;

@@ -200,7 +200,7 @@ static pdq_code load_all(pdq_model *m, struct pdq_packed *p, const cJSON *tens, 
         for (int i = 0; !rc && i < PDQ_LIN_COUNT; i++) {
             int o, in;
             pdq_linear_shape(c, (pdq_linear_id)i, &o, &in);
-            pdq_linear_module(l, (pdq_linear_id)i, nm, sizeof nm);
+            pdq_linear_module(c, l, (pdq_linear_id)i, nm, sizeof nm);
             rc = load_2d(p, tens, nm, o, in, file, 1, &L->w[i], &L->pw[i], &matched, st);
         }
     }

@@ -91,9 +91,7 @@ void pdq_model_role_name(const pdq_config *cfg, pdq_role_kind kind, int l, char 
 }
 
 void pdq_model_role_module(const pdq_config *cfg, pdq_role_kind kind, int l, char *buf, size_t cap) {
-    pdq_model_role_name(cfg, kind, l, buf, cap);
-    size_t n = strlen(buf);
-    if (n > 7 && strcmp(buf + n - 7, ".weight") == 0) buf[n - 7] = '\0';
+    pdq_family_role_module(cfg, kind, l, buf, cap);
 }
 
 /* Weight roles of a layer: separate linears and stacked ones. */

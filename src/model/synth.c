@@ -141,16 +141,16 @@ static pdq_code write_config(const pdq_synth_opts *o, pdq_status *st) {
     cJSON_AddBoolToObject(r, "attention_bias", o->bias);
     if (!gemma) cJSON_AddBoolToObject(r, "mlp_bias", o->bias);
     if (gemma) write_gemma(o, r);
-    else cJSON_AddStringToObject(r, "hidden_act", "silu");
+    else cJSON_AddStringToObject(r, pdq_config_field_act(&f->fields), "silu");
     cJSON_AddNumberToObject(r, "hidden_size", o->hidden);
     cJSON_AddNumberToObject(r, "intermediate_size", o->intermediate);
-    cJSON_AddNumberToObject(r, "num_hidden_layers", o->layers);
+    cJSON_AddNumberToObject(r, pdq_config_field_n_layers(&f->fields), o->layers);
     cJSON_AddNumberToObject(r, "num_attention_heads", o->heads);
     cJSON_AddNumberToObject(r, "num_key_value_heads", o->kv_heads);
     if (o->head_dim) cJSON_AddNumberToObject(r, "head_dim", o->head_dim);
     cJSON_AddNumberToObject(r, "vocab_size", o->vocab);
     cJSON_AddNumberToObject(r, "max_position_embeddings", o->max_pos);
-    cJSON_AddNumberToObject(r, "rms_norm_eps", 1e-5);
+    cJSON_AddNumberToObject(r, pdq_config_field_norm_eps(&f->fields), 1e-5);
     cJSON_AddNumberToObject(r, "rope_theta", o->rope_theta);
     if (o->sliding_window > 0) {
         cJSON_AddNumberToObject(r, "sliding_window", o->sliding_window);

@@ -48,7 +48,7 @@ static void add_role(lister *ls, const pdq_tensor_role *r, int layer) {
     if (linear && !ls->stacked) { /* each linear under pdq's module name */
         for (int k = r->lin; k <= r->lin_last; k++) {
             pdq_tensor_entry e = {.suffix = ".weight", .kind = PDQ_ROLE_WEIGHT, .layer = layer, .lin = k, .lin_last = k};
-            pdq_linear_module(layer, (pdq_linear_id)k, e.name, sizeof e.name);
+            pdq_linear_module(c, layer, (pdq_linear_id)k, e.name, sizeof e.name);
             int o, in;
             pdq_linear_shape(c, (pdq_linear_id)k, &o, &in);
             e.rows = o;
@@ -116,7 +116,7 @@ float *pdq_tensor_entry_piece(const pdq_model *m, const pdq_tensor_entry *e, int
         pdq_linear_shape(&m->cfg, (pdq_linear_id)lin, &o, &in);
         *rows = o;
         *cols = in;
-        if (name) pdq_linear_module(e->layer, (pdq_linear_id)lin, name, cap);
+        if (name) pdq_linear_module(&m->cfg, e->layer, (pdq_linear_id)lin, name, cap);
         return L->w[lin];
     }
     default: return NULL;

@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "ptq/lower_quant.h"
+#include "ptq/ptq_internal.h"
 #include "pdq/family.h"
 #include "pdq/file.h"
 #include "pdq/quant.h"
@@ -315,12 +316,6 @@ static pdq_code quant_norm(pdq_qweights *w, pdq_tensor *t, pdq_status *st) {
     return PDQ_OK;
 }
 
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
-}
-
-static int ends_with_weight(const char *s) { return ends_with(s, ".weight"); }
 
 int pdq_qweights_grouped(const pdq_qweights *w) {
     const cJSON *e;
@@ -343,10 +338,15 @@ int pdq_qweights_min_bits(const pdq_qweights *w) {
     return bits;
 }
 
-/* The checkpoint entry of a 2-D ".weight" constant, or NULL (float weight). */
+/* The checkpoint entry of a weight constant (by its role: a linear, the embedding, lm_head), or
+ * NULL (float weight). The graph builders name it "<module>.weight" after the checkpoint's module. */
 static const cJSON *weight_entry(const pdq_qweights *w, const pdq_tensor *t, char *mod, size_t n) {
-    if (t->kind != PDQ_TK_CONST || t->dtype != PDQ_TF32 || t->ndim != 2 || !ends_with_weight(t->name)) return NULL;
-    snprintf(mod, n, "%.*s", (int)(strlen(t->name) - 7), t->name);
+    int role = t->role - 1;
+    size_t len = strlen(t->name);
+    if (t->kind != PDQ_TK_CONST || t->dtype != PDQ_TF32 || t->ndim != 2 || len < 7 ||
+        !(role == PDQ_ROLE_WEIGHT || role == PDQ_ROLE_EMBED || role == PDQ_ROLE_LM_HEAD))
+        return NULL;
+    snprintf(mod, n, "%.*s", (int)(len - 7), t->name);
     return cJSON_GetObjectItemCaseSensitive(w->desc, mod);
 }
 
@@ -370,10 +370,9 @@ pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pd
                 role == PDQ_ROLE_Q_NORM || role == PDQ_ROLE_K_NORM || role == PDQ_ROLE_POST_ATTN_NORM ||
                 role == PDQ_ROLE_POST_FFN_NORM) {
                 rc = quant_norm(w, t, st);
-            } else if (ends_with(t->name, ".weight") && t->ndim == 2) {
+            } else {
                 char mod[256];
-                snprintf(mod, sizeof mod, "%.*s", (int)(strlen(t->name) - 7), t->name);
-                const cJSON *e = cJSON_GetObjectItemCaseSensitive(w->desc, mod);
+                const cJSON *e = weight_entry(w, t, mod, sizeof mod);
                 if (e) rc = quant_weight(g, w, t, mod, e, st);
             }
             if (rc) return pdq_wrap(st, "graph %s", g->name);
@@ -386,7 +385,7 @@ pdq_code pdq_export_quantize_graph(pdq_graph *g, pdq_ptq *p, pdq_qweights *w, pd
             !strcmp(nm, "sin") || !strcmp(nm, "cos_local") || !strcmp(nm, "sin_local")) {
             /* shared whole-model inputs; every mask has the fixed grid of [fill, 0], every cos / sin
              * (either table) the fixed grid of both tables' range (ptq/table.c) */
-            snprintf(alias, sizeof alias, "model.layers.0.%s",
+            snprintf(alias, sizeof alias, "%s%s", p->layer0,
                      strstr(nm, "attention_mask") ? "attention_mask" : nm[0] == 'c' ? "cos" : "sin");
             nm = alias;
         }

@@ -15,6 +15,7 @@ struct pdq_ptq {
     pdq_ptq_opts o;
     pdq_static_opts so;
     int max_seq, n_layers, vocab;
+    char layer0[128];      /* the family's layer-0 prefix ("model.layers.0."): whole-model inputs' grids */
     int calib_samples, calib_decode_steps; /* 0 until calibrated (or as loaded) */
     char **edges;          /* [n_edges] names */
     int *edge_group;       /* [n_edges] group index (union-find parents while building) */

@@ -7,6 +7,7 @@
 
 #include "contract/rt_contract.h"
 #include "ops/op_def.h"
+#include "pdq/family.h"
 #include "ptq_internal.h"
 
 void pdq_ptq_opts_default(pdq_ptq_opts *o) {
@@ -149,24 +150,42 @@ static pdq_code build_graphs(pdq_ptq *p, const pdq_model *m, pdq_status *st) {
     return rc;
 }
 
-/* Runtime-level connections between graphs: hidden in/out, the KV cache. */
-static pdq_code add_aliases(pdq_ptq *p, int n_layers, pdq_status *st) {
-    char a[160], b[160];
+/* The family's module holding layer l's o_proj (its attention: "model.layers.3.self_attn"). */
+static void attn_module(const pdq_config *c, int l, char *buf, size_t cap) {
+    pdq_linear_module(c, l, PDQ_LIN_O, buf, cap);
+    char *d = strrchr(buf, '.');
+    if (d) *d = '\0';
+}
+
+/* Runtime-level connections between graphs: hidden in/out, the KV cache, named as the graph
+ * builders name them from the family's table (src/static/build_layer.c). */
+static pdq_code add_aliases(pdq_ptq *p, const pdq_config *c, pdq_status *st) {
+    char a[320], b[320], pre[160], prev[160], mod[160];
     pdq_code rc = PDQ_OK;
-    for (int l = 0; l < n_layers && rc == PDQ_OK; l++) {
-        snprintf(a, sizeof a, "model.layers.%d.hidden_states", l);
-        if (l == 0) snprintf(b, sizeof b, "model.embed_tokens.out");
-        else snprintf(b, sizeof b, "model.layers.%d.out", l - 1);
+    for (int l = 0; l < c->n_layers && rc == PDQ_OK; l++) {
+        pdq_family_layer_prefix(c, l, pre, sizeof pre);
+        snprintf(a, sizeof a, "%shidden_states", pre);
+        if (l == 0) {
+            pdq_family_role_module(c, PDQ_ROLE_EMBED, -1, mod, sizeof mod);
+            snprintf(b, sizeof b, "%s.out", mod);
+        } else {
+            snprintf(b, sizeof b, "%sout", prev);
+        }
         rc = alias(p, a, b, st);
-        snprintf(a, sizeof a, "model.layers.%d.past_key", l);
-        snprintf(b, sizeof b, "model.layers.%d.self_attn.new_k", l);
+        attn_module(c, l, mod, sizeof mod);
+        snprintf(a, sizeof a, "%spast_key", pre);
+        snprintf(b, sizeof b, "%s.new_k", mod);
         if (rc == PDQ_OK) rc = alias(p, a, b, st);
-        snprintf(a, sizeof a, "model.layers.%d.past_value", l);
-        snprintf(b, sizeof b, "model.layers.%d.self_attn.new_v", l);
+        snprintf(a, sizeof a, "%spast_value", pre);
+        snprintf(b, sizeof b, "%s.new_v", mod);
         if (rc == PDQ_OK) rc = alias(p, a, b, st);
+        memcpy(prev, pre, sizeof prev);
     }
-    snprintf(b, sizeof b, "model.layers.%d.out", n_layers - 1);
-    if (rc == PDQ_OK) rc = alias(p, "model.norm.input", b, st);
+    pdq_family_layer_prefix(c, c->n_layers - 1, pre, sizeof pre);
+    snprintf(b, sizeof b, "%sout", pre);
+    pdq_family_role_module(c, PDQ_ROLE_FINAL_NORM, -1, mod, sizeof mod);
+    snprintf(a, sizeof a, "%s.input", mod);
+    if (rc == PDQ_OK) rc = alias(p, a, b, st);
     return rc;
 }
 
@@ -192,11 +211,12 @@ static pdq_code fixed_ranges(pdq_ptq *p, const pdq_model *m, pdq_status *st) {
             smin = fmin(smin, sv); smax = fmax(smax, sv);
         }
     free(c); free(pos);
-    char name[160];
+    char name[320], pre[160];
     for (int l = 0; l < m->cfg.n_layers; l++)
         for (int k = 0; k < 3; k++) {
             static const char *const what[3] = {"attention_mask", "cos", "sin"};
-            snprintf(name, sizeof name, "model.layers.%d.%s", l, what[k]);
+            pdq_family_layer_prefix(&m->cfg, l, pre, sizeof pre);
+            snprintf(name, sizeof name, "%s%s", pre, what[k]);
             int e = pdq_ptq_edge_index(p, name);
             if (e < 0) return pdq_fail(st, PDQ_ERR_ARG, "ptq: graph input %s not found", name);
             pdq_ptq_group *G = &p->groups[p->edge_group[e]];
@@ -254,8 +274,9 @@ pdq_code pdq_ptq_create(const pdq_model *m, int max_seq, const pdq_static_opts *
     p->max_seq = max_seq;
     p->n_layers = m->cfg.n_layers;
     p->vocab = m->cfg.vocab_size;
+    pdq_family_layer_prefix(&m->cfg, 0, p->layer0, sizeof p->layer0);
     pdq_code rc = build_graphs(p, m, st);
-    if (rc == PDQ_OK) rc = add_aliases(p, m->cfg.n_layers, st);
+    if (rc == PDQ_OK) rc = add_aliases(p, &m->cfg, st);
     if (rc == PDQ_OK) rc = make_groups(p, st);
     if (rc == PDQ_OK) rc = fixed_ranges(p, m, st);
     if (rc != PDQ_OK) { pdq_ptq_free(p); return rc; }

@@ -86,7 +86,7 @@ static pdq_code keep_k_scales(pdq_model *m, const pdq_qmodel *q, pdq_status *st)
         int l = m->cfg.n_layers;
         char nm[160];
         while (l-- > 0) {
-            pdq_linear_module(l, PDQ_LIN_K, nm, sizeof nm);
+            pdq_linear_module(&m->cfg, l, PDQ_LIN_K, nm, sizeof nm);
             if (!strcmp(nm, q->mods[i].name)) break;
         }
         if (l < 0 || !r->scale) continue;
@@ -102,8 +102,8 @@ static pdq_code keep_k_scales(pdq_model *m, const pdq_qmodel *q, pdq_status *st)
     return PDQ_OK;
 }
 
-static void linear_full_name(char *buf, size_t n, int layer, int id) {
-    pdq_linear_module(layer, (pdq_linear_id)id, buf, n);
+static void linear_full_name(const pdq_config *c, char *buf, size_t n, int layer, int id) {
+    pdq_linear_module(c, layer, (pdq_linear_id)id, buf, n);
 }
 
 /* Scheme of every quantized tensor is checked before any work starts. */
@@ -117,16 +117,22 @@ static pdq_code check_opts(const pdq_model *m, pdq_quant_opts *o, pdq_status *st
         for (int i = 0; i < PDQ_LIN_COUNT; i++) {
             int out, in;
             pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
-            linear_full_name(name, sizeof name, l, i);
+            linear_full_name(c, name, sizeof name, l, i);
             pdq_qscheme s = o->gptq.scheme;
             s.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, s.bits);
             pdq_code rc = pdq_qscheme_check(&s, out, in, name, st);
             if (rc) return rc;
         }
     for (int i = 0; i < o->n_overrides; i++)
-        if (!o->overrides[i].used)
-            return pdq_fail(st, PDQ_ERR_ARG, "override '%s=%d' matches no decoder linear (try e.g. down_proj, "
-                            "mlp.down_proj or model.layers.0.mlp.down_proj)", o->overrides[i].name, o->overrides[i].bits);
+        if (!o->overrides[i].used) {
+            char pre[128], down[160];
+            pdq_family_layer_prefix(c, 0, pre, sizeof pre);
+            pdq_linear_module(c, 0, PDQ_LIN_DOWN, down, sizeof down);
+            const char *local = strncmp(down, pre, strlen(pre)) == 0 ? down + strlen(pre) : down;
+            const char *last = strrchr(down, '.') ? strrchr(down, '.') + 1 : down;
+            return pdq_fail(st, PDQ_ERR_ARG, "override '%s=%d' matches no decoder linear (try e.g. %s, %s or %s)",
+                            o->overrides[i].name, o->overrides[i].bits, last, local, down);
+        }
     if (o->embed_bits && (o->embed_bits < 2 || o->embed_bits > 8))
         return pdq_fail(st, PDQ_ERR_ARG, "embedding bits %d out of range (2..8, or none)", o->embed_bits);
     if (o->lm_head_bits && (o->lm_head_bits < 2 || o->lm_head_bits > 8))
@@ -248,7 +254,7 @@ static pdq_code gptq_owned(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spli
         int out, in;
         pdq_linear_shape(c, ids[k], &out, &in);
         cost[k] = pdq_calib_split_cost(out, in);
-        linear_full_name(name, sizeof name, l, ids[k]);
+        linear_full_name(c, name, sizeof name, l, ids[k]);
         go[k] = o->gptq;
         go[k].scheme.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, go[k].scheme.bits);
     }
@@ -258,7 +264,7 @@ static pdq_code gptq_owned(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spli
         if (owner[k] != sp->rank) continue;
         int out, in;
         pdq_linear_shape(c, ids[k], &out, &in);
-        linear_full_name(name, sizeof name, l, ids[k]);
+        linear_full_name(c, name, sizeof name, l, ids[k]);
         snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name(ids[k]));
         double t1 = pdq_now();
         rc = pdq_gptq(&go[k], L->w[ids[k]], out, in, H[hidx[k]], name, &r[k], st);
@@ -268,7 +274,7 @@ static pdq_code gptq_owned(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spli
         double t1 = pdq_now();
         if ((rc = pdq_calib_split_share(sp, &r[k], owner[k], st))) break;
         if (owner[k] != sp->rank) secs[k] = pdq_now() - t1;
-        linear_full_name(name, sizeof name, l, ids[k]);
+        linear_full_name(c, name, sizeof name, l, ids[k]);
         pdq_qmodule *mod = add_module(q, name, st);
         if (!mod) { rc = PDQ_ERR_NOMEM; break; }
         if ((rc = commit(mod, &r[k], L->w[ids[k]], &go[k].scheme, go[k].actorder, tcal + secs[k], st))) break;
@@ -458,7 +464,7 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
             for (int i = 0; i < PDQ_LIN_COUNT; i++) {
                 int out, in;
                 pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
-                linear_full_name(name, sizeof name, l, i);
+                linear_full_name(c, name, sizeof name, l, i);
                 pdq_qscheme s = o.gptq.scheme;
                 s.bits = pdq_qoverride_bits(o.overrides, o.n_overrides, name, s.bits);
                 double t0 = pdq_now();

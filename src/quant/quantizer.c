@@ -155,15 +155,16 @@ pdq_code pdq_qoverride_parse(const char *spec, pdq_qoverride *out, pdq_status *s
     return PDQ_OK;
 }
 
-/* "model.layers.N.rest" -> "rest", else NULL. */
+/* "model.layers.N.rest" (any family's layer prefix: "transformer.h.N.rest") -> "rest": what
+ * follows the first ".N." of the name, else NULL. */
 static const char *layer_local(const char *full) {
-    const char *p = "model.layers.";
-    size_t n = strlen(p);
-    if (strncmp(full, p, n) != 0) return NULL;
-    const char *d = full + n;
-    if (*d < '0' || *d > '9') return NULL;
-    while (*d >= '0' && *d <= '9') d++;
-    return *d == '.' ? d + 1 : NULL;
+    for (const char *p = strchr(full, '.'); p; p = strchr(p + 1, '.')) {
+        const char *d = p + 1;
+        if (*d < '0' || *d > '9') continue;
+        while (*d >= '0' && *d <= '9') d++;
+        if (*d == '.') return d + 1;
+    }
+    return NULL;
 }
 
 int pdq_qoverride_bits(pdq_qoverride *ov, int n, const char *full_name, int def) {

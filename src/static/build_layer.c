@@ -2,6 +2,7 @@
  * (decode = Q 1) against a past of max_seq - Q slots, or a sliding layer's ring (rt_contract.h). Options follow TICO's attention config:
  * RoPE convention, where 1/sqrt(hd) goes, batched or per-head (unrolled) attention. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +36,54 @@ int pdq_attn_layout_parse(const char *s) {
     return -1;
 }
 
+/* The family's names of a layer's modules after the layer prefix (pdq_bld.prefix), from its
+ * role table: the graphs' constants and edges are named after them, as HF names the tensors. */
+typedef struct {
+    char lin[PDQ_LIN_COUNT][96]; /* "self_attn.q_proj"; Phi-3: "self_attn.qkv_proj.q" */
+    char attn[96], mlp[96];      /* the modules holding o and down: attention / MLP internals */
+    char norm[PDQ_ROLE_COUNT][96]; /* each per-layer norm role's module: "input_layernorm" */
+} lnames;
+
+/* snprintf for names: a name past its buffer is cut (the builders' buffers hold any HF name). */
+static void name_fmt(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void name_fmt(char *buf, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+}
+
+static void local_name(const char *prefix, const char *full, char *buf, size_t cap) {
+    size_t n = strlen(prefix);
+    name_fmt(buf, cap, "%s", strncmp(full, prefix, n) == 0 ? full + n : full);
+}
+
+static void parent_of(const char *name, char *buf, size_t cap) {
+    const char *d = strrchr(name, '.');
+    name_fmt(buf, cap, "%.*s", d ? (int)(d - name) : 0, name);
+}
+
+static void layer_names(const pdq_config *c, int layer, const char *prefix, lnames *n) {
+    char full[256];
+    memset(n, 0, sizeof *n);
+    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
+        pdq_linear_module(c, layer, (pdq_linear_id)i, full, sizeof full);
+        local_name(prefix, full, n->lin[i], sizeof n->lin[i]);
+    }
+    parent_of(n->lin[PDQ_LIN_O], n->attn, sizeof n->attn);
+    parent_of(n->lin[PDQ_LIN_DOWN], n->mlp, sizeof n->mlp);
+    static const pdq_role_kind norms[] = {PDQ_ROLE_ATTN_NORM, PDQ_ROLE_FFN_NORM, PDQ_ROLE_Q_NORM, PDQ_ROLE_K_NORM,
+                                          PDQ_ROLE_POST_ATTN_NORM, PDQ_ROLE_POST_FFN_NORM};
+    for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++) {
+        pdq_family_role_module(c, norms[i], layer, full, sizeof full);
+        local_name(prefix, full, n->norm[norms[i]], sizeof n->norm[0]);
+    }
+}
+
 typedef struct {
     pdq_bld *b;
     const pdq_config *c;
+    const lnames *nm;
     const pdq_layer *w;      /* the layer's weights (q/k norms) */
     float kfold;             /* k_norm's gamma factor: 1/sqrt(hd) when the scale folds into k, else 1 */
     const pdq_static_opts *o;
@@ -82,7 +128,7 @@ static int rope(lctx *l, int x, int cos, int sin, const char *base) {
     int xr, xp;
     split_last(b, x, rd, base, "rot_part", "pass_part", &xr, &xp);
     char rb[200];
-    snprintf(rb, sizeof rb, "%s.rotated", base);
+    name_fmt(rb, sizeof rb, "%s.rotated", base);
     int parts[2] = {rope_full(l, xr, cos, sin, rb), xp};
     return pdq_b_concat(b, parts, 2, b->g->tensors[x].ndim - 1, "%s", base);
 }
@@ -93,7 +139,7 @@ static int rope(lctx *l, int x, int cos, int sin, const char *base) {
 static int head_norm(lctx *l, int x, const float *gamma, float fold, const char *name) {
     if (!gamma || l->b->err) return x;
     char gname[160];
-    snprintf(gname, sizeof gname, "%s.weight", name);
+    name_fmt(gname, sizeof gname, "%s.weight", name);
     int g = pdq_b_gamma(l->b, l->c, l->c->head_dim, gamma, fold, gamma == l->w->q_norm ? PDQ_ROLE_Q_NORM : PDQ_ROLE_K_NORM,
                         gname);
     pdq_op rms;
@@ -134,34 +180,34 @@ static int attn_batched(lctx *l, int q, int k, int v, int *new_k, int *new_v) {
     int B = l->B, S = l->S, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim;
     static const int32_t p0213[4] = {0, 2, 1, 3};
     int s4[4] = {B, S, H, hd};
-    int q4 = head_norm(l, pdq_b_reshape(b, q, 4, s4, "self_attn.q_heads"), l->w->q_norm, 1.0f, "self_attn.q_norm");
-    int qt = pdq_b_transpose(b, q4, p0213, "self_attn.q_heads_t");
+    int q4 = head_norm(l, pdq_b_reshape(b, q, 4, s4, "%s.q_heads", l->nm->attn), l->w->q_norm, 1.0f, l->nm->norm[PDQ_ROLE_Q_NORM]);
+    int qt = pdq_b_transpose(b, q4, p0213, "%s.q_heads_t", l->nm->attn);
     s4[2] = KV;
-    int k4 = head_norm(l, pdq_b_reshape(b, k, 4, s4, "self_attn.k_heads"), l->w->k_norm, l->kfold, "self_attn.k_norm");
-    int kt = pdq_b_transpose(b, k4, p0213, "self_attn.k_heads_t");
-    int vt = pdq_b_transpose(b, pdq_b_reshape(b, v, 4, s4, "self_attn.v_heads"), p0213, "self_attn.new_v");
+    int k4 = head_norm(l, pdq_b_reshape(b, k, 4, s4, "%s.k_heads", l->nm->attn), l->w->k_norm, l->kfold, l->nm->norm[PDQ_ROLE_K_NORM]);
+    int kt = pdq_b_transpose(b, k4, p0213, "%s.k_heads_t", l->nm->attn);
+    int vt = pdq_b_transpose(b, pdq_b_reshape(b, v, 4, s4, "%s.v_heads", l->nm->attn), p0213, "%s.new_v", l->nm->attn);
     int cs[4] = {B, 1, S, pdq_cfg_rotary_dim(c)};
-    int cos4 = pdq_b_reshape(b, l->cos, 4, cs, "self_attn.cos_heads");
-    int sin4 = pdq_b_reshape(b, l->sin, 4, cs, "self_attn.sin_heads");
+    int cos4 = pdq_b_reshape(b, l->cos, 4, cs, "%s.cos_heads", l->nm->attn);
+    int sin4 = pdq_b_reshape(b, l->sin, 4, cs, "%s.sin_heads", l->nm->attn);
     char base[160];
-    snprintf(base, sizeof base, "self_attn.q_rope");
+    name_fmt(base, sizeof base, "%s.q_rope", l->nm->attn);
     int qr = rope(l, qt, cos4, sin4, base);
-    snprintf(base, sizeof base, "self_attn.new_k");
+    name_fmt(base, sizeof base, "%s.new_k", l->nm->attn);
     int kr = rope(l, kt, cos4, sin4, base);
     *new_k = kr;
     *new_v = vt;
     int K = kr, V = vt;
     if (l->P > 0) {
         int ink[2] = {l->past_k, kr}, inv[2] = {l->past_v, vt};
-        K = pdq_b_concat(b, ink, 2, 2, "self_attn.k_all");
-        V = pdq_b_concat(b, inv, 2, 2, "self_attn.v_all");
+        K = pdq_b_concat(b, ink, 2, 2, "%s.k_all", l->nm->attn);
+        V = pdq_b_concat(b, inv, 2, 2, "%s.v_all", l->nm->attn);
     }
     if (H != KV && !b->err) {
         int32_t *idx = malloc(sizeof(int32_t) * (size_t)H);
         if (!idx) { b->err = 1; pdq_fail(b->st, PDQ_ERR_NOMEM, "gqa indices"); return -1; }
         for (int h = 0; h < H; h++) idx[h] = h / (H / KV); /* repeat_interleave */
         char name[200];
-        snprintf(name, sizeof name, "%sself_attn.kv_repeat_index", b->prefix);
+        name_fmt(name, sizeof name, "%s%s.kv_repeat_index", b->prefix, l->nm->attn);
         int ix = pdq_graph_const_i32(b->g, name, H, idx, b->st);
         free(idx);
         if (ix < 0) { b->err = 1; return -1; }
@@ -169,15 +215,15 @@ static int attn_batched(lctx *l, int q, int k, int v, int *new_k, int *new_v) {
         memset(&go, 0, sizeof go);
         go.opt.gather.axis = 1;
         int gk[2] = {K, ix}, gv[2] = {V, ix};
-        K = pdq_b_op(b, PDQ_OP_GATHER, gk, 2, &go, "self_attn.k_repeat");
-        V = pdq_b_op(b, PDQ_OP_GATHER, gv, 2, &go, "self_attn.v_repeat");
+        K = pdq_b_op(b, PDQ_OP_GATHER, gk, 2, &go, "%s.k_repeat", l->nm->attn);
+        V = pdq_b_op(b, PDQ_OP_GATHER, gv, 2, &go, "%s.v_repeat", l->nm->attn);
     }
     int ms[4] = {B, 1, S, l->L};
-    int mask4 = pdq_b_reshape(b, l->mask, 4, ms, "self_attn.mask_heads");
-    int o = attend(l, qr, K, V, mask4, "self_attn");
-    int ot = pdq_b_transpose(b, o, p0213, "self_attn.attn_out_t");
+    int mask4 = pdq_b_reshape(b, l->mask, 4, ms, "%s.mask_heads", l->nm->attn);
+    int o = attend(l, qr, K, V, mask4, l->nm->attn);
+    int ot = pdq_b_transpose(b, o, p0213, "%s.attn_out_t", l->nm->attn);
     int s3[3] = {B, S, H * hd};
-    return pdq_b_reshape(b, ot, 3, s3, "self_attn.attn_out_flat");
+    return pdq_b_reshape(b, ot, 3, s3, "%s.attn_out_flat", l->nm->attn);
 }
 
 /* Unrolled: per kv head j, K_j/V_j are shared by its query heads (TICO _forward_unrolled). */
@@ -189,56 +235,56 @@ static int attn_unrolled(lctx *l, int q, int k, int v, int *new_k, int *new_v) {
     if (!heads) { b->err = 1; pdq_fail(b->st, PDQ_ERR_NOMEM, "unrolled heads"); return -1; }
     int *ks = heads + H, *vs = ks + KV;
     int s4[4] = {B, S, H, hd};
-    int q4 = head_norm(l, pdq_b_reshape(b, q, 4, s4, "self_attn.q_heads"), l->w->q_norm, 1.0f, "self_attn.q_norm");
+    int q4 = head_norm(l, pdq_b_reshape(b, q, 4, s4, "%s.q_heads", l->nm->attn), l->w->q_norm, 1.0f, l->nm->norm[PDQ_ROLE_Q_NORM]);
     s4[2] = KV;
-    int k4 = head_norm(l, pdq_b_reshape(b, k, 4, s4, "self_attn.k_heads"), l->w->k_norm, l->kfold, "self_attn.k_norm");
-    int v4 = pdq_b_reshape(b, v, 4, s4, "self_attn.v_heads");
+    int k4 = head_norm(l, pdq_b_reshape(b, k, 4, s4, "%s.k_heads", l->nm->attn), l->w->k_norm, l->kfold, l->nm->norm[PDQ_ROLE_K_NORM]);
+    int v4 = pdq_b_reshape(b, v, 4, s4, "%s.v_heads", l->nm->attn);
     int s3[3] = {B, S, hd}, s4h[4] = {B, 1, S, hd};
     char base[160];
     for (int j = 0; j < KV; j++) {
         int beg[4] = {0, 0, j, 0}, end[4] = {B, S, j + 1, hd};
-        int kj = pdq_b_reshape(b, pdq_b_slice(b, k4, beg, end, "self_attn.k%d.slice", j), 3, s3, "self_attn.k%d", j);
-        int vj = pdq_b_reshape(b, pdq_b_slice(b, v4, beg, end, "self_attn.v%d.slice", j), 3, s3, "self_attn.v%d", j);
-        snprintf(base, sizeof base, "self_attn.k%d.rope", j);
+        int kj = pdq_b_reshape(b, pdq_b_slice(b, k4, beg, end, "%s.k%d.slice", l->nm->attn, j), 3, s3, "%s.k%d", l->nm->attn, j);
+        int vj = pdq_b_reshape(b, pdq_b_slice(b, v4, beg, end, "%s.v%d.slice", l->nm->attn, j), 3, s3, "%s.v%d", l->nm->attn, j);
+        name_fmt(base, sizeof base, "%s.k%d.rope", l->nm->attn, j);
         int kjr = rope(l, kj, l->cos, l->sin, base);
         int Kj = kjr, Vj = vj;
         if (l->P > 0) {
             int pb[4] = {0, j, 0, 0}, pe[4] = {B, j + 1, l->P, hd}, ps[3] = {B, l->P, hd};
-            int pk = pdq_b_reshape(b, pdq_b_slice(b, l->past_k, pb, pe, "self_attn.past_k%d.slice", j), 3, ps,
-                                   "self_attn.past_k%d", j);
-            int pv = pdq_b_reshape(b, pdq_b_slice(b, l->past_v, pb, pe, "self_attn.past_v%d.slice", j), 3, ps,
-                                   "self_attn.past_v%d", j);
+            int pk = pdq_b_reshape(b, pdq_b_slice(b, l->past_k, pb, pe, "%s.past_k%d.slice", l->nm->attn, j), 3, ps,
+                                   "%s.past_k%d", l->nm->attn, j);
+            int pv = pdq_b_reshape(b, pdq_b_slice(b, l->past_v, pb, pe, "%s.past_v%d.slice", l->nm->attn, j), 3, ps,
+                                   "%s.past_v%d", l->nm->attn, j);
             int ik[2] = {pk, kjr}, iv[2] = {pv, vj};
-            Kj = pdq_b_concat(b, ik, 2, 1, "self_attn.k%d.all", j);
-            Vj = pdq_b_concat(b, iv, 2, 1, "self_attn.v%d.all", j);
+            Kj = pdq_b_concat(b, ik, 2, 1, "%s.k%d.all", l->nm->attn, j);
+            Vj = pdq_b_concat(b, iv, 2, 1, "%s.v%d.all", l->nm->attn, j);
         }
         for (int r = 0; r < rep; r++) {
             int i = j * rep + r;
             int qb[4] = {0, 0, i, 0}, qe[4] = {B, S, i + 1, hd};
-            int qi = pdq_b_reshape(b, pdq_b_slice(b, q4, qb, qe, "self_attn.q%d.slice", i), 3, s3, "self_attn.q%d", i);
-            snprintf(base, sizeof base, "self_attn.q%d.rope", i);
+            int qi = pdq_b_reshape(b, pdq_b_slice(b, q4, qb, qe, "%s.q%d.slice", l->nm->attn, i), 3, s3, "%s.q%d", l->nm->attn, i);
+            name_fmt(base, sizeof base, "%s.q%d.rope", l->nm->attn, i);
             int qir = rope(l, qi, l->cos, l->sin, base);
-            snprintf(base, sizeof base, "self_attn.h%d", i);
+            name_fmt(base, sizeof base, "%s.h%d", l->nm->attn, i);
             int oi = attend(l, qir, Kj, Vj, l->mask, base);
             int o4[4] = {B, S, 1, hd};
-            heads[i] = pdq_b_reshape(b, oi, 4, o4, "self_attn.h%d.attn_out_4d", i);
+            heads[i] = pdq_b_reshape(b, oi, 4, o4, "%s.h%d.attn_out_4d", l->nm->attn, i);
         }
-        ks[j] = pdq_b_reshape(b, kjr, 4, s4h, "self_attn.k%d.stack", j);
-        vs[j] = pdq_b_reshape(b, vj, 4, s4h, "self_attn.v%d.stack", j);
+        ks[j] = pdq_b_reshape(b, kjr, 4, s4h, "%s.k%d.stack", l->nm->attn, j);
+        vs[j] = pdq_b_reshape(b, vj, 4, s4h, "%s.v%d.stack", l->nm->attn, j);
     }
-    *new_k = pdq_b_concat(b, ks, KV, 1, "self_attn.new_k");
-    *new_v = pdq_b_concat(b, vs, KV, 1, "self_attn.new_v");
-    int att = pdq_b_concat(b, heads, H, 2, "self_attn.attn_heads");
+    *new_k = pdq_b_concat(b, ks, KV, 1, "%s.new_k", l->nm->attn);
+    *new_v = pdq_b_concat(b, vs, KV, 1, "%s.new_v", l->nm->attn);
+    int att = pdq_b_concat(b, heads, H, 2, "%s.attn_heads", l->nm->attn);
     free(heads);
     int sf[3] = {B, S, H * hd};
-    return pdq_b_reshape(b, att, 3, sf, "self_attn.attn_out_flat");
+    return pdq_b_reshape(b, att, 3, sf, "%s.attn_out_flat", l->nm->attn);
 }
 
 /* A decoder linear: FULLY_CONNECTED of x with weight ws[id] and, when present, bias bs[id]. */
-static int linear(pdq_bld *b, const pdq_op *fc, int x, const int *ws, const int *bs, pdq_linear_id id) {
+static int linear(pdq_bld *b, const lnames *nm, const pdq_op *fc, int x, const int *ws, const int *bs,
+                  pdq_linear_id id) {
     int in[3] = {x, ws[id], bs[id]};
-    return pdq_b_op(b, PDQ_OP_FULLY_CONNECTED, in, bs[id] >= 0 ? 3 : 2, fc, "%s.%s.out", pdq_linear_parent(id),
-                    pdq_linear_name(id));
+    return pdq_b_op(b, PDQ_OP_FULLY_CONNECTED, in, bs[id] >= 0 ? 3 : 2, fc, "%s.out", nm->lin[id]);
 }
 
 pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_graph_mode mode,
@@ -262,18 +308,20 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
     int D = c->hidden_size, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, F = c->intermediate_size;
     int S = mode == PDQ_MODE_PREFILL ? max_seq : Q;
     char gname[96];
-    snprintf(gname, sizeof gname, "decoder_layer_%s_%d", mode == PDQ_MODE_PREFILL ? "prefill" : "append", layer);
-    if (mode == PDQ_MODE_APPEND && Q == 1) snprintf(gname, sizeof gname, "decoder_layer_decode_%d", layer);
+    name_fmt(gname, sizeof gname, "decoder_layer_%s_%d", mode == PDQ_MODE_PREFILL ? "prefill" : "append", layer);
+    if (mode == PDQ_MODE_APPEND && Q == 1) name_fmt(gname, sizeof gname, "decoder_layer_decode_%d", layer);
     pdq_graph *g;
     pdq_code rc = pdq_graph_new(gname, &g, st);
     if (rc != PDQ_OK) return rc;
     pdq_bld b = {.g = g, .st = st};
-    snprintf(b.prefix, sizeof b.prefix, "model.layers.%d.", layer);
+    pdq_family_layer_prefix(c, layer, b.prefix, sizeof b.prefix);
+    lnames nm;
+    layer_names(c, layer, b.prefix, &nm);
     /* the attention scale: head_dim^-0.5, or Gemma's query_pre_attn_scalar^-0.5 */
     float qk_scale = c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
     /* a sliding layer's append graphs take its whole ring as past (rt_contract.h) */
     int P = mode == PDQ_MODE_PREFILL ? 0 : pdq_ctr_past_slots(pdq_ctr_ring(c, max_seq, layer), max_seq, Q);
-    lctx l = {.b = &b, .c = c, .w = w, .o = o, .kfold = o->scale == PDQ_RT_SCALE_K_PROJ ? qk_scale : 1.0f, .B = B, .S = S, .L = P + S,
+    lctx l = {.b = &b, .c = c, .nm = &nm, .w = w, .o = o, .kfold = o->scale == PDQ_RT_SCALE_K_PROJ ? qk_scale : 1.0f, .B = B, .S = S, .L = P + S,
               .P = P, .past_k = -1, .past_v = -1, .scale = -1};
 
     /* Inputs in contract order. */
@@ -319,12 +367,12 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
             }
         }
         char name[200];
-        snprintf(name, sizeof name, "%s%s.%s.weight", b.prefix, pdq_linear_parent((pdq_linear_id)i),
-                 pdq_linear_name((pdq_linear_id)i));
+        name_fmt(name, sizeof name, "%s%s.weight", b.prefix, nm.lin[i]);
         if (b.err) { free(scaled); ws[i] = -1; continue; }
         ws[i] = scaled ? pdq_graph_const_owned(g, name, PDQ_TF32, 2, shp, scaled, st)
                        : pdq_graph_const(g, name, PDQ_TF32, 2, shp, wd, 0, st);
         if (ws[i] < 0) b.err = 1;
+        else pdq_b_role(&b, ws[i], PDQ_ROLE_WEIGHT);
     }
     /* Biases (Qwen2's q/k/v, Llama's attention_bias / mlp_bias): FULLY_CONNECTED's third operand;
      * k's bias takes the k_proj scale fold with its weight. */
@@ -334,25 +382,26 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
         int shp[2];
         pdq_linear_shape(c, (pdq_linear_id)i, &shp[0], &shp[1]);
         int fold = i == PDQ_LIN_K && o->scale == PDQ_RT_SCALE_K_PROJ && !w->k_norm;
-        bs[i] = !w->bias[i] ? -1 : fold ? pdq_b_scaled_const(&b, shp[0], w->bias[i], 0.0f, kfold, "self_attn.k_proj.bias")
-                              : pdq_b_const(&b, 1, shp, w->bias[i], 0, "%s.%s.bias", pdq_linear_parent((pdq_linear_id)i),
-                                            pdq_linear_name((pdq_linear_id)i));
+        char bname[128];
+        name_fmt(bname, sizeof bname, "%s.bias", nm.lin[i]);
+        bs[i] = !w->bias[i] ? -1 : fold ? pdq_b_scaled_const(&b, shp[0], w->bias[i], 0.0f, kfold, bname)
+                              : pdq_b_const(&b, 1, shp, w->bias[i], 0, "%s", bname);
+        if (bs[i] >= 0) pdq_b_role(&b, bs[i], PDQ_ROLE_BIAS);
     }
     /* the block's norms: Llama's two pre-norms, or Gemma's four (sandwich: each branch's output
      * normed before its residual add), named as HF names them */
     int sandwich = pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH;
-    int g_in = pdq_b_gamma(&b, c, D, w->attn_norm, 1.0f, PDQ_ROLE_ATTN_NORM, "input_layernorm.weight");
-    int g_post = pdq_b_gamma(&b, c, D, w->ffn_norm, 1.0f, PDQ_ROLE_FFN_NORM,
-                             sandwich ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
-    int g_attn_out = sandwich ? pdq_b_gamma(&b, c, D, w->post_attn_norm, 1.0f, PDQ_ROLE_POST_ATTN_NORM,
-                                            "post_attention_layernorm.weight")
-                              : -1;
-    int g_ffn_out = sandwich ? pdq_b_gamma(&b, c, D, w->post_ffn_norm, 1.0f, PDQ_ROLE_POST_FFN_NORM,
-                                           "post_feedforward_layernorm.weight")
-                             : -1;
+    char gn[4][128];
+    static const pdq_role_kind gk[4] = {PDQ_ROLE_ATTN_NORM, PDQ_ROLE_FFN_NORM, PDQ_ROLE_POST_ATTN_NORM,
+                                        PDQ_ROLE_POST_FFN_NORM};
+    for (int i = 0; i < 4; i++) name_fmt(gn[i], sizeof gn[i], "%s.weight", nm.norm[gk[i]]);
+    int g_in = pdq_b_gamma(&b, c, D, w->attn_norm, 1.0f, PDQ_ROLE_ATTN_NORM, gn[0]);
+    int g_post = pdq_b_gamma(&b, c, D, w->ffn_norm, 1.0f, PDQ_ROLE_FFN_NORM, gn[1]);
+    int g_attn_out = sandwich ? pdq_b_gamma(&b, c, D, w->post_attn_norm, 1.0f, PDQ_ROLE_POST_ATTN_NORM, gn[2]) : -1;
+    int g_ffn_out = sandwich ? pdq_b_gamma(&b, c, D, w->post_ffn_norm, 1.0f, PDQ_ROLE_POST_FFN_NORM, gn[3]) : -1;
     if (o->scale == PDQ_RT_SCALE_LOGITS) {
         int one[1] = {1};
-        l.scale = pdq_b_const(&b, 1, one, &qk_scale, 1, "self_attn.scale");
+        l.scale = pdq_b_const(&b, 1, one, &qk_scale, 1, "%s.scale", l.nm->attn);
     }
 
     pdq_op rms;
@@ -362,39 +411,38 @@ pdq_code pdq_build_layer(const pdq_model *m, int layer, const pdq_layer *w, pdq_
     memset(&fc, 0, sizeof fc);
     fc.opt.fc.keep_num_dims = 1;
     int in2[2] = {x, g_in};
-    int h1 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in2, 2, &rms, "input_layernorm.out");
-    int q = linear(&b, &fc, h1, ws, bs, PDQ_LIN_Q);
-    int k = linear(&b, &fc, h1, ws, bs, PDQ_LIN_K);
-    int v = linear(&b, &fc, h1, ws, bs, PDQ_LIN_V);
+    int h1 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in2, 2, &rms, "%s.out", nm.norm[PDQ_ROLE_ATTN_NORM]);
+    int q = linear(&b, &nm, &fc, h1, ws, bs, PDQ_LIN_Q);
+    int k = linear(&b, &nm, &fc, h1, ws, bs, PDQ_LIN_K);
+    int v = linear(&b, &nm, &fc, h1, ws, bs, PDQ_LIN_V);
     int new_k = -1, new_v = -1;
     int att = o->layout == PDQ_RT_LAYOUT_UNROLLED ? attn_unrolled(&l, q, k, v, &new_k, &new_v)
                                                   : attn_batched(&l, q, k, v, &new_k, &new_v);
-    int ao = linear(&b, &fc, att, ws, bs, PDQ_LIN_O);
+    int ao = linear(&b, &nm, &fc, att, ws, bs, PDQ_LIN_O);
     if (sandwich) {
         int ina[2] = {ao, g_attn_out};
-        ao = pdq_b_op(&b, PDQ_OP_RMS_NORM, ina, 2, &rms, "post_attention_layernorm.out");
+        ao = pdq_b_op(&b, PDQ_OP_RMS_NORM, ina, 2, &rms, "%s.out", nm.norm[PDQ_ROLE_POST_ATTN_NORM]);
     }
     int h = pdq_b_op2(&b, PDQ_OP_ADD, x, ao, "attn_residual");
     int in3[2] = {h, g_post};
-    int h2 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in3, 2, &rms,
-                      sandwich ? "pre_feedforward_layernorm.out" : "post_attention_layernorm.out");
-    int gt = linear(&b, &fc, h2, ws, bs, PDQ_LIN_GATE);
+    int h2 = pdq_b_op(&b, PDQ_OP_RMS_NORM, in3, 2, &rms, "%s.out", nm.norm[PDQ_ROLE_FFN_NORM]);
+    int gt = linear(&b, &nm, &fc, h2, ws, bs, PDQ_LIN_GATE);
     int act;
     if (c->act == PDQ_ACT_GELU_TANH) {
         pdq_op ge;
         memset(&ge, 0, sizeof ge);
         ge.opt.gelu.approximate = 1;
-        act = pdq_b_op(&b, PDQ_OP_GELU, &gt, 1, &ge, "mlp.act_fn.out");
+        act = pdq_b_op(&b, PDQ_OP_GELU, &gt, 1, &ge, "%s.act_fn.out", nm.mlp);
     } else {
-        int sg = pdq_b_op1(&b, PDQ_OP_LOGISTIC, gt, "mlp.act_fn.sigmoid");
-        act = pdq_b_op2(&b, PDQ_OP_MUL, gt, sg, "mlp.act_fn.out");
+        int sg = pdq_b_op1(&b, PDQ_OP_LOGISTIC, gt, "%s.act_fn.sigmoid", nm.mlp);
+        act = pdq_b_op2(&b, PDQ_OP_MUL, gt, sg, "%s.act_fn.out", nm.mlp);
     }
-    int up = linear(&b, &fc, h2, ws, bs, PDQ_LIN_UP);
-    int mm = pdq_b_op2(&b, PDQ_OP_MUL, act, up, "mlp.mul");
-    int dn = linear(&b, &fc, mm, ws, bs, PDQ_LIN_DOWN);
+    int up = linear(&b, &nm, &fc, h2, ws, bs, PDQ_LIN_UP);
+    int mm = pdq_b_op2(&b, PDQ_OP_MUL, act, up, "%s.mul", nm.mlp);
+    int dn = linear(&b, &nm, &fc, mm, ws, bs, PDQ_LIN_DOWN);
     if (sandwich) {
         int inf[2] = {dn, g_ffn_out};
-        dn = pdq_b_op(&b, PDQ_OP_RMS_NORM, inf, 2, &rms, "post_feedforward_layernorm.out");
+        dn = pdq_b_op(&b, PDQ_OP_RMS_NORM, inf, 2, &rms, "%s.out", nm.norm[PDQ_ROLE_POST_FFN_NORM]);
     }
     int y = pdq_b_op2(&b, PDQ_OP_ADD, h, dn, "out");
     (void)F;

@@ -30,6 +30,16 @@ for fam in qwen2 qwen3 llama-bias phi3 phi4mini; do
         --act-nsamples 2 --verify-steps 4 --export circle-full,circle-per-layer --append-bucket 4 --out "$q" \
         --quiet >"$tmp/$fam.log" 2>&1 || { bad "$fam quantize: $(tail -n 2 "$tmp/$fam.log")"; continue; }
     check "$fam-report" "jq -e '.export.quality.equal_in_memory == true' '$q/report.json' >/dev/null"
+    # the files carry the family's own names (its role table): Phi-3's q is the part of qkv_proj it
+    # is cut from, Llama keeps q_proj; ptq.json's grids are keyed by the same names
+    "$PDQ" inspect "$q/circle/decoder_layer_decode_1.q.circle" --json | jq -r '.tensors[].name' >"$tmp/$fam.names"
+    case $fam in
+    phi3 | phi4mini) check "$fam-names" "grep -qx model.layers.1.self_attn.qkv_proj.q.weight '$tmp/$fam.names' &&
+        grep -qx model.layers.1.mlp.gate_up_proj.up.out '$tmp/$fam.names' && ! grep -Eq '[.](q|k|v|gate|up)_proj' '$tmp/$fam.names' &&
+        jq -e '.edges | has(\"model.layers.1.self_attn.qkv_proj.k.out\")' '$q/ptq.json' >/dev/null" ;;
+    llama-bias) check "$fam-names" "grep -qx model.layers.1.self_attn.q_proj.bias '$tmp/$fam.names' &&
+        grep -qx model.layers.1.mlp.up_proj.out '$tmp/$fam.names' && ! grep -q qkv_proj '$tmp/$fam.names'" ;;
+    esac
     out=$("$PDQ" verify --circle "$q/circle" --model "$q" --ids "5 9 13 77 2 3" --steps 8 2>&1 | tail -n 1)
     case "$out" in "PASS  max |circle - in-memory| 0.000e+00 (tol 0.0e+00), tokens identical"*) ok "$fam circle == in-memory" ;;
     *) bad "$fam circle vs in-memory: $out" ;; esac
@@ -51,8 +61,8 @@ for fam in qwen2 qwen3 llama-bias phi3 phi4mini; do
     # the quantized checkpoint (packed and dequantized) and its hf/ copy load, and agree
     check "$fam-hf-copy" "'$PDQ' info --model '$q/hf' --json | jq -e '.family' >/dev/null"
     check "$fam-hf-values" "python3 '$(dirname "$0")/lib/check_restack.py' '$q' '$m' >'$tmp/$fam.restack'"
-    [ "$fam" = phi3 ] && check "$fam-restacked" "grep -q 'qkv_proj.weight = q_proj | k_proj | v_proj' '$tmp/$fam.restack' &&
-        grep -q 'gate_up_proj.weight = gate_proj | up_proj' '$tmp/$fam.restack'"
+    [ "$fam" = phi3 ] && check "$fam-restacked" "grep -q 'qkv_proj.weight = q | k | v' '$tmp/$fam.restack' &&
+        grep -q 'gate_up_proj.weight = gate | up' '$tmp/$fam.restack'"
     # (packed kernels on the codes against f32 on the dequantized copy: equal to rounding)
     seq 1 3 300 | awk '{ print $1 % 500 }' >"$tmp/ids"
     pq=$("$PDQ" ppl --model "$q" --ids-file "$tmp/ids" --max-len 32 --stride 32 --json 2>/dev/null | jq .ppl)

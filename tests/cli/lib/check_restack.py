@@ -56,15 +56,16 @@ def main():
     if sorted(sh) != sorted(hh):
         print('hf/ names differ from the source: %s' % sorted(set(sh) ^ set(hh)))
         bad = 1
-    STACKS = {'qkv_proj': ['q_proj', 'k_proj', 'v_proj'], 'gate_up_proj': ['gate_proj', 'up_proj']}
+    # pdq's modules cut from a stacked tensor: "<stacked>.q", ... (pdq_linear_module)
+    STACKS = {'qkv_proj': ['q', 'k', 'v'], 'gate_up_proj': ['gate', 'up']}
     for name in sorted(hh):
         if hh[name]['shape'] != sh.get(name, {}).get('shape'):
             print('%s: shape %s, the source has %s' % (name, hh[name]['shape'], sh.get(name, {}).get('shape')))
             bad = 1
             continue
         mod, leaf = name.rsplit('.', 1)
-        parent, _, last = mod.rpartition(".")
-        parts = [parent + '.' + p for p in STACKS[last]] if last in STACKS else [mod]
+        last = mod.rpartition('.')[2]
+        parts = [mod + '.' + p for p in STACKS[last]] if last in STACKS else [mod]
         want = []
         for p in parts:
             if leaf == 'weight' and p in tens:
