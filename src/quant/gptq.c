@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pdq/progress.h"
 #include "pdq/quant.h"
 
 void pdq_gptq_opts_default(pdq_gptq_opts *o, int bits) {
@@ -142,6 +143,8 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
                          const char *name, const float *fixed_scale, const float *fixed_zero, int with_rtn,
                          pdq_qresult *r, pdq_status *st) {
     const pdq_qscheme *s = &o->scheme;
+    pdq_qprof *pf = o->prof;
+    double tp = pdq_now();
     pdq_code rc = pdq_qscheme_check(s, rows, cols, name, st);
     if (rc) return rc;
     if (o->blocksize <= 0) return pdq_fail(st, PDQ_ERR_ARG, "%s: block size %d must be positive", name, o->blocksize);
@@ -227,6 +230,9 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     for (int c = 0; c < cols; c++) mean += diag[c];
     double damp = (double)o->percdamp * mean / cols;
     for (int c = 0; c < cols; c++) hp[(size_t)c * cols + c] += damp;
+    double tq = pdq_now();
+    pdq_qprof_add(pf, PDQ_QP_PREPARE, tq - tp, 0);
+    tp = tq;
     int info = inv_chol_upper(hp, cols);
     if (info) {
         rc = pdq_fail(st, PDQ_ERR_NUMERIC,
@@ -235,6 +241,10 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
         goto done;
     }
     for (size_t i = 0; i < nh; i++) hinv[i] = (float)hp[i];
+    tq = pdq_now();
+    pdq_qprof_add(pf, PDQ_QP_CHOLESKY, tq - tp, 2.0 / 3.0 * (double)cols * cols * cols);
+    tp = tq;
+    double col_flops = 0; /* as the BLAS calls below are made */
 
     for (int i1 = 0; i1 < cols; i1 += bs) {
         int i2 = i1 + bs < cols ? i1 + bs : cols, count = i2 - i1;
@@ -282,11 +292,13 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
                 e[rr] = (wc[rr] - qv) / d;
             }
             /* immediate update of the rest of the block: Wt[k] -= Hinv[j][k] * e */
+            if (i2 - j - 1 > 0) col_flops += 2.0 * rows * (i2 - j - 1);
             if (i2 - j - 1 > 0)
                 cblas_sger(CblasRowMajor, i2 - j - 1, rows, -1.0f, hinv + (size_t)j * cols + j + 1, 1, e, 1,
                            wt + (size_t)(j + 1) * rows, rows);
         }
         /* lazy update of the columns after the block: Wt[i2:] -= Hinv[i1:i2, i2:]^T Err */
+        if (i2 < cols) col_flops += 2.0 * rows * count * (cols - i2);
         if (i2 < cols)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols - i2, rows, count, -1.0f,
                         hinv + (size_t)i1 * cols + i2, cols, err, rows, 1.0f, wt + (size_t)i2 * rows, rows);
@@ -295,14 +307,20 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
             goto done;
         }
     }
+    tq = pdq_now();
+    pdq_qprof_add(pf, PDQ_QP_COLUMNS, tq - tp, col_flops);
+    tp = tq;
     r->loss = pdq_quant_loss(w, r->deq, rows, cols, H);
+    double loss_flops = 2.0 * rows * (double)cols * cols;
     if (with_rtn) {
         pdq_qresult rt;
         rc = pdq_rtn_result(s, w, rows, cols, H, name, &rt, st);
         if (rc) goto done;
         r->rtn_loss = rt.loss;
         pdq_qresult_free(&rt);
+        loss_flops *= 2;
     }
+    pdq_qprof_add(pf, PDQ_QP_LOSS, pdq_now() - tp, loss_flops);
     rc = PDQ_OK;
 done:
     free(wt); free(wd); free(hd); free(hp); free(hinv); free(perm); free(ptmp); free(diag);
