@@ -105,8 +105,9 @@ typedef struct {
 const char *pdq_qphase_name(pdq_qphase p);
 /* Adds seconds and flops to phase p of prof (prof NULL: nothing). */
 void pdq_qprof_add(pdq_qprof *prof, pdq_qphase p, double seconds, double flops);
-/* FLOPs of one decoder layer's forward over T tokens of one window (no cache). */
-double pdq_layer_forward_flops(const pdq_config *c, int T);
+/* FLOPs of one decoder layer's forward over T tokens of one window (no cache), up to the input
+ * of `stop` (PDQ_LIN_Q, _O, _GATE, _DOWN as pdq_model_layer_inputs; PDQ_LIN_COUNT: all of it). */
+double pdq_layer_forward_flops(const pdq_config *c, int T, pdq_linear_id stop);
 /* The machine's float GEMM rate now: square n x n x n sgemm repeated for about `seconds` on the
  * BLAS threads as set (one warm-up call, then the mean rate of the repeats, GFLOP/s). */
 pdq_code pdq_sgemm_probe(int n, double seconds, double *gflops, pdq_status *st);

@@ -26,14 +26,22 @@ void pdq_qprof_add(pdq_qprof *prof, pdq_qphase p, double seconds, double flops) 
     prof->flops[p] += flops;
 }
 
-double pdq_layer_forward_flops(const pdq_config *c, int T) {
-    double lin = 0;
-    for (int i = 0; i < PDQ_LIN_COUNT; i++) {
-        int out, in;
-        pdq_linear_shape(c, (pdq_linear_id)i, &out, &in);
-        lin += (double)out * in;
-    }
-    return 2.0 * T * lin + 4.0 * (double)T * T * c->head_dim * c->n_heads;
+static double linear_flops(const pdq_config *c, pdq_linear_id id, int T) {
+    int out, in;
+    pdq_linear_shape(c, id, &out, &in);
+    return 2.0 * T * (double)out * in;
+}
+
+double pdq_layer_forward_flops(const pdq_config *c, int T, pdq_linear_id stop) {
+    if (stop == PDQ_LIN_Q) return 0; /* the input of q/k/v is the first norm's output */
+    double f = linear_flops(c, PDQ_LIN_Q, T) + linear_flops(c, PDQ_LIN_K, T) + linear_flops(c, PDQ_LIN_V, T) +
+               4.0 * (double)T * T * c->head_dim * c->n_heads;
+    if (stop == PDQ_LIN_O) return f;
+    f += linear_flops(c, PDQ_LIN_O, T);
+    if (stop == PDQ_LIN_GATE) return f;
+    f += linear_flops(c, PDQ_LIN_GATE, T) + linear_flops(c, PDQ_LIN_UP, T);
+    if (stop == PDQ_LIN_DOWN) return f;
+    return f + linear_flops(c, PDQ_LIN_DOWN, T);
 }
 
 pdq_code pdq_sgemm_probe(int n, double seconds, double *gflops, pdq_status *st) {

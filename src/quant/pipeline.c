@@ -3,7 +3,8 @@
  * GPTQ: the embedding is quantized first (so calibration sees it), the layer-0 inputs of every
  * calibration window are cached, then per layer the linears are quantized in four sequential
  * groups -- q/k/v (one input), o, gate/up (one input), down -- each group's Hessian collected by
- * running the layer (with the earlier groups already quantized) over all windows; finally the
+ * running the layer (with the earlier groups already quantized) over all windows, each pass only
+ * as far as the group's input (pdq_model_layer_inputs); finally the
  * fully quantized layer turns the cache into the next layer's inputs. lm_head last (RTN, or GPTQ
  * on the final-norm outputs). RTN needs no calibration. Weights are replaced in place by their
  * dequantized values; codes/grids/losses go to pdq_qmodel. */
@@ -224,10 +225,10 @@ typedef struct {
 
 /* A calibration forward began at t0 with h0 Hessian seconds counted: its own time (the Hessians
  * its hooks added are theirs) and FLOPs. */
-static void forward_done(pdq_qprof *prof, double t0, double h0, const pdq_config *c, int T) {
+static void forward_done(pdq_qprof *prof, double t0, double h0, const pdq_config *c, int T, pdq_linear_id stop) {
     if (prof)
         pdq_qprof_add(prof, PDQ_QP_FORWARD, pdq_now() - t0 - (prof->seconds[PDQ_QP_HESSIAN] - h0),
-                      pdq_layer_forward_flops(c, T));
+                      pdq_layer_forward_flops(c, T, stop));
 }
 
 static double hessian_seconds(const pdq_qprof *prof) { return prof ? prof->seconds[PDQ_QP_HESSIAN] : 0; }
@@ -241,7 +242,7 @@ static pdq_code orig_window(void *ctx, int w, pdq_hessian *hs, pdq_status *st) {
     double t0 = pdq_now(), h0 = hessian_seconds(c->prof);
     pdq_code rc = pdq_model_layer_forward(c->m, c->l, &c->m->layers[c->l], NULL, 1, c->T,
                                           c->x + (size_t)w * c->T * c->m->cfg.hidden_size, NULL, NULL, hessian4_hook, &hc, st);
-    forward_done(c->prof, t0, h0, &c->m->cfg, c->T);
+    forward_done(c->prof, t0, h0, &c->m->cfg, c->T, PDQ_LIN_COUNT);
     memcpy(hs, hc.h, sizeof hc.h); /* the row counts */
     step(c->pg, 5);
     return rc ? rc : hc.rc;
@@ -345,9 +346,9 @@ static pdq_code group_window(void *ctx, int w, pdq_hessian *hs, pdq_status *st) 
     double t0 = pdq_now(), h0 = hessian_seconds(c->prof);
     memcpy(c->tmp, c->x + (size_t)w * TD, TD * sizeof(float));
     hook_ctx hc = {hs, c->which, st, PDQ_OK};
-    pdq_code rc = pdq_model_layer_forward(c->m, c->l, &c->m->layers[c->l], NULL, 1, c->T, c->tmp, NULL, NULL,
-                                          hessian_hook, &hc, st);
-    forward_done(c->prof, t0, h0, &c->m->cfg, c->T);
+    /* only as far as the group's input: the rest of the layer would be thrown away */
+    pdq_code rc = pdq_model_layer_inputs(c->m, c->l, &c->m->layers[c->l], c->T, c->tmp, c->which, hessian_hook, &hc, st);
+    forward_done(c->prof, t0, h0, &c->m->cfg, c->T, c->which);
     step(c->pg, 1);
     return rc ? rc : hc.rc;
 }
@@ -391,7 +392,7 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spl
         for (int s = 0; !rc && s < sp->nlocal; s++) {
             double t0 = pdq_now();
             rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, x + (size_t)s * T * D, NULL, NULL, NULL, NULL, st);
-            forward_done(o->prof, t0, hessian_seconds(o->prof), c, T);
+            forward_done(o->prof, t0, hessian_seconds(o->prof), c, T, PDQ_LIN_COUNT);
             step(pg, 1);
         }
         pdq_model_layer_release(m, l);

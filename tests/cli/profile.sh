@@ -25,9 +25,12 @@ hd = c.get("head_dim") or D // H
 lin = [(H * hd, D), (KV * hd, D), (KV * hd, D), (D, H * hd), (F, D), (F, D), (D, F)]  # q k v o gate up down: (out, in)
 want = {"forward": 0, "hessian": 0, "cholesky_inverse": 0, "column_loop": 0, "loss": 0}
 for layer in range(L):
-    # 4 hooked passes (one per input group) + the quantized layer's output pass, per window
-    fwd = 2 * T * sum(o * i for o, i in lin) + 4 * T * T * hd * H
-    want["forward"] += 5 * ns * fwd
+    # per window: 4 hooked passes, each stopped at its group's input (q/k/v: the norm only; o:
+    # q, k, v and attention; gate/up: and o; down: and gate, up), then the quantized layer's output
+    mm = [2 * T * o * i for o, i in lin]
+    attn = 4 * T * T * hd * H  # QK^T and PV over the full T x T square
+    to_o = mm[0] + mm[1] + mm[2] + attn
+    want["forward"] += ns * (0 + to_o + (to_o + mm[3]) + (to_o + mm[3] + mm[4] + mm[5]) + sum(mm) + attn)
     for n in (D, H * hd, D, F):  # inputs of q/k/v, o, gate/up, down: T rows per window, ssyrk
         want["hessian"] += ns * T * n * (n + 1)
     for rows, n in lin:
