@@ -103,21 +103,44 @@ pdq_code pdq_rtn_result(const pdq_qscheme *s, const float *w, int rows, int cols
  * from one Cholesky of the reversed matrix: with J the reversal, J H J = L L^T gives
  * inv(H) = (J L^-1 J)^T (J L^-1 J) and J L^-1 J is upper triangular with a positive diagonal, so
  * it is U (2/3 n^3: potrf + trtri). */
-static int inv_chol_upper(double *h, int n) {
+enum { TILE = 32 };
+
+/* The lower triangle (diagonal included) between row-major a and column-major t, tile by tile
+ * (to_col: a -> t, else t -> a): the copies LAPACKE's row-major calls make element by element,
+ * which at n in the thousands miss the cache and the TLB on every element. */
+static void lower_layout(double *a, double *t, int n, int to_col) {
+    for (int ib = 0; ib < n; ib += TILE)
+        for (int jb = 0; jb <= ib; jb += TILE) {
+            int ie = ib + TILE < n ? ib + TILE : n;
+            for (int i = ib; i < ie; i++) {
+                int je = jb + TILE < i + 1 ? jb + TILE : i + 1;
+                double *ar = a + (size_t)i * n;
+                for (int j = jb; j < je; j++) {
+                    if (to_col) t[i + (size_t)j * n] = ar[j];
+                    else ar[j] = t[i + (size_t)j * n];
+                }
+            }
+        }
+}
+
+/* t: [n*n] scratch for the column-major factor (the same numbers LAPACKE's row-major potrf and
+ * trtri compute: the same LAPACK routines on the same lower triangle). */
+static int inv_chol_upper(double *h, double *t, int n) {
     size_t nn = (size_t)n * n;
     for (size_t i = 0; i < nn / 2; i++) { /* J H J: reverse the row-major storage */
-        double t = h[i];
+        double x = h[i];
         h[i] = h[nn - 1 - i];
-        h[nn - 1 - i] = t;
+        h[nn - 1 - i] = x;
     }
-    int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, h, n);
+    lower_layout(h, t, n, 1);
+    int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, t, n);
+    if (!info) info = LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'L', 'N', n, t, n);
     if (info) return info;
-    info = LAPACKE_dtrtri(LAPACK_ROW_MAJOR, 'L', 'N', n, h, n);
-    if (info) return info;
+    lower_layout(h, t, n, 0);
     for (size_t i = 0; i < nn / 2; i++) { /* J L^-1 J, upper */
-        double t = h[i];
+        double x = h[i];
         h[i] = h[nn - 1 - i];
-        h[nn - 1 - i] = t;
+        h[nn - 1 - i] = x;
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++) h[(size_t)i * n + j] = 0.0;
@@ -159,6 +182,8 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     size_t nw = (size_t)rows * cols, nh = (size_t)cols * cols;
     float *wt = malloc(nw * sizeof(float));          /* [cols][rows], permuted columns */
     float *wd = malloc(nw * sizeof(float));          /* dead-zeroed W, row-major, for up-front grids */
+    float *dt = wd;                                  /* then the values [cols][rows] as quantized */
+    uint8_t *ct = malloc(nw);                        /* the codes [cols][rows] as quantized */
     double *hd = malloc(nh * sizeof(double));
     double *hp = malloc(nh * sizeof(double));
     float *hinv = malloc(nh * sizeof(float));
@@ -178,7 +203,7 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
         if (!snap || !gbuf) err = (free(err), NULL);
     }
     if (static_groups) { ssc = malloc((size_t)rows * ng * sizeof(float)); sze = malloc((size_t)rows * ng * sizeof(float)); }
-    if (!wt || !wd || !hd || !hp || !hinv || !perm || !ptmp || !diag || !sc || !ze || !err ||
+    if (!wt || !wd || !ct || !hd || !hp || !hinv || !perm || !ptmp || !diag || !sc || !ze || !err ||
         (static_groups && (!ssc || !sze))) {
         rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for GPTQ on [%d, %d]", name, rows, cols);
         goto done;
@@ -221,9 +246,18 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
         for (int rr = 0; rr < rows; rr++) { r->scale[rr] = sc[rr]; r->zero[rr] = ze[rr]; }
 
     if (o->actorder) argsort_desc(diag, perm, ptmp, cols);
+    /* Wt = W[:, perm]^T, TILE rows of W at a time (a column-by-column read would miss the cache
+     * and the TLB on every element) */
+    for (int r0 = 0; r0 < rows; r0 += TILE) {
+        int r1 = r0 + TILE < rows ? r0 + TILE : rows;
+        for (int j = 0; j < cols; j++) {
+            const float *src = wd + (size_t)r0 * cols + perm[j];
+            float *dst = wt + (size_t)j * rows;
+            for (int rr = r0; rr < r1; rr++, src += cols) dst[rr] = *src;
+        }
+    }
     for (int j = 0; j < cols; j++) {
         int c = perm[j];
-        for (int rr = 0; rr < rows; rr++) wt[(size_t)j * rows + rr] = wd[(size_t)rr * cols + c];
         for (int k = 0; k < cols; k++) hp[(size_t)j * cols + k] = hd[(size_t)c * cols + perm[k]];
     }
     double mean = 0.0;
@@ -233,7 +267,7 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     double tq = pdq_now();
     pdq_qprof_add(pf, PDQ_QP_PREPARE, tq - tp, 0);
     tp = tq;
-    int info = inv_chol_upper(hp, cols);
+    int info = inv_chol_upper(hp, hd, cols); /* hd is free from here: the factor's scratch */
     if (info) {
         rc = pdq_fail(st, PDQ_ERR_NUMERIC,
                       "%s: Hessian not positive definite after dampening (LAPACK info %d; raise --percdamp)",
@@ -287,8 +321,8 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
             for (int rr = 0; rr < rows; rr++) {
                 int q = pdq_qcode(wc[rr], sc[rr], ze[rr], maxq);
                 float qv = sc[rr] * ((float)q - ze[rr]);
-                r->codes[(size_t)rr * cols + c] = (uint8_t)q;
-                r->deq[(size_t)rr * cols + c] = qv;
+                ct[(size_t)j * rows + rr] = (uint8_t)q;
+                dt[(size_t)j * rows + rr] = qv;
                 e[rr] = (wc[rr] - qv) / d;
             }
             /* immediate update of the rest of the block: Wt[k] -= Hinv[j][k] * e */
@@ -307,6 +341,19 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
             goto done;
         }
     }
+    /* codes and values back to [rows, cols] in the original column order, TILE rows at a time */
+    for (int r0 = 0; r0 < rows; r0 += TILE) {
+        int r1 = r0 + TILE < rows ? r0 + TILE : rows;
+        for (int j = 0; j < cols; j++) {
+            size_t at = (size_t)r0 * cols + perm[j];
+            const uint8_t *cs = ct + (size_t)j * rows;
+            const float *ds = dt + (size_t)j * rows;
+            for (int rr = r0; rr < r1; rr++, at += cols) {
+                r->codes[at] = cs[rr];
+                r->deq[at] = ds[rr];
+            }
+        }
+    }
     tq = pdq_now();
     pdq_qprof_add(pf, PDQ_QP_COLUMNS, tq - tp, col_flops);
     tp = tq;
@@ -323,7 +370,7 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     pdq_qprof_add(pf, PDQ_QP_LOSS, pdq_now() - tp, loss_flops);
     rc = PDQ_OK;
 done:
-    free(wt); free(wd); free(hd); free(hp); free(hinv); free(perm); free(ptmp); free(diag);
+    free(wt); free(wd); free(ct); free(hd); free(hp); free(hinv); free(perm); free(ptmp); free(diag);
     free(sc); free(ze); free(err); free(ssc); free(sze); free(snap); free(gbuf);
     if (rc) pdq_qresult_free(r);
     return rc;
