@@ -142,6 +142,12 @@ pdq_code pdq_model_layer_forward(const pdq_model *m, int layer_index, const pdq_
                                  const int32_t *pos, pdq_linear_hook hook, void *hook_ctx,
                                  pdq_status *st);
 
+/* The same forward of one window (B 1, no cache) stopped right after the hook has seen the input
+ * of `which` (PDQ_LIN_Q, PDQ_LIN_O, PDQ_LIN_GATE or PDQ_LIN_DOWN): GPTQ's calibration needs one
+ * group's input per pass, not the layer's output. x is left partly updated. */
+pdq_code pdq_model_layer_inputs(const pdq_model *m, int layer_index, const pdq_layer *layer, int T, float *x,
+                                pdq_linear_id which, pdq_linear_hook hook, void *hook_ctx, pdq_status *st);
+
 /* Final norm + lm_head on n rows of x[n*D] -> logits[n*V]. */
 void pdq_model_head(const pdq_model *m, int n, const float *x, float *logits);
 

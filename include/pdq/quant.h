@@ -82,6 +82,36 @@ pdq_code pdq_qoverride_parse(const char *spec, pdq_qoverride *out, pdq_status *s
 /* Bits for the module full_name ("model.layers.3.mlp.down_proj"), or def. */
 int pdq_qoverride_bits(pdq_qoverride *ov, int n, const char *full_name, int def);
 
+/* --- Time and work of the quantizer by phase (pdq quantize --profile; src/quant/flops.c). The
+ * FLOPs are counted from the shapes of each call as the code makes it (formulas in flops.c and
+ * docs/speed.md); the seconds are wall time. A NULL pdq_qprof * anywhere: nothing is counted. */
+typedef enum {
+    PDQ_QP_FORWARD = 0, /* calibration layer forwards (FP32 and through quantized linears), Hessian excluded */
+    PDQ_QP_HESSIAN,     /* X^T X: one SYRK per window and linear group, its double accumulation */
+    PDQ_QP_PREPARE,     /* GPTQ's setup: dead columns, grids, act-order permutation of W and H */
+    PDQ_QP_CHOLESKY,    /* upper Cholesky factor of inv(H): potrf + trtri in double */
+    PDQ_QP_COLUMNS,     /* the column loop: quantize, rank-1 updates in the block, lazy GEMM after it */
+    PDQ_QP_LOSS,        /* tr(dW H dW^T) of the GPTQ result and of its RTN reference (a metric) */
+    PDQ_QP_RTN,         /* round-to-nearest tables (embedding, lm_head) and --method rtn */
+    PDQ_QP_COUNT
+} pdq_qphase;
+
+typedef struct {
+    double seconds[PDQ_QP_COUNT];
+    double flops[PDQ_QP_COUNT];
+} pdq_qprof;
+
+/* The phase's name in report.json ("forward", "hessian", ...). */
+const char *pdq_qphase_name(pdq_qphase p);
+/* Adds seconds and flops to phase p of prof (prof NULL: nothing). */
+void pdq_qprof_add(pdq_qprof *prof, pdq_qphase p, double seconds, double flops);
+/* FLOPs of one decoder layer's forward over T tokens of one window (no cache), up to the input
+ * of `stop` (PDQ_LIN_Q, _O, _GATE, _DOWN as pdq_model_layer_inputs; PDQ_LIN_COUNT: all of it). */
+double pdq_layer_forward_flops(const pdq_config *c, int T, pdq_linear_id stop);
+/* The machine's float GEMM rate now: square n x n x n sgemm repeated for about `seconds` on the
+ * BLAS threads as set (one warm-up call, then the mean rate of the repeats, GFLOP/s). */
+pdq_code pdq_sgemm_probe(int n, double seconds, double *gflops, pdq_status *st);
+
 /* --- Hessian of a linear's input: H = 2/N sum_x x x^T over N input rows, accumulated in double
  * from float BLAS SYRK products, batch by batch. --- */
 typedef struct {
@@ -89,6 +119,7 @@ typedef struct {
     long rows;      /* N so far */
     double *acc;    /* [n*n], upper triangle valid until pdq_hessian_get */
     float *tmp;     /* [n*n] SYRK scratch */
+    pdq_qprof *prof; /* NULL, or where the SYRKs' time and FLOPs go (set after init) */
 } pdq_hessian;
 
 pdq_code pdq_hessian_init(pdq_hessian *h, int n, pdq_status *st);
@@ -116,6 +147,7 @@ typedef struct {
                          * result has the least tr(dw H dw^T) (per-channel only) */
     int mse_gptq_steps; /* 10 */
     float mse_gptq_range; /* 0.25 */
+    pdq_qprof *prof;    /* NULL, or where GPTQ's phases add their time and FLOPs */
 } pdq_gptq_opts;
 
 void pdq_gptq_opts_default(pdq_gptq_opts *o, int bits);
@@ -184,6 +216,7 @@ typedef struct {
     const struct pdq_dist *dist; /* NULL, or the job's ranks (src/dist): windows split across them */
     int calib_chunk;        /* windows per Hessian chunk (0 = 1): chunk sums added in window order,
                              * the same for any number of ranks; 1 keeps the one-process sums */
+    pdq_qprof *prof;        /* NULL, or the phases' time and FLOPs (gptq.prof is set from it) */
 } pdq_quant_opts;
 
 void pdq_quant_opts_default(pdq_quant_opts *o, int bits);

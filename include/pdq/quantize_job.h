@@ -42,6 +42,8 @@ typedef struct {
     int task_shots;             /* mmlu dev questions before each */
     int threads;                /* <= 0: all cores */
     int quiet;                  /* no per-module table among the results */
+    int profile;                /* report.json's "profile": each phase's seconds and counted FLOPs
+                                 * against an sgemm probe run in the same job (about 1 s more) */
     int argc;                   /* the command line, compared across the ranks of a pdq-mpi job */
     char **argv;                /* (NULL: nothing to compare) */
 } pdq_quantize_plan;

@@ -38,6 +38,8 @@ static const char *k_usage =
     "  --eval-fp32-ppl X    reuse a known FP32 perplexity of the same file and windows (sweeps)\n"
     "  --threads N          BLAS/threads (default: all cores)\n"
     "  --quiet              no per-module table\n"
+    "  --profile            time and counted FLOPs of each phase against an sgemm probe of this run\n"
+    "                       (about 1 s more), in report.json (\"profile\") and a table after the summary\n"
     "  --json               the closing summary as one JSON document on stdout (the rest goes to stderr)\n"
     "  --eval-tokens N      evaluate on the first N tokens of --eval only (a quick look)\n"
     "  --kld                KL divergence of the quantized weights against the FP32 model on --eval (as\n"
@@ -99,6 +101,7 @@ int cmd_quantize(int argc, char **argv) {
     o.orig_inputs = args_flag(&a, "--gptq-orig-inputs");
     o.calib_chunk = (int)args_int_range(&a, "--calib-chunk", 1, 1, 1 << 20);
     int threads = args_threads(&a), quiet = args_flag(&a, "--quiet"), json = args_flag(&a, "--json");
+    int profile = args_flag(&a, "--profile");
     long eval_tokens = args_int_range(&a, "--eval-tokens", 0, 2, LONG_MAX);
     int eval_len = (int)args_int_range(&a, "--eval-len", 256, 2, 1 << 20);
     int eval_stride = (int)args_int_range(&a, "--eval-stride", 256, 1, 1 << 20);
@@ -162,6 +165,7 @@ int cmd_quantize(int argc, char **argv) {
     plan.task_shots = task_shots;
     plan.threads = threads;
     plan.quiet = quiet;
+    plan.profile = profile;
     plan.argc = argc;
     plan.argv = argv;
 

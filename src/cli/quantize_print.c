@@ -43,6 +43,24 @@ static int dir_files(const char *dir) {
 
 static double mib(double b) { return b / 1048576.0; }
 
+/* --profile's table: one line per phase, GFLOP/s where FLOPs were counted. */
+static void profile_print(const cJSON *p) {
+    if (!cJSON_IsObject(p)) return;
+    double total = num(p, "total_seconds", NULL, NULL), sg = num(p, "sgemm_gflops", NULL, NULL);
+    printf("\n== profile == sgemm %.1f GFLOP/s on %.0f thread(s) (probes %.1f, %.1f)\n", sg, num(p, "threads", NULL, NULL),
+           num(p, "sgemm_gflops_start", NULL, NULL), num(p, "sgemm_gflops_end", NULL, NULL));
+    printf("%-18s %10s %7s %10s %9s %8s\n", "phase", "seconds", "share", "GFLOP", "GFLOP/s", "of sgemm");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, at(p, "phases", NULL, NULL)) {
+        const cJSON *name = at(e, "name", NULL, NULL);
+        double sec = num(e, "seconds", NULL, NULL), gf = num(e, "gflop", NULL, NULL);
+        printf("%-18s %10.2f %6.1f%%", cJSON_IsString(name) ? name->valuestring : "?", sec, total > 0 ? 100 * sec / total : 0);
+        if (gf >= 0) printf(" %10.1f %9.1f %7.1f%%\n", gf, num(e, "gflop_s", NULL, NULL), 100 * num(e, "fraction_of_sgemm", NULL, NULL));
+        else printf(" %10s %9s %8s\n", "-", "-", "-");
+    }
+    printf("%-18s %10.2f\n", "total", total);
+}
+
 int quantize_summary_print(const char *outdir, const pdq_quantize_result *res, int json) {
     char path[4200], p2[4300];
     snprintf(path, sizeof path, "%s/report.json", outdir);
@@ -56,7 +74,9 @@ int quantize_summary_print(const char *outdir, const pdq_quantize_result *res, i
         cJSON_Delete(r);
         return 1;
     }
-    if (json) {
+    if (json) { /* the summary, with the profile when there is one */
+        cJSON *pr = cJSON_DetachItemFromObjectCaseSensitive(r, "profile");
+        if (pr) cJSON_AddItemToObject((cJSON *)s, "profile", pr);
         char *js = cJSON_Print(s);
         if (js) printf("%s\n", js);
         free(js);
@@ -102,6 +122,7 @@ int quantize_summary_print(const char *outdir, const pdq_quantize_result *res, i
     snprintf(p2, sizeof p2, "%s/ptq.json", outdir);
     printf("outputs      %s/: report.json, report.html, pdq_quant.json + model.q.safetensors, hf/%s%s\n", outdir,
            file_bytes(p2) >= 0 ? ", ptq.json" : "", cb >= 0 ? ", circle/" : "");
+    profile_print(at(r, "profile", NULL, NULL));
     cJSON_Delete(r);
     return 0;
 }

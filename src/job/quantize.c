@@ -15,6 +15,7 @@
 #include "pdq/quantize_job.h"
 #include "pdq/report.h"
 #include "preflight.h"
+#include "profile.h"
 #include "prompts.h"
 #include "ranks.h"
 #include "summary.h"
@@ -100,6 +101,7 @@ static int run(const job_ctx *jc, const pdq_quantize_plan *plan, pdq_quantize_re
 
     quantize_times tm;
     quantize_times_init(&tm);
+    quantize_profile prof = {0};
     double t_start = pdq_now(), t0;
     int status = 1;
     int32_t *eval_ids = NULL, *text = NULL, *windows = NULL;
@@ -128,6 +130,11 @@ static int run(const job_ctx *jc, const pdq_quantize_plan *plan, pdq_quantize_re
     }
     quantize_job_check(&job, plan->argc, plan->argv, dir, calib, evalf);
     pdq_set_threads(m, threads);
+    if (plan->profile && job.lead) {
+        if (quantize_profile_probe(j, &prof, threads, 0)) goto done;
+        o.prof = &prof.q;
+        pdq_set_threads(m, threads);
+    }
     if (evalf && eval_len > m->cfg.max_position_embeddings) {
         job_note(j, "note: --eval-len %d capped to max_position_embeddings %d", eval_len, m->cfg.max_position_embeddings);
         eval_len = m->cfg.max_position_embeddings;
@@ -157,6 +164,7 @@ static int run(const job_ctx *jc, const pdq_quantize_plan *plan, pdq_quantize_re
     if (calib && (o.method == PDQ_QM_GPTQ || abits != PDQ_ADT_FLOAT || tro.smooth) &&
         pdq_calib_tokenize(dir, calib, &text, &n_text, &bos, &st))
         goto fail;
+    prof.tokenize_s = pdq_now() - t0;
     if (o.method == PDQ_QM_GPTQ || tro.smooth) {
         int cap = m->cfg.max_position_embeddings;
         if (seq_len <= 0) {
@@ -332,8 +340,9 @@ static int run(const job_ctx *jc, const pdq_quantize_plan *plan, pdq_quantize_re
         m = NULL;
         if (quantize_tasks_run(j, &tko, fp32_dir, out, abits != PDQ_ADT_FLOAT, buckets, threads)) goto done;
     }
+    if (plan->profile && quantize_profile_probe(j, &prof, threads, 1)) goto done;
     tm.total = pdq_now() - t_start;
-    if (quantize_summary(j, dir, out, &tm, res->have_kld ? &res->kld : NULL)) goto done;
+    if (quantize_summary(j, dir, out, &tm, res->have_kld ? &res->kld : NULL, plan->profile ? &prof : NULL)) goto done;
     if (pdq_report_html(out, NULL, &st)) goto fail;
     status = 0;
     goto done;

@@ -10,6 +10,7 @@
 #include "pdq/family.h"
 #include "pdq/file.h"
 #include "io/json_field.h"
+#include "profile.h"
 
 static const char *const k_phase[QS_COUNT] = {"fp32_eval", "calibration", "weights", "save", "quant_eval",
                                               "activations", "export", "export_check"};
@@ -58,7 +59,7 @@ void quantize_split_export_time(const job_ctx *j, const char *outdir, double sec
 }
 
 int quantize_summary(const job_ctx *j, const char *model_dir, const char *outdir, quantize_times *t,
-                     const pdq_kld_result *kld) {
+                     const pdq_kld_result *kld, const struct quantize_profile *prof) {
     char path[4200], p2[4300];
     snprintf(path, sizeof path, "%s/report.json", outdir);
     cJSON *r = job_read_json(j, path, 0);
@@ -143,6 +144,8 @@ int quantize_summary(const job_ctx *j, const char *model_dir, const char *outdir
 
     cJSON_DeleteItemFromObjectCaseSensitive(r, "summary");
     cJSON_AddItemToObject(r, "summary", s);
+    cJSON_DeleteItemFromObjectCaseSensitive(r, "profile");
+    if (prof) cJSON_AddItemToObject(r, "profile", quantize_profile_json(prof, t));
     char *txt = cJSON_Print(r);
     pdq_status_clear(&st);
     pdq_code wrc = pdq_file_write_text(path, txt, 0, NULL, &st); /* atomic: pdq/file.h */

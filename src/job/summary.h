@@ -31,9 +31,10 @@ void quantize_times_init(quantize_times *t);
  * exported-pair check. */
 void quantize_split_export_time(const job_ctx *j, const char *outdir, double seconds, quantize_times *t);
 
-/* Reads OUTDIR/report.json and adds "summary" to it; t gets QS_CALIB and QS_WEIGHTS as split
- * there. 0, or 1 with the error in j. */
+/* Reads OUTDIR/report.json and adds "summary" to it (and "profile" when prof is not NULL:
+ * profile.h); t gets QS_CALIB and QS_WEIGHTS as split there. 0, or 1 with the error in j. */
+struct quantize_profile;
 int quantize_summary(const job_ctx *j, const char *model_dir, const char *outdir, quantize_times *t,
-                     const pdq_kld_result *kld);
+                     const pdq_kld_result *kld, const struct quantize_profile *prof);
 
 #endif

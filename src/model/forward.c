@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include "kernels/qmatmul.h"
+#include "pdq/family.h"
 #include "pdq/model.h"
 
 /* y[n, out] = x[n, in] · W[out, in]ᵀ. A single row goes through GEMV: decode is bandwidth-bound. */
@@ -229,7 +230,7 @@ static void attend(const pdq_config *c, const pdq_kvcache *kv, int layer, int b,
 
 static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pdq_kvcache *kv, int B,
                               int T, float *x, const uint8_t *mask, const int32_t *pos,
-                              pdq_linear_hook hook, void *hook_ctx, pdq_status *st) {
+                              pdq_linear_hook hook, void *hook_ctx, pdq_linear_id stop, pdq_status *st) {
     const pdq_config *c = &m->cfg;
     int D = c->hidden_size, H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, F = c->intermediate_size;
     int n = B * T, L = kv->len + T, cap = kv->capacity;
@@ -256,6 +257,7 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     int sandwich = pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH;
     norm(c, s.h, x, w->attn_norm, n, D);
     if (hook) hook(hook_ctx, li, PDQ_LIN_Q, s.h, n, D);
+    if (stop == PDQ_LIN_Q) goto out;
     pdq_code rc = layer_linear(m, w, PDQ_LIN_Q, s.q, s.h, n, H * hd, D, st);
     if (!rc) rc = layer_linear(m, w, PDQ_LIN_K, s.k, s.h, n, KV * hd, D, st);
     if (!rc) rc = layer_linear(m, w, PDQ_LIN_V, s.v, s.h, n, KV * hd, D, st);
@@ -287,6 +289,7 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     for (int b = 0; b < B; b++)
         attend(c, kv, li, b, T, s.q + (size_t)b * T * H * hd, s.att + (size_t)b * T * H * hd, s.scores);
     if (hook) hook(hook_ctx, li, PDQ_LIN_O, s.att, n, H * hd);
+    if (stop == PDQ_LIN_O) goto out;
     if ((rc = layer_linear(m, w, PDQ_LIN_O, s.o, s.att, n, D, H * hd, st))) {
         scratch_free(&s);
         return rc;
@@ -297,6 +300,7 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     /* MLP block: down(act(gate(h)) * up(h)), act SiLU or GELU-tanh. */
     norm(c, s.h, x, w->ffn_norm, n, D);
     if (hook) hook(hook_ctx, li, PDQ_LIN_GATE, s.h, n, D);
+    if (stop == PDQ_LIN_GATE) goto out;
     rc = layer_linear(m, w, PDQ_LIN_GATE, s.g, s.h, n, F, D, st);
     if (!rc) rc = layer_linear(m, w, PDQ_LIN_UP, s.u, s.h, n, F, D, st);
     if (rc) {
@@ -311,20 +315,22 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
             s.g[i] = g / (1.0f + expf(-g)) * s.u[i];
         }
     if (hook) hook(hook_ctx, li, PDQ_LIN_DOWN, s.g, n, F);
+    if (stop == PDQ_LIN_DOWN) goto out;
     if ((rc = layer_linear(m, w, PDQ_LIN_DOWN, s.o, s.g, n, D, F, st))) {
         scratch_free(&s);
         return rc;
     }
     if (sandwich) norm(c, s.o, s.o, w->post_ffn_norm, n, D);
     for (size_t i = 0; i < (size_t)n * D; i++) x[i] += s.o[i];
+out:
     scratch_free(&s);
     return PDQ_OK;
 }
 
-pdq_code pdq_model_layer_forward(const pdq_model *m, int layer_index, const pdq_layer *layer,
-                                 pdq_kvcache *kv, int B, int T, float *x, const uint8_t *mask,
-                                 const int32_t *pos, pdq_linear_hook hook, void *hook_ctx,
-                                 pdq_status *st) {
+/* The layer forward up to the hook of `stop` (PDQ_LIN_COUNT: the whole layer). */
+static pdq_code layer_forward_until(const pdq_model *m, int layer_index, const pdq_layer *layer, pdq_kvcache *kv,
+                                    int B, int T, float *x, const uint8_t *mask, const int32_t *pos,
+                                    pdq_linear_hook hook, void *hook_ctx, pdq_linear_id stop, pdq_status *st) {
     if (layer_index < 0 || layer_index >= m->cfg.n_layers)
         return pdq_fail(st, PDQ_ERR_ARG, "layer %d out of range [0, %d)", layer_index, m->cfg.n_layers);
     pdq_kvcache tmp = {0};
@@ -343,10 +349,25 @@ pdq_code pdq_model_layer_forward(const pdq_model *m, int layer_index, const pdq_
         default_positions(cache, B, T, mask, own_pos);
         pos = own_pos;
     }
-    rc = layer_forward(m, layer_index, layer, cache, B, T, x, mask, pos, hook, hook_ctx, st);
+    rc = layer_forward(m, layer_index, layer, cache, B, T, x, mask, pos, hook, hook_ctx, stop, st);
     free(own_pos);
     pdq_kvcache_free(&tmp);
     return rc;
+}
+
+pdq_code pdq_model_layer_forward(const pdq_model *m, int layer_index, const pdq_layer *layer,
+                                 pdq_kvcache *kv, int B, int T, float *x, const uint8_t *mask,
+                                 const int32_t *pos, pdq_linear_hook hook, void *hook_ctx,
+                                 pdq_status *st) {
+    return layer_forward_until(m, layer_index, layer, kv, B, T, x, mask, pos, hook, hook_ctx, PDQ_LIN_COUNT, st);
+}
+
+pdq_code pdq_model_layer_inputs(const pdq_model *m, int layer_index, const pdq_layer *layer, int T, float *x,
+                                pdq_linear_id which, pdq_linear_hook hook, void *hook_ctx, pdq_status *st) {
+    if (which != PDQ_LIN_Q && which != PDQ_LIN_O && which != PDQ_LIN_GATE && which != PDQ_LIN_DOWN)
+        return pdq_fail(st, PDQ_ERR_ARG, "layer inputs: %s is not the first linear of its input group",
+                        pdq_linear_name(which));
+    return layer_forward_until(m, layer_index, layer, NULL, 1, T, x, NULL, NULL, hook, hook_ctx, which, st);
 }
 
 pdq_code pdq_model_forward(const pdq_model *m, pdq_kvcache *kv, int B, int T, const int32_t *ids,
@@ -383,7 +404,8 @@ pdq_code pdq_model_forward(const pdq_model *m, pdq_kvcache *kv, int B, int T, co
     }
     if ((rc = pdq_model_embed(m, B * T, ids, x, st)) != PDQ_OK) goto done;
     for (int l = 0; l < c->n_layers; l++)
-        if ((rc = layer_forward(m, l, &m->layers[l], cache, B, T, x, mask, pos, NULL, NULL, st)) != PDQ_OK) goto done;
+        if ((rc = layer_forward(m, l, &m->layers[l], cache, B, T, x, mask, pos, NULL, NULL, PDQ_LIN_COUNT, st)))
+            goto done;
     cache->len += T;
     if (logits) {
         if (last_only) {

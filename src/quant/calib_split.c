@@ -65,7 +65,10 @@ pdq_code pdq_calib_split_hessians(pdq_calib_split *p, pdq_hessian *total, int nh
         if ((size_t)total[h].n > maxn) maxn = (size_t)total[h].n;
     double *buf = malloc((maxn * (maxn + 1) / 2 + 1) * sizeof *buf);
     if (!c || !buf) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for chunk Hessians");
-    for (int h = 0; !rc && h < nh; h++) rc = pdq_hessian_init(&c[h], total[h].n, st);
+    for (int h = 0; !rc && h < nh; h++) {
+        rc = pdq_hessian_init(&c[h], total[h].n, st);
+        c[h].prof = total[h].prof;
+    }
     for (int r = 0; !rc && r * p->size < p->nchunks; r++) {
         int k = r * p->size + p->rank;
         if (k < p->nchunks) { /* this rank's chunk of the round */

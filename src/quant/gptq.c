@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pdq/progress.h"
 #include "pdq/quant.h"
 
 void pdq_gptq_opts_default(pdq_gptq_opts *o, int bits) {
@@ -102,21 +103,44 @@ pdq_code pdq_rtn_result(const pdq_qscheme *s, const float *w, int rows, int cols
  * from one Cholesky of the reversed matrix: with J the reversal, J H J = L L^T gives
  * inv(H) = (J L^-1 J)^T (J L^-1 J) and J L^-1 J is upper triangular with a positive diagonal, so
  * it is U (2/3 n^3: potrf + trtri). */
-static int inv_chol_upper(double *h, int n) {
+enum { TILE = 32 };
+
+/* The lower triangle (diagonal included) between row-major a and column-major t, tile by tile
+ * (to_col: a -> t, else t -> a): the copies LAPACKE's row-major calls make element by element,
+ * which at n in the thousands miss the cache and the TLB on every element. */
+static void lower_layout(double *a, double *t, int n, int to_col) {
+    for (int ib = 0; ib < n; ib += TILE)
+        for (int jb = 0; jb <= ib; jb += TILE) {
+            int ie = ib + TILE < n ? ib + TILE : n;
+            for (int i = ib; i < ie; i++) {
+                int je = jb + TILE < i + 1 ? jb + TILE : i + 1;
+                double *ar = a + (size_t)i * n;
+                for (int j = jb; j < je; j++) {
+                    if (to_col) t[i + (size_t)j * n] = ar[j];
+                    else ar[j] = t[i + (size_t)j * n];
+                }
+            }
+        }
+}
+
+/* t: [n*n] scratch for the column-major factor (the same numbers LAPACKE's row-major potrf and
+ * trtri compute: the same LAPACK routines on the same lower triangle). */
+static int inv_chol_upper(double *h, double *t, int n) {
     size_t nn = (size_t)n * n;
     for (size_t i = 0; i < nn / 2; i++) { /* J H J: reverse the row-major storage */
-        double t = h[i];
+        double x = h[i];
         h[i] = h[nn - 1 - i];
-        h[nn - 1 - i] = t;
+        h[nn - 1 - i] = x;
     }
-    int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, h, n);
+    lower_layout(h, t, n, 1);
+    int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, t, n);
+    if (!info) info = LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'L', 'N', n, t, n);
     if (info) return info;
-    info = LAPACKE_dtrtri(LAPACK_ROW_MAJOR, 'L', 'N', n, h, n);
-    if (info) return info;
+    lower_layout(h, t, n, 0);
     for (size_t i = 0; i < nn / 2; i++) { /* J L^-1 J, upper */
-        double t = h[i];
+        double x = h[i];
         h[i] = h[nn - 1 - i];
-        h[nn - 1 - i] = t;
+        h[nn - 1 - i] = x;
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++) h[(size_t)i * n + j] = 0.0;
@@ -142,6 +166,8 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
                          const char *name, const float *fixed_scale, const float *fixed_zero, int with_rtn,
                          pdq_qresult *r, pdq_status *st) {
     const pdq_qscheme *s = &o->scheme;
+    pdq_qprof *pf = o->prof;
+    double tp = pdq_now();
     pdq_code rc = pdq_qscheme_check(s, rows, cols, name, st);
     if (rc) return rc;
     if (o->blocksize <= 0) return pdq_fail(st, PDQ_ERR_ARG, "%s: block size %d must be positive", name, o->blocksize);
@@ -156,6 +182,8 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     size_t nw = (size_t)rows * cols, nh = (size_t)cols * cols;
     float *wt = malloc(nw * sizeof(float));          /* [cols][rows], permuted columns */
     float *wd = malloc(nw * sizeof(float));          /* dead-zeroed W, row-major, for up-front grids */
+    float *dt = wd;                                  /* then the values [cols][rows] as quantized */
+    uint8_t *ct = malloc(nw);                        /* the codes [cols][rows] as quantized */
     double *hd = malloc(nh * sizeof(double));
     double *hp = malloc(nh * sizeof(double));
     float *hinv = malloc(nh * sizeof(float));
@@ -175,7 +203,7 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
         if (!snap || !gbuf) err = (free(err), NULL);
     }
     if (static_groups) { ssc = malloc((size_t)rows * ng * sizeof(float)); sze = malloc((size_t)rows * ng * sizeof(float)); }
-    if (!wt || !wd || !hd || !hp || !hinv || !perm || !ptmp || !diag || !sc || !ze || !err ||
+    if (!wt || !wd || !ct || !hd || !hp || !hinv || !perm || !ptmp || !diag || !sc || !ze || !err ||
         (static_groups && (!ssc || !sze))) {
         rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for GPTQ on [%d, %d]", name, rows, cols);
         goto done;
@@ -218,16 +246,28 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
         for (int rr = 0; rr < rows; rr++) { r->scale[rr] = sc[rr]; r->zero[rr] = ze[rr]; }
 
     if (o->actorder) argsort_desc(diag, perm, ptmp, cols);
+    /* Wt = W[:, perm]^T, TILE rows of W at a time (a column-by-column read would miss the cache
+     * and the TLB on every element) */
+    for (int r0 = 0; r0 < rows; r0 += TILE) {
+        int r1 = r0 + TILE < rows ? r0 + TILE : rows;
+        for (int j = 0; j < cols; j++) {
+            const float *src = wd + (size_t)r0 * cols + perm[j];
+            float *dst = wt + (size_t)j * rows;
+            for (int rr = r0; rr < r1; rr++, src += cols) dst[rr] = *src;
+        }
+    }
     for (int j = 0; j < cols; j++) {
         int c = perm[j];
-        for (int rr = 0; rr < rows; rr++) wt[(size_t)j * rows + rr] = wd[(size_t)rr * cols + c];
         for (int k = 0; k < cols; k++) hp[(size_t)j * cols + k] = hd[(size_t)c * cols + perm[k]];
     }
     double mean = 0.0;
     for (int c = 0; c < cols; c++) mean += diag[c];
     double damp = (double)o->percdamp * mean / cols;
     for (int c = 0; c < cols; c++) hp[(size_t)c * cols + c] += damp;
-    int info = inv_chol_upper(hp, cols);
+    double tq = pdq_now();
+    pdq_qprof_add(pf, PDQ_QP_PREPARE, tq - tp, 0);
+    tp = tq;
+    int info = inv_chol_upper(hp, hd, cols); /* hd is free from here: the factor's scratch */
     if (info) {
         rc = pdq_fail(st, PDQ_ERR_NUMERIC,
                       "%s: Hessian not positive definite after dampening (LAPACK info %d; raise --percdamp)",
@@ -235,6 +275,10 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
         goto done;
     }
     for (size_t i = 0; i < nh; i++) hinv[i] = (float)hp[i];
+    tq = pdq_now();
+    pdq_qprof_add(pf, PDQ_QP_CHOLESKY, tq - tp, 2.0 / 3.0 * (double)cols * cols * cols);
+    tp = tq;
+    double col_flops = 0; /* as the BLAS calls below are made */
 
     for (int i1 = 0; i1 < cols; i1 += bs) {
         int i2 = i1 + bs < cols ? i1 + bs : cols, count = i2 - i1;
@@ -277,16 +321,18 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
             for (int rr = 0; rr < rows; rr++) {
                 int q = pdq_qcode(wc[rr], sc[rr], ze[rr], maxq);
                 float qv = sc[rr] * ((float)q - ze[rr]);
-                r->codes[(size_t)rr * cols + c] = (uint8_t)q;
-                r->deq[(size_t)rr * cols + c] = qv;
+                ct[(size_t)j * rows + rr] = (uint8_t)q;
+                dt[(size_t)j * rows + rr] = qv;
                 e[rr] = (wc[rr] - qv) / d;
             }
             /* immediate update of the rest of the block: Wt[k] -= Hinv[j][k] * e */
+            if (i2 - j - 1 > 0) col_flops += 2.0 * rows * (i2 - j - 1);
             if (i2 - j - 1 > 0)
                 cblas_sger(CblasRowMajor, i2 - j - 1, rows, -1.0f, hinv + (size_t)j * cols + j + 1, 1, e, 1,
                            wt + (size_t)(j + 1) * rows, rows);
         }
         /* lazy update of the columns after the block: Wt[i2:] -= Hinv[i1:i2, i2:]^T Err */
+        if (i2 < cols) col_flops += 2.0 * rows * count * (cols - i2);
         if (i2 < cols)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols - i2, rows, count, -1.0f,
                         hinv + (size_t)i1 * cols + i2, cols, err, rows, 1.0f, wt + (size_t)i2 * rows, rows);
@@ -295,17 +341,36 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
             goto done;
         }
     }
+    /* codes and values back to [rows, cols] in the original column order, TILE rows at a time */
+    for (int r0 = 0; r0 < rows; r0 += TILE) {
+        int r1 = r0 + TILE < rows ? r0 + TILE : rows;
+        for (int j = 0; j < cols; j++) {
+            size_t at = (size_t)r0 * cols + perm[j];
+            const uint8_t *cs = ct + (size_t)j * rows;
+            const float *ds = dt + (size_t)j * rows;
+            for (int rr = r0; rr < r1; rr++, at += cols) {
+                r->codes[at] = cs[rr];
+                r->deq[at] = ds[rr];
+            }
+        }
+    }
+    tq = pdq_now();
+    pdq_qprof_add(pf, PDQ_QP_COLUMNS, tq - tp, col_flops);
+    tp = tq;
     r->loss = pdq_quant_loss(w, r->deq, rows, cols, H);
+    double loss_flops = 2.0 * rows * (double)cols * cols;
     if (with_rtn) {
         pdq_qresult rt;
         rc = pdq_rtn_result(s, w, rows, cols, H, name, &rt, st);
         if (rc) goto done;
         r->rtn_loss = rt.loss;
         pdq_qresult_free(&rt);
+        loss_flops *= 2;
     }
+    pdq_qprof_add(pf, PDQ_QP_LOSS, pdq_now() - tp, loss_flops);
     rc = PDQ_OK;
 done:
-    free(wt); free(wd); free(hd); free(hp); free(hinv); free(perm); free(ptmp); free(diag);
+    free(wt); free(wd); free(ct); free(hd); free(hp); free(hinv); free(perm); free(ptmp); free(diag);
     free(sc); free(ze); free(err); free(ssc); free(sze); free(snap); free(gbuf);
     if (rc) pdq_qresult_free(r);
     return rc;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pdq/progress.h"
 #include "pdq/quant.h"
 
 pdq_code pdq_hessian_init(pdq_hessian *h, int n, pdq_status *st) {
@@ -29,6 +30,7 @@ pdq_code pdq_hessian_add(pdq_hessian *h, const float *x, int rows, pdq_status *s
                             i / h->n, i % h->n);
     if (rows <= 0) return PDQ_OK;
     int n = h->n;
+    double t0 = h->prof ? pdq_now() : 0;
     /* tmp (upper, row-major) = x^T x */
     cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, n, rows, 1.0f, x, n, 0.0f, h->tmp, n);
     for (int i = 0; i < n; i++) {
@@ -37,6 +39,7 @@ pdq_code pdq_hessian_add(pdq_hessian *h, const float *x, int rows, pdq_status *s
         for (int j = i; j < n; j++) a[j] += (double)t[j];
     }
     h->rows += rows;
+    if (h->prof) pdq_qprof_add(h->prof, PDQ_QP_HESSIAN, pdq_now() - t0, (double)rows * n * (n + 1.0));
     return PDQ_OK;
 }
 

@@ -3,7 +3,8 @@
  * GPTQ: the embedding is quantized first (so calibration sees it), the layer-0 inputs of every
  * calibration window are cached, then per layer the linears are quantized in four sequential
  * groups -- q/k/v (one input), o, gate/up (one input), down -- each group's Hessian collected by
- * running the layer (with the earlier groups already quantized) over all windows; finally the
+ * running the layer (with the earlier groups already quantized) over all windows, each pass only
+ * as far as the group's input (pdq_model_layer_inputs); finally the
  * fully quantized layer turns the cache into the next layer's inputs. lm_head last (RTN, or GPTQ
  * on the final-norm outputs). RTN needs no calibration. Weights are replaced in place by their
  * dequantized values; codes/grids/losses go to pdq_qmodel. */
@@ -154,7 +155,8 @@ static pdq_code check_opts(const pdq_model *m, pdq_quant_opts *o, pdq_status *st
     return PDQ_OK;
 }
 
-static pdq_code rtn_table(pdq_qmodel *q, const char *name, float *w, int rows, int cols, int bits, pdq_status *st) {
+static pdq_code rtn_table(pdq_qmodel *q, const char *name, float *w, int rows, int cols, int bits, pdq_qprof *prof,
+                          pdq_status *st) {
     pdq_qscheme s;
     pdq_qscheme_default(&s, bits);
     double t0 = pdq_now();
@@ -163,7 +165,9 @@ static pdq_code rtn_table(pdq_qmodel *q, const char *name, float *w, int rows, i
     if (rc) return rc;
     pdq_qmodule *mod = add_module(q, name, st);
     if (!mod) { pdq_qresult_free(&r); return st ? st->code : PDQ_ERR_NOMEM; }
-    return commit(mod, &r, w, &s, 0, pdq_now() - t0, st);
+    rc = commit(mod, &r, w, &s, 0, pdq_now() - t0, st);
+    pdq_qprof_add(prof, PDQ_QP_RTN, pdq_now() - t0, 0);
+    return rc;
 }
 
 typedef struct {
@@ -222,7 +226,18 @@ typedef struct {
     float *x, *tmp;
     pdq_linear_id which;
     progress_t *pg;
+    pdq_qprof *prof;
 } window_ctx;
+
+/* A calibration forward began at t0 with h0 Hessian seconds counted: its own time (the Hessians
+ * its hooks added are theirs) and FLOPs. */
+static void forward_done(pdq_qprof *prof, double t0, double h0, const pdq_config *c, int T, pdq_linear_id stop) {
+    if (prof)
+        pdq_qprof_add(prof, PDQ_QP_FORWARD, pdq_now() - t0 - (prof->seconds[PDQ_QP_HESSIAN] - h0),
+                      pdq_layer_forward_flops(c, T, stop));
+}
+
+static double hessian_seconds(const pdq_qprof *prof) { return prof ? prof->seconds[PDQ_QP_HESSIAN] : 0; }
 
 static pdq_code orig_window(void *ctx, int w, pdq_hessian *hs, pdq_status *st) {
     window_ctx *c = ctx;
@@ -230,8 +245,10 @@ static pdq_code orig_window(void *ctx, int w, pdq_hessian *hs, pdq_status *st) {
     memcpy(hc.h, hs, sizeof hc.h);
     hc.st = st;
     hc.rc = PDQ_OK;
+    double t0 = pdq_now(), h0 = hessian_seconds(c->prof);
     pdq_code rc = pdq_model_layer_forward(c->m, c->l, &c->m->layers[c->l], NULL, 1, c->T,
                                           c->x + (size_t)w * c->T * c->m->cfg.hidden_size, NULL, NULL, hessian4_hook, &hc, st);
+    forward_done(c->prof, t0, h0, &c->m->cfg, c->T, PDQ_LIN_COUNT);
     memcpy(hs, hc.h, sizeof hc.h); /* the row counts */
     step(c->pg, 5);
     return rc ? rc : hc.rc;
@@ -299,10 +316,11 @@ static pdq_code gptq_layers_orig(pdq_model *m, const pdq_quant_opts *o, pdq_cali
             int out, in;
             pdq_linear_shape(c, first[g], &out, &in);
             rc = pdq_hessian_init(&hc.h[g], in, st);
+            hc.h[g].prof = o->prof;
         }
         snprintf(pg->label, sizeof pg->label, "layer %d/%d float pass", l + 1, c->n_layers);
         double t0 = pdq_now();
-        window_ctx wc = {m, l, T, x, NULL, PDQ_LIN_COUNT, pg};
+        window_ctx wc = {m, l, T, x, NULL, PDQ_LIN_COUNT, pg, o->prof};
         if (!rc) rc = pdq_calib_split_hessians(sp, hc.h, 4, orig_window, &wc, st);
         double tcal = (pdq_now() - t0) / PDQ_LIN_COUNT;
         float *H[4] = {NULL, NULL, NULL, NULL};
@@ -331,10 +349,12 @@ static pdq_code gptq_layers_orig(pdq_model *m, const pdq_quant_opts *o, pdq_cali
 static pdq_code group_window(void *ctx, int w, pdq_hessian *hs, pdq_status *st) {
     window_ctx *c = ctx;
     size_t TD = (size_t)c->T * c->m->cfg.hidden_size;
+    double t0 = pdq_now(), h0 = hessian_seconds(c->prof);
     memcpy(c->tmp, c->x + (size_t)w * TD, TD * sizeof(float));
     hook_ctx hc = {hs, c->which, st, PDQ_OK};
-    pdq_code rc = pdq_model_layer_forward(c->m, c->l, &c->m->layers[c->l], NULL, 1, c->T, c->tmp, NULL, NULL,
-                                          hessian_hook, &hc, st);
+    /* only as far as the group's input: the rest of the layer would be thrown away */
+    pdq_code rc = pdq_model_layer_inputs(c->m, c->l, &c->m->layers[c->l], c->T, c->tmp, c->which, hessian_hook, &hc, st);
+    forward_done(c->prof, t0, h0, &c->m->cfg, c->T, c->which);
     step(c->pg, 1);
     return rc ? rc : hc.rc;
 }
@@ -356,12 +376,13 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spl
             pdq_linear_shape(c, groups[g][0], &out, &in);
             pdq_hessian hs;
             if ((rc = pdq_hessian_init(&hs, in, st))) break;
+            hs.prof = o->prof;
             free(H);
             H = malloc((size_t)in * in * sizeof(float));
             if (!H) { pdq_hessian_free(&hs); rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); break; }
             snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name(groups[g][0]));
             double t0 = pdq_now();
-            window_ctx wc = {m, l, T, x, tmp, groups[g][0], pg};
+            window_ctx wc = {m, l, T, x, tmp, groups[g][0], pg, o->prof};
             rc = pdq_calib_split_hessians(sp, &hs, 1, group_window, &wc, st);
             if (!rc) pdq_hessian_get(&hs, H);
             pdq_hessian_free(&hs);
@@ -375,7 +396,9 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spl
         /* the quantized layer produces the next layer's inputs */
         snprintf(pg->label, sizeof pg->label, "layer %d/%d output", l + 1, c->n_layers);
         for (int s = 0; !rc && s < sp->nlocal; s++) {
+            double t0 = pdq_now();
             rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, x + (size_t)s * T * D, NULL, NULL, NULL, NULL, st);
+            forward_done(o->prof, t0, hessian_seconds(o->prof), c, T, PDQ_LIN_COUNT);
             step(pg, 1);
         }
         pdq_model_layer_release(m, l);
@@ -401,10 +424,11 @@ static pdq_code gptq_head(pdq_model *m, const pdq_quant_opts *o, pdq_calib_split
     pdq_hessian hs;
     pdq_code rc = pdq_hessian_init(&hs, D, st);
     if (rc) return rc;
+    hs.prof = o->prof;
     float *tmp = malloc((size_t)T * D * sizeof(float)), *H = malloc((size_t)D * D * sizeof(float));
     if (!tmp || !H) rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
     double t0 = pdq_now();
-    window_ctx wc = {m, 0, T, x, tmp, PDQ_LIN_COUNT, pg};
+    window_ctx wc = {m, 0, T, x, tmp, PDQ_LIN_COUNT, pg, o->prof};
     if (!rc) rc = pdq_calib_split_hessians(sp, &hs, 1, head_window, &wc, st);
     if (!rc) rc = pdq_model_lm_head_acquire(m, st);
     if (!rc) {
@@ -436,7 +460,9 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
                             pdq_qmodel *q, pdq_status *st) {
     memset(q, 0, sizeof *q);
     pdq_quant_opts o = *opts;
+    o.gptq.prof = o.prof;
     q->opts = o;
+    q->opts.prof = q->opts.gptq.prof = NULL; /* the caller's, not the result's */
     const pdq_config *c = &m->cfg;
     pdq_code rc = check_opts(m, &o, st);
     if (rc) return rc;
@@ -455,7 +481,7 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
     /* embedding (and lm_head when tied: one tensor) first, so calibration sees it */
     if ((o.embed_bits || gptq) && (rc = pdq_model_embed_acquire(m, st))) goto fail;
     pdq_model_role_module(c, PDQ_ROLE_EMBED, -1, name, sizeof name);
-    if (o.embed_bits && (rc = rtn_table(q, name, m->embed, V, D, o.embed_bits, st))) goto fail;
+    if (o.embed_bits && (rc = rtn_table(q, name, m->embed, V, D, o.embed_bits, o.prof, st))) goto fail;
 
     if (!gptq) {
         pdq_model_embed_release(m);
@@ -473,6 +499,7 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
                 pdq_qmodule *mod = add_module(q, name, st);
                 if (!mod) { pdq_qresult_free(&r); rc = PDQ_ERR_NOMEM; goto fail; }
                 if ((rc = commit(mod, &r, m->layers[l].w[i], &s, 0, pdq_now() - t0, st))) goto fail;
+                pdq_qprof_add(o.prof, PDQ_QP_RTN, pdq_now() - t0, 0);
             }
             pdq_model_layer_release(m, l);
         }
@@ -510,7 +537,7 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
     if (o.lm_head_bits && !o.lm_head_gptq && !c->tie_word_embeddings) {
         pdq_model_role_module(c, PDQ_ROLE_LM_HEAD, -1, name, sizeof name);
         if ((rc = pdq_model_lm_head_acquire(m, st)) ||
-            (rc = rtn_table(q, name, m->lm_head, V, D, o.lm_head_bits, st)))
+            (rc = rtn_table(q, name, m->lm_head, V, D, o.lm_head_bits, o.prof, st)))
             goto fail;
         pdq_model_lm_head_release(m);
     }
