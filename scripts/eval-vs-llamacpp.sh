@@ -8,11 +8,12 @@
 # MODEL.gguf is the same checkpoint converted with llama.cpp's own converter (F32; or its
 # llama-quantize output against a pdq quantized MODEL_DIR, where the weights differ).
 # TASK=hellaswag (default): the first N_TASKS (default 400) tasks of
-#   ../shared/data/tasks/hellaswag/hellaswag_val_full.txt go to a scratch file and llama.cpp's
-#   --hellaswag is asked for all of them, so it scores exactly those (below the file's count it
-#   draws them at random, which pdq does not reproduce).
+#   ../shared/data/tasks/hellaswag/hellaswag_val_full.txt, in llama.cpp's binary multiple-choice
+#   file (scripts/llamacpp-mc-file.py) through --multiple-choice, whose rule is --hellaswag's but
+#   which keeps the file's order (--hellaswag draws N tasks at random with replacement, even N
+#   of N, so it never scores exactly the file's tasks).
 # TASK=arc_easy: the first N_TASKS items of ../shared/data/tasks/arc/ARC-Easy-Dev.jsonl (all 570
-#   by default) in llama.cpp's binary multiple-choice file (scripts/arc-to-llamacpp-mc.py, lm-eval's
+#   by default) in llama.cpp's binary multiple-choice file (scripts/llamacpp-mc-file.py, lm-eval's
 #   ARC prompt) through --multiple-choice, which keeps the file's order when it takes all tasks;
 #   pdq eval --task arc_easy --limit N_TASKS --llamacpp-rule. PDQ_LLAMA_RULE=0 leaves the rule out
 #   on pdq's side (each choice then runs once: the harness's split only) and compares speed only.
@@ -46,22 +47,22 @@ TIME="/usr/bin/time -f %U+%S"
 cpu() { [ -f "$1" ] && echo ", $(tail -1 "$1" | bc -l | xargs printf '%.1f') s CPU" || true; }
 tmp=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$tmp"/*.out "$tmp"/*.err "$tmp"/*.json "$KEEP"/ 2>/dev/null; rm -rf "$tmp"' EXIT
+# Both tasks go through --multiple-choice, which keeps the file's order; its rule is --hellaswag's
+# (--hellaswag itself draws its tasks at random with replacement, so it scores another set)
+out=$(python3 "$here/llamacpp-mc-file.py" "$DATA" "$tmp/task.bin" "$N") || exit 1
+n=${out%% *}
+lmode=(--multiple-choice --multiple-choice-tasks "$n")
 if [ "$TASK" = hellaswag ]; then
-  head -n $((6 * N)) "$DATA" >"$tmp/task.txt"
-  n=$(($(wc -l <"$tmp/task.txt") / 6))
-  lmode=(--hellaswag --hellaswag-tasks "$n")
+  head -n $((6 * n)) "$DATA" >"$tmp/task.txt"
   pdata=$tmp/task.txt
   plimit=()
 else
-  n=$(python3 "$here/arc-to-llamacpp-mc.py" "$DATA" "$tmp/task.bin" "$N" | cut -d' ' -f1) || exit 1
-  lmode=(--multiple-choice --multiple-choice-tasks "$n")
   pdata=$DATA
   plimit=(--limit "$n")
 fi
 prule=()
 [ "$TASK" = arc_easy ] && [ "$RULE" = 1 ] && prule=(--llamacpp-rule)
-ltask=$tmp/task.txt
-[ "$TASK" = arc_easy ] && ltask=$tmp/task.bin
+ltask=$tmp/task.bin
 
 t0=$(date +%s.%N)
 $TIME -o "$tmp/llama.time" "$BIN/llama-perplexity" -m "$GGUF" -f "$ltask" "${lmode[@]}" -t "$THREADS" -c "$CTX" -b "$CTX" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""ARC (AI2's JSON Lines, or the HF export) to llama.cpp's binary multiple-choice file.
+"""ARC (AI2's JSON Lines, or the HF export) or HellaSwag in llama.cpp's 6-line format to
+llama.cpp's binary multiple-choice file.
 
-    scripts/arc-to-llamacpp-mc.py ARC-Easy-Dev.jsonl OUT.bin [LIMIT]
+    scripts/llamacpp-mc-file.py ARC-Easy-Dev.jsonl|hellaswag_val_full.txt OUT.bin [LIMIT]
 
 `llama-perplexity --multiple-choice -f OUT.bin` reads it (examples/perplexity/perplexity.cpp at
 b4747, multiple_choice_task::deserialize). Layout, little-endian:
@@ -11,7 +12,10 @@ b4747, multiple_choice_task::deserialize). Layout, little-endian:
     string  = uint32 size, then size bytes (UTF-8, no terminator)
     answers = uint32 n, n strings, n int32 labels (1 = correct)
 
-The question is lm-eval's ARC context "Question: {stem}\\nAnswer:" and the answers are the
+HellaSwag (a .txt file: context, gold index, 4 endings per task): the question is the context
+and the answers the endings. --multiple-choice scores them by --hellaswag's rule, but in the
+file's order, where --hellaswag draws its tasks at random with replacement.
+ARC: the question is lm-eval's ARC context "Question: {stem}\\nAnswer:" and the answers are the
 choices' texts; llama.cpp scores `question + " " + answer`, the harness's context plus its
 " " + choice. mc2 is empty (llama.cpp does not use it). Tasks keep the file's order, so the first
 LIMIT items are those `pdq eval --task arc_easy --limit LIMIT` scores. Standard library only, so
@@ -22,7 +26,19 @@ import struct
 import sys
 
 
+def hellaswag_items(path, limit):
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    n = len(lines) // 6
+    for t in range(n if limit is None else min(n, limit)):
+        ctx, gold, *endings = lines[6 * t:6 * t + 6]
+        yield ctx, endings, int(gold)
+
+
 def arc_items(path, limit):
+    if path.endswith(".txt"):
+        yield from hellaswag_items(path, limit)
+        return
     with open(path, encoding="utf-8") as f:
         for line in f:
             if not line.strip():
