@@ -1,45 +1,83 @@
 #!/usr/bin/env bash
-# HellaSwag in llama.cpp's 6-line format, scored by llama.cpp's llama-perplexity --hellaswag and
-# by pdq eval (acc_norm_llamacpp: llama.cpp's rule, docs/eval.md) on the same weights and the same
-# tasks, with the items per second of each at the same thread count.
+# One task scored by llama.cpp's llama-perplexity and by pdq eval with llama.cpp's rule
+# (acc_norm_llamacpp, docs/eval.md) on the same weights and the same items, with the items per
+# second and CPU seconds of each at the same thread count.
 #
-#   scripts/eval-vs-llamacpp.sh MODEL_DIR MODEL_F32.gguf [N_TASKS] [THREADS]
+#   [TASK=hellaswag|arc_easy] scripts/eval-vs-llamacpp.sh MODEL_DIR MODEL.gguf [N_TASKS] [THREADS]
 #
-# MODEL_F32.gguf is the same checkpoint converted to F32 with llama.cpp's own converter. The first
-# N_TASKS (default 400) tasks of ../shared/data/tasks/hellaswag/hellaswag_val_full.txt go to a
-# scratch file, and llama.cpp is asked for all of its tasks, so it takes them in file order (below
-# the file's count it draws them at random, which pdq does not reproduce). llama-perplexity comes
-# from $LLAMACPP_BIN (default ../peer/llama.cpp/build/bin); without it the script says so and
-# exits 0. Nothing of llama.cpp is part of this repository.
+# MODEL.gguf is the same checkpoint converted with llama.cpp's own converter (F32; or its
+# llama-quantize output against a pdq quantized MODEL_DIR, where the weights differ).
+# TASK=hellaswag (default): the first N_TASKS (default 400) tasks of
+#   ../shared/data/tasks/hellaswag/hellaswag_val_full.txt, in llama.cpp's binary multiple-choice
+#   file (scripts/llamacpp-mc-file.py) through --multiple-choice, whose rule is --hellaswag's but
+#   which keeps the file's order (--hellaswag draws N tasks at random with replacement, even N
+#   of N, so it never scores exactly the file's tasks).
+# TASK=arc_easy: the first N_TASKS items of ../shared/data/tasks/arc/ARC-Easy-Dev.jsonl (all 570
+#   by default) in llama.cpp's binary multiple-choice file (scripts/llamacpp-mc-file.py, lm-eval's
+#   ARC prompt) through --multiple-choice, which keeps the file's order when it takes all tasks;
+#   pdq eval --task arc_easy --limit N_TASKS --llamacpp-rule. PDQ_LLAMA_RULE=0 leaves the rule out
+#   on pdq's side (each choice then runs once: the harness's split only) and compares speed only.
+# llama-perplexity comes from $LLAMACPP_BIN (default ../peer/llama.cpp/build/bin); without it the
+# script says so and exits 0. KEEP=DIR keeps both sides' outputs. Nothing of llama.cpp is part of
+# this repository.
 set -u
-MODEL=${1:?usage: eval-vs-llamacpp.sh MODEL_DIR MODEL_F32.gguf [N_TASKS] [THREADS]}
-GGUF=${2:?usage: eval-vs-llamacpp.sh MODEL_DIR MODEL_F32.gguf [N_TASKS] [THREADS]}
-N=${3:-400}
+usage="usage: [TASK=hellaswag|arc_easy] eval-vs-llamacpp.sh MODEL_DIR MODEL.gguf [N_TASKS] [THREADS]"
+MODEL=${1:?$usage}
+GGUF=${2:?$usage}
+TASK=${TASK:-hellaswag}
 THREADS=${4:-1}
 BIN=${LLAMACPP_BIN:-../peer/llama.cpp/build/bin}
 PDQ=${PDQ:-build/pdq}
-HS=../shared/data/tasks/hellaswag/hellaswag_val_full.txt
+RULE=${PDQ_LLAMA_RULE:-1}
+# llama.cpp packs whole tasks into one context of CTX tokens; each sequence keeps its own
+# positions, so CTX may exceed the model's length (a 512-token vocabulary needs more than 512)
+CTX=${LLAMA_CTX:-2048}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+case $TASK in
+  hellaswag) DATA=../shared/data/tasks/hellaswag/hellaswag_val_full.txt; N=${3:-400}; RULE=1 ;;
+  arc_easy) DATA=../shared/data/tasks/arc/ARC-Easy-Dev.jsonl; N=${3:-570} ;;
+  *) echo "$usage"; exit 2 ;;
+esac
 if [ ! -x "$BIN/llama-perplexity" ]; then echo "SKIP: $BIN/llama-perplexity absent (set LLAMACPP_BIN)"; exit 0; fi
-if [ ! -f "$GGUF" ]; then echo "SKIP: $GGUF absent (convert $MODEL to F32 GGUF with llama.cpp's converter)"; exit 0; fi
-if [ ! -f "$HS" ]; then echo "SKIP: $HS absent"; exit 0; fi
+if [ ! -f "$GGUF" ]; then echo "SKIP: $GGUF absent (convert $MODEL to GGUF with llama.cpp's converter)"; exit 0; fi
+if [ ! -f "$DATA" ]; then echo "SKIP: $DATA absent"; exit 0; fi
+# user + system CPU seconds of each side (steadier than wall time on a shared machine)
+TIME="/usr/bin/time -f %U+%S"
+[ -x /usr/bin/time ] || TIME=
+cpu() { [ -f "$1" ] && echo ", $(tail -1 "$1" | bc -l | xargs printf '%.1f') s CPU" || true; }
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-head -n $((6 * N)) "$HS" >"$tmp/hs.txt"
-n=$(($(wc -l <"$tmp/hs.txt") / 6))
+trap '[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$tmp"/*.out "$tmp"/*.err "$tmp"/*.json "$KEEP"/ 2>/dev/null; rm -rf "$tmp"' EXIT
+# Both tasks go through --multiple-choice, which keeps the file's order; its rule is --hellaswag's
+# (--hellaswag itself draws its tasks at random with replacement, so it scores another set)
+out=$(python3 "$here/llamacpp-mc-file.py" "$DATA" "$tmp/task.bin" "$N") || exit 1
+n=${out%% *}
+lmode=(--multiple-choice --multiple-choice-tasks "$n")
+if [ "$TASK" = hellaswag ]; then
+  head -n $((6 * n)) "$DATA" >"$tmp/task.txt"
+  pdata=$tmp/task.txt
+  plimit=()
+else
+  pdata=$DATA
+  plimit=(--limit "$n")
+fi
+prule=()
+[ "$TASK" = arc_easy ] && [ "$RULE" = 1 ] && prule=(--llamacpp-rule)
+ltask=$tmp/task.bin
 
 t0=$(date +%s.%N)
-"$BIN/llama-perplexity" -m "$GGUF" -f "$tmp/hs.txt" --hellaswag --hellaswag-tasks "$n" -t "$THREADS" -c 512 -b 512 \
+$TIME -o "$tmp/llama.time" "$BIN/llama-perplexity" -m "$GGUF" -f "$ltask" "${lmode[@]}" -t "$THREADS" -c "$CTX" -b "$CTX" \
     >"$tmp/llama.out" 2>"$tmp/llama.err" || { echo "llama-perplexity failed:"; tail -5 "$tmp/llama.err"; exit 1; }
 t1=$(date +%s.%N)
 # the last "<task>\t<acc %>..." line is the score over all tasks
 lc=$(grep -hE '^[0-9]+'$'\t' "$tmp/llama.out" "$tmp/llama.err" | tail -1 | cut -f2 | tr -d '%' | awk '{print $1 / 100}')
-"$PDQ" eval --model "$MODEL" --task hellaswag --data "$tmp/hs.txt" --threads "$THREADS" --json >"$tmp/pdq.json" 2>/dev/null ||
-    { echo "pdq eval failed"; exit 1; }
+$TIME -o "$tmp/pdq.time" "$PDQ" eval --model "$MODEL" --task "$TASK" --data "$pdata" "${plimit[@]}" "${prule[@]}" \
+    --threads "$THREADS" --json >"$tmp/pdq.json" 2>"$tmp/pdq.err" || { echo "pdq eval failed:"; tail -3 "$tmp/pdq.err"; exit 1; }
 t2=$(date +%s.%N)
 pc=$(jq -r '.results[0].acc_norm_llamacpp' "$tmp/pdq.json")
-echo "tasks            $n"
-echo "llama.cpp        acc_norm $lc  ($(echo "$n / ($t1 - $t0)" | bc -l | xargs printf '%.2f') items/s, $THREADS thread(s))"
-echo "pdq (llama rule) acc_norm $pc  ($(echo "$n / ($t2 - $t1)" | bc -l | xargs printf '%.2f') items/s)"
-echo "pdq (harness)    acc_norm $(jq -r '.results[0].acc_norm' "$tmp/pdq.json")"
+echo "task             $TASK, $n items, $THREADS thread(s)"
+echo "llama.cpp        acc_norm $lc  ($(echo "$n / ($t1 - $t0)" | bc -l | xargs printf '%.2f') items/s$(cpu "$tmp/llama.time"))"
+echo "pdq (llama rule) acc_norm $pc  ($(echo "$n / ($t2 - $t1)" | bc -l | xargs printf '%.2f') items/s$(cpu "$tmp/pdq.time")$([ "$RULE" = 1 ] && echo ", both rules scored"))"
+echo "pdq (harness)    acc $(jq -r '.results[0].acc' "$tmp/pdq.json")  acc_norm $(jq -r '.results[0].acc_norm' "$tmp/pdq.json")"
+[ "$RULE" = 1 ] || exit 0
 # llama.cpp prints its score with 8 decimals in percent
 awk -v a="$lc" -v b="$pc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-6) }' && echo "same acc_norm" || { echo "acc_norm differs"; exit 1; }

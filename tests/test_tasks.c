@@ -325,6 +325,43 @@ static void check_task(const fixture *f, const char *name, long limit, int shots
     pdq_task_free(t);
 }
 
+/* llama.cpp's rule (--hellaswag, --multiple-choice), re-done: whole sequences context + " " +
+ * choice with BOS, their common token prefix, the mean log-probability of each tail, the first
+ * maximum. */
+static void check_llamacpp(const pdq_model *m, const pdq_tokenizer *tok, const pdq_task *t) {
+    pdq_ll_model lm = {.m = m};
+    pdq_task_result r;
+    pdq_status st = {0};
+    assert_true(t->llamacpp_rule);
+    assert_int_equal(pdq_task_eval(t, tok, 1, pdq_ll_model_score, &lm, NULL, NULL, &r, NULL, &st), PDQ_OK);
+    long hits = 0;
+    for (int i = 0; i < t->n_items; i++) {
+        int n = t->items[i].n;
+        assert_true(n >= 2 && n <= 8);
+        int32_t *seq[8];
+        size_t len[8], p = 0;
+        for (int j = 0; j < n; j++) {
+            char text[8192];
+            snprintf(text, sizeof text, "%s %s", t->items[i].ctx[j], t->items[i].choice[j]);
+            assert_int_equal(pdq_tokenizer_encode(tok, text, strlen(text), 1, &seq[j], &len[j], &st), PDQ_OK);
+        }
+        for (int same = 1; same; p += same)
+            for (int j = 0; j < n; j++) same &= p < len[j] && seq[j][p] == seq[0][p];
+        int best = 0, g;
+        double score[8];
+        for (int j = 0; j < n; j++) {
+            score[j] = brute_ll(m, seq[j], p, seq[j] + p, len[j] - p, &g) / (double)(len[j] - p);
+            if (score[j] > score[best]) best = j;
+        }
+        for (int j = 0; j < n; j++) free(seq[j]);
+        assert_int_equal(r.items[i].pred_llamacpp, best);
+        hits += best == t->items[i].gold;
+    }
+    assert_true(fabs(r.acc_norm_llamacpp.value - (double)hits / t->n_items) < 1e-12);
+    pdq_task_result_free(t, &r, NULL);
+    pdq_ll_model_free(&lm);
+}
+
 static void test_reference_arc(void **state) {
     fixture *f = *state;
     if (!have_tasks()) return;
@@ -335,44 +372,15 @@ static void test_reference_arc(void **state) {
     assert_int_equal(t->n_items, 570);
     check_items(f->m, f->tok, t, idx, g_ex, 5);
     pdq_task_free(t);
+    /* llama.cpp's --multiple-choice rule on ARC (pdq eval --llamacpp-rule): 18 items, 17 has
+     * five choices */
+    t = load("arc_easy", 18, 0);
+    t->llamacpp_rule = 1;
+    check_llamacpp(f->m, f->tok, t);
+    pdq_task_free(t);
     const int ch[] = {35, 210}; /* three choices; five choices with E */
     for (int i = 0; i < 2; i++) expect_arc(&g_ex[i], TASKS "/arc/ARC-Challenge-Dev.jsonl", ch[i]);
     check_task(f, "arc_challenge", 0, 0, ch, 2);
-}
-
-/* llama.cpp's hellaswag rule, re-done: whole sequences context + " " + ending with BOS, their
- * common token prefix, the mean log-probability of each tail, the first maximum. */
-static void check_llamacpp(const pdq_model *m, const pdq_tokenizer *tok, const pdq_task *t) {
-    pdq_ll_model lm = {.m = m};
-    pdq_task_result r;
-    pdq_status st = {0};
-    assert_true(t->llamacpp_rule);
-    assert_int_equal(pdq_task_eval(t, tok, 1, pdq_ll_model_score, &lm, NULL, NULL, &r, NULL, &st), PDQ_OK);
-    long hits = 0;
-    for (int i = 0; i < t->n_items; i++) {
-        int32_t *seq[4];
-        size_t len[4], p = 0;
-        for (int j = 0; j < 4; j++) {
-            char text[8192];
-            snprintf(text, sizeof text, "%s %s", t->items[i].ctx[j], t->items[i].choice[j]);
-            assert_int_equal(pdq_tokenizer_encode(tok, text, strlen(text), 1, &seq[j], &len[j], &st), PDQ_OK);
-        }
-        while (p < len[0] && p < len[1] && p < len[2] && p < len[3] && seq[1][p] == seq[0][p] && seq[2][p] == seq[0][p] &&
-               seq[3][p] == seq[0][p])
-            p++;
-        int best = 0, g;
-        double score[4];
-        for (int j = 0; j < 4; j++) {
-            score[j] = brute_ll(m, seq[j], p, seq[j] + p, len[j] - p, &g) / (double)(len[j] - p);
-            if (score[j] > score[best]) best = j;
-        }
-        for (int j = 0; j < 4; j++) free(seq[j]);
-        assert_int_equal(r.items[i].pred_llamacpp, best);
-        hits += best == t->items[i].gold;
-    }
-    assert_true(fabs(r.acc_norm_llamacpp.value - (double)hits / t->n_items) < 1e-12);
-    pdq_task_result_free(t, &r, NULL);
-    pdq_ll_model_free(&lm);
 }
 
 static void test_reference_piqa_hellaswag(void **state) {

@@ -22,7 +22,7 @@ static const char *k_usage =
     "usage: pdq eval --model DIR --task NAME[,NAME...] --data PATH [--limit N] [--shots K] [--json]\n"
     "                [--samples FILE] [--no-bos] [--threads N] [--max-len N]\n"
     "                [--static [--max-seq N] [--mode float|fake|int] [--append-bucket Q[,Q...]]]\n"
-    "                [--per-request]\n"
+    "                [--per-request] [--llamacpp-rule]\n"
     "       pdq eval --circle OUTDIR --task ... --data PATH ...   (the exported prefill graph)\n"
     "       pdq eval --model DIR --compare DIR2 --task ... --data PATH ...   (two models side by side:\n"
     "                  each metric, b - a, and how many items changed answer)\n"
@@ -41,6 +41,9 @@ static const char *k_usage =
     "                  through the append buckets (Circle: the export's), then rewound\n"
     "  --append-bucket static path: the append graphs' sizes besides decode (as pdq export's)\n"
     "  --per-request   static / Circle paths: one prefill of context + continuation per request\n"
+    "  --llamacpp-rule choice tasks: also llama.cpp's score (acc_norm_llamacpp, the rule of\n"
+    "                  llama-perplexity --multiple-choice and --hellaswag; always on for hellaswag\n"
+    "                  in llama.cpp's format)\n"
     EXEC_ARGS_USAGE;
 
 
@@ -165,8 +168,8 @@ typedef struct {
 } scorer;
 
 /* Loads and scores each task; prints the results. */
-static int run_tasks(const char *tasks, const char *data, long limit, int shots, int add_bos, int json, const char *samples,
-                     const pdq_tokenizer *tok, const scorer *sc, const char *model) {
+static int run_tasks(const char *tasks, const char *data, long limit, int shots, int add_bos, int llamacpp, int json,
+                     const char *samples, const pdq_tokenizer *tok, const scorer *sc, const char *model) {
     char *list = strdup(tasks);
     if (!list) return 1;
     FILE *sf = NULL;
@@ -196,6 +199,13 @@ static int run_tasks(const char *tasks, const char *data, long limit, int shots,
             status = 1;
             break;
         }
+        if (llamacpp && t->kind != PDQ_TASK_CHOICE) {
+            fprintf(stderr, "pdq eval: --llamacpp-rule: %s is not a multiple-choice task with one context\n", name);
+            pdq_task_free(t);
+            status = 1;
+            break;
+        }
+        if (llamacpp) t->llamacpp_rule = 1;
         pdq_progress pc;
         long total = 0;
         for (int i = 0; i < t->n_items; i++) total += t->items[i].n;
@@ -244,7 +254,7 @@ int cmd_eval(int argc, char **argv) {
     int max_seq = (int)args_int_range(&a, "--max-seq", 0, 2, ARGS_MAX_SEQ_LIMIT);
     int max_len = (int)args_int_range(&a, "--max-len", 0, 1, 1 << 20);
     const char *buckets = args_str(&a, "--append-bucket");
-    int per_request = args_flag(&a, "--per-request");
+    int per_request = args_flag(&a, "--per-request"), llamacpp = args_flag(&a, "--llamacpp-rule");
     cli_exec ex;
     if (cli_exec_read(&a, &ex)) return ARGS_USAGE_EXIT;
     args_one_of(&a, "--model", dir, "--circle", cdir);
@@ -254,6 +264,7 @@ int cmd_eval(int argc, char **argv) {
     if (max_len && use_static) args_error(&a, "--max-len is the reference path's truncation: the static path refuses longer requests");
     if (buckets && !use_static) args_error(&a, "--append-bucket sizes the static path's append graphs: it needs --static (--circle uses the export's)");
     if (per_request && !use_static && !cdir) args_error(&a, "--per-request is for the static and Circle paths");
+    if (llamacpp && cmp) args_error(&a, "--llamacpp-rule is not part of --compare");
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (samples && cli_check_out_file("eval", "--samples", samples)) return 1;
     if (cdir) dir = cdir; /* the export carries the tokenizer */
@@ -273,7 +284,7 @@ int cmd_eval(int argc, char **argv) {
             pdq_ll_session ss;
             eval_crt_session_init(crt, &ss);
             scorer sc = per_request ? (scorer){pdq_ll_window_score, &w, "circle"} : (scorer){pdq_ll_session_score, &ss, "circle"};
-            status = run_tasks(tasks, data, limit, shots, !no_bos, json, samples, tok, &sc, cdir);
+            status = run_tasks(tasks, data, limit, shots, !no_bos, llamacpp, json, samples, tok, &sc, cdir);
             pdq_ll_window_free(&w);
             pdq_ll_session_free(&ss);
             pdq_crt_free(crt);
@@ -301,7 +312,7 @@ int cmd_eval(int argc, char **argv) {
                 fprintf(stderr, "pdq eval: %s\n", st.msg);
             else {
                 if (!per_request) sc = (scorer){pdq_ll_session_score, &ss, what};
-                status = run_tasks(tasks, data, limit, shots, !no_bos, json, samples, tok, &sc, dir);
+                status = run_tasks(tasks, data, limit, shots, !no_bos, llamacpp, json, samples, tok, &sc, dir);
             }
             pdq_ll_window_free(&w);
         }
@@ -325,7 +336,7 @@ int cmd_eval(int argc, char **argv) {
         if (max_len > m->cfg.max_position_embeddings)
             fprintf(stderr, "pdq eval: --max-len %d exceeds the model's max_position_embeddings %d\n", max_len, m->cfg.max_position_embeddings);
         else
-            status = run_tasks(tasks, data, limit, shots, !no_bos, json, samples, tok, &sc, dir);
+            status = run_tasks(tasks, data, limit, shots, !no_bos, llamacpp, json, samples, tok, &sc, dir);
         pdq_ll_model_free(&lm);
     }
     cli_exec_free(&ex);

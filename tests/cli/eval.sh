@@ -42,6 +42,18 @@ for x, y in zip(a, b):
         assert p['context_ids'][1:] == q['context_ids'] and p['continuation_ids'] == q['continuation_ids']
 PY
 check table "grep -Eq '^\| arc_easy +\| +0 \| acc +\| +0\.[0-9]{4} \| ± \| +0\.[0-9]{4} \| +3 \| +0 \|$' '$tmp/nb.txt'"
+# --llamacpp-rule adds llama.cpp's score (its value: test_tasks) and leaves the harness's alone
+"$PDQ" eval --model $M --task arc_easy --data $D --limit 8 --llamacpp-rule --json --samples "$tmp/lr.jsonl" >"$tmp/lr.json" 2>/dev/null
+python3 - "$tmp/r.json" "$tmp/lr.json" "$tmp/lr.jsonl" <<'PY' && ok "--llamacpp-rule" || bad "--llamacpp-rule"
+import json, sys
+a = json.load(open(sys.argv[1]))['results'][0]
+b = json.load(open(sys.argv[2]))['results'][0]
+items = [json.loads(l) for l in open(sys.argv[3])]
+assert a['task'] == b['task'] == 'arc_easy' and 'acc_norm_llamacpp' not in a
+assert a['acc'] == b['acc'] and a['acc_norm'] == b['acc_norm'], (a, b)
+assert abs(b['acc_norm_llamacpp'] - sum(i['pred_llamacpp'] == i['gold'] for i in items) / 8) < 1e-12
+PY
+err llamacpp-rule-partial "'$PDQ' eval --model $M --task winogrande --data $D --limit 1 --llamacpp-rule" "not a multiple-choice task"
 
 err unknown-task "'$PDQ' eval --model $M --task arc_medium --data $D" "unknown task 'arc_medium'"
 err no-data "'$PDQ' eval --model $M --task piqa --data '$tmp'" "no piqa data"
