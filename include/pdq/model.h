@@ -113,6 +113,10 @@ typedef struct {
 
 pdq_code pdq_kvcache_init(pdq_kvcache *kv, const pdq_config *cfg, int B, int capacity, pdq_status *st);
 void pdq_kvcache_free(pdq_kvcache *kv);
+/* Every row of dst gets the first n slots of src's row 0 (keys, values, validity); dst->len = n.
+ * The caches share the model's shape; n <= both capacities. Shared-prefix scoring uses it to run
+ * one context's continuations as one batch. */
+void pdq_kvcache_fan_out(pdq_kvcache *dst, const pdq_kvcache *src, int n);
 
 /* Forward of T new tokens for B rows (row-major ids[B*T]).
  * mask[B*T]: 1 real token, 0 padding (NULL: all real). Keys are visible to a query when they are

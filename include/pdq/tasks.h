@@ -97,13 +97,16 @@ typedef pdq_code (*pdq_ll_fn)(void *ctx, const int32_t *ctx_ids, int n_ctx, int3
 double pdq_ll_token(const float *logits, int vocab, int32_t target, int *is_argmax);
 
 /* Scorer on the reference model (f32 or packed): the context's prefill runs once and its KV cache
- * is shared by the continuations. A request longer than max_len + 1 tokens keeps its last
- * max_len + 1 (the harness's left truncation) and runs alone. */
+ * is shared by the continuations, which then run as one batch (one pass over the weights). A
+ * request longer than max_len + 1 tokens keeps its last max_len + 1 (the harness's left
+ * truncation) and runs alone. */
 typedef struct {
     const pdq_model *m;
-    int max_len;      /* 0: the model's max_position_embeddings */
-    pdq_kvcache kv;   /* owned, grown to the longest request seen */
-    float *logits;    /* owned scratch [rows * vocab] */
+    int max_len;        /* 0: the model's max_position_embeddings */
+    pdq_kvcache kv;     /* owned, grown to the longest request seen */
+    pdq_kvcache batch;  /* owned: the context's cache once per continuation */
+    int32_t *ids;       /* owned scratch: the batch's tokens */
+    float *logits;      /* owned scratch [rows * vocab] */
     int rows;
 } pdq_ll_model;
 pdq_code pdq_ll_model_score(void *ctx, const int32_t *ctx_ids, int n_ctx, int32_t *const *cont, const int *n_cont,

@@ -44,8 +44,12 @@ static pdq_code scratch(float **buf, size_t n, pdq_status *st) {
 void pdq_ll_model_free(pdq_ll_model *s) {
     if (!s) return;
     pdq_kvcache_free(&s->kv);
+    pdq_kvcache_free(&s->batch);
     free(s->logits);
+    free(s->ids);
     s->logits = NULL;
+    s->ids = NULL;
+    s->rows = 0;
 }
 
 /* The harness's path for a request over max_len + 1 tokens: its own window, left-truncated. */
@@ -66,6 +70,43 @@ static pdq_code model_truncated(pdq_ll_model *s, const int32_t *ctx, int n_ctx, 
     return rc;
 }
 
+/* The continuations' tokens after their first, each as its own forward over the context's
+ * cache (logits [T * V]), or, for n > 1, all n as one batch over copies of that cache: one pass
+ * over the weights instead of n. A shorter continuation is padded after its end: every position
+ * it is scored at comes before the padding, which causal attention keeps out of it. */
+#define PDQ_LL_BATCH_MAX_FLOATS ((size_t)64 << 20) /* 256 MiB of batch logits, else one at a time */
+
+static pdq_code model_tails(pdq_ll_model *s, int n_ctx, int32_t *const *cont, const int *n_cont, int n, int T,
+                            double *ll, int *greedy, pdq_status *st) {
+    const pdq_model *m = s->m;
+    int V = m->cfg.vocab_size;
+    if (n == 1 || (size_t)n * T * V > PDQ_LL_BATCH_MAX_FLOATS) {
+        for (int i = 0; i < n; i++) {
+            if (n_cont[i] < 2) continue;
+            s->kv.len = n_ctx; /* back to the shared prefix; the slots after it are written anew */
+            if (pdq_model_forward(m, &s->kv, 1, n_cont[i] - 1, cont[i], NULL, NULL, s->logits, 0, st) != PDQ_OK ||
+                sum_rows(s->logits, V, cont[i] + 1, n_cont[i] - 1, &ll[i], &greedy[i], st) != PDQ_OK)
+                return st->code;
+        }
+        return PDQ_OK;
+    }
+    if (s->batch.B != n || s->batch.capacity != s->kv.capacity) {
+        pdq_kvcache_free(&s->batch);
+        if (pdq_kvcache_init(&s->batch, &m->cfg, n, s->kv.capacity, st) != PDQ_OK) return st->code;
+    }
+    int32_t *ids = realloc(s->ids, (size_t)n * T * sizeof *ids);
+    if (!ids) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory for %d continuations of %d tokens", n, T);
+    s->ids = ids;
+    for (int b = 0; b < n; b++)
+        for (int t = 0; t < T; t++) ids[(size_t)b * T + t] = cont[b][t < n_cont[b] - 1 ? t : n_cont[b] - 1];
+    pdq_kvcache_fan_out(&s->batch, &s->kv, n_ctx);
+    if (pdq_model_forward(m, &s->batch, n, T, ids, NULL, NULL, s->logits, 0, st) != PDQ_OK) return st->code;
+    for (int b = 0; b < n; b++)
+        if (sum_rows(s->logits + (size_t)b * T * V, V, cont[b] + 1, n_cont[b] - 1, &ll[b], &greedy[b], st) != PDQ_OK)
+            return st->code;
+    return PDQ_OK;
+}
+
 pdq_code pdq_ll_model_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *const *cont, const int *n_cont, int n,
                             double *ll, int *greedy, pdq_status *st) {
     pdq_ll_model *s = vs;
@@ -73,11 +114,11 @@ pdq_code pdq_ll_model_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *co
     int V = m->cfg.vocab_size;
     if (s->max_len <= 0) s->max_len = m->cfg.max_position_embeddings;
     if (n_ctx < 1) return pdq_fail(st, PDQ_ERR_ARG, "a request needs at least one context token");
-    int fits = n_ctx <= s->max_len, need = n_ctx, rows = 1;
+    int fits = n_ctx <= s->max_len, need = n_ctx, longest = 1;
     for (int i = 0; i < n; i++) {
         fits &= n_ctx + n_cont[i] - 1 <= s->max_len;
         if (n_ctx + n_cont[i] - 1 > need) need = n_ctx + n_cont[i] - 1;
-        if (n_cont[i] > rows) rows = n_cont[i];
+        if (n_cont[i] > longest) longest = n_cont[i];
     }
     if (!fits) {
         for (int i = 0; i < n; i++)
@@ -92,25 +133,22 @@ pdq_code pdq_ll_model_score(void *vs, const int32_t *ctx, int n_ctx, int32_t *co
         pdq_kvcache_free(&s->kv);
         if (pdq_kvcache_init(&s->kv, &m->cfg, 1, cap, st) != PDQ_OK) return st->code;
     }
-    if (rows > s->rows) {
-        if (scratch(&s->logits, (size_t)rows * V, st) != PDQ_OK) return st->code;
-        s->rows = rows;
+    int T = longest - 1;
+    size_t batch = (size_t)n * T * V <= PDQ_LL_BATCH_MAX_FLOATS ? (size_t)n * T : (size_t)T;
+    if ((int)batch + 1 > s->rows) {
+        if (scratch(&s->logits, (batch + 1) * V, st) != PDQ_OK) return st->code;
+        s->rows = (int)batch + 1;
     }
     /* the context once: its last row predicts every continuation's first token */
     s->kv.len = 0;
-    float *first = s->logits + (size_t)(rows - 1) * V; /* the last row: free until the longest continuation */
+    float *first = s->logits + (size_t)(s->rows - 1) * V; /* the last row: never a tail's */
     if (pdq_model_forward(m, &s->kv, 1, n_ctx, ctx, NULL, NULL, first, 1, st) != PDQ_OK) return st->code;
     for (int i = 0; i < n; i++) {
         ll[i] = 0;
         greedy[i] = 1;
         if (sum_rows(first, V, cont[i], 1, &ll[i], &greedy[i], st) != PDQ_OK) return st->code;
-        if (n_cont[i] < 2) continue;
-        s->kv.len = n_ctx; /* back to the shared prefix; the slots after it are written anew */
-        if (pdq_model_forward(m, &s->kv, 1, n_cont[i] - 1, cont[i], NULL, NULL, s->logits, 0, st) != PDQ_OK ||
-            sum_rows(s->logits, V, cont[i] + 1, n_cont[i] - 1, &ll[i], &greedy[i], st) != PDQ_OK)
-            return st->code;
     }
-    return PDQ_OK;
+    return T > 0 ? model_tails(s, n_ctx, cont, n_cont, n, T, ll, greedy, st) : PDQ_OK;
 }
 
 /* ---- static-shape session (static graphs, Circle pair): prefill once, append, rewind ---- */

@@ -37,3 +37,16 @@ void pdq_kvcache_free(pdq_kvcache *kv) {
     free(kv->valid);
     memset(kv, 0, sizeof *kv);
 }
+
+void pdq_kvcache_fan_out(pdq_kvcache *dst, const pdq_kvcache *src, int n) {
+    size_t slot = (size_t)src->head_dim;
+    for (int l = 0; l < dst->n_layers; l++)
+        for (int b = 0; b < dst->B; b++)
+            for (int h = 0; h < dst->n_kv; h++) {
+                size_t d = ((size_t)b * dst->n_kv + h) * dst->capacity * slot, s = (size_t)h * src->capacity * slot;
+                memcpy(dst->k[l] + d, src->k[l] + s, (size_t)n * slot * sizeof(float));
+                memcpy(dst->v[l] + d, src->v[l] + s, (size_t)n * slot * sizeof(float));
+            }
+    for (int b = 0; b < dst->B; b++) memcpy(dst->valid + (size_t)b * dst->capacity, src->valid, (size_t)n);
+    dst->len = n;
+}
