@@ -7,16 +7,19 @@
 #
 # MODEL.gguf is the same checkpoint converted with llama.cpp's own converter (F32; or its
 # llama-quantize output against a pdq quantized MODEL_DIR, where the weights differ).
-# TASK=hellaswag (default): the first N_TASKS (default 400) tasks of
-#   ../shared/data/tasks/hellaswag/hellaswag_val_full.txt, in llama.cpp's binary multiple-choice
-#   file (scripts/llamacpp-mc-file.py) through --multiple-choice, whose rule is --hellaswag's but
-#   which keeps the file's order (--hellaswag draws N tasks at random with replacement, even N
-#   of N, so it never scores exactly the file's tasks).
+# TASK=hellaswag (default): ../shared/data/tasks/hellaswag/hellaswag_val_full.txt (all 10042 tasks)
+#   through llama-perplexity --hellaswag --hellaswag-tasks N_TASKS (default 400), which draws its
+#   tasks with std::mt19937(1) without replacement, and pdq eval --llamacpp-tasks N_TASKS, which
+#   reproduces that draw: the same tasks in the same order. Every running accuracy llama.cpp
+#   prints (one line per task) is checked against pdq's --samples, not only the last one.
 # TASK=arc_easy: the first N_TASKS items of ../shared/data/tasks/arc/ARC-Easy-Dev.jsonl (all 570
 #   by default) in llama.cpp's binary multiple-choice file (scripts/llamacpp-mc-file.py, lm-eval's
 #   ARC prompt) through --multiple-choice, which keeps the file's order when it takes all tasks;
 #   pdq eval --task arc_easy --limit N_TASKS --llamacpp-rule. PDQ_LLAMA_RULE=0 leaves the rule out
 #   on pdq's side (each choice then runs once: the harness's split only) and compares speed only.
+# llama.cpp runs with an F32 KV cache (LLAMA_KV=f32, -ctk/-ctv) so that both sides compute in F32;
+# LLAMA_KV=f16 is llama.cpp's default, which rounds K and V to half precision (docs/eval.md: it
+# moves logits by about 1e-3 on stories260K and flips near ties).
 # llama-perplexity comes from $LLAMACPP_BIN (default ../peer/llama.cpp/build/bin); without it the
 # script says so and exits 0. KEEP=DIR keeps both sides' outputs. Nothing of llama.cpp is part of
 # this repository.
@@ -32,6 +35,7 @@ RULE=${PDQ_LLAMA_RULE:-1}
 # llama.cpp packs whole tasks into one context of CTX tokens; each sequence keeps its own
 # positions, so CTX may exceed the model's length (a 512-token vocabulary needs more than 512)
 CTX=${LLAMA_CTX:-2048}
+KV=${LLAMA_KV:-f32}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 case $TASK in
   hellaswag) DATA=../shared/data/tasks/hellaswag/hellaswag_val_full.txt; N=${3:-400}; RULE=1 ;;
@@ -46,26 +50,29 @@ TIME="/usr/bin/time -f %U+%S"
 [ -x /usr/bin/time ] || TIME=
 cpu() { [ -f "$1" ] && echo ", $(tail -1 "$1" | bc -l | xargs printf '%.1f') s CPU" || true; }
 tmp=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$tmp"/*.out "$tmp"/*.err "$tmp"/*.json "$KEEP"/ 2>/dev/null; rm -rf "$tmp"' EXIT
-# Both tasks go through --multiple-choice, which keeps the file's order; its rule is --hellaswag's
-# (--hellaswag itself draws its tasks at random with replacement, so it scores another set)
-out=$(python3 "$here/llamacpp-mc-file.py" "$DATA" "$tmp/task.bin" "$N") || exit 1
-n=${out%% *}
-lmode=(--multiple-choice --multiple-choice-tasks "$n")
+trap '[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$tmp"/*.out "$tmp"/*.err "$tmp"/*.json "$tmp"/*.time "$KEEP"/ 2>/dev/null; rm -rf "$tmp"' EXIT
 if [ "$TASK" = hellaswag ]; then
-  head -n $((6 * n)) "$DATA" >"$tmp/task.txt"
-  pdata=$tmp/task.txt
-  plimit=()
+  # llama.cpp's own HellaSwag mode on the whole file; pdq picks the same tasks
+  n=$(( $(wc -l <"$DATA") / 6 ))
+  [ "$N" -lt "$n" ] && n=$N
+  ltask=$DATA
+  lmode=(--hellaswag --hellaswag-tasks "$n")
+  pdata=$DATA
+  plimit=(--llamacpp-tasks "$n" --samples "$tmp/pdq.samples.json")
 else
+  # --multiple-choice keeps the file's order when it takes all its tasks: the first N items
+  out=$(python3 "$here/llamacpp-mc-file.py" "$DATA" "$tmp/task.bin" "$N") || exit 1
+  n=${out%% *}
+  ltask=$tmp/task.bin
+  lmode=(--multiple-choice --multiple-choice-tasks "$n")
   pdata=$DATA
   plimit=(--limit "$n")
 fi
 prule=()
 [ "$TASK" = arc_easy ] && [ "$RULE" = 1 ] && prule=(--llamacpp-rule)
-ltask=$tmp/task.bin
 
 t0=$(date +%s.%N)
-$TIME -o "$tmp/llama.time" "$BIN/llama-perplexity" -m "$GGUF" -f "$ltask" "${lmode[@]}" -t "$THREADS" -c "$CTX" -b "$CTX" \
+$TIME -o "$tmp/llama.time" "$BIN/llama-perplexity" -m "$GGUF" -f "$ltask" "${lmode[@]}" -t "$THREADS" -c "$CTX" -b "$CTX" -ctk "$KV" -ctv "$KV" \
     >"$tmp/llama.out" 2>"$tmp/llama.err" || { echo "llama-perplexity failed:"; tail -5 "$tmp/llama.err"; exit 1; }
 t1=$(date +%s.%N)
 # the last "<task>\t<acc %>..." line is the score over all tasks
@@ -74,10 +81,19 @@ $TIME -o "$tmp/pdq.time" "$PDQ" eval --model "$MODEL" --task "$TASK" --data "$pd
     --threads "$THREADS" --json >"$tmp/pdq.json" 2>"$tmp/pdq.err" || { echo "pdq eval failed:"; tail -3 "$tmp/pdq.err"; exit 1; }
 t2=$(date +%s.%N)
 pc=$(jq -r '.results[0].acc_norm_llamacpp' "$tmp/pdq.json")
-echo "task             $TASK, $n items, $THREADS thread(s)"
+echo "task             $TASK, $n items, $THREADS thread(s), llama.cpp KV cache $KV"
 echo "llama.cpp        acc_norm $lc  ($(echo "$n / ($t1 - $t0)" | bc -l | xargs printf '%.2f') items/s$(cpu "$tmp/llama.time"))"
 echo "pdq (llama rule) acc_norm $pc  ($(echo "$n / ($t2 - $t1)" | bc -l | xargs printf '%.2f') items/s$(cpu "$tmp/pdq.time")$([ "$RULE" = 1 ] && echo ", both rules scored"))"
 echo "pdq (harness)    acc $(jq -r '.results[0].acc' "$tmp/pdq.json")  acc_norm $(jq -r '.results[0].acc_norm' "$tmp/pdq.json")"
 [ "$RULE" = 1 ] || exit 0
 # llama.cpp prints its score with 8 decimals in percent
+if [ "$TASK" = hellaswag ]; then
+  # each task's running accuracy (llama.cpp: "<i>\t<100 * correct / i>" after task i)
+  grep -hE '^[0-9]+'$'\t' "$tmp/llama.out" "$tmp/llama.err" | cut -f2 >"$tmp/llama.running"
+  jq -r '.pred_llamacpp == .gold' "$tmp/pdq.samples.json" | awk '{ c += ($1 == "true"); printf "%.8f\n", 100 * c / NR }' >"$tmp/pdq.running"
+  paste "$tmp/llama.running" "$tmp/pdq.running" | awk -v n="$n" '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-6) bad++; if (d > 1e-6 && !first) first = NR } END {
+      if (NR != n) { print "llama.cpp printed " NR " tasks, expected " n; exit 1 }
+      if (bad) { print "the running accuracies differ at " bad " of " n " tasks, first after task " first; exit 1 }
+      print "same task by task (" n " running accuracies)" }' || exit 1
+fi
 awk -v a="$lc" -v b="$pc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 1e-6) }' && echo "same acc_norm" || { echo "acc_norm differs"; exit 1; }

@@ -221,6 +221,21 @@ typedef struct {
 } pdq_pyrandom;
 void pdq_pyrandom_seed(pdq_pyrandom *r, uint32_t seed);
 double pdq_pyrandom_random(pdq_pyrandom *r);
+/* The same generator as C++'s std::mt19937: seeded as std::mt19937(seed) (default seed 5489),
+ * and its next 32-bit output. */
+void pdq_mt19937_seed(pdq_pyrandom *r, uint32_t seed);
+uint32_t pdq_mt19937_next(pdq_pyrandom *r);
+/* std::uniform_int_distribution<size_t>(0, n - 1)(gen) with a std::mt19937 gen, as libstdc++
+ * (GCC 11 and later) draws it: Lemire's nearly divisionless method on 32-bit draws (n >= 1;
+ * n = 1 still consumes a draw). The standard leaves this algorithm to the library. */
+uint32_t pdq_libstdcxx_uniform(pdq_pyrandom *r, uint32_t n);
+/* The tasks llama-perplexity --hellaswag --hellaswag-tasks n_tasks scores out of a file of
+ * n_file tasks, in its order (hellaswag_score, llama.cpp b4747): std::mt19937(1), per task an
+ * index drawn uniformly among the tasks left, which is then erased (without replacement).
+ * order[min(n_tasks, n_file)] receives 0-based task indices of the file; returns that count. */
+long pdq_llamacpp_hellaswag_order(long n_file, long n_tasks, long *order);
+/* Keeps the items idx[0..n) of t, in that order (each index at most once); frees the others. */
+pdq_code pdq_task_pick(pdq_task *t, const long *idx, long n, pdq_status *st);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,7 @@ static const char *k_usage =
     "usage: pdq eval --model DIR --task NAME[,NAME...] --data PATH [--limit N] [--shots K] [--json]\n"
     "                [--samples FILE] [--no-bos] [--threads N] [--max-len N]\n"
     "                [--static [--max-seq N] [--mode float|fake|int] [--append-bucket Q[,Q...]]]\n"
-    "                [--per-request] [--llamacpp-rule]\n"
+    "                [--per-request] [--llamacpp-rule] [--llamacpp-tasks N]\n"
     "       pdq eval --circle OUTDIR --task ... --data PATH ...   (the exported prefill graph)\n"
     "       pdq eval --model DIR --compare DIR2 --task ... --data PATH ...   (two models side by side:\n"
     "                  each metric, b - a, and how many items changed answer)\n"
@@ -44,6 +44,9 @@ static const char *k_usage =
     "  --llamacpp-rule choice tasks: also llama.cpp's score (acc_norm_llamacpp, the rule of\n"
     "                  llama-perplexity --multiple-choice and --hellaswag; always on for hellaswag\n"
     "                  in llama.cpp's format)\n"
+    "  --llamacpp-tasks N  hellaswag in llama.cpp's 6-line format: the N tasks (all if N is\n"
+    "                  larger) llama-perplexity --hellaswag --hellaswag-tasks N scores, in its\n"
+    "                  order (its std::mt19937(1) draws without replacement, reproduced)\n"
     EXEC_ARGS_USAGE;
 
 
@@ -168,8 +171,22 @@ typedef struct {
 } scorer;
 
 /* Loads and scores each task; prints the results. */
-static int run_tasks(const char *tasks, const char *data, long limit, int shots, int add_bos, int llamacpp, int json,
-                     const char *samples, const pdq_tokenizer *tok, const scorer *sc, const char *model) {
+/* Keeps the tasks llama-perplexity --hellaswag --hellaswag-tasks n scores, in its order. */
+static int pick_llamacpp_tasks(pdq_task *t, long n, pdq_status *st) {
+    if (strcmp(t->name, "hellaswag") != 0 || !t->llamacpp_rule) {
+        fprintf(stderr, "pdq eval: --llamacpp-tasks: %s is not hellaswag in llama.cpp's 6-line format\n", t->name);
+        return 1;
+    }
+    long *order = malloc((size_t)t->n_items * sizeof *order);
+    long k = order ? pdq_llamacpp_hellaswag_order(t->n_items, n, order) : -1;
+    int bad = k < 0 || pdq_task_pick(t, order, k, st) != PDQ_OK;
+    if (bad) fprintf(stderr, "pdq eval: --llamacpp-tasks: %s\n", k < 0 ? "out of memory" : st->msg);
+    free(order);
+    return bad;
+}
+
+static int run_tasks(const char *tasks, const char *data, long limit, long hs_tasks, int shots, int add_bos, int llamacpp,
+                     int json, const char *samples, const pdq_tokenizer *tok, const scorer *sc, const char *model) {
     char *list = strdup(tasks);
     if (!list) return 1;
     FILE *sf = NULL;
@@ -196,6 +213,11 @@ static int run_tasks(const char *tasks, const char *data, long limit, int shots,
         pdq_task *t;
         if (pdq_task_load(name, data, limit, shots, &t, &st) != PDQ_OK) {
             fprintf(stderr, "pdq eval: %s\n", st.msg);
+            status = 1;
+            break;
+        }
+        if (hs_tasks > 0 && pick_llamacpp_tasks(t, hs_tasks, &st)) {
+            pdq_task_free(t);
             status = 1;
             break;
         }
@@ -248,6 +270,7 @@ int cmd_eval(int argc, char **argv) {
     const char *tasks = args_required(&a, "--task"), *data = args_required(&a, "--data");
     const char *samples = args_str(&a, "--samples"), *cmp = args_str(&a, "--compare");
     long limit = args_int_range(&a, "--limit", 0, 1, 1L << 30);
+    long hs_tasks = args_int_range(&a, "--llamacpp-tasks", 0, 1, 1L << 30);
     int shots = (int)args_int_range(&a, "--shots", 0, 0, 64);
     int json = args_flag(&a, "--json"), no_bos = args_flag(&a, "--no-bos"), threads = args_threads(&a);
     int use_static = args_flag(&a, "--static");
@@ -265,6 +288,7 @@ int cmd_eval(int argc, char **argv) {
     if (buckets && !use_static) args_error(&a, "--append-bucket sizes the static path's append graphs: it needs --static (--circle uses the export's)");
     if (per_request && !use_static && !cdir) args_error(&a, "--per-request is for the static and Circle paths");
     if (llamacpp && cmp) args_error(&a, "--llamacpp-rule is not part of --compare");
+    if (hs_tasks && (cmp || limit)) args_error(&a, "--llamacpp-tasks picks llama.cpp's tasks: drop --limit/--compare");
     if (args_finish(&a)) return ARGS_USAGE_EXIT;
     if (samples && cli_check_out_file("eval", "--samples", samples)) return 1;
     if (cdir) dir = cdir; /* the export carries the tokenizer */
@@ -284,7 +308,7 @@ int cmd_eval(int argc, char **argv) {
             pdq_ll_session ss;
             eval_crt_session_init(crt, &ss);
             scorer sc = per_request ? (scorer){pdq_ll_window_score, &w, "circle"} : (scorer){pdq_ll_session_score, &ss, "circle"};
-            status = run_tasks(tasks, data, limit, shots, !no_bos, llamacpp, json, samples, tok, &sc, cdir);
+            status = run_tasks(tasks, data, limit, hs_tasks, shots, !no_bos, llamacpp, json, samples, tok, &sc, cdir);
             pdq_ll_window_free(&w);
             pdq_ll_session_free(&ss);
             pdq_crt_free(crt);
@@ -312,7 +336,7 @@ int cmd_eval(int argc, char **argv) {
                 fprintf(stderr, "pdq eval: %s\n", st.msg);
             else {
                 if (!per_request) sc = (scorer){pdq_ll_session_score, &ss, what};
-                status = run_tasks(tasks, data, limit, shots, !no_bos, llamacpp, json, samples, tok, &sc, dir);
+                status = run_tasks(tasks, data, limit, hs_tasks, shots, !no_bos, llamacpp, json, samples, tok, &sc, dir);
             }
             pdq_ll_window_free(&w);
         }
@@ -336,7 +360,7 @@ int cmd_eval(int argc, char **argv) {
         if (max_len > m->cfg.max_position_embeddings)
             fprintf(stderr, "pdq eval: --max-len %d exceeds the model's max_position_embeddings %d\n", max_len, m->cfg.max_position_embeddings);
         else
-            status = run_tasks(tasks, data, limit, shots, !no_bos, llamacpp, json, samples, tok, &sc, dir);
+            status = run_tasks(tasks, data, limit, hs_tasks, shots, !no_bos, llamacpp, json, samples, tok, &sc, dir);
         pdq_ll_model_free(&lm);
     }
     cli_exec_free(&ex);

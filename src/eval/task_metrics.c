@@ -17,10 +17,11 @@ pdq_metric pdq_metric_mean01(long hits, long n) {
     return m;
 }
 
-/* ---- MT19937 as CPython's random module seeds and draws it ---- */
+/* ---- MT19937 (std::mt19937; CPython's random module seeds it by init_by_array) ---- */
 enum { MT_N = 624, MT_M = 397 };
 
-static void mt_init(pdq_pyrandom *r, uint32_t s) {
+/* std::mt19937(s) (the standard's seeding; CPython's init_genrand) */
+void pdq_mt19937_seed(pdq_pyrandom *r, uint32_t s) {
     r->mt[0] = s;
     for (int i = 1; i < MT_N; i++) r->mt[i] = 1812433253u * (r->mt[i - 1] ^ (r->mt[i - 1] >> 30)) + (uint32_t)i;
     r->i = MT_N;
@@ -30,7 +31,7 @@ void pdq_pyrandom_seed(pdq_pyrandom *r, uint32_t seed) {
     /* random.seed(int): init_by_array over the integer's 32-bit words (one word for < 2^32) */
     const uint32_t key[1] = {seed};
     const int klen = 1;
-    mt_init(r, 19650218u);
+    pdq_mt19937_seed(r, 19650218u);
     uint32_t *mt = r->mt;
     int i = 1, j = 0;
     for (int k = MT_N > klen ? MT_N : klen; k; k--) {
@@ -48,7 +49,7 @@ void pdq_pyrandom_seed(pdq_pyrandom *r, uint32_t seed) {
     r->i = MT_N;
 }
 
-static uint32_t mt_next(pdq_pyrandom *r) {
+uint32_t pdq_mt19937_next(pdq_pyrandom *r) {
     uint32_t *mt = r->mt;
     if (r->i >= MT_N) {
         for (int k = 0; k < MT_N; k++) {
@@ -66,7 +67,7 @@ static uint32_t mt_next(pdq_pyrandom *r) {
 }
 
 double pdq_pyrandom_random(pdq_pyrandom *r) {
-    uint32_t a = mt_next(r) >> 5, b = mt_next(r) >> 6;
+    uint32_t a = pdq_mt19937_next(r) >> 5, b = pdq_mt19937_next(r) >> 6;
     return ((double)a * 67108864.0 + (double)b) * (1.0 / 9007199254740992.0);
 }
 
