@@ -145,4 +145,27 @@ PY
 "$PDQ" eval --model $M --compare $M --task piqa --data $D --limit 4 >"$tmp/self.txt" 2>/dev/null
 check compare-self "grep -Eq '^\| piqa +\| acc +\|.*\| +\+0\.0000 \| +0 \| +4 \| +4 \|$' '$tmp/self.txt'"
 err compare-static "'$PDQ' eval --model $M --compare $M --static --task piqa --data $D" "--compare runs two"
+# --llamacpp-tasks: the tasks llama-perplexity --hellaswag scores, in its order. Out of a
+# 20-task file, g++ 12's std::mt19937(1) and std::uniform_int_distribution over the tasks left
+# (llama.cpp's hellaswag_score, printed by a C++ program) pick 8 19 13 17 0 for 5, and this
+# permutation for all; each picked task scores as it does in the plain run.
+head -n 120 $D/hellaswag/hellaswag_val_full.txt >"$tmp/hs20.txt"
+"$PDQ" eval --model $M --task hellaswag --data "$tmp/hs20.txt" --json --samples "$tmp/hs.jsonl" >"$tmp/hs.json" 2>/dev/null
+"$PDQ" eval --model $M --task hellaswag --data "$tmp/hs20.txt" --llamacpp-tasks 5 --samples "$tmp/hs5.jsonl" >/dev/null 2>&1
+"$PDQ" eval --model $M --task hellaswag --data "$tmp/hs20.txt" --llamacpp-tasks 99 --json --samples "$tmp/hs99.jsonl" >"$tmp/hs99.json" 2>/dev/null
+check llamacpp-tasks-5 "[ \"\$(jq -r '(.line - 1) / 6' '$tmp/hs5.jsonl' | tr '\n' ' ')\" = '8 19 13 17 0 ' ]"
+check llamacpp-tasks-all "[ \"\$(jq -r '(.line - 1) / 6' '$tmp/hs99.jsonl' | tr '\n' ' ')\" = '8 19 13 17 0 2 6 18 3 5 1 10 7 11 12 15 9 16 14 4 ' ]"
+python3 - "$tmp/hs.jsonl" "$tmp/hs5.jsonl" "$tmp/hs99.jsonl" "$tmp/hs.json" "$tmp/hs99.json" <<'PY' && ok "--llamacpp-tasks scores each task as the plain run" || bad "--llamacpp-tasks scores each task as the plain run"
+import json, sys
+plain = {x['line']: x for x in map(json.loads, open(sys.argv[1]))}
+for f in sys.argv[2:4]:
+    for x in map(json.loads, open(f)):
+        y = plain[x['line']]
+        assert x['pred_llamacpp'] == y['pred_llamacpp'] and x['gold'] == y['gold'], x['line']
+        assert all(abs(a['ll'] - b['ll']) < 1e-9 for a, b in zip(x['requests'], y['requests'])), x['line']
+a, b = (json.load(open(f))['results'][0] for f in sys.argv[4:6])
+assert a['n'] == b['n'] == 20 and abs(a['acc_norm_llamacpp'] - b['acc_norm_llamacpp']) < 1e-12
+PY
+err llamacpp-tasks-arc "'$PDQ' eval --model $M --task arc_easy --data $D --llamacpp-tasks 5" "is not hellaswag in llama.cpp's 6-line format"
+err llamacpp-tasks-limit "'$PDQ' eval --model $M --task hellaswag --data $D --limit 3 --llamacpp-tasks 5" "drop --limit"
 exit $fail
