@@ -14,7 +14,8 @@ b4747, multiple_choice_task::deserialize). Layout, little-endian:
 
 HellaSwag (a .txt file: context, gold index, 4 endings per task): the question is the context
 and the answers the endings. --multiple-choice scores them by --hellaswag's rule, but in the
-file's order, where --hellaswag draws its tasks at random with replacement.
+file's order, where --hellaswag draws its tasks at random (without replacement; pdq eval
+--llamacpp-tasks reproduces that draw, docs/eval.md).
 ARC: the question is lm-eval's ARC context "Question: {stem}\\nAnswer:" and the answers are the
 choices' texts; llama.cpp scores `question + " " + answer`, the harness's context plus its
 " " + choice. mc2 is empty (llama.cpp does not use it). Tasks keep the file's order, so the first
