@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gptq_block.h"
 #include "pdq/progress.h"
 #include "pdq/quant.h"
 
@@ -279,58 +280,14 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     pdq_qprof_add(pf, PDQ_QP_CHOLESKY, tq - tp, 2.0 / 3.0 * (double)cols * cols * cols);
     tp = tq;
     double col_flops = 0; /* as the BLAS calls below are made */
+    gptq_cols gc = {s, rows, cols, ng, gs, maxq, static_groups, ref_groups,
+                    pdq_cpu_has_level(PDQ_LEVEL_AVX2) ? PDQ_LEVEL_AVX2 : PDQ_LEVEL_SCALAR, perm, hinv, wt, err, dt, ct,
+                    sc, ze, ssc, sze, snap, gbuf, r, name};
 
     for (int i1 = 0; i1 < cols; i1 += bs) {
         int i2 = i1 + bs < cols ? i1 + bs : cols, count = i2 - i1;
         if (ref_groups) memcpy(snap, wt + (size_t)i1 * rows, (size_t)count * rows * sizeof(float));
-        for (int j = i1; j < i2; j++) {
-            int c = perm[j];
-            float *wc = wt + (size_t)j * rows;
-            if (s->group > 0) {
-                if (static_groups) {
-                    int g = c / gs;
-                    for (int rr = 0; rr < rows; rr++) { sc[rr] = ssc[(size_t)rr * ng + g]; ze[rr] = sze[(size_t)rr * ng + g]; }
-                } else {
-                    if (j % gs == 0) {
-                        /* group j/gs: columns j..j+gs-1 of the current (updated) weights */
-                        int g = j / gs;
-                        int width = cols - j < gs ? cols - j : gs;
-                        if (ref_groups) {
-                            /* the reference reads W[:, j:j+gs], where the block's own updates are
-                             * not yet applied (they live in its W1 copy): block-start values for
-                             * columns inside the block, current (= block-start) values after it */
-                            for (int k = 0; k < width; k++)
-                                memcpy(gbuf + (size_t)k * rows,
-                                       j + k < i2 ? snap + (size_t)(j + k - i1) * rows : wt + (size_t)(j + k) * rows,
-                                       (size_t)rows * sizeof(float));
-                            pdq_qparams_find(s, gbuf, rows, width, 1, rows, sc, ze);
-                        } else {
-                            pdq_qparams_find(s, wc, rows, width, 1, rows, sc, ze);
-                        }
-                        if ((rc = pdq_qscale_check(s, sc, (size_t)rows, name, st))) goto done;
-                        for (int rr = 0; rr < rows; rr++) {
-                            r->scale[(size_t)rr * ng + g] = sc[rr];
-                            r->zero[(size_t)rr * ng + g] = ze[rr];
-                        }
-                    }
-                    if (r->g_idx) r->g_idx[c] = j / gs;
-                }
-            }
-            float d = hinv[(size_t)j * cols + j];
-            float *e = err + (size_t)(j - i1) * rows;
-            for (int rr = 0; rr < rows; rr++) {
-                int q = pdq_qcode(wc[rr], sc[rr], ze[rr], maxq);
-                float qv = sc[rr] * ((float)q - ze[rr]);
-                ct[(size_t)j * rows + rr] = (uint8_t)q;
-                dt[(size_t)j * rows + rr] = qv;
-                e[rr] = (wc[rr] - qv) / d;
-            }
-            /* immediate update of the rest of the block: Wt[k] -= Hinv[j][k] * e */
-            if (i2 - j - 1 > 0) col_flops += 2.0 * rows * (i2 - j - 1);
-            if (i2 - j - 1 > 0)
-                cblas_sger(CblasRowMajor, i2 - j - 1, rows, -1.0f, hinv + (size_t)j * cols + j + 1, 1, e, 1,
-                           wt + (size_t)(j + 1) * rows, rows);
-        }
+        if ((rc = gptq_block(&gc, i1, i2, &col_flops, st))) goto done;
         /* lazy update of the columns after the block: Wt[i2:] -= Hinv[i1:i2, i2:]^T Err */
         if (i2 < cols) col_flops += 2.0 * rows * count * (cols - i2);
         if (i2 < cols)
