@@ -276,6 +276,9 @@ static pdq_code gptq_owned(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spli
         go[k].scheme.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, go[k].scheme.bits);
     }
     pdq_calib_split_owners(sp, cost, n, owner);
+    /* linears one after another on one H (q/k/v, gate/up) share its permutation and factor */
+    pdq_gptq_hcache hcache = {0};
+    for (int k = 0; k < n; k++) go[k].hcache = &hcache;
     pdq_code rc = PDQ_OK;
     for (int k = 0; !rc && k < n; k++) {
         if (owner[k] != sp->rank) continue;
@@ -287,6 +290,7 @@ static pdq_code gptq_owned(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spli
         rc = pdq_gptq(&go[k], L->w[ids[k]], out, in, H[hidx[k]], name, &r[k], st);
         secs[k] = pdq_now() - t1;
     }
+    pdq_gptq_hcache_free(&hcache);
     for (int k = 0; !rc && k < n; k++) {
         double t1 = pdq_now();
         if ((rc = pdq_calib_split_share(sp, &r[k], owner[k], st))) break;
