@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "kernels/rank1_fma.h"
 #include "pdq/npy.h"
 #include "pdq/quant.h"
 #include "testutil.h"
@@ -400,11 +401,82 @@ static void test_gptq_matrix_cli(void **state) {
     free(dir); free(w); free(x); free(H);
 }
 
+/* Linears sharing one H through a pdq_gptq_hcache (q/k/v in the pipeline) get the bits they get
+ * without it; a different H is not mistaken for the cached one. */
+static void test_hessian_cache(void **state) {
+    (void)state;
+    uint64_t s = 31;
+    for (int t = 0; t < 4; t++) {
+        int rows = 20, cols = 48;
+        float *H, *H2;
+        float *w = make_problem(&s, rows, cols, 150, &H);
+        float *w2 = make_problem(&s, rows, cols, 150, &H2);
+        pdq_gptq_opts o;
+        pdq_gptq_opts_default(&o, 3 + t % 2);
+        o.scheme.group = (t & 2) ? 16 : 0;
+        o.actorder = !(t & 1);
+        pdq_gptq_hcache hc = {0};
+        pdq_gptq_opts oc = o;
+        oc.hcache = &hc;
+        const float *ws[3] = {w, w2, w2};
+        const float *hs[3] = {H, H, H2};
+        for (int k = 0; k < 3; k++) {
+            pdq_qresult a, b;
+            assert_int_equal(pdq_gptq(&o, ws[k], rows, cols, hs[k], "w", &a, NULL), PDQ_OK);
+            assert_int_equal(pdq_gptq(&oc, ws[k], rows, cols, hs[k], "w", &b, NULL), PDQ_OK);
+            assert_ptr_equal(hc.H, hs[k]);
+            assert_memory_equal(a.codes, b.codes, (size_t)rows * cols);
+            assert_memory_equal(a.deq, b.deq, (size_t)rows * cols * sizeof(float));
+            assert_memory_equal(a.scale, b.scale, (size_t)rows * a.ngroups * sizeof(float));
+            assert_true(a.loss == b.loss && a.rtn_loss == b.rtn_loss);
+            pdq_qresult_free(&a);
+            pdq_qresult_free(&b);
+        }
+        pdq_gptq_hcache_free(&hc);
+        free(w); free(H); free(w2); free(H2);
+    }
+}
+
+/* The rank-1 row update: every level gives the definition's bits (one fused multiply-add below
+ * fma_end, a rounded product then a rounded sum from it on). */
+static void test_rank1_levels(void **state) {
+    (void)state;
+    uint64_t s = 5;
+    int n = 203;
+    float *e = malloc(n * sizeof(float)), *w0 = malloc(n * sizeof(float)), *w = malloc(n * sizeof(float)),
+          *ref = malloc(n * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        e[i] = (float)(tu_randu(&s) - 0.5) * 3.0f;
+        w0[i] = (float)(tu_randu(&s) - 0.5);
+    }
+    const int spans[][3] = {{0, 203, 192}, {0, 128, 192}, {128, 203, 192}, {3, 77, 64}, {0, 203, 0}, {40, 41, 32}};
+    for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
+        int r0 = spans[k][0], r1 = spans[k][1], fe = spans[k][2];
+        float a = -0.3721f;
+        memcpy(ref, w0, n * sizeof(float));
+        for (int r = r0; r < r1; r++) {
+            if (r < fe) ref[r] = fmaf(a, e[r], ref[r]);
+            else {
+                float p = a * e[r];
+                ref[r] = ref[r] + p;
+            }
+        }
+        for (int lv = 0; lv < PDQ_LEVEL_COUNT; lv++) {
+            if (!pdq_cpu_has_level((pdq_level)lv)) continue;
+            memcpy(w, w0, n * sizeof(float));
+            pdq_rank1_fma((pdq_level)lv, w, e, a, r0, r1, fe);
+            assert_memory_equal(w, ref, n * sizeof(float));
+        }
+    }
+    free(e); free(w0); free(w); free(ref);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matches_reference), cmocka_unit_test(test_loss_below_rtn),
         cmocka_unit_test(test_hessian_brute_force), cmocka_unit_test(test_dead_inputs),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_gptq_matrix_cli),
+        cmocka_unit_test(test_hessian_cache), cmocka_unit_test(test_rank1_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,6 +131,20 @@ void pdq_hessian_reset(pdq_hessian *h);
 void pdq_hessian_free(pdq_hessian *h);
 
 /* --- GPTQ on one matrix --- */
+/* What GPTQ derives from H alone (the act-order permutation, the upper Cholesky factor of
+ * inv(H)), kept for the next matrix quantized with the same H (q/k/v share one, gate/up
+ * another): give their pdq_gptq_opts the same cache and call them one after the other with the
+ * same H pointer, unchanged. Start zeroed; pdq_gptq_hcache_free before H is freed or changed. */
+typedef struct {
+    const float *H; /* the Hessian it was computed from (compared by address) */
+    int cols, actorder;
+    float percdamp;
+    int *perm;      /* [cols] */
+    float *hinv;    /* [cols*cols] */
+} pdq_gptq_hcache;
+
+void pdq_gptq_hcache_free(pdq_gptq_hcache *c);
+
 typedef struct {
     pdq_qscheme scheme;
     int actorder;       /* columns by descending diag(H) (default on) */
@@ -148,6 +162,7 @@ typedef struct {
     int mse_gptq_steps; /* 10 */
     float mse_gptq_range; /* 0.25 */
     pdq_qprof *prof;    /* NULL, or where GPTQ's phases add their time and FLOPs */
+    pdq_gptq_hcache *hcache; /* NULL, or H's permutation and factor shared between calls */
 } pdq_gptq_opts;
 
 void pdq_gptq_opts_default(pdq_gptq_opts *o, int bits);

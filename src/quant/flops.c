@@ -4,9 +4,10 @@
  *     (QK^T and PV over the full T x T square: the causal mask is applied after the GEMM, so
  *     nothing is halved); norms, RoPE, softmax, SiLU and residuals are not counted
  *   Hessian add of `rows` rows of n inputs: ssyrk, rows n (n + 1)
- *   Cholesky factor of inv(H), n x n: dpotrf n^3/3 + dtrtri n^3/3 (gptq.c's reversal trick)
- *   column loop, W [rows, n], blocks of bs: 2 rows (i2 - j - 1) per column j (sger inside its
- *     block) + 2 rows count (n - i2) per block (the lazy sgemm); quantizing itself not counted
+ *   Cholesky factor of inv(H), n x n: dpotrf n^3/3 + dtrtri n^3/3 (gptq_hinv.c's reversal trick),
+ *     once per Hessian: k, v and up reuse the factor of q's and gate's
+ *   column loop, W [rows, n], blocks of bs: 2 rows (i2 - j - 1) per column j (its rank-1 update
+ *     inside the block) + 2 rows count (n - i2) per block (the lazy sgemm); quantizing itself not counted
  *   loss tr(dW H dW^T): 2 rows n^2 (one sgemm), for GPTQ's result and for its RTN reference. */
 #include <cblas.h>
 #include <stdlib.h>

@@ -9,11 +9,12 @@
  * lazy update (the IST-DASLab reference reads the group from stale columns when the group is
  * smaller than the block; this implementation follows the paper's math instead). */
 #include <cblas.h>
-#include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gptq_block.h"
+#include "gptq_hinv.h"
 #include "pdq/progress.h"
 #include "pdq/quant.h"
 
@@ -54,18 +55,21 @@ static pdq_code result_alloc(pdq_qresult *r, int rows, int cols, int ng, const c
     return PDQ_OK;
 }
 
-/* Float GEMM (the O(rows cols^2) part), double reduction: a metric, ~1e-6 relative. */
+/* tr((a - b) H (a - b)^T) with caller scratch d, m [rows*cols] (d may be b: overwritten): float
+ * GEMM (the O(rows cols^2) part), double reduction: a metric, ~1e-6 relative. */
+static double loss_into(const float *a, const float *b, int rows, int cols, const float *H, float *d, float *m) {
+    size_t n = (size_t)rows * cols;
+    for (size_t i = 0; i < n; i++) d[i] = a[i] - b[i];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, cols, 1.0f, d, cols, H, cols, 0.0f, m, cols);
+    double loss = 0.0;
+    for (size_t i = 0; i < n; i++) loss += (double)d[i] * m[i];
+    return loss;
+}
+
 double pdq_quant_loss(const float *a, const float *b, int rows, int cols, const float *H) {
     size_t n = (size_t)rows * cols;
-    float *d = calloc(n, sizeof(float)), *m = malloc(n * sizeof(float));
-    double loss = NAN;
-    if (d && m) {
-        for (size_t i = 0; i < n; i++) d[i] = a[i] - b[i];
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, cols, 1.0f, d, cols, H, cols, 0.0f, m,
-                    cols);
-        loss = 0.0;
-        for (size_t i = 0; i < n; i++) loss += (double)d[i] * m[i];
-    }
+    float *d = malloc(n * sizeof(float)), *m = malloc(n * sizeof(float));
+    double loss = d && m ? loss_into(a, b, rows, cols, H, d, m) : NAN;
     free(d);
     free(m);
     return loss;
@@ -98,67 +102,7 @@ pdq_code pdq_rtn_result(const pdq_qscheme *s, const float *w, int rows, int cols
     return PDQ_OK;
 }
 
-/* Upper Cholesky factor U of inv(H) (inv(H) = U^T U), in double; returns LAPACK info.
- * The reference computes chol(inv(H)) as potrf, potri, potrf (5/3 n^3). The same factor comes
- * from one Cholesky of the reversed matrix: with J the reversal, J H J = L L^T gives
- * inv(H) = (J L^-1 J)^T (J L^-1 J) and J L^-1 J is upper triangular with a positive diagonal, so
- * it is U (2/3 n^3: potrf + trtri). */
-enum { TILE = 32 };
-
-/* The lower triangle (diagonal included) between row-major a and column-major t, tile by tile
- * (to_col: a -> t, else t -> a): the copies LAPACKE's row-major calls make element by element,
- * which at n in the thousands miss the cache and the TLB on every element. */
-static void lower_layout(double *a, double *t, int n, int to_col) {
-    for (int ib = 0; ib < n; ib += TILE)
-        for (int jb = 0; jb <= ib; jb += TILE) {
-            int ie = ib + TILE < n ? ib + TILE : n;
-            for (int i = ib; i < ie; i++) {
-                int je = jb + TILE < i + 1 ? jb + TILE : i + 1;
-                double *ar = a + (size_t)i * n;
-                for (int j = jb; j < je; j++) {
-                    if (to_col) t[i + (size_t)j * n] = ar[j];
-                    else ar[j] = t[i + (size_t)j * n];
-                }
-            }
-        }
-}
-
-/* t: [n*n] scratch for the column-major factor (the same numbers LAPACKE's row-major potrf and
- * trtri compute: the same LAPACK routines on the same lower triangle). */
-static int inv_chol_upper(double *h, double *t, int n) {
-    size_t nn = (size_t)n * n;
-    for (size_t i = 0; i < nn / 2; i++) { /* J H J: reverse the row-major storage */
-        double x = h[i];
-        h[i] = h[nn - 1 - i];
-        h[nn - 1 - i] = x;
-    }
-    lower_layout(h, t, n, 1);
-    int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, t, n);
-    if (!info) info = LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'L', 'N', n, t, n);
-    if (info) return info;
-    lower_layout(h, t, n, 0);
-    for (size_t i = 0; i < nn / 2; i++) { /* J L^-1 J, upper */
-        double x = h[i];
-        h[i] = h[nn - 1 - i];
-        h[nn - 1 - i] = x;
-    }
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < i; j++) h[(size_t)i * n + j] = 0.0;
-    return 0;
-}
-
-/* Stable order of columns by descending diag(H): insertion into an index array via merge sort. */
-static void argsort_desc(const double *key, int *idx, int *tmp, int n) {
-    if (n < 2) return;
-    int h = n / 2;
-    argsort_desc(key, idx, tmp, h);
-    argsort_desc(key, idx + h, tmp, n - h);
-    int i = 0, j = h, k = 0;
-    while (i < h && j < n) tmp[k++] = key[idx[j]] > key[idx[i]] ? idx[j++] : idx[i++];
-    while (i < h) tmp[k++] = idx[i++];
-    while (j < n) tmp[k++] = idx[j++];
-    memcpy(idx, tmp, (size_t)n * sizeof(int));
-}
+enum { TILE = 32 }; /* rows per pass of the transposes */
 
 /* fixed_scale/fixed_zero: per-channel grids given by the caller (GPTQ-aware grid search), else
  * NULL. */
@@ -178,17 +122,13 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     int static_groups = s->group > 0 && o->static_groups;
     int ref_groups = s->group > 0 && !static_groups && o->ref_groups;
     if ((rc = result_alloc(r, rows, cols, ng, name, st))) return rc;
+    pdq_gptq_hcache local = {0}, *hc = o->hcache ? o->hcache : &local;
 
-    size_t nw = (size_t)rows * cols, nh = (size_t)cols * cols;
+    size_t nw = (size_t)rows * cols;
     float *wt = malloc(nw * sizeof(float));          /* [cols][rows], permuted columns */
     float *wd = malloc(nw * sizeof(float));          /* dead-zeroed W, row-major, for up-front grids */
     float *dt = wd;                                  /* then the values [cols][rows] as quantized */
     uint8_t *ct = malloc(nw);                        /* the codes [cols][rows] as quantized */
-    double *hd = malloc(nh * sizeof(double));
-    double *hp = malloc(nh * sizeof(double));
-    float *hinv = malloc(nh * sizeof(float));
-    int *perm = malloc((size_t)cols * sizeof(int)), *ptmp = malloc((size_t)cols * sizeof(int));
-    double *diag = malloc((size_t)cols * sizeof(double));
     float *sc = malloc((size_t)rows * sizeof(float)), *ze = malloc((size_t)rows * sizeof(float));
     float *err = NULL;
     float *ssc = NULL, *sze = NULL; /* static group grids [rows*ng] */
@@ -203,23 +143,18 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
         if (!snap || !gbuf) err = (free(err), NULL);
     }
     if (static_groups) { ssc = malloc((size_t)rows * ng * sizeof(float)); sze = malloc((size_t)rows * ng * sizeof(float)); }
-    if (!wt || !wd || !ct || !hd || !hp || !hinv || !perm || !ptmp || !diag || !sc || !ze || !err ||
+    if (!wt || !wd || !ct || !sc || !ze || !err ||
         (static_groups && (!ssc || !sze))) {
         rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for GPTQ on [%d, %d]", name, rows, cols);
         goto done;
     }
 
-    /* Dead inputs: never active, so any value is free; zero the weight, make H invertible. */
-    for (size_t i = 0; i < nh; i++) hd[i] = H[i];
+    /* Dead inputs (zero diagonal): never active, so any value is free; zero the weight (H gets a 1
+     * there in gptq_hinv). */
     memcpy(wd, w, nw * sizeof(float));
-    for (int c = 0; c < cols; c++) {
-        if (hd[(size_t)c * cols + c] == 0.0) {
-            hd[(size_t)c * cols + c] = 1.0;
+    for (int c = 0; c < cols; c++)
+        if (H[(size_t)c * cols + c] == 0.0f)
             for (int rr = 0; rr < rows; rr++) wd[(size_t)rr * cols + c] = 0.0f;
-        }
-        diag[c] = hd[(size_t)c * cols + c];
-        perm[c] = c;
-    }
     /* Grids fixed up front: per-channel/per-tensor from the whole original row (as the reference,
      * before dead columns are zeroed), static groups per group of the dead-zeroed weight. */
     if (s->per_tensor) {
@@ -245,7 +180,12 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     if (s->group == 0)
         for (int rr = 0; rr < rows; rr++) { r->scale[rr] = sc[rr]; r->zero[rr] = ze[rr]; }
 
-    if (o->actorder) argsort_desc(diag, perm, ptmp, cols);
+    double tq = pdq_now();
+    pdq_qprof_add(pf, PDQ_QP_PREPARE, tq - tp, 0);
+    if ((rc = gptq_hinv(hc, H, cols, o->actorder, o->percdamp, pf, name, st))) goto done;
+    tp = pdq_now();
+    const int *perm = hc->perm;
+    const float *hinv = hc->hinv;
     /* Wt = W[:, perm]^T, TILE rows of W at a time (a column-by-column read would miss the cache
      * and the TLB on every element) */
     for (int r0 = 0; r0 < rows; r0 += TILE) {
@@ -256,81 +196,18 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
             for (int rr = r0; rr < r1; rr++, src += cols) dst[rr] = *src;
         }
     }
-    for (int j = 0; j < cols; j++) {
-        int c = perm[j];
-        for (int k = 0; k < cols; k++) hp[(size_t)j * cols + k] = hd[(size_t)c * cols + perm[k]];
-    }
-    double mean = 0.0;
-    for (int c = 0; c < cols; c++) mean += diag[c];
-    double damp = (double)o->percdamp * mean / cols;
-    for (int c = 0; c < cols; c++) hp[(size_t)c * cols + c] += damp;
-    double tq = pdq_now();
+    tq = pdq_now();
     pdq_qprof_add(pf, PDQ_QP_PREPARE, tq - tp, 0);
     tp = tq;
-    int info = inv_chol_upper(hp, hd, cols); /* hd is free from here: the factor's scratch */
-    if (info) {
-        rc = pdq_fail(st, PDQ_ERR_NUMERIC,
-                      "%s: Hessian not positive definite after dampening (LAPACK info %d; raise --percdamp)",
-                      name, info);
-        goto done;
-    }
-    for (size_t i = 0; i < nh; i++) hinv[i] = (float)hp[i];
-    tq = pdq_now();
-    pdq_qprof_add(pf, PDQ_QP_CHOLESKY, tq - tp, 2.0 / 3.0 * (double)cols * cols * cols);
-    tp = tq;
     double col_flops = 0; /* as the BLAS calls below are made */
+    gptq_cols gc = {s, rows, cols, ng, gs, maxq, static_groups, ref_groups,
+                    pdq_cpu_has_level(PDQ_LEVEL_AVX2) ? PDQ_LEVEL_AVX2 : PDQ_LEVEL_SCALAR, perm, hinv, wt, err, dt, ct,
+                    sc, ze, ssc, sze, snap, gbuf, r, name};
 
     for (int i1 = 0; i1 < cols; i1 += bs) {
         int i2 = i1 + bs < cols ? i1 + bs : cols, count = i2 - i1;
         if (ref_groups) memcpy(snap, wt + (size_t)i1 * rows, (size_t)count * rows * sizeof(float));
-        for (int j = i1; j < i2; j++) {
-            int c = perm[j];
-            float *wc = wt + (size_t)j * rows;
-            if (s->group > 0) {
-                if (static_groups) {
-                    int g = c / gs;
-                    for (int rr = 0; rr < rows; rr++) { sc[rr] = ssc[(size_t)rr * ng + g]; ze[rr] = sze[(size_t)rr * ng + g]; }
-                } else {
-                    if (j % gs == 0) {
-                        /* group j/gs: columns j..j+gs-1 of the current (updated) weights */
-                        int g = j / gs;
-                        int width = cols - j < gs ? cols - j : gs;
-                        if (ref_groups) {
-                            /* the reference reads W[:, j:j+gs], where the block's own updates are
-                             * not yet applied (they live in its W1 copy): block-start values for
-                             * columns inside the block, current (= block-start) values after it */
-                            for (int k = 0; k < width; k++)
-                                memcpy(gbuf + (size_t)k * rows,
-                                       j + k < i2 ? snap + (size_t)(j + k - i1) * rows : wt + (size_t)(j + k) * rows,
-                                       (size_t)rows * sizeof(float));
-                            pdq_qparams_find(s, gbuf, rows, width, 1, rows, sc, ze);
-                        } else {
-                            pdq_qparams_find(s, wc, rows, width, 1, rows, sc, ze);
-                        }
-                        if ((rc = pdq_qscale_check(s, sc, (size_t)rows, name, st))) goto done;
-                        for (int rr = 0; rr < rows; rr++) {
-                            r->scale[(size_t)rr * ng + g] = sc[rr];
-                            r->zero[(size_t)rr * ng + g] = ze[rr];
-                        }
-                    }
-                    if (r->g_idx) r->g_idx[c] = j / gs;
-                }
-            }
-            float d = hinv[(size_t)j * cols + j];
-            float *e = err + (size_t)(j - i1) * rows;
-            for (int rr = 0; rr < rows; rr++) {
-                int q = pdq_qcode(wc[rr], sc[rr], ze[rr], maxq);
-                float qv = sc[rr] * ((float)q - ze[rr]);
-                ct[(size_t)j * rows + rr] = (uint8_t)q;
-                dt[(size_t)j * rows + rr] = qv;
-                e[rr] = (wc[rr] - qv) / d;
-            }
-            /* immediate update of the rest of the block: Wt[k] -= Hinv[j][k] * e */
-            if (i2 - j - 1 > 0) col_flops += 2.0 * rows * (i2 - j - 1);
-            if (i2 - j - 1 > 0)
-                cblas_sger(CblasRowMajor, i2 - j - 1, rows, -1.0f, hinv + (size_t)j * cols + j + 1, 1, e, 1,
-                           wt + (size_t)(j + 1) * rows, rows);
-        }
+        if ((rc = gptq_block(&gc, i1, i2, &col_flops, st))) goto done;
         /* lazy update of the columns after the block: Wt[i2:] -= Hinv[i1:i2, i2:]^T Err */
         if (i2 < cols) col_flops += 2.0 * rows * count * (cols - i2);
         if (i2 < cols)
@@ -357,21 +234,25 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     tq = pdq_now();
     pdq_qprof_add(pf, PDQ_QP_COLUMNS, tq - tp, col_flops);
     tp = tq;
-    r->loss = pdq_quant_loss(w, r->deq, rows, cols, H);
+    /* wt and wd are free now: the losses' scratch (no fresh pages for them) */
+    r->loss = loss_into(w, r->deq, rows, cols, H, wt, wd);
     double loss_flops = 2.0 * rows * (double)cols * cols;
-    if (with_rtn) {
-        pdq_qresult rt;
-        rc = pdq_rtn_result(s, w, rows, cols, H, name, &rt, st);
+    if (with_rtn) { /* RTN's values as pdq_rtn_result makes them, into wd */
+        float *rsc = malloc((size_t)rows * ng * sizeof(float)), *rze = malloc((size_t)rows * ng * sizeof(float));
+        rc = rsc && rze ? pdq_quant_rtn(s, w, rows, cols, NULL, wd, rsc, rze, name, st)
+                        : pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory", name);
+        free(rsc);
+        free(rze);
         if (rc) goto done;
-        r->rtn_loss = rt.loss;
-        pdq_qresult_free(&rt);
+        r->rtn_loss = loss_into(w, wd, rows, cols, H, wd, wt);
         loss_flops *= 2;
     }
     pdq_qprof_add(pf, PDQ_QP_LOSS, pdq_now() - tp, loss_flops);
     rc = PDQ_OK;
 done:
-    free(wt); free(wd); free(ct); free(hd); free(hp); free(hinv); free(perm); free(ptmp); free(diag);
-    free(sc); free(ze); free(err); free(ssc); free(sze); free(snap); free(gbuf);
+    free(wt); free(wd); free(ct); 
+    free(sc); free(ze); free(err);
+    pdq_gptq_hcache_free(&local); free(ssc); free(sze); free(snap); free(gbuf);
     if (rc) pdq_qresult_free(r);
     return rc;
 }

@@ -41,6 +41,8 @@ pdq_code pdq_gptq_grid_search(const pdq_gptq_opts *o, const float *w, int rows, 
     pdq_gptq_opts go = *o;
     go.mse_gptq = 0;
     go.scheme = base;
+    pdq_gptq_hcache local = {0}; /* every step on the same H: one factor */
+    if (!go.hcache) go.hcache = &local;
     float *sc0 = malloc((size_t)rows * sizeof(float)), *ze0 = malloc((size_t)rows * sizeof(float));
     float *sc = malloc((size_t)rows * sizeof(float));
     double *loss = malloc((size_t)rows * sizeof(double)), *best = malloc((size_t)rows * sizeof(double));
@@ -81,5 +83,6 @@ pdq_code pdq_gptq_grid_search(const pdq_gptq_opts *o, const float *w, int rows, 
     if (rc) pdq_qresult_free(r);
 done:
     free(sc0); free(ze0); free(sc); free(loss); free(best);
+    pdq_gptq_hcache_free(&local);
     return rc;
 }

@@ -43,14 +43,21 @@ pdq_code pdq_hessian_add(pdq_hessian *h, const float *x, int rows, pdq_status *s
     return PDQ_OK;
 }
 
+/* 32 x 32 tiles: the mirrored writes go down columns, which one row at a time would miss the
+ * cache and the TLB on every element */
 void pdq_hessian_get(const pdq_hessian *h, float *out) {
+    enum { T = 32 };
     int n = h->n;
     double f = h->rows > 0 ? 2.0 / (double)h->rows : 0.0;
-    for (int i = 0; i < n; i++)
-        for (int j = i; j < n; j++) {
-            float v = (float)(h->acc[(size_t)i * n + j] * f);
-            out[(size_t)i * n + j] = v;
-            out[(size_t)j * n + i] = v;
+    for (int ib = 0; ib < n; ib += T)
+        for (int jb = ib; jb < n; jb += T) {
+            int ie = ib + T < n ? ib + T : n, je = jb + T < n ? jb + T : n;
+            for (int i = ib; i < ie; i++)
+                for (int j = jb > i ? jb : i; j < je; j++) {
+                    float v = (float)(h->acc[(size_t)i * n + j] * f);
+                    out[(size_t)i * n + j] = v;
+                    out[(size_t)j * n + i] = v;
+                }
         }
 }
 

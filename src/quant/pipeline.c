@@ -276,6 +276,9 @@ static pdq_code gptq_owned(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spli
         go[k].scheme.bits = pdq_qoverride_bits(o->overrides, o->n_overrides, name, go[k].scheme.bits);
     }
     pdq_calib_split_owners(sp, cost, n, owner);
+    /* linears one after another on one H (q/k/v, gate/up) share its permutation and factor */
+    pdq_gptq_hcache hcache = {0};
+    for (int k = 0; k < n; k++) go[k].hcache = &hcache;
     pdq_code rc = PDQ_OK;
     for (int k = 0; !rc && k < n; k++) {
         if (owner[k] != sp->rank) continue;
@@ -287,6 +290,7 @@ static pdq_code gptq_owned(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spli
         rc = pdq_gptq(&go[k], L->w[ids[k]], out, in, H[hidx[k]], name, &r[k], st);
         secs[k] = pdq_now() - t1;
     }
+    pdq_gptq_hcache_free(&hcache);
     for (int k = 0; !rc && k < n; k++) {
         double t1 = pdq_now();
         if ((rc = pdq_calib_split_share(sp, &r[k], owner[k], st))) break;
@@ -366,7 +370,13 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spl
     static const pdq_linear_id groups[4][3] = {
         {PDQ_LIN_Q, PDQ_LIN_K, PDQ_LIN_V}, {PDQ_LIN_O, PDQ_LIN_COUNT, PDQ_LIN_COUNT},
         {PDQ_LIN_GATE, PDQ_LIN_UP, PDQ_LIN_COUNT}, {PDQ_LIN_DOWN, PDQ_LIN_COUNT, PDQ_LIN_COUNT}};
-    float *tmp = malloc((size_t)T * D * sizeof(float)), *H = NULL;
+    float *tmp = malloc((size_t)T * D * sizeof(float));
+    /* one Hessian and one H per input size, kept from layer to layer: fresh n x n buffers per group
+     * cost a page fault per 4 KiB on first touch */
+    pdq_hessian hpool[4];
+    float *Hpool[4] = {NULL, NULL, NULL, NULL};
+    int npool = 0;
+    memset(hpool, 0, sizeof hpool);
     pdq_code rc = tmp ? PDQ_OK : pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
     for (int l = 0; !rc && l < c->n_layers; l++) {
         pdq_layer *L = &m->layers[l];
@@ -374,18 +384,26 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spl
         for (int g = 0; !rc && g < 4; g++) {
             int out, in;
             pdq_linear_shape(c, groups[g][0], &out, &in);
-            pdq_hessian hs;
-            if ((rc = pdq_hessian_init(&hs, in, st))) break;
-            hs.prof = o->prof;
-            free(H);
-            H = malloc((size_t)in * in * sizeof(float));
-            if (!H) { pdq_hessian_free(&hs); rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory"); break; }
+            int pi = 0;
+            while (pi < npool && hpool[pi].n != in) pi++;
+            if (pi == npool) {
+                if ((rc = pdq_hessian_init(&hpool[pi], in, st))) break;
+                npool++;
+                hpool[pi].prof = o->prof;
+                if (!(Hpool[pi] = malloc((size_t)in * in * sizeof(float)))) {
+                    rc = pdq_fail(st, PDQ_ERR_NOMEM, "out of memory");
+                    break;
+                }
+            } else {
+                pdq_hessian_reset(&hpool[pi]);
+            }
+            pdq_hessian *hs = &hpool[pi];
+            float *H = Hpool[pi];
             snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name(groups[g][0]));
             double t0 = pdq_now();
             window_ctx wc = {m, l, T, x, tmp, groups[g][0], pg, o->prof};
-            rc = pdq_calib_split_hessians(sp, &hs, 1, group_window, &wc, st);
-            if (!rc) pdq_hessian_get(&hs, H);
-            pdq_hessian_free(&hs);
+            rc = pdq_calib_split_hessians(sp, hs, 1, group_window, &wc, st);
+            if (!rc) pdq_hessian_get(hs, H);
             if (rc) { pdq_wrap(st, "layer %d calibration", l); break; }
             int nlin = 0;
             while (nlin < 3 && groups[g][nlin] != PDQ_LIN_COUNT) nlin++;
@@ -404,7 +422,10 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spl
         pdq_model_layer_release(m, l);
     }
     free(tmp);
-    free(H);
+    for (int i = 0; i < npool; i++) {
+        pdq_hessian_free(&hpool[i]);
+        free(Hpool[i]);
+    }
     return rc;
 }
 

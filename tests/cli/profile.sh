@@ -33,8 +33,9 @@ for layer in range(L):
     want["forward"] += ns * (0 + to_o + (to_o + mm[3]) + (to_o + mm[3] + mm[4] + mm[5]) + sum(mm) + attn)
     for n in (D, H * hd, D, F):  # inputs of q/k/v, o, gate/up, down: T rows per window, ssyrk
         want["hessian"] += ns * T * n * (n + 1)
-    for rows, n in lin:
-        want["cholesky_inverse"] += 2 * n ** 3 / 3
+    for k, (rows, n) in enumerate(lin):
+        if k not in (1, 2, 5):  # k, v and up reuse the factor of q's and gate's Hessian
+            want["cholesky_inverse"] += 2 * n ** 3 / 3
         bs = min(128, n)
         for i1 in range(0, n, bs):
             i2 = min(i1 + bs, n)
