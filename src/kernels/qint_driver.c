@@ -108,9 +108,13 @@ static void gemm_task(void *arg, int task, int thread) {
     }
 }
 
-static void *alloc64(size_t bytes) {
-    bytes = (bytes + 63) / 64 * 64;
-    return aligned_alloc(64, bytes ? bytes : 64);
+/* The call's scratch: the prepared rows, then (GEMM) each thread's panels, from ctx->work when
+ * the caller keeps one (no allocation in a steady state), else from one block freed by the
+ * caller (*own). */
+static uint8_t *scratch_get(const pdq_qctx *ctx, size_t bytes, void **own) {
+    *own = NULL;
+    if (ctx && ctx->work) return pdq_scratch_get(ctx->work, bytes);
+    return *own = aligned_alloc(64, pdq_scratch_size(bytes ? bytes : 64));
 }
 
 pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
@@ -119,8 +123,18 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     qi_run c = {.w = w, .p = p, .y = y, .n = n};
     c.level = qi_kernels_at(ctx, &c.k);
     int gemm = n > 1 && c.k.tile; /* the scalar level's GEMM is its GEMV row by row */
-    uint8_t *xt = alloc64((size_t)n * p->stride);
-    if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %zu bytes", n, p->stride);
+    int threads = pdq_pool_threads(pool);
+    size_t xbytes = pdq_scratch_size((size_t)n * p->stride), pbytes = 0;
+    if (gemm) {
+        c.scratch_words = (qi_panel_words(p) + (size_t)w->ngroups * QI_PANEL * 2) * QI_TILE_P;
+        c.scratch_words = (c.scratch_words + 15) / 16 * 16;
+        pbytes = (size_t)threads * c.scratch_words * sizeof(int32_t);
+    }
+    void *own;
+    uint8_t *xt = scratch_get(ctx, xbytes + pbytes, &own);
+    if (!xt)
+        return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %zu bytes and panels for %d threads", n,
+                        p->stride, threads);
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * w->cols;
         uint8_t *o = xt + (size_t)i * p->stride;
@@ -128,20 +142,14 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
         c.k.prepare_x(w, p, xi, o, planes);
     }
     c.xt = xt;
-    pdq_code rc = PDQ_OK;
     if (!gemm) {
         c.gemv = c.k.gemv[w->type];
-        c.chunk = qk_gemv_rows_per_task(w->rows, pdq_pool_threads(pool));
+        c.chunk = qk_gemv_rows_per_task(w->rows, threads);
         pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
     } else {
-        int threads = pdq_pool_threads(pool);
-        c.scratch_words = (qi_panel_words(p) + (size_t)w->ngroups * QI_PANEL * 2) * QI_TILE_P;
-        c.scratch_words = (c.scratch_words + 15) / 16 * 16;
-        c.panels = alloc64((size_t)threads * c.scratch_words * sizeof(int32_t));
-        if (!c.panels) rc = pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: panel scratch for %d threads", threads);
-        else pdq_pool_run(pool, (w->rows + GEMM_CHUNK - 1) / GEMM_CHUNK, gemm_task, &c);
-        free(c.panels);
+        c.panels = (int32_t *)(xt + xbytes);
+        pdq_pool_run(pool, (w->rows + GEMM_CHUNK - 1) / GEMM_CHUNK, gemm_task, &c);
     }
-    free(xt);
-    return rc;
+    free(own);
+    return PDQ_OK;
 }
