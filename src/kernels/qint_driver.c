@@ -62,15 +62,25 @@ pdq_level qi_kernels_at(const pdq_qctx *ctx, qi_traits *k) {
 typedef struct {
     const pdq_qmatrix *w;
     const qi_plan *p;
-    const uint8_t *xt;     /* [n] prepared rows of p->stride bytes */
+    const float *x;        /* [n, cols] */
+    uint8_t *xt;           /* [n] prepared rows of p->stride bytes */
     float *y;              /* [n, rows] */
     int32_t *panels;       /* [threads] GEMM scratch: QI_TILE_P panels and their scales */
     size_t scratch_words;  /* int32 words of one thread's scratch */
     pdq_level level;
     qi_traits k;
-    int n, chunk; /* chunk: output rows per GEMV task */
+    int n, chunk; /* chunk: output rows per GEMV task, or rows of x per prepare task */
+    int planes;   /* prepare_x writes the byte planes (the SIMD uint4 GEMVs) */
     qi_gemv_fn gemv;
 } qi_run;
+
+static void prepare_task(void *arg, int task, int thread) {
+    (void)thread;
+    const qi_run *c = arg;
+    int i1 = (task + 1) * c->chunk < c->n ? (task + 1) * c->chunk : c->n;
+    for (int i = task * c->chunk; i < i1; i++)
+        c->k.prepare_x(c->w, c->p, c->x + (size_t)i * c->w->cols, c->xt + (size_t)i * c->p->stride, c->planes);
+}
 
 static void gemv_task(void *arg, int task, int thread) {
     (void)thread;
@@ -135,13 +145,17 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     if (!xt)
         return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %zu bytes and panels for %d threads", n,
                         p->stride, threads);
-    for (int i = 0; i < n; i++) {
-        const float *xi = x + (size_t)i * w->cols;
-        uint8_t *o = xt + (size_t)i * p->stride;
-        int planes = !gemm && c.level != PDQ_LEVEL_SCALAR && w->type == PDQ_QT_U4;
-        c.k.prepare_x(w, p, xi, o, planes);
-    }
+    /* the rows of x are rounded on the pool too (each row on its own: the same bytes) */
+    c.x = x;
     c.xt = xt;
+    c.planes = !gemm && c.level != PDQ_LEVEL_SCALAR && w->type == PDQ_QT_U4;
+    if (n == 1 || threads == 1) {
+        c.chunk = n;
+        prepare_task(&c, 0, 0);
+    } else {
+        c.chunk = (n + 4 * threads - 1) / (4 * threads);
+        pdq_pool_run(pool, (n + c.chunk - 1) / c.chunk, prepare_task, &c);
+    }
     if (!gemm) {
         c.gemv = c.k.gemv[w->type];
         c.chunk = qk_gemv_rows_per_task(w->rows, threads);
