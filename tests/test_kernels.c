@@ -1,8 +1,8 @@
 /* Packed-weight kernels against a brute-force reference (dequantize in double, then dot):
  * uint4/uint8, per-channel and grouped (32, 64, 128, partial last groups, an odd group size that
  * starts groups mid-byte), zero points 0 / mid / max / random, odd shapes, a column permutation.
- * The AVX-512, AVX2 and scalar paths agree bit for bit, as do 1, 2 and 3 threads and GEMM vs GEMV
- * rows. */
+ * The AVX-512, AVX2 and scalar paths agree bit for bit, as do 1, 2 and 3 threads, GEMM vs GEMV
+ * rows and scratch per call vs a workspace kept across calls. */
 #include "testutil.h"
 
 #include <math.h>
@@ -83,9 +83,16 @@ static void reference(const kcase *k, const kmat *m, const float *x, int n, doub
         }
 }
 
+/* Every other call takes its scratch from one workspace kept across all calls (every shape and
+ * row count: grown, reused with stale contents), the others allocate per call; the callers
+ * compare the runs bit for bit, so the two must agree. */
+static pdq_scratch shared_work;
+static unsigned run_calls;
+
 /* isa 0: the best path, 1: scalar, 2: AVX2 (no AVX-512) */
 static void run_w(const pdq_qmatrix *w, pdq_pool *pool, int isa, const float *x, int n, float *y) {
-    pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2, .no_int = 1};
+    pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2, .no_int = 1,
+                    .work = run_calls++ & 1 ? &shared_work : NULL};
     pdq_status st = {0};
     assert_int_equal(pdq_qmatmul(&ctx, w, x, n, y, &st), PDQ_OK);
 }
@@ -219,5 +226,7 @@ int main(void) {
         cmocka_unit_test(test_bad_descriptions),
     };
     printf("kernel path on this CPU: %s\n", pdq_qmatmul_path(NULL));
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    pdq_scratch_free(&shared_work);
+    return rc;
 }

@@ -3,7 +3,7 @@
  * block, exact int64 block sums, the float epilogue in its fixed order. Every path (scalar,
  * AVX2 with and without VNNI, AVX-512 VNNI), 1/2/3 threads and GEMM vs GEMV rows must equal it bit
  * for bit, over per-channel rows and groups 32/64/128/256, zero points 0/mid/max/random, odd
- * shapes and a column permutation; the result is also within the 16-bit rounding bound of the
+ * shapes and a column permutation, with scratch per call or one workspace kept across calls; the result is also within the 16-bit rounding bound of the
  * double-precision dequantized product, and a NaN or Inf in x gives NaN. uint8 also runs the
  * extreme codes and zero points that drive |S| toward its int32 bound. */
 #include "testutil.h"
@@ -138,6 +138,16 @@ static void ref_row(const icase *k, const imat *m, const float *x, float *y) {
 
 /* 0 best, 1 scalar, 2 AVX2 (VNNI where the CPU has it), 3 AVX2 without VNNI, 4 no VNNI at all */
 #define N_ISA 5
+/* One workspace kept across every check_case call (matrices and row counts of every size, so it
+ * grows and is reused with stale contents): its results must be those of per-call scratch. */
+static pdq_scratch shared_work;
+
+static void run_ws(const pdq_qmatrix *w, pdq_pool *pool, int isa, const float *x, int n, float *y, pdq_scratch *work) {
+    pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2 || isa == 3, .no_vnni = isa >= 3,
+                    .work = work};
+    pdq_status st = {0};
+    assert_int_equal(pdq_qmatmul(&ctx, w, x, n, y, &st), PDQ_OK);
+}
 static void run_w(const pdq_qmatrix *w, pdq_pool *pool, int isa, const float *x, int n, float *y) {
     pdq_qctx ctx = {.pool = pool, .force_scalar = isa == 1, .no_avx512 = isa == 2 || isa == 3, .no_vnni = isa >= 3};
     pdq_status st = {0};
@@ -181,7 +191,7 @@ static void check_case(const icase *k, pdq_pool *pools[3], uint64_t *rng) {
     assert_int_equal(pdq_qmatrix_pack_rows4(&w4, &st), PDQ_OK);
     int packed = w4.layout == PDQ_QL_ROWS4;
     rows4_cases += packed;
-    static const int ns[] = {1, 2, 5, 13};
+    static const int ns[] = {1, 2, 5, 13, 37};
     for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
         int n = ns[t];
         size_t ny = (size_t)n * k->rows;
@@ -199,9 +209,10 @@ static void check_case(const icase *k, pdq_pool *pools[3], uint64_t *rng) {
         }
         for (int lay = 0; lay < 1 + packed; lay++)
             for (int p = 0; p < 3; p++)
-                for (int isa = 0; isa < N_ISA; isa++) {
+                for (int isa = 0; isa < 2 * N_ISA; isa++) {
+                    if (n == 37 && isa % N_ISA > 1) continue; /* the long GEMM: best and scalar */
                     memset(y, 0xA5, sizeof(float) * ny);
-                    run_w(lay ? &w4 : &m.w, pools[p], isa, x, n, y);
+                    run_ws(lay ? &w4 : &m.w, pools[p], isa % N_ISA, x, n, y, isa >= N_ISA ? &shared_work : NULL);
                     for (size_t i = 0; i < ny; i++)
                         if (memcmp(&y[i], &yr[i], sizeof(float)) != 0)
                             fail_msg("u%d [%d x %d] group %d zmode %d perm %d layout %d n %d isa %d threads %d: y[%zu] "
@@ -240,6 +251,8 @@ static void test_shapes_and_groups(void **state) {
                 }
             }
     assert_true(rows4_cases >= 40); /* 9 x 5632, 17 x 256 (both types), 11 x 320 (uint8) */
+    assert_non_null(shared_work.p);
+    pdq_scratch_free(&shared_work);
     tu_pools_free(pools);
 }
 
@@ -256,6 +269,7 @@ static void test_permutation(void **state) {
         check_case(&c, pools, &rng);
     }
     assert_true(rows4_cases > 0);
+    pdq_scratch_free(&shared_work);
     tu_pools_free(pools);
 }
 

@@ -2,7 +2,8 @@
  * groups, so the column permutation is exercised) checkpoints of the bundled model and of
  * stories260K are quantized here, loaded both ways, and must give the same perplexity within
  * 1e-4 relative and close logits; the packed model holds no f32 copy of a quantized weight, and
- * its logits are the same bits on the AVX-512, AVX2 and scalar kernels and at 1, 2 or 3 threads.
+ * its logits are the same bits on the AVX-512, AVX2 and scalar kernels, at 1, 2 or 3 threads and
+ * with the forward's kept work or scratch allocated per call.
  * Symmetric grouped checkpoints with f16 / bf16 scales stay compact in memory (two-byte scales,
  * one shared row of zero points) and pass the same checks. */
 #include <math.h>
@@ -133,6 +134,16 @@ static void same_bits_every_path(pdq_model *pk, const int32_t *ids) {
         if (memcmp(a, b, sizeof(float) * n) != 0)
             fail_msg("kernel path %d with %d threads changes the logits", paths[i][0], paths[i][1]);
     }
+    /* the work the model keeps between calls (grown by the calls above, stale contents) against
+     * scratch allocated per call */
+    assert_non_null(pk->work);
+    struct pdq_fwd_work *keep = pk->work;
+    pk->work = NULL;
+    pk->kernel_path = 0;
+    pdq_set_threads(pk, 2);
+    packed_logits(pk, ids, b);
+    pk->work = keep;
+    if (memcmp(a, b, sizeof(float) * n) != 0) fail_msg("the kept forward work changes the logits");
     pk->kernel_path = 0;
     pdq_set_threads(pk, 2);
     free(a);

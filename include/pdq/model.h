@@ -63,6 +63,8 @@ typedef struct pdq_model {
                                       AVX-512), 3 AVX2 without VNNI; these compute the same bits.
                                       4: the f32 kernels for uint4 too (A/B against the integer
                                       path; differs from it in the last bits) */
+    struct pdq_fwd_work *work;     /* scratch the forward keeps between calls (model/work.h), so
+                                      a model runs one forward at a time; NULL: per call */
 } pdq_model;
 
 /* Loads an HF checkpoint directory (config.json + safetensors, sharded or not; f32/bf16/f16

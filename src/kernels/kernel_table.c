@@ -110,11 +110,6 @@ static void gemm_task(void *p, int task, int thread) {
         }
 }
 
-static void *alloc32(size_t bytes) {
-    bytes = (bytes + 31) / 32 * 32;
-    return aligned_alloc(32, bytes ? bytes : 32);
-}
-
 pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, int n, float *y, pdq_status *st) {
     if (n <= 0) return PDQ_OK;
     qi_plan plan;
@@ -124,23 +119,26 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
     unsigned have_gemm = 0;
     for (int l = 0; l < PDQ_LEVEL_COUNT; l++) have_gemm |= (unsigned)(k_gemm[l].decode_row != NULL) << l;
     run_ctx c = {.w = w, .y = y, .n = n, .xt_len = qk_xt_stride(w), .gm = &k_gemm[pdq_level_pick(simd, have_gemm)]};
-    float *xt = alloc32((size_t)n * c.xt_len * sizeof(float));
-    if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %d", n, c.xt_len);
+    int threads = pdq_pool_threads(pool);
+    /* one block: the prepared rows, then (GEMM) each thread's decoded rows; from ctx->work when
+     * the caller keeps one */
+    size_t xbytes = pdq_scratch_size((size_t)n * c.xt_len * sizeof(float));
+    size_t bytes = xbytes + (n > 1 ? (size_t)threads * GEMM_CHUNK * c.xt_len * sizeof(float) : 0);
+    void *own = NULL;
+    float *xt = ctx && ctx->work ? pdq_scratch_get(ctx->work, bytes) : (own = aligned_alloc(64, pdq_scratch_size(bytes)));
+    if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %d and panels for %d threads", n,
+                             c.xt_len, threads);
     for (int i = 0; i < n; i++) qk_prepare_x(w, x + (size_t)i * w->cols, xt + (size_t)i * c.xt_len);
     c.xt = xt;
-    pdq_code rc = PDQ_OK;
     if (n == 1) {
-        c.chunk = qk_gemv_rows_per_task(w->rows, pdq_pool_threads(pool));
+        c.chunk = qk_gemv_rows_per_task(w->rows, threads);
         c.gemv = k_traits[w->type].gemv[simd];
         pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
     } else {
-        int threads = pdq_pool_threads(pool);
         c.chunk = GEMM_CHUNK;
-        c.wf = alloc32((size_t)threads * c.chunk * c.xt_len * sizeof(float));
-        if (!c.wf) rc = pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: panel scratch for %d threads", threads);
-        else pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemm_task, &c);
-        free(c.wf);
+        c.wf = (float *)((char *)xt + xbytes);
+        pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemm_task, &c);
     }
-    free(xt);
-    return rc;
+    free(own);
+    return PDQ_OK;
 }

@@ -62,15 +62,25 @@ pdq_level qi_kernels_at(const pdq_qctx *ctx, qi_traits *k) {
 typedef struct {
     const pdq_qmatrix *w;
     const qi_plan *p;
-    const uint8_t *xt;     /* [n] prepared rows of p->stride bytes */
+    const float *x;        /* [n, cols] */
+    uint8_t *xt;           /* [n] prepared rows of p->stride bytes */
     float *y;              /* [n, rows] */
     int32_t *panels;       /* [threads] GEMM scratch: QI_TILE_P panels and their scales */
     size_t scratch_words;  /* int32 words of one thread's scratch */
     pdq_level level;
     qi_traits k;
-    int n, chunk; /* chunk: output rows per GEMV task */
+    int n, chunk; /* chunk: output rows per GEMV task, or rows of x per prepare task */
+    int planes;   /* prepare_x writes the byte planes (the SIMD uint4 GEMVs) */
     qi_gemv_fn gemv;
 } qi_run;
+
+static void prepare_task(void *arg, int task, int thread) {
+    (void)thread;
+    const qi_run *c = arg;
+    int i1 = (task + 1) * c->chunk < c->n ? (task + 1) * c->chunk : c->n;
+    for (int i = task * c->chunk; i < i1; i++)
+        c->k.prepare_x(c->w, c->p, c->x + (size_t)i * c->w->cols, c->xt + (size_t)i * c->p->stride, c->planes);
+}
 
 static void gemv_task(void *arg, int task, int thread) {
     (void)thread;
@@ -108,9 +118,13 @@ static void gemm_task(void *arg, int task, int thread) {
     }
 }
 
-static void *alloc64(size_t bytes) {
-    bytes = (bytes + 63) / 64 * 64;
-    return aligned_alloc(64, bytes ? bytes : 64);
+/* The call's scratch: the prepared rows, then (GEMM) each thread's panels, from ctx->work when
+ * the caller keeps one (no allocation in a steady state), else from one block freed by the
+ * caller (*own). */
+static uint8_t *scratch_get(const pdq_qctx *ctx, size_t bytes, void **own) {
+    *own = NULL;
+    if (ctx && ctx->work) return pdq_scratch_get(ctx->work, bytes);
+    return *own = aligned_alloc(64, pdq_scratch_size(bytes ? bytes : 64));
 }
 
 pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
@@ -119,29 +133,37 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     qi_run c = {.w = w, .p = p, .y = y, .n = n};
     c.level = qi_kernels_at(ctx, &c.k);
     int gemm = n > 1 && c.k.tile; /* the scalar level's GEMM is its GEMV row by row */
-    uint8_t *xt = alloc64((size_t)n * p->stride);
-    if (!xt) return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %zu bytes", n, p->stride);
-    for (int i = 0; i < n; i++) {
-        const float *xi = x + (size_t)i * w->cols;
-        uint8_t *o = xt + (size_t)i * p->stride;
-        int planes = !gemm && c.level != PDQ_LEVEL_SCALAR && w->type == PDQ_QT_U4;
-        c.k.prepare_x(w, p, xi, o, planes);
-    }
-    c.xt = xt;
-    pdq_code rc = PDQ_OK;
-    if (!gemm) {
-        c.gemv = c.k.gemv[w->type];
-        c.chunk = qk_gemv_rows_per_task(w->rows, pdq_pool_threads(pool));
-        pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
-    } else {
-        int threads = pdq_pool_threads(pool);
+    int threads = pdq_pool_threads(pool);
+    size_t xbytes = pdq_scratch_size((size_t)n * p->stride), pbytes = 0;
+    if (gemm) {
         c.scratch_words = (qi_panel_words(p) + (size_t)w->ngroups * QI_PANEL * 2) * QI_TILE_P;
         c.scratch_words = (c.scratch_words + 15) / 16 * 16;
-        c.panels = alloc64((size_t)threads * c.scratch_words * sizeof(int32_t));
-        if (!c.panels) rc = pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: panel scratch for %d threads", threads);
-        else pdq_pool_run(pool, (w->rows + GEMM_CHUNK - 1) / GEMM_CHUNK, gemm_task, &c);
-        free(c.panels);
+        pbytes = (size_t)threads * c.scratch_words * sizeof(int32_t);
     }
-    free(xt);
-    return rc;
+    void *own;
+    uint8_t *xt = scratch_get(ctx, xbytes + pbytes, &own);
+    if (!xt)
+        return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %zu bytes and panels for %d threads", n,
+                        p->stride, threads);
+    /* the rows of x are rounded on the pool too (each row on its own: the same bytes) */
+    c.x = x;
+    c.xt = xt;
+    c.planes = !gemm && c.level != PDQ_LEVEL_SCALAR && w->type == PDQ_QT_U4;
+    if (n == 1 || threads == 1) {
+        c.chunk = n;
+        prepare_task(&c, 0, 0);
+    } else {
+        c.chunk = (n + 4 * threads - 1) / (4 * threads);
+        pdq_pool_run(pool, (n + c.chunk - 1) / c.chunk, prepare_task, &c);
+    }
+    if (!gemm) {
+        c.gemv = c.k.gemv[w->type];
+        c.chunk = qk_gemv_rows_per_task(w->rows, threads);
+        pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
+    } else {
+        c.panels = (int32_t *)(xt + xbytes);
+        pdq_pool_run(pool, (w->rows + GEMM_CHUNK - 1) / GEMM_CHUNK, gemm_task, &c);
+    }
+    free(own);
+    return PDQ_OK;
 }

@@ -57,6 +57,7 @@
 #include "pdq/qscale.h"
 #include "pdq/status.h"
 #include "pdq/threadpool.h"
+#include "util/scratch.h"
 
 typedef enum { PDQ_QT_U4 = 0, PDQ_QT_U8 = 1, PDQ_QT_COUNT } pdq_qtype;
 
@@ -149,6 +150,8 @@ typedef struct {
     int no_vnni;              /* 1: the integer path without VNNI dot products (AVX2 vpmaddubsw) */
     int no_int;               /* 1: the f32 path even where the integer path applies (A/B only:
                                  the two paths differ in the last bits) */
+    pdq_scratch *work;        /* the prepared rows and GEMM panels, kept across calls (grown as
+                                 needed; one call at a time); NULL: allocated per call */
 } pdq_qctx;
 /* The level ctx allows on this CPU (pdq_level_allowed of its switches; NULL: the CPU's). */
 pdq_level pdq_qctx_level(const pdq_qctx *ctx);
@@ -186,8 +189,8 @@ void pdq_qscale_widen(const uint16_t *h, pdq_qscale_type t, size_t n, float *out
 const char *pdq_qmatmul_path(const pdq_qctx *ctx);
 
 /* y[n, rows] = x[n, cols] · Wᵀ (x, y row-major, not aliased). n == 1 is the GEMV (decode),
- * n > 1 the GEMM that decodes each weight block once for many rows of x. Scratch is allocated
- * per call; only PDQ_ERR_NOMEM can fail. */
+ * n > 1 the GEMM that decodes each weight block once for many rows of x. Scratch comes from
+ * ctx->work (else it is allocated per call); only PDQ_ERR_NOMEM can fail. */
 pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, int n, float *y, pdq_status *st);
 
 #endif

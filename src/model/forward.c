@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include "kernels/qmatmul.h"
+#include "model/work.h"
 #include "pdq/family.h"
 #include "pdq/model.h"
 
@@ -27,7 +28,7 @@ static void linear(float *y, const float *x, const float *w, int n, int out, int
 static pdq_qctx kernel_ctx(const pdq_model *m) {
     int k = m->kernel_path;
     pdq_qctx ctx = {.pool = m->pool, .force_scalar = k == 1, .no_avx512 = k == 2 || k == 3, .no_vnni = k == 3,
-                    .no_int = k == 4};
+                    .no_int = k == 4, .work = m->work ? &m->work->kern : NULL};
     return ctx;
 }
 
@@ -144,7 +145,8 @@ pdq_code pdq_model_embed(const pdq_model *m, int n, const int32_t *ids, float *x
 
 static pdq_code head(const pdq_model *m, int n, const float *x, float *logits, pdq_status *st) {
     int D = m->cfg.hidden_size;
-    float *h = malloc((size_t)n * D * sizeof *h);
+    size_t bytes = (size_t)n * D * sizeof(float);
+    float *h = m->work ? pdq_scratch_get(&m->work->head, bytes) : malloc(bytes);
     if (!h) return pdq_fail(st, PDQ_ERR_NOMEM, "head of %d rows", n);
     norm(&m->cfg, h, x, m->norm, n, D);
     pdq_code rc = PDQ_OK;
@@ -155,7 +157,7 @@ static pdq_code head(const pdq_model *m, int n, const float *x, float *logits, p
         linear(logits, h, m->lm_head, n, m->cfg.vocab_size, D);
     }
     if (!rc) softcap(logits, (size_t)n * m->cfg.vocab_size, m->cfg.final_softcap);
-    free(h);
+    if (!m->work) free(h);
     return rc;
 }
 
@@ -166,12 +168,27 @@ void pdq_model_head(const pdq_model *m, int n, const float *x, float *logits) {
 
 typedef struct {
     float *h, *q, *k, *v, *att, *o, *g, *u, *scores, *cos, *sin;
+    void *own; /* the block when the model keeps no work */
 } scratch;
 
-static void scratch_free(scratch *s) {
-    free(s->h); free(s->q); free(s->k); free(s->v); free(s->att); free(s->o);
-    free(s->g); free(s->u); free(s->scores); free(s->cos); free(s->sin);
+#define SCRATCH_N 11
+
+/* A layer's activations, carved from the model's kept work (or one block of this call). */
+static int scratch_get(const pdq_model *m, scratch *s, const size_t n_floats[SCRATCH_N]) {
+    float **slot[SCRATCH_N] = {&s->h, &s->q, &s->k, &s->v, &s->att, &s->o, &s->g, &s->u, &s->scores, &s->cos, &s->sin};
+    size_t total = 0;
+    for (int i = 0; i < SCRATCH_N; i++) total += pdq_scratch_size(n_floats[i] * sizeof(float));
+    s->own = NULL;
+    char *p = m->work ? pdq_scratch_get(&m->work->layer, total) : (s->own = aligned_alloc(64, total ? total : 64));
+    if (!p) return 0;
+    for (int i = 0; i < SCRATCH_N; i++) {
+        *slot[i] = (float *)p;
+        p += pdq_scratch_size(n_floats[i] * sizeof(float));
+    }
+    return 1;
 }
+
+static void scratch_free(scratch *s) { free(s->own); }
 
 /* Default positions, as HF generate: the count of real tokens before each token in its row. */
 static void default_positions(const pdq_kvcache *kv, int B, int T, const uint8_t *mask, int32_t *pos) {
@@ -236,22 +253,11 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     int n = B * T, L = kv->len + T, cap = kv->capacity;
     if (L > cap) return pdq_fail(st, PDQ_ERR_LIMIT, "kv cache full: %d + %d tokens exceed its capacity %d", kv->len, T, cap);
     scratch s = {0};
-    s.h = malloc((size_t)n * D * sizeof(float));
-    s.q = malloc((size_t)n * H * hd * sizeof(float));
-    s.k = malloc((size_t)n * KV * hd * sizeof(float));
-    s.v = malloc((size_t)n * KV * hd * sizeof(float));
-    s.att = malloc((size_t)n * H * hd * sizeof(float));
-    s.o = malloc((size_t)n * D * sizeof(float));
-    s.g = malloc((size_t)n * F * sizeof(float));
-    s.u = malloc((size_t)n * F * sizeof(float));
-    s.scores = malloc((size_t)T * L * sizeof(float));
     int rd = pdq_cfg_rotary_dim(c);
-    s.cos = malloc((size_t)n * rd * sizeof(float));
-    s.sin = malloc((size_t)n * rd * sizeof(float));
-    if (!s.h || !s.q || !s.k || !s.v || !s.att || !s.o || !s.g || !s.u || !s.scores || !s.cos || !s.sin) {
-        scratch_free(&s);
-        return pdq_fail(st, PDQ_ERR_NOMEM, "layer %d: scratch for %d tokens", li, n);
-    }
+    size_t sizes[SCRATCH_N] = {(size_t)n * D, (size_t)n * H * hd, (size_t)n * KV * hd, (size_t)n * KV * hd,
+                               (size_t)n * H * hd, (size_t)n * D, (size_t)n * F, (size_t)n * F, (size_t)T * L,
+                               (size_t)n * rd, (size_t)n * rd};
+    if (!scratch_get(m, &s, sizes)) return pdq_fail(st, PDQ_ERR_NOMEM, "layer %d: scratch for %d tokens", li, n);
 
     /* Attention block. */
     int sandwich = pdq_family_of(c)->block == PDQ_BLOCK_SANDWICH;
@@ -391,7 +397,8 @@ pdq_code pdq_model_forward(const pdq_model *m, pdq_kvcache *kv, int B, int T, co
         pdq_kvcache_free(&tmp);
         return pdq_fail(st, PDQ_ERR_LIMIT, "kv cache full: %d + %d tokens exceed its capacity %d", cache->len, T, cache->capacity);
     }
-    float *x = malloc((size_t)B * T * D * sizeof *x);
+    size_t xbytes = (size_t)B * T * D * sizeof(float);
+    float *x = m->work ? pdq_scratch_get(&m->work->hidden, xbytes) : malloc(xbytes);
     int32_t *own_pos = NULL;
     if (!pos) own_pos = malloc((size_t)B * T * sizeof *own_pos);
     if (!x || (!pos && !own_pos)) {
@@ -417,7 +424,7 @@ pdq_code pdq_model_forward(const pdq_model *m, pdq_kvcache *kv, int B, int T, co
         }
     }
 done:
-    free(x);
+    if (!m->work) free(x);
     free(own_pos);
     pdq_kvcache_free(&tmp);
     return rc;

@@ -14,6 +14,7 @@
 #include "pdq/safetensors.h"
 #include "pdq/threadpool.h"
 #include "model/packed_internal.h"
+#include "model/work.h"
 
 int pdq_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -62,6 +63,7 @@ void pdq_model_free(pdq_model *m) {
     pdq_st_close(m->lazy_src);
     pdq_pool_free(m->pool);
     pdq_packed_free(m->packed);
+    pdq_fwd_work_free(m->work);
     free(m);
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/load_roles.h"
+#include "model/work.h"
 
 static float **small_slot(pdq_model *m, const pdq_tensor_role *r, int l) {
     pdq_layer *L = l >= 0 ? &m->layers[l] : NULL;
@@ -53,6 +54,7 @@ static pdq_code alloc_one(pdq_model *m, const pdq_tensor_role *r, int l, float *
 pdq_code pdq_model_alloc_small(pdq_model *m, pdq_status *st) {
     pdq_code rc = each_small(m, alloc_one, NULL, st);
     if (rc) return rc;
+    if (!m->work && !(m->work = pdq_fwd_work_new())) return pdq_fail(st, PDQ_ERR_NOMEM, "out of memory allocating the model");
     size_t pairs = (size_t)pdq_cfg_rotary_dim(&m->cfg) / 2;
     int longrope = m->cfg.rope_type == PDQ_ROPE_LONGROPE;
     if (!(m->inv_freq = calloc(pairs + 1, sizeof(float))) ||

@@ -7,7 +7,7 @@
 #include "pdq/safetensors.h"
 
 /* The model's small f32 buffers for m->cfg: final norm, per-layer norms, biases, q/k norms and
- * the RoPE tables (filled). Linears, embedding and lm_head are left NULL. */
+ * the RoPE tables (filled), and its forward's (empty) work. Linears, embedding and lm_head are left NULL. */
 pdq_code pdq_model_alloc_small(pdq_model *m, pdq_status *st);
 /* Reads every present small role (norms, biases, q/k norms) into the buffers above. */
 pdq_code pdq_model_read_small(const pdq_safetensors *s, pdq_model *m, pdq_status *st);
