@@ -124,7 +124,8 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * w->cols;
         uint8_t *o = xt + (size_t)i * p->stride;
-        int planes = !gemm && c.level != PDQ_LEVEL_SCALAR && w->type == PDQ_QT_U4;
+        /* the planes' readers: the SIMD uint4 GEMVs, the AVX-512 uint8 GEMV */
+        int planes = !gemm && (w->type == PDQ_QT_U4 ? c.level != PDQ_LEVEL_SCALAR : c.level == PDQ_LEVEL_AVX512_VNNI);
         c.k.prepare_x(w, p, xi, o, planes);
     }
     c.xt = xt;

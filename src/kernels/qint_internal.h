@@ -44,11 +44,14 @@ int qi_plan_make(const pdq_qmatrix *w, qi_plan *p);
  *                                     of a byte dot product against 64 bytes of packed codes)
  *   float xs[nblocks]                the block scales
  *   int32 sx[nblocks]                the block sums of xq (the zero points' share)
- * Planes exist for uint4 only (uint8 rows have none: off_xs == off_planes) and are written only
- * when `planes` is set (the SIMD uint4 GEMVs read them). */
+ * For uint8 the planes of step s are xh of columns 128s.. 128s + 127, then their xl, in column
+ * order (64 codes of a row are the unsigned operand of one byte dot product against xh; xl is
+ * the unsigned operand against code - 128). Planes are written only when `planes` is set (the
+ * SIMD uint4 GEMVs and the AVX-512 uint8 GEMVs read them). */
 void qi_prepare_x(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
-/* The planes of a prepared row from its xq (uint4 only). */
+/* The planes of a prepared row from its xq, uint4 and uint8 layouts. */
 void qi_prepare_planes(const qi_plan *p, uint8_t *out);
+void qi_prepare_planes_u8(const qi_plan *p, uint8_t *out);
 
 static inline const int16_t *qi_xq(const qi_plan *p, const uint8_t *xt) { (void)p; return (const int16_t *)xt; }
 static inline const int8_t *qi_planes(const qi_plan *p, const uint8_t *xt) { return (const int8_t *)(xt + p->off_planes); }
