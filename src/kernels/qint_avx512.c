@@ -277,6 +277,18 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
     }
 }
 
+/* Row k's 128 columns of the step at off, for a whole block: both chunks into the same lanes
+ * (only the lanes' total counts), so one shift and add for the two byte products. */
+QI_AVX512 static inline __m512i step_row_u8(const qk_rows4 *p, int k, size_t off, __m512i xh0, __m512i xh1, __m512i xl0,
+                                            __m512i xl1) {
+    const __m512i s80 = _mm512_set1_epi8((char)0x80);
+    __m512i c0 = _mm512_loadu_si512(qk_rows4_at(p, k, off)), c1 = _mm512_loadu_si512(qk_rows4_at(p, k, off + 64));
+    __m512i h = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c0, xh0), c1, xh1);
+    __m512i l = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xl0, _mm512_xor_si512(c0, s80)), xl1,
+                                    _mm512_xor_si512(c1, s80));
+    return _mm512_add_epi32(_mm512_slli_epi32(h, 8), l); /* lanes: |.| < 16 * 255 * 128 * 257 < 2^31 */
+}
+
 /* uint8, blocks of 128 columns (per channel, or groups of whole steps), cols a multiple of 128:
  * a step's 4 x 16 lanes from step4_u8_vnni, each row's four quarters added, the xl share added,
  * then epi4_block (the AVX2 uint8 GEMV's epilogue, lane for lane). The 4-row block is one
@@ -297,11 +309,17 @@ QI_AVX512 static void gemv_u8_steps(const pdq_qmatrix *w, const qi_plan *pl, con
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
         int nr = qi_rows4_begin(w, r, r1, pf, &p); /* grids prefetched */
-        p.pf = 0;
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
         for (int s = 0; s < pl->nsteps; s++) {
             const uint8_t *x8 = planes + (size_t)s * 256;
-            __m512i q = step4_u8_vnni(&p, s, x8);
+            size_t off = (size_t)s * 128;
+            __m512i xh0 = _mm512_loadu_si512(x8), xh1 = _mm512_loadu_si512(x8 + 64);
+            __m512i xl0 = _mm512_loadu_si512(x8 + 128), xl1 = _mm512_loadu_si512(x8 + 192);
+            __m512i v0 = step_row_u8(&p, 0, off, xh0, xh1, xl0, xl1), v1 = step_row_u8(&p, 1, off, xh0, xh1, xl0, xl1);
+            __m512i v2 = step_row_u8(&p, 2, off, xh0, xh1, xl0, xl1), v3 = step_row_u8(&p, 3, off, xh0, xh1, xl0, xl1);
+            __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+            __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+            __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)); /* lane 4j + k: row k */
             __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
             __m128i q4 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
             epi4_block(&e, &p, pl, xs, sx, s, _mm_add_epi32(q4, _mm_set1_epi32(xl[s])));
