@@ -39,8 +39,8 @@ __attribute__((target("avx2,fma"))) static inline void madd2_acc(__m256i *a, __m
 
 /* uint8 codes: the planes trick of the uint4 kernels does not apply (code * xh overflows the
  * int16 pair sums of vpmaddubsw), so codes widen to int16 and vpmaddwd takes them against xq
- * itself: exact int32 pair sums, |2 * 255 * 32767| < 2^24. One AVX2 kernel serves every SIMD
- * level: the GEMV waits on memory, not on multiplies (a VNNI variant would gain nothing). */
+ * itself: exact int32 pair sums, |2 * 255 * 32767| < 2^24. The AVX2 levels and the shapes the
+ * AVX-512 VNNI uint8 GEMV does not take (qint_avx512.c: vpdpbusd on byte planes) run it. */
 #define QI_U8 __attribute__((target("avx2,fma")))
 
 /* Eight int32 lanes whose sum is the exact sum of code * xq over 32 columns (x0, x1: their xq). */

@@ -153,9 +153,10 @@ void qi_exact_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *x
                         int64_t *s);
 void qi_exact_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend,
                       int64_t *s);
-/* uint8 weights: the GEMV (AVX2, used at every SIMD level). */
+/* uint8 weights: the GEMV (AVX2; at the AVX-512 VNNI level, the shapes qi_gemv_u8_avx512 leaves). */
 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
-/* The same at the AVX-512 VNNI level (groups of 32 on their own kernel, the rest on the AVX2 one). */
+/* The same at the AVX-512 VNNI level on the uint8 byte planes (groups of 32 and blocks of 128 over
+ * columns a multiple of 128; the rest on the AVX2 one). */
 void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 /* The GEMM's panel decoder for both types (AVX2; uint4 on AVX-512 takes qi_panel_decode_avx512). */
 void qi_panel_decode_avx2(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
