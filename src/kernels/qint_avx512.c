@@ -158,7 +158,7 @@ QI_AVX512 static inline __m512 scales_4x4(const pdq_qmatrix *w, const int *rk, i
  * the 128 columns, then xl): code * xq = 256 (code * xh) + (code - 128) * xl + 128 xl, the first
  * with codes as the unsigned operand of vpdpbusd, the second with xl as it (code ^ 0x80 is
  * code - 128 as a signed byte); the 128 xl is left to the caller (vnni_xl128). Lane i of the
- * result holds columns 4i..4i+3 of chunk 0 (lanes 0..15: |.| < 2^26) plus, in *v1, chunk 1. */
+ * result: columns 4i..4i+3 of the chunk, |.| <= 4 * 255 * 128 * 257 < 2^26. */
 QI_AVX512 static inline __m512i chunk_u8(__m512i c, __m512i xh, __m512i xl) {
     __m512i h = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c, xh);
     __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), xl, _mm512_xor_si512(c, _mm512_set1_epi8((char)0x80)));
@@ -177,8 +177,9 @@ QI_AVX512 static inline __m128i vnni_xl128(const uint8_t *x8) {
     return _mm_slli_epi32(a, 7);
 }
 
-/* step4_u8 on the byte planes (x8: the step's 256 bytes), without the 128 xl share: the same
- * lanes 4j + k (the xl share adds vnni_xl128's lane j to each). */
+/* step4 for uint8 codes on the byte planes (whole steps: cols a multiple of 128; x8 the step's
+ * 256 bytes): lane 4j + k the sum of code * xq over columns 32j.. of the step for row k, but for
+ * the 128 xl share (vnni_xl128's lane j, the same for every row). */
 QI_AVX512 static inline __m512i step4_u8_vnni(const qk_rows4 *p, int s, const uint8_t *x8) {
     size_t off = (size_t)s * 128;
     __m512i xh0 = _mm512_loadu_si512(x8), xh1 = _mm512_loadu_si512(x8 + 64);
