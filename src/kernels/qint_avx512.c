@@ -154,33 +154,45 @@ QI_AVX512 static inline __m512 scales_4x4(const pdq_qmatrix *w, const int *rk, i
     return _mm512_permutexvar_ps(transpose, f);
 }
 
-/* uint8: one row's 128 columns (its 64-byte chunks at c0, c1) against xq: codes widen to int16
- * and vpmaddwd takes them against xq itself (exact int32 pair sums, as the AVX2 uint8 GEMV);
- * chunk j of the result holds four partial sums of columns 32j..32j+31. */
-QI_AVX512 static inline __m512i row_u8(const uint8_t *c0, const uint8_t *c1, const int16_t *xq) {
-    __m512i m0 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)c0)), _mm512_loadu_si512(xq));
-    __m512i m1 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(c0 + 32))),
-                                   _mm512_loadu_si512(xq + 32));
-    __m512i m2 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)c1)), _mm512_loadu_si512(xq + 64));
-    __m512i m3 = _mm512_madd_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(c1 + 32))),
-                                   _mm512_loadu_si512(xq + 96));
-    __m512i a = _mm512_add_epi32(_mm512_shuffle_i32x4(m0, m1, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_shuffle_i32x4(m0, m1, _MM_SHUFFLE(3, 2, 3, 2)));
-    __m512i b = _mm512_add_epi32(_mm512_shuffle_i32x4(m2, m3, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_shuffle_i32x4(m2, m3, _MM_SHUFFLE(3, 2, 3, 2)));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+/* uint8, one row's 128 columns (its 64-byte chunks c0, c1) against the step's planes x8 (xh of
+ * the 128 columns, then xl): code * xq = 256 (code * xh) + (code - 128) * xl + 128 xl, the first
+ * with codes as the unsigned operand of vpdpbusd, the second with xl as it (code ^ 0x80 is
+ * code - 128 as a signed byte); the 128 xl is left to the caller (vnni_xl128). Lane i of the
+ * result: columns 4i..4i+3 of the chunk, |.| <= 4 * 255 * 128 * 257 < 2^26. */
+QI_AVX512 static inline __m512i chunk_u8(__m512i c, __m512i xh, __m512i xl) {
+    __m512i h = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c, xh);
+    __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), xl, _mm512_xor_si512(c, _mm512_set1_epi8((char)0x80)));
+    return _mm512_add_epi32(_mm512_slli_epi32(h, 8), l);
 }
 
-/* step4 for uint8 codes: step s is 128 bytes of each row (whole steps only: cols a multiple of
- * 128); lane 4j + k the exact sum of code * xq over columns 32j.. of the step for row k. */
-QI_AVX512 static inline __m512i step4_u8(const qk_rows4 *p, int s, const int16_t *xq) {
+/* 128 * the sum of xl over each 32 columns of step s, as int32 (the share chunk_u8 leaves out):
+ * lane j of the result for columns 32j.. of the step. */
+QI_AVX512 static inline __m128i vnni_xl128(const uint8_t *x8) {
+    __m512i v = _mm512_sad_epu8(_mm512_loadu_si512(x8 + QI_STEP), _mm512_setzero_si512()); /* 8 sums of 8 */
+    __m512i w = _mm512_sad_epu8(_mm512_loadu_si512(x8 + QI_STEP + 64), _mm512_setzero_si512());
+    __m512i idx = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), idx1 = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+    __m512i pr = _mm512_add_epi64(_mm512_permutex2var_epi64(v, idx, w), _mm512_permutex2var_epi64(v, idx1, w));
+    __m256i q = _mm512_cvtepi64_epi32(pr); /* 8 sums of 16 columns */
+    __m128i a = _mm_hadd_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    return _mm_slli_epi32(a, 7);
+}
+
+/* step4 for uint8 codes on the byte planes (whole steps: cols a multiple of 128; x8 the step's
+ * 256 bytes): lane 4j + k the sum of code * xq over columns 32j.. of the step for row k, but for
+ * the 128 xl share (vnni_xl128's lane j, the same for every row). */
+QI_AVX512 static inline __m512i step4_u8_vnni(const qk_rows4 *p, int s, const uint8_t *x8) {
     size_t off = (size_t)s * 128;
+    __m512i xh0 = _mm512_loadu_si512(x8), xh1 = _mm512_loadu_si512(x8 + 64);
+    __m512i xl0 = _mm512_loadu_si512(x8 + 128), xl1 = _mm512_loadu_si512(x8 + 192);
     __m512i v[4];
     for (int k = 0; k < 4; k++) {
         const uint8_t *c0 = qk_rows4_at(p, k, off), *c1 = qk_rows4_at(p, k, off + 64);
         _mm_prefetch((const char *)(c0 + p->pf), _MM_HINT_T1);
         _mm_prefetch((const char *)(c1 + p->pf), _MM_HINT_T1);
-        v[k] = row_u8(c0, c1, xq + off);
+        __m512i a = chunk_u8(_mm512_loadu_si512(c0), xh0, xl0); /* 128-bit chunks: columns 0-15, 16-31, 32-47, 48-63 */
+        __m512i b = chunk_u8(_mm512_loadu_si512(c1), xh1, xl1);
+        /* chunk j: four partial sums of columns 32j..32j+31 */
+        v[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
     }
     __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
     __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
@@ -215,13 +227,17 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
                                     float *y) {
     const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const int8_t *planes = qi_planes(pl, xt);
-    const int16_t *xq = qi_xq(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
     int ns = pl->nsteps, u8 = w->type == PDQ_QT_U8;
     _Alignas(64) float xsv[G32_GROUPS * 4];
     _Alignas(64) int32_t zsv[G32_GROUPS * 4];
+    _Alignas(64) int32_t xlv[G32_GROUPS * 4]; /* uint8: step4_u8_vnni's missing share, in its lanes */
+    if (u8)
+        for (int s = 0; s < ns; s++)
+            _mm512_store_si512(xlv + 16 * s, _mm512_permutexvar_epi32(lane_j, _mm512_castsi128_si512(
+                                                                           vnni_xl128((const uint8_t *)planes + (size_t)s * 256))));
     /* per step, in lane 4j + k: xs of group 4s + j and, with one shared row of zero points, zero * sum(xq) */
     for (int s = 0; s < ns; s++) {
         _mm512_store_ps(xsv + 16 * s, _mm512_permutexvar_ps(lane_j, _mm512_castps128_ps512(_mm_loadu_ps(xs + 4 * s))));
@@ -242,8 +258,16 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
         }
         __m128 ya = _mm_setzero_ps(), yb = _mm_setzero_ps();
         for (int s = 0; s < ns; s++) {
-            __m512i qa = u8 ? step4_u8(&pa, s, xq) : step4(&pa, (size_t)s * 64, rb, planes + (size_t)s * 256);
-            __m512i qb = u8 ? step4_u8(&pb, s, xq) : step4(&pb, (size_t)s * 64, rb, planes + (size_t)s * 256);
+            const int8_t *xs8 = planes + (size_t)s * 256;
+            __m512i qa, qb;
+            if (u8) {
+                __m512i xl = _mm512_load_si512(xlv + 16 * s);
+                qa = _mm512_add_epi32(step4_u8_vnni(&pa, s, (const uint8_t *)xs8), xl);
+                qb = _mm512_add_epi32(step4_u8_vnni(&pb, s, (const uint8_t *)xs8), xl);
+            } else {
+                qa = step4(&pa, (size_t)s * 64, rb, xs8);
+                qb = step4(&pb, (size_t)s * 64, rb, xs8);
+            }
             ya = g32_step(w, &pa, rk, sx, xsv, zp, s, qa, ya);
             yb = g32_step(w, &pb, rk + 4, sx, xsv, zp, s, qb, yb);
         }
@@ -254,10 +278,67 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
     }
 }
 
-/* uint8 at the AVX-512 level: groups of 32 over whole 128-column steps here, the rest on the AVX2
- * uint8 GEMV (whose per-32-column epilogue, four rows in an __m128, halved grouped bytes/s). */
+/* Row k's 128 columns of the step at off, for a whole block: both chunks into the same lanes
+ * (only the lanes' total counts), so one shift and add for the two byte products. */
+QI_AVX512 static inline __m512i step_row_u8(const qk_rows4 *p, int k, size_t off, __m512i xh0, __m512i xh1, __m512i xl0,
+                                            __m512i xl1) {
+    const __m512i s80 = _mm512_set1_epi8((char)0x80);
+    __m512i c0 = _mm512_loadu_si512(qk_rows4_at(p, k, off)), c1 = _mm512_loadu_si512(qk_rows4_at(p, k, off + 64));
+    __m512i h = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c0, xh0), c1, xh1);
+    __m512i l = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xl0, _mm512_xor_si512(c0, s80)), xl1,
+                                    _mm512_xor_si512(c1, s80));
+    return _mm512_add_epi32(_mm512_slli_epi32(h, 8), l); /* a lane: 8 columns, |.| <= 8 * 255 * 128 * 257 < 2^27 */
+}
+
+/* uint8, blocks of 128 columns (per channel, or groups of whole steps), cols a multiple of 128:
+ * a step's 4 x 16 lanes from step_row_u8, reduced to each row's block sum, the xl share added,
+ * then epi4_block (the AVX2 uint8 GEMV's epilogue, lane for lane). From L2 this computes 1.5x
+ * the AVX2 kernel's bytes/s (76 / 50 GB/s, 256 x 2048); from DRAM on a loaded machine the two
+ * are within 5-15 % (the AVX2 one ahead), both bound by the stream. The 4-row block is one
+ * sequential stream that the hardware prefetcher follows: no software prefetch of codes (as the
+ * AVX2 uint8 GEMV). */
+QI_AVX512 static void gemv_u8_steps(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1,
+                                    float *y) {
+    const uint8_t *planes = (const uint8_t *)qi_planes(pl, xt);
+    const float *xs = qi_xs(pl, xt);
+    const int32_t *sx = qi_sx(pl, xt);
+    size_t pf = qi_prefetch_bytes(w->row_bytes);
+    int32_t xl[G32_GROUPS]; /* per step: the xl share, the same for every row */
+    for (int s = 0; s < pl->nsteps; s++) {
+        __m128i v = vnni_xl128(planes + (size_t)s * 256);
+        v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+        xl[s] = _mm_cvtsi128_si32(_mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1))));
+    }
+    for (int r = r0; r < r1; r += 4) {
+        qk_rows4 p;
+        int nr = qi_rows4_begin(w, r, r1, pf, &p); /* grids prefetched */
+        epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
+        for (int s = 0; s < pl->nsteps; s++) {
+            const uint8_t *x8 = planes + (size_t)s * 256;
+            size_t off = (size_t)s * 128;
+            __m512i xh0 = _mm512_loadu_si512(x8), xh1 = _mm512_loadu_si512(x8 + 64);
+            __m512i xl0 = _mm512_loadu_si512(x8 + 128), xl1 = _mm512_loadu_si512(x8 + 192);
+            __m512i v0 = step_row_u8(&p, 0, off, xh0, xh1, xl0, xl1), v1 = step_row_u8(&p, 1, off, xh0, xh1, xl0, xl1);
+            __m512i v2 = step_row_u8(&p, 2, off, xh0, xh1, xl0, xl1), v3 = step_row_u8(&p, 3, off, xh0, xh1, xl0, xl1);
+            __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+            __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+            __m512i q = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b)); /* lane 4j + k: row k */
+            __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(q), _mm512_extracti64x4_epi64(q, 1));
+            __m128i q4 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            epi4_block(&e, &p, pl, xs, sx, s, _mm_add_epi32(q4, _mm_set1_epi32(xl[s])));
+        }
+        float out[4];
+        _mm_storeu_ps(out, e.y);
+        for (int k = 0; k < nr; k++) y[r + k] = out[k];
+    }
+}
+
+/* uint8 at the AVX-512 level, on the byte planes (vpdpbusd, step4_u8_vnni): groups of 32 and
+ * blocks of 128 over whole 128-column steps here, the rest on the AVX2 uint8 GEMV (whose
+ * per-32-column epilogue, four rows in an __m128, halved grouped bytes/s). */
 QI_AVX512 void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
     if (pl->B == 32 && w->cols % 128 == 0 && w->ngroups <= G32_GROUPS) gemv_groups32(w, pl, xt, r0, r1, y);
+    else if (pl->B == QI_STEP && w->cols % 128 == 0 && pl->nsteps <= G32_GROUPS) gemv_u8_steps(w, pl, xt, r0, r1, y);
     else qi_gemv_u8_avx2(w, pl, xt, r0, r1, y);
 }
 
@@ -574,7 +655,18 @@ QI_AVX512 void qi_prepare_x_avx512(const pdq_qmatrix *w, const qi_plan *pl, cons
         sx[b] = _mm512_reduce_add_epi32(sum);
     }
     for (int c = w->cols; c < pl->ncolp; c++) xq[c] = 0; /* past the last block's vectors too */
-    if (!planes || w->type != PDQ_QT_U4) return;
+    if (!planes) return;
+    if (w->type == PDQ_QT_U8) { /* column order: xh of the step's 128 columns, then their xl */
+        uint8_t *d8 = out + pl->off_planes;
+        for (int s = 0; s < pl->nsteps; s++, d8 += 256)
+            for (int k = 0; k < 4; k++) {
+                __m512i q = _mm512_loadu_si512(xq + s * QI_STEP + 32 * k);
+                _mm256_storeu_si256((__m256i *)(d8 + 32 * k), _mm512_cvtepi16_epi8(_mm512_srai_epi16(q, 8)));
+                _mm256_storeu_si256((__m256i *)(d8 + QI_STEP + 32 * k),
+                                    _mm512_cvtepi16_epi8(_mm512_and_si512(q, _mm512_set1_epi16(0xFF))));
+            }
+        return;
+    }
     int8_t *dst = (int8_t *)(out + pl->off_planes);
     for (int s = 0; s < pl->nsteps; s++, dst += 256)
         for (int k = 0; k < 4; k++) { /* 16 column pairs: one int32 per pair, even column low */

@@ -148,7 +148,8 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     /* the rows of x are rounded on the pool too (each row on its own: the same bytes) */
     c.x = x;
     c.xt = xt;
-    c.planes = !gemm && c.level != PDQ_LEVEL_SCALAR && w->type == PDQ_QT_U4;
+    /* the planes' readers: the SIMD uint4 GEMVs, the AVX-512 uint8 GEMV */
+    c.planes = !gemm && (w->type == PDQ_QT_U4 ? c.level != PDQ_LEVEL_SCALAR : c.level == PDQ_LEVEL_AVX512_VNNI);
     if (n == 1 || threads == 1) {
         c.chunk = n;
         prepare_task(&c, 0, 0);

@@ -44,11 +44,14 @@ int qi_plan_make(const pdq_qmatrix *w, qi_plan *p);
  *                                     of a byte dot product against 64 bytes of packed codes)
  *   float xs[nblocks]                the block scales
  *   int32 sx[nblocks]                the block sums of xq (the zero points' share)
- * Planes exist for uint4 only (uint8 rows have none: off_xs == off_planes) and are written only
- * when `planes` is set (the SIMD uint4 GEMVs read them). */
+ * For uint8 the planes of step s are xh of columns 128s.. 128s + 127, then their xl, in column
+ * order (64 codes of a row are the unsigned operand of one byte dot product against xh; xl is
+ * the unsigned operand against code - 128). Planes are written only when `planes` is set (the
+ * SIMD uint4 GEMVs and the AVX-512 uint8 GEMVs read them). */
 void qi_prepare_x(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_t *out, int planes);
-/* The planes of a prepared row from its xq (uint4 only). */
+/* The planes of a prepared row from its xq, uint4 and uint8 layouts. */
 void qi_prepare_planes(const qi_plan *p, uint8_t *out);
+void qi_prepare_planes_u8(const qi_plan *p, uint8_t *out);
 
 static inline const int16_t *qi_xq(const qi_plan *p, const uint8_t *xt) { (void)p; return (const int16_t *)xt; }
 static inline const int8_t *qi_planes(const qi_plan *p, const uint8_t *xt) { return (const int8_t *)(xt + p->off_planes); }
@@ -150,9 +153,10 @@ void qi_exact_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *x
                         int64_t *s);
 void qi_exact_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend,
                       int64_t *s);
-/* uint8 weights: the GEMV (AVX2, used at every SIMD level). */
+/* uint8 weights: the GEMV (AVX2; at the AVX-512 VNNI level, the shapes qi_gemv_u8_avx512 leaves). */
 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
-/* The same at the AVX-512 VNNI level (groups of 32 on their own kernel, the rest on the AVX2 one). */
+/* The same at the AVX-512 VNNI level on the uint8 byte planes (groups of 32 and blocks of 128 over
+ * columns a multiple of 128; the rest on the AVX2 one). */
 void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
 /* The GEMM's panel decoder for both types (AVX2; uint4 on AVX-512 takes qi_panel_decode_avx512). */
 void qi_panel_decode_avx2(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,

@@ -18,8 +18,7 @@ int qi_plan_make(const pdq_qmatrix *w, qi_plan *p) {
     p->ncolp = p->nsteps * QI_STEP;
     p->bpg = per_channel ? p->nblocks : w->group / p->B;
     p->off_planes = (size_t)p->ncolp * 2;
-    /* the byte planes serve the uint4 GEMVs only (uint8 codes widen to int16 against xq) */
-    p->off_xs = p->off_planes + (w->type == PDQ_QT_U4 ? (size_t)p->nsteps * 4 * 64 : 0);
+    p->off_xs = p->off_planes + (size_t)p->nsteps * 4 * 64; /* the byte planes (uint4 and uint8 layouts) */
     p->off_sx = p->off_xs + (size_t)p->nblocks * 4;
     p->stride = (p->off_sx + (size_t)p->nblocks * 4 + 63) / 64 * 64;
     return 1;
@@ -53,7 +52,18 @@ void qi_prepare_x(const pdq_qmatrix *w, const qi_plan *p, const float *x, uint8_
         sx[b] = sum;
     }
     for (int c = w->cols; c < p->ncolp; c++) xq[c] = 0;
-    if (planes && w->type == PDQ_QT_U4) qi_prepare_planes(p, out);
+    if (planes) (w->type == PDQ_QT_U4 ? qi_prepare_planes : qi_prepare_planes_u8)(p, out);
+}
+
+void qi_prepare_planes_u8(const qi_plan *p, uint8_t *out) {
+    const int16_t *xq = (const int16_t *)out;
+    uint8_t *pl = out + p->off_planes;
+    for (int s = 0; s < p->nsteps; s++, pl += 256)
+        for (int j = 0; j < QI_STEP; j++) {
+            int q = xq[s * QI_STEP + j];
+            pl[j] = (uint8_t)(int8_t)(q >> 8); /* xh, as the uint4 planes, in column order */
+            pl[QI_STEP + j] = (uint8_t)(q & 0xFF);
+        }
 }
 
 void qi_prepare_planes(const qi_plan *p, uint8_t *out) {

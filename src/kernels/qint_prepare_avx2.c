@@ -59,6 +59,6 @@ QI_P2 void qi_prepare_x_avx2(const pdq_qmatrix *w, const qi_plan *pl, const floa
         sx[b] = _mm_cvtsi128_si32(s4);
     }
     for (int c = w->cols; c < pl->ncolp; c++) xq[c] = 0;
-    if (planes && w->type == PDQ_QT_U4) qi_prepare_planes(pl, out);
+    if (planes) (w->type == PDQ_QT_U4 ? qi_prepare_planes : qi_prepare_planes_u8)(pl, out);
 }
 #endif
