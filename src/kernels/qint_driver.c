@@ -70,7 +70,7 @@ typedef struct {
     pdq_level level;
     qi_traits k;
     int n, chunk; /* chunk: output rows per GEMV task, or rows of x per prepare task */
-    int planes;   /* prepare_x writes the byte planes (the SIMD uint4 GEMVs) */
+    int planes;   /* prepare_x writes the byte planes (see qi_matmul) */
     qi_gemv_fn gemv;
 } qi_run;
 
