@@ -58,7 +58,7 @@ typedef struct pdq_model {
     struct pdq_qmatrix *embed_q;   /* packed model: the quantized embedding (embed is then NULL) */
     struct pdq_qmatrix *lm_head_q; /* packed model: the quantized lm_head (lm_head NULL); == embed_q when tied */
     struct pdq_packed *packed;     /* packed model: owns the mapped checkpoint and the matrices */
-    struct pdq_pool *pool;         /* packed model: workers for the packed kernels (pdq_set_threads) */
+    struct pdq_pool *pool;         /* workers for the linears: packed kernels, f32 matmul (pdq_set_threads) */
     int kernel_path;               /* packed model: 0 the fastest the CPU has, 1 scalar, 2 AVX2 (no
                                       AVX-512), 3 AVX2 without VNNI; these compute the same bits.
                                       4: the f32 kernels for uint4 too (A/B against the integer

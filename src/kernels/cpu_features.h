@@ -3,6 +3,7 @@
  *
  * Every kernel family keeps its kernels in a table indexed by pdq_level (in the manner of ggml's
  * type_traits_cpu): qx_traits.c (the integer executor), kernel_table.c (the f32 packed GEMV),
+ * f32mm.c (the reference forward's float32 matmul),
  * qint_driver.c / qint_exact.c (the integer packed path). A level without an entry of its own uses
  * its fallback's, and so on down to PDQ_LEVEL_SCALAR, which every family has:
  *

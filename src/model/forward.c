@@ -11,18 +11,11 @@
 
 #include <cblas.h>
 
+#include "kernels/f32mm.h"
 #include "kernels/qmatmul.h"
 #include "model/work.h"
 #include "pdq/family.h"
 #include "pdq/model.h"
-
-/* y[n, out] = x[n, in] · W[out, in]ᵀ. A single row goes through GEMV: decode is bandwidth-bound. */
-static void linear(float *y, const float *x, const float *w, int n, int out, int in) {
-    if (n == 1)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w, in, x, 1, 0.0f, y, 1);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
-}
 
 /* The kernel switches of model.h's kernel_path. */
 static pdq_qctx kernel_ctx(const pdq_model *m) {
@@ -30,6 +23,13 @@ static pdq_qctx kernel_ctx(const pdq_model *m) {
     pdq_qctx ctx = {.pool = m->pool, .force_scalar = k == 1, .no_avx512 = k == 2 || k == 3, .no_vnni = k == 3,
                     .no_int = k == 4, .work = m->work ? &m->work->kern : NULL};
     return ctx;
+}
+
+/* y[n, out] = x[n, in] · W[out, in]ᵀ on the model's pool, in kernels/f32mm.h's fixed order (the
+ * same bits at any thread count and SIMD level, for the GEMV of decode as for the GEMM). */
+static void linear(const pdq_model *m, float *y, const float *x, const float *w, int n, int out, int in) {
+    pdq_qctx ctx = kernel_ctx(m);
+    pdq_f32mm(m->pool, pdq_qctx_level(&ctx), y, x, w, n, out, in);
 }
 
 /* A linear of a layer: the packed kernel when the layer's weight is packed (weight-only model),
@@ -41,7 +41,7 @@ static pdq_code layer_linear(const pdq_model *m, const pdq_layer *L, pdq_linear_
         pdq_code rc = pdq_qmatmul(&ctx, L->pw[id], x, n, y, st);
         if (rc) return rc;
     } else {
-        linear(y, x, L->w[id], n, out, in);
+        linear(m, y, x, L->w[id], n, out, in);
     }
     const float *b = L->bias[id];
     if (b)
@@ -154,7 +154,7 @@ static pdq_code head(const pdq_model *m, int n, const float *x, float *logits, p
         pdq_qctx ctx = kernel_ctx(m);
         rc = pdq_qmatmul(&ctx, m->lm_head_q, h, n, logits, st);
     } else {
-        linear(logits, h, m->lm_head, n, m->cfg.vocab_size, D);
+        linear(m, logits, h, m->lm_head, n, m->cfg.vocab_size, D);
     }
     if (!rc) softcap(logits, (size_t)n * m->cfg.vocab_size, m->cfg.final_softcap);
     if (!m->work) free(h);

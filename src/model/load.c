@@ -27,8 +27,8 @@ void pdq_set_threads(pdq_model *m, int n) {
     /* A packed model's linears run on its own pool; BLAS is left only the small attention
      * products, and a second set of spinning BLAS threads would compete with the pool. */
     openblas_set_num_threads(m && m->packed ? 1 : n);
-    /* resize the pool (serial if that fails) */
-    if (m && m->packed && pdq_pool_threads(m->pool) != n) {
+    /* resize the pool (serial if that fails); an f32 model's linears run on it too */
+    if (m && pdq_pool_threads(m->pool) != n) {
         pdq_status st = {0};
         pdq_pool_free(m->pool);
         m->pool = pdq_pool_create(n, &st);
