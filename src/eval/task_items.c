@@ -141,19 +141,20 @@ pdq_code task_add_greedy(pdq_task *t, long line, const char *ctx, const char *co
     return PDQ_OK;
 }
 
+void task_item_free(pdq_task_item *it) {
+    for (int j = 0; j < it->n; j++) {
+        if (it->ctx) free(it->ctx[j]);
+        if (it->cont) free(it->cont[j]);
+        if (it->choice) free(it->choice[j]);
+    }
+    free(it->ctx);
+    free(it->cont);
+    free(it->choice);
+}
+
 void pdq_task_free(pdq_task *t) {
     if (!t) return;
-    for (int i = 0; i < t->n_items; i++) {
-        pdq_task_item *it = &t->items[i];
-        for (int j = 0; j < it->n; j++) {
-            if (it->ctx) free(it->ctx[j]);
-            if (it->cont) free(it->cont[j]);
-            if (it->choice) free(it->choice[j]);
-        }
-        free(it->ctx);
-        free(it->cont);
-        free(it->choice);
-    }
+    for (int i = 0; i < t->n_items; i++) task_item_free(&t->items[i]);
     free(t->items);
     for (int s = 0; s < t->n_subjects; s++) free(t->subjects[s]);
     free(t->subjects);

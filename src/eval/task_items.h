@@ -17,6 +17,9 @@ pdq_code task_add_partial(pdq_task *t, const char *file, long line, const char *
 /* One request (ctx, cont) scored for greedy and log-likelihood (lambada). */
 pdq_code task_add_greedy(pdq_task *t, long line, const char *ctx, const char *cont, pdq_status *st);
 
+/* Frees an item's strings and arrays (not the item itself). */
+void task_item_free(pdq_task_item *it);
+
 /* Python's str.capitalize() on ASCII letters (other bytes kept). */
 char *task_capitalize(const char *s);
 /* a + b, malloc'd. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "pdq/tasks.h"
+#include "task_items.h"
 
 uint32_t pdq_libstdcxx_uniform(pdq_pyrandom *r, uint32_t n) {
     /* libstdc++'s uniform_int_distribution::operator(): the generator's range is exactly 32 bits
@@ -40,17 +41,6 @@ long pdq_llamacpp_hellaswag_order(long n_file, long n_tasks, long *order) {
     return n;
 }
 
-static void free_item(pdq_task_item *it) {
-    for (int j = 0; j < it->n; j++) {
-        if (it->ctx) free(it->ctx[j]);
-        if (it->cont) free(it->cont[j]);
-        if (it->choice) free(it->choice[j]);
-    }
-    free(it->ctx);
-    free(it->cont);
-    free(it->choice);
-}
-
 pdq_code pdq_task_pick(pdq_task *t, const long *idx, long n, pdq_status *st) {
     if (n < 0 || n > t->n_items) return pdq_fail(st, PDQ_ERR_ARG, "%ld items picked of %d", n, t->n_items);
     char *used = calloc((size_t)t->n_items + 1, 1);
@@ -70,7 +60,7 @@ pdq_code pdq_task_pick(pdq_task *t, const long *idx, long n, pdq_status *st) {
         items[i] = t->items[idx[i]];
     }
     for (int i = 0; i < t->n_items; i++)
-        if (!used[i]) free_item(&t->items[i]);
+        if (!used[i]) task_item_free(&t->items[i]);
     free(used);
     free(t->items);
     t->items = items;
