@@ -505,7 +505,7 @@ int cmd_bench(int argc, char **argv) {
         else status = 1;
         for (int ti = 0; ids && ti < nt && !status; ti++) {
             pdq_set_threads(m, Tn[ti]);
-            bench_target t = {.dir = models[mi], .path = packed ? "packed" : "f32", .kernel = packed ? kernel : "blas",
+            bench_target t = {.dir = models[mi], .path = packed ? "packed" : "f32", .kernel = packed ? kernel : "f32mm",
                               .threads = Tn[ti], .load_s = load_s, .weight_bytes = wbytes, .once = run_once, .rt = m,
                               .ids = ids};
             status = test_rows(&plan, &t, rows, &nrows, samples, cpu_samples);
