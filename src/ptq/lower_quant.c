@@ -56,6 +56,7 @@ struct pdq_qweights {
     cJSON *desc;     /* pdq_quant.json "tensors" */
     cJSON *root;
     long inexact;    /* rows whose scale could not reproduce the in-memory weight exactly */
+    char tied_embed[256]; /* a tied checkpoint's embedding module, whose entry lm_head uses; "" untied */
     qw_block **memo;
     int n_memo, cap_memo;
 };
@@ -84,6 +85,11 @@ pdq_code pdq_qweights_open(const char *dir, pdq_qweights **out, pdq_status *st) 
     if (pdq_quant_doc_check(w->root, path, st)) { pdq_qweights_free(w); return st ? st->code : PDQ_ERR_FORMAT; }
     w->desc = w->root ? cJSON_GetObjectItemCaseSensitive(w->root, "tensors") : NULL;
     if (!cJSON_IsObject(w->desc)) { pdq_qweights_free(w); return pdq_fail(st, PDQ_ERR_FORMAT, "%s: no tensors", path); }
+    /* a tied checkpoint lists the embedding only: lm_head is the same matrix, so it takes the
+     * embedding's codes and row scales (the in-memory lm_head is that dequantized embedding) */
+    pdq_config cfg;
+    if (pdq_config_load(dir, &cfg, st)) { pdq_qweights_free(w); return pdq_wrap(st, "quantized export"); }
+    if (cfg.tie_word_embeddings) pdq_family_role_module(&cfg, PDQ_ROLE_EMBED, -1, w->tied_embed, sizeof w->tied_embed);
     snprintf(path, sizeof path, "%s/model.q.safetensors", dir);
     pdq_code rc = pdq_st_open(path, &w->s, st);
     if (rc) { pdq_qweights_free(w); return rc; }
@@ -339,7 +345,8 @@ int pdq_qweights_min_bits(const pdq_qweights *w) {
 }
 
 /* The checkpoint entry of a weight constant (by its role: a linear, the embedding, lm_head), or
- * NULL (float weight). The graph builders name it "<module>.weight" after the checkpoint's module. */
+ * NULL (float weight). The graph builders name it "<module>.weight" after the checkpoint's module;
+ * a tied lm_head is the embedding's entry (mod becomes the embedding's module: one shared block). */
 static const cJSON *weight_entry(const pdq_qweights *w, const pdq_tensor *t, char *mod, size_t n) {
     int role = t->role - 1;
     size_t len = strlen(t->name);
@@ -347,6 +354,8 @@ static const cJSON *weight_entry(const pdq_qweights *w, const pdq_tensor *t, cha
         !(role == PDQ_ROLE_WEIGHT || role == PDQ_ROLE_EMBED || role == PDQ_ROLE_LM_HEAD))
         return NULL;
     snprintf(mod, n, "%.*s", (int)(len - 7), t->name);
+    if (role == PDQ_ROLE_LM_HEAD && w->tied_embed[0] && !cJSON_GetObjectItemCaseSensitive(w->desc, mod))
+        snprintf(mod, n, "%s", w->tied_embed);
     return cJSON_GetObjectItemCaseSensitive(w->desc, mod);
 }
 
