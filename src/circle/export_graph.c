@@ -26,8 +26,16 @@ int8_t pdq_circle_type_of(pdq_tdtype dt) {
 }
 
 static pdq_code add_const_buffer(pdq_circle_model *m, const pdq_tensor *t, uint32_t *buf, pdq_status *st) {
-    /* uint4 constants are packed as Circle stores them (pdq_pack4's layout) */
-    int32_t b = pdq_circle_add_buffer(m, t->data, (uint64_t)pdq_tensor_bytes(t), 0, st);
+    /* uint4 constants are packed as Circle stores them (pdq_pack4's layout). Constants on the same
+     * memory (a tied embedding and lm_head) share one buffer, as TICO shares tied storage (NOTES.md
+     * "Buffers"): the file holds the matrix once. */
+    uint64_t len = (uint64_t)pdq_tensor_bytes(t);
+    for (int32_t i = 1; len && i < m->n_buffers; i++)
+        if (!m->buffers[i].owned && m->buffers[i].data == t->data && m->buffers[i].len == len) {
+            *buf = (uint32_t)i;
+            return PDQ_OK;
+        }
+    int32_t b = pdq_circle_add_buffer(m, t->data, len, 0, st);
     if (b < 0) return st ? st->code : PDQ_ERR_NOMEM;
     *buf = (uint32_t)b;
     return PDQ_OK;

@@ -21,6 +21,18 @@ if [ ! -d "$F" ] || [ ! -d "$S" ]; then
 fi
 schema=../shared/circle/circle_schema.flatc2.fbs
 
+# A tied lm_head (qwen2, qwen3, phi4mini, gemma3) is the embedding's uint8 codes: in the
+# whole-model file both tensors read one buffer, in lm_head's own file it is UINT8, and no linear
+# stays float.
+tied_check() { # NAME SOURCE_DIR QUANT_DIR
+    [ "$("$PDQ" info --model "$2" --json | jq -r .tie_word_embeddings)" = true ] || return 0
+    "$PDQ" inspect "$3/circle/model_decode.q.circle" --json >"$tmp/$1.md.json"
+    check "$1-tied-lm-head" "jq -e '[.tensors[] | select(.name == \"lm_head.weight\" or .name == \"model.embed_tokens.weight\")]
+        | length == 2 and all(.type == \"UINT8\") and .[0].buffer == .[1].buffer' '$tmp/$1.md.json' >/dev/null &&
+        '$PDQ' inspect '$3/circle/lm_head.q.circle' --json | jq -e '.tensors[] | select(.name == \"lm_head.weight\") | .type == \"UINT8\"' >/dev/null &&
+        ! grep -q 'FULLY_CONNECTED INT16,FLOAT32' '$3/circle/manifest.json'"
+}
+
 for fam in qwen2 qwen3 llama-bias phi3 phi4mini; do
     m=$tmp/$fam-src
     mkdir -p "$m"
@@ -40,6 +52,7 @@ for fam in qwen2 qwen3 llama-bias phi3 phi4mini; do
     llama-bias) check "$fam-names" "grep -qx model.layers.1.self_attn.q_proj.bias '$tmp/$fam.names' &&
         grep -qx model.layers.1.mlp.up_proj.out '$tmp/$fam.names' && ! grep -q qkv_proj '$tmp/$fam.names'" ;;
     esac
+    tied_check "$fam" "$m" "$q"
     out=$("$PDQ" verify --circle "$q/circle" --model "$q" --ids "5 9 13 77 2 3" --steps 8 2>&1 | tail -n 1)
     case "$out" in "PASS  max |circle - in-memory| 0.000e+00 (tol 0.0e+00), tokens identical"*) ok "$fam circle == in-memory" ;;
     *) bad "$fam circle vs in-memory: $out" ;; esac
@@ -89,6 +102,7 @@ q=$tmp/gemma3-q
 if "$PDQ" quantize --model "$m" --method gptq --wbits 4 --calib $C --nsamples 8 --seq-len 64 --max-seq 32 --act-nsamples 2 \
     --verify-steps 4 --export circle-full,circle-per-layer --append-bucket 4 --out "$q" --quiet >"$tmp/g.log" 2>&1; then
     check gemma3-report "jq -e '.export.quality.equal_in_memory == true' '$q/report.json' >/dev/null"
+    tied_check gemma3 "$m" "$q"
     check gemma3-circle "'$PDQ' verify --circle '$q/circle' --model '$q' --ids '5 9 13 77 2 3' --steps 8 2>&1 | tail -n 1 | grep -q '^PASS  max |circle - in-memory| 0.000e+00'"
     fake=$("$PDQ" verify --model "$q" --ids "5 9 13 77 2 3" --steps 8 --mode fake --json "$tmp/gf.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/gf.json")
     int=$("$PDQ" verify --model "$q" --ids "5 9 13 77 2 3" --steps 8 --mode int --json "$tmp/gi.json" >/dev/null 2>&1; jq .max_abs_diff "$tmp/gi.json")
@@ -131,6 +145,7 @@ q=$tmp/gemma3-rq
 if "$PDQ" quantize --model "$m" --method gptq --wbits 4 --calib $C --nsamples 8 --seq-len 64 --max-seq 32 --act-nsamples 2 \
     --verify-steps 4 --export circle-full,circle-per-layer --append-bucket 4 --out "$q" --quiet >"$tmp/gr.log" 2>&1; then
     check gemma3-real-report "jq -e '.export.quality.equal_in_memory == true' '$q/report.json' >/dev/null"
+    tied_check gemma3-real "$m" "$q"
     check gemma3-real-manifest "jq -e '.rope.layer_tables == [\"local\", \"local\", \"global\", \"local\"] and .rope.cos_local == \"rope_cos_local.npy\" and .rope.local_theta == 10000 and .kv_cache.ring_slots == 7' '$q/circle/manifest.json' >/dev/null"
     check gemma3-real-tables "[ -f '$q/circle/rope_cos_local.npy' ] && [ -f '$q/circle/rope_sin_local.npy' ] && ! cmp -s '$q/circle/rope_cos.npy' '$q/circle/rope_cos_local.npy'"
     for pl in "" --per-layer; do
