@@ -229,7 +229,7 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
     const int8_t *planes = qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
-    size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
+    size_t rb = w->row_bytes, pf = qi_prefetch_bytes_pair(rb);
     int ns = pl->nsteps, u8 = w->type == PDQ_QT_U8;
     _Alignas(64) float xsv[G32_GROUPS * 4];
     _Alignas(64) int32_t zsv[G32_GROUPS * 4];
