@@ -11,6 +11,7 @@
 #include "kernels/rank1_fma.h"
 #include "pdq/npy.h"
 #include "pdq/quant.h"
+#include "pdq/threadpool.h"
 #include "testutil.h"
 
 /* In-place inverse of a [n, n] double matrix by Gauss-Jordan with partial pivoting. */
@@ -437,6 +438,95 @@ static void test_hessian_cache(void **state) {
     }
 }
 
+/* n updates at once (pdq_rank1_fma_seq) give the bits of n pdq_rank1_fma calls in order, at
+ * every level, for spans that start below, straddle and start above the fused rows. */
+static void test_rank1_seq(void **state) {
+    (void)state;
+    uint64_t s = 9;
+    int rows = 203, n = 37;
+    size_t es = 211;
+    float *e = malloc(sizeof(float) * es * n), *a = malloc(sizeof(float) * n), *w0 = malloc(sizeof(float) * rows),
+          *ref = malloc(sizeof(float) * rows), *w = malloc(sizeof(float) * rows);
+    for (size_t i = 0; i < es * n; i++) e[i] = (float)(tu_randu(&s) - 0.5) * 3.0f;
+    for (int t = 0; t < n; t++) a[t] = (float)(tu_randu(&s) - 0.5);
+    for (int r = 0; r < rows; r++) w0[r] = (float)(tu_randu(&s) - 0.5);
+    const int spans[][3] = {{0, 203, 192}, {0, 128, 192}, {128, 203, 192}, {3, 77, 64}, {0, 203, 0}, {40, 41, 32},
+                            {0, 203, 203}};
+    for (size_t k = 0; k < sizeof spans / sizeof spans[0]; k++) {
+        int r0 = spans[k][0], r1 = spans[k][1], fe = spans[k][2];
+        for (int nn = 0; nn <= n; nn += 9) {
+            memcpy(ref, w0, sizeof(float) * rows);
+            for (int t = 0; t < nn; t++) pdq_rank1_fma(PDQ_LEVEL_SCALAR, ref, e + (size_t)t * es, a[t], r0, r1, fe);
+            for (int lv = 0; lv < PDQ_LEVEL_COUNT; lv++) {
+                if (!pdq_cpu_has_level((pdq_level)lv)) continue;
+                memcpy(w, w0, sizeof(float) * rows);
+                pdq_rank1_fma_seq((pdq_level)lv, w + r0, e + r0, es, a, nn, r1 - r0, fe - r0);
+                assert_memory_equal(w, ref, sizeof(float) * rows);
+            }
+        }
+    }
+    free(e); free(a); free(w0); free(ref); free(w);
+}
+
+/* The in-block column loop's row tiles (128 rows) on a pool of 2 or 3 workers give the bits of
+ * one thread, for per-channel and grouped grids (current, reference and static groups, with and
+ * without act-order), rows not a multiple of the tile; and a grid that fails in the third tile
+ * reports the error one thread reports. */
+static void test_pool_tiles(void **state) {
+    (void)state;
+    uint64_t s = 77;
+    int rows = 300, cols = 64;
+    float *H;
+    float *w = make_problem(&s, rows, cols, 2 * cols, &H);
+    pdq_pool *pools[2] = {pdq_pool_create(2, NULL), pdq_pool_create(3, NULL)};
+    assert_non_null(pools[0]);
+    assert_non_null(pools[1]);
+    for (int t = 0; t < 6; t++) {
+        pdq_gptq_opts o;
+        pdq_gptq_opts_default(&o, 4);
+        o.scheme.group = t == 0 ? 0 : 16;
+        o.ref_groups = t == 2 || t == 5;
+        o.static_groups = t == 3;
+        o.actorder = t != 4;
+        o.blocksize = t == 5 ? 24 : 128;
+        pdq_qresult a;
+        assert_int_equal(pdq_gptq(&o, w, rows, cols, H, "w", &a, NULL), PDQ_OK);
+        for (int p = 0; p < 2; p++) {
+            pdq_gptq_opts op = o;
+            op.pool = pools[p];
+            pdq_qresult b;
+            assert_int_equal(pdq_gptq(&op, w, rows, cols, H, "w", &b, NULL), PDQ_OK);
+            assert_memory_equal(a.codes, b.codes, (size_t)rows * cols);
+            assert_memory_equal(a.deq, b.deq, (size_t)rows * cols * sizeof(float));
+            assert_memory_equal(a.scale, b.scale, (size_t)rows * a.ngroups * sizeof(float));
+            assert_memory_equal(a.zero, b.zero, (size_t)rows * a.ngroups * sizeof(float));
+            if (a.g_idx) assert_memory_equal(a.g_idx, b.g_idx, (size_t)cols * sizeof(int32_t));
+            assert_true(a.loss == b.loss && a.rtn_loss == b.rtn_loss);
+            pdq_qresult_free(&b);
+        }
+        pdq_qresult_free(&a);
+    }
+    /* row 270 (third tile) needs an f16 scale past 65504 */
+    for (int c = 0; c < cols; c++) w[270 * cols + c] = c % 2 ? 3e6f : -3e6f;
+    pdq_gptq_opts o;
+    pdq_gptq_opts_default(&o, 4);
+    o.scheme.group = 16;
+    o.scheme.group_scale = PDQ_QSCALE_F16;
+    pdq_status s1 = {0}, s2 = {0};
+    pdq_qresult a, b;
+    pdq_code r1 = pdq_gptq(&o, w, rows, cols, H, "w", &a, &s1);
+    o.pool = pools[0];
+    pdq_code r2 = pdq_gptq(&o, w, rows, cols, H, "w", &b, &s2);
+    assert_int_equal(r1, PDQ_ERR_NUMERIC);
+    assert_int_equal(r2, r1);
+    assert_string_equal(s1.msg, s2.msg);
+    assert_non_null(strstr(s1.msg, "grid 270"));
+    pdq_pool_free(pools[0]);
+    pdq_pool_free(pools[1]);
+    free(w);
+    free(H);
+}
+
 /* The rank-1 row update: every level gives the definition's bits (one fused multiply-add below
  * fma_end, a rounded product then a rounded sum from it on). */
 static void test_rank1_levels(void **state) {
@@ -477,6 +567,7 @@ int main(void) {
         cmocka_unit_test(test_hessian_brute_force), cmocka_unit_test(test_dead_inputs),
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_gptq_matrix_cli),
         cmocka_unit_test(test_hessian_cache), cmocka_unit_test(test_rank1_levels),
+        cmocka_unit_test(test_pool_tiles), cmocka_unit_test(test_rank1_seq),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,9 @@ int pdq_qscheme_ngroups(const pdq_qscheme *s, int cols);
 /* PDQ_ERR_NUMERIC naming the option to use when a grid's scale overflowed the scheme's stored
  * type (pdq_qscale_round gave +Inf). */
 pdq_code pdq_qscale_check(const pdq_qscheme *s, const float *scale, size_t n, const char *name, pdq_status *st);
+/* The same for scale[i0..i1) (errors name the index i). */
+pdq_code pdq_qscale_check_range(const pdq_qscheme *s, const float *scale, size_t i0, size_t i1, const char *name,
+                                pdq_status *st);
 
 /* Grid parameters of `nvec` vectors of n values: element k of vector v is
  * x[v * vstride + k * estride]. Ignores per_tensor/group (callers pick the vectors). */
@@ -163,6 +166,8 @@ typedef struct {
     float mse_gptq_range; /* 0.25 */
     pdq_qprof *prof;    /* NULL, or where GPTQ's phases add their time and FLOPs */
     pdq_gptq_hcache *hcache; /* NULL, or H's permutation and factor shared between calls */
+    struct pdq_pool *pool;   /* NULL, or workers for the in-block column loop's row tiles (the
+                              * codes do not depend on it: a tile's rows are its own) */
 } pdq_gptq_opts;
 
 void pdq_gptq_opts_default(pdq_gptq_opts *o, int bits);

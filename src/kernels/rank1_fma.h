@@ -6,9 +6,18 @@
 #ifndef PDQ_KERNELS_RANK1_FMA_H
 #define PDQ_KERNELS_RANK1_FMA_H
 
+#include <stddef.h>
+
 #include "kernels/cpu_features.h"
 
 /* w, e: the rows [r0, r1) of the column and of the error (indices are global). */
 void pdq_rank1_fma(pdq_level level, float *w, const float *e, float a, int r0, int r1, int fma_end);
+
+/* n such updates of rows [0, rows) of one column in order, w[r] += a[t] * e[t * es + r] for
+ * t = 0..n-1, fused for r < fused (the rows below the global fma_end), a rounded product then a
+ * rounded sum at and above it: the bits of n pdq_rank1_fma calls, with w's rows held in registers
+ * across the n updates (GPTQ's in-block loop applies a column's pending updates at once). */
+void pdq_rank1_fma_seq(pdq_level level, float *w, const float *e, size_t es, const float *a, int n, int rows,
+                       int fused);
 
 #endif

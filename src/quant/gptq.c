@@ -202,7 +202,7 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     double col_flops = 0; /* as the BLAS calls below are made */
     gptq_cols gc = {s, rows, cols, ng, gs, maxq, static_groups, ref_groups,
                     pdq_cpu_has_level(PDQ_LEVEL_AVX2) ? PDQ_LEVEL_AVX2 : PDQ_LEVEL_SCALAR, perm, hinv, wt, err, dt, ct,
-                    sc, ze, ssc, sze, snap, gbuf, r, name};
+                    sc, ze, ssc, sze, snap, gbuf, r, name, o->pool};
 
     for (int i1 = 0; i1 < cols; i1 += bs) {
         int i2 = i1 + bs < cols ? i1 + bs : cols, count = i2 - i1;

@@ -25,6 +25,7 @@ typedef struct {
     float *gbuf;           /* reference groups: one group's columns [gs][rows] */
     pdq_qresult *r;        /* scale, zero, g_idx written as groups begin */
     const char *name;
+    struct pdq_pool *pool; /* NULL, or workers for the row tiles (the same bits on any count) */
 } gptq_cols;
 
 /* Columns i1..i2-1 (one block), rows in tiles; *flops += the rank-1 updates' FLOPs. */

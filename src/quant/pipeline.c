@@ -482,8 +482,10 @@ pdq_code pdq_quantize_model(pdq_model *m, const pdq_quant_opts *opts, const int3
     memset(q, 0, sizeof *q);
     pdq_quant_opts o = *opts;
     o.gptq.prof = o.prof;
+    o.gptq.pool = m->pool;
     q->opts = o;
     q->opts.prof = q->opts.gptq.prof = NULL; /* the caller's, not the result's */
+    q->opts.gptq.pool = NULL;
     const pdq_config *c = &m->cfg;
     pdq_code rc = check_opts(m, &o, st);
     if (rc) return rc;

@@ -89,8 +89,13 @@ void pdq_qparams_find(const pdq_qscheme *s, const float *x, int nvec, int n, ptr
 }
 
 pdq_code pdq_qscale_check(const pdq_qscheme *s, const float *scale, size_t n, const char *name, pdq_status *st) {
+    return pdq_qscale_check_range(s, scale, 0, n, name, st);
+}
+
+pdq_code pdq_qscale_check_range(const pdq_qscheme *s, const float *scale, size_t i0, size_t i1, const char *name,
+                                pdq_status *st) {
     pdq_qscale_type t = pdq_qscheme_scale_type(s);
-    for (size_t i = 0; t != PDQ_QSCALE_F32 && i < n; i++)
+    for (size_t i = i0; t != PDQ_QSCALE_F32 && i < i1; i++)
         if (!isfinite(scale[i]))
             return pdq_fail(st, PDQ_ERR_NUMERIC, "%s: grid %zu needs a scale beyond the %s range (try --group-scale %s)",
                             name ? name : "weight", i, pdq_qscale_name(t), t == PDQ_QSCALE_F16 ? "bf16" : "f32");
