@@ -88,7 +88,7 @@ QI_AVX512 static inline __m512i step_row(__m512i c, __m512i xhe, __m512i xho, __
  * 4j + k the exact sum of code * xq over columns 32j..32j+31 of the step for row k. Prefetches
  * p->pf bytes ahead; a row's last bytes are loaded masked (past them lie the next row or the
  * buffer's end). */
-QI_AVX512 static inline __m512i step4(const qk_rows4 *p, size_t off, size_t rb, const int8_t *x4) {
+QI_AVX512 static inline __attribute__((always_inline)) __m512i step4(const qk_rows4 *p, size_t off, size_t rb, const int8_t *x4) {
     __m512i xhe = _mm512_loadu_si512(x4), xho = _mm512_loadu_si512(x4 + 64);
     __m512i xle = _mm512_loadu_si512(x4 + 128), xlo = _mm512_loadu_si512(x4 + 192);
     __m512i v0, v1, v2, v3; /* named: an array of them went through the stack */
@@ -126,7 +126,7 @@ QI_AVX512 static inline __m512i step4(const qk_rows4 *p, size_t off, size_t rb, 
 /* Groups g0..g0+3 of rows rk[0..3]'s scales in lane 4j + k (group g0 + j, row k), f16 and bf16
  * converted in registers (exact, as the widening copy); scales in 4-row blocks (rk[0] a block's
  * first row, rk the block's rows) are one 32-byte load. */
-QI_AVX512 static inline __m512 scales_4x4(const pdq_qmatrix *w, const int *rk, int g0) {
+QI_AVX512 static inline __attribute__((always_inline)) __m512 scales_4x4(const pdq_qmatrix *w, const int *rk, int g0) {
     const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     size_t ng = (size_t)w->ngroups;
     __m512 f; /* lane 4k + j */
@@ -180,7 +180,7 @@ QI_AVX512 static inline __m128i vnni_xl128(const uint8_t *x8) {
 /* step4 for uint8 codes on the byte planes (whole steps: cols a multiple of 128; x8 the step's
  * 256 bytes): lane 4j + k the sum of code * xq over columns 32j.. of the step for row k, but for
  * the 128 xl share (vnni_xl128's lane j, the same for every row). */
-QI_AVX512 static inline __m512i step4_u8_vnni(const qk_rows4 *p, int s, const uint8_t *x8) {
+QI_AVX512 static inline __attribute__((always_inline)) __m512i step4_u8_vnni(const qk_rows4 *p, int s, const uint8_t *x8) {
     size_t off = (size_t)s * 128;
     __m512i xh0 = _mm512_loadu_si512(x8), xh1 = _mm512_loadu_si512(x8 + 64);
     __m512i xl0 = _mm512_loadu_si512(x8 + 128), xl1 = _mm512_loadu_si512(x8 + 192);
@@ -201,7 +201,7 @@ QI_AVX512 static inline __m512i step4_u8_vnni(const qk_rows4 *p, int s, const ui
 
 /* One 4-row block's step of gemv_groups32: S = q - zero * sum(xq), t = fmaf(xs, S, 0), then
  * y = fmaf(scale, t, y) for the step's four groups in order (lane 4j + k: group 4s + j, row k). */
-QI_AVX512 static inline __m128 g32_step(const pdq_qmatrix *w, const qk_rows4 *p, const int *rk, const int32_t *sx,
+QI_AVX512 static inline __attribute__((always_inline)) __m128 g32_step(const pdq_qmatrix *w, const qk_rows4 *p, const int *rk, const int32_t *sx,
                                         const float *xsv, const int32_t *zsv, int s, __m512i q, __m128 y) {
     __m512i zs;
     if (zsv) {
