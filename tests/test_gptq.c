@@ -332,7 +332,8 @@ static void test_gptq_matrix_cli(void **state) {
     int rows = 12, cols = 40, N = 90;
     float *w = malloc(sizeof(float) * rows * cols), *x = malloc(sizeof(float) * N * cols);
     for (int i = 0; i < rows * cols; i++) w[i] = (float)tu_randn(&s);
-    for (int i = 0; i < N * cols; i++) x[i] = (float)(tu_randn(&s) + 0.5 * x[i > cols ? i - cols - 1 : 0] * (i > cols));
+    /* correlated inputs: from the second row on, half of the element one row and column back */
+    for (int i = 0; i < N * cols; i++) x[i] = (float)(tu_randn(&s) + (i > cols ? 0.5 * x[i - cols - 1] : 0.0));
     char *dir = tu_mkdtemp(), path[1024], cmd[4096];
     int64_t ws[2] = {rows, cols}, xs[2] = {N, cols}, hs[2] = {cols, cols};
     snprintf(path, sizeof path, "%s/W.npy", dir);
