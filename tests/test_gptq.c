@@ -439,8 +439,20 @@ static void test_hessian_cache(void **state) {
     }
 }
 
-/* n updates at once (pdq_rank1_fma_seq) give the bits of n pdq_rank1_fma calls in order, at
- * every level, for spans that start below, straddle and start above the fused rows. */
+/* The rank-1 update's definition: one fused multiply-add below fma_end, a rounded product then a
+ * rounded sum from it on (rows r0..r1-1). */
+static void rank1_rule(float *w, const float *e, float a, int r0, int r1, int fma_end) {
+    for (int r = r0; r < r1; r++) {
+        if (r < fma_end) w[r] = fmaf(a, e[r], w[r]);
+        else {
+            float p = a * e[r];
+            w[r] = w[r] + p;
+        }
+    }
+}
+
+/* n updates at once (pdq_rank1_fma_seq) give the bits of the definition applied n times in order,
+ * at every level, for spans that start below, straddle and start above the fused rows. */
 static void test_rank1_seq(void **state) {
     (void)state;
     uint64_t s = 9;
@@ -457,7 +469,7 @@ static void test_rank1_seq(void **state) {
         int r0 = spans[k][0], r1 = spans[k][1], fe = spans[k][2];
         for (int nn = 0; nn <= n; nn += 9) {
             memcpy(ref, w0, sizeof(float) * rows);
-            for (int t = 0; t < nn; t++) pdq_rank1_fma(PDQ_LEVEL_SCALAR, ref, e + (size_t)t * es, a[t], r0, r1, fe);
+            for (int t = 0; t < nn; t++) rank1_rule(ref, e + (size_t)t * es, a[t], r0, r1, fe);
             for (int lv = 0; lv < PDQ_LEVEL_COUNT; lv++) {
                 if (!pdq_cpu_has_level((pdq_level)lv)) continue;
                 memcpy(w, w0, sizeof(float) * rows);
@@ -528,8 +540,7 @@ static void test_pool_tiles(void **state) {
     free(H);
 }
 
-/* The rank-1 row update: every level gives the definition's bits (one fused multiply-add below
- * fma_end, a rounded product then a rounded sum from it on). */
+/* One rank-1 row update: every level gives the definition's bits. */
 static void test_rank1_levels(void **state) {
     (void)state;
     uint64_t s = 5;
@@ -545,17 +556,11 @@ static void test_rank1_levels(void **state) {
         int r0 = spans[k][0], r1 = spans[k][1], fe = spans[k][2];
         float a = -0.3721f;
         memcpy(ref, w0, n * sizeof(float));
-        for (int r = r0; r < r1; r++) {
-            if (r < fe) ref[r] = fmaf(a, e[r], ref[r]);
-            else {
-                float p = a * e[r];
-                ref[r] = ref[r] + p;
-            }
-        }
+        rank1_rule(ref, e, a, r0, r1, fe);
         for (int lv = 0; lv < PDQ_LEVEL_COUNT; lv++) {
             if (!pdq_cpu_has_level((pdq_level)lv)) continue;
             memcpy(w, w0, n * sizeof(float));
-            pdq_rank1_fma((pdq_level)lv, w, e, a, r0, r1, fe);
+            pdq_rank1_fma_seq((pdq_level)lv, w + r0, e + r0, 0, &a, 1, r1 - r0, fe - r0);
             assert_memory_equal(w, ref, n * sizeof(float));
         }
     }
