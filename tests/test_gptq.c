@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "kernels/rank1_fma.h"
+#include "kernels/transpose_map.h"
 #include "pdq/npy.h"
 #include "pdq/quant.h"
 #include "pdq/threadpool.h"
@@ -567,6 +568,53 @@ static void test_rank1_levels(void **state) {
     free(e); free(w0); free(w); free(ref);
 }
 
+/* GPTQ's permuted transposes against their index definitions, at every level, on shapes with and
+ * without whole 8 x 8 tiles and bands (rows, cols 1 .. 203), a random permutation each. */
+static void test_transpose_map(void **state) {
+    (void)state;
+    uint64_t s = 21;
+    const int shapes[][2] = {{1, 1}, {8, 8}, {7, 9}, {64, 16}, {65, 17}, {128, 48}, {203, 130}, {16, 200}, {3, 64}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int rows = shapes[k][0], cols = shapes[k][1];
+        size_t n = (size_t)rows * cols;
+        float *a = malloc(sizeof(float) * n), *out = malloc(sizeof(float) * n);
+        uint8_t *a8 = malloc(n), *out8 = malloc(n);
+        int *map = malloc(sizeof(int) * (size_t)cols);
+        for (size_t i = 0; i < n; i++) {
+            a[i] = (float)(tu_randu(&s) - 0.5);
+            a8[i] = (uint8_t)tu_rand(&s);
+        }
+        for (int c = 0; c < cols; c++) map[c] = c;
+        for (int c = cols - 1; c > 0; c--) { /* Fisher-Yates */
+            int j = (int)(tu_rand(&s) % (uint64_t)(c + 1)), t = map[c];
+            map[c] = map[j];
+            map[j] = t;
+        }
+        /* a as [cols][rows] for the gathers, as [rows][cols] for the scatter */
+        pdq_k_transpose_gather_u8(out8, a8, (size_t)rows, (size_t)cols, map);
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) assert_int_equal(out8[(size_t)r * cols + c], a8[(size_t)map[c] * rows + r]);
+        for (int lv = 0; lv < PDQ_LEVEL_COUNT; lv++) {
+            if (!pdq_cpu_has_level((pdq_level)lv)) continue;
+            memset(out, 0xff, sizeof(float) * n);
+            pdq_k_transpose_gather_f32((pdq_level)lv, out, a, (size_t)rows, (size_t)cols, map);
+            for (int r = 0; r < rows; r++)
+                for (int c = 0; c < cols; c++)
+                    assert_true(out[(size_t)r * cols + c] == a[(size_t)map[c] * rows + r]);
+            memset(out, 0xff, sizeof(float) * n);
+            pdq_k_transpose_scatter_f32((pdq_level)lv, out, a, (size_t)rows, (size_t)cols, map);
+            for (int r = 0; r < rows; r++)
+                for (int c = 0; c < cols; c++)
+                    assert_true(out[(size_t)map[c] * rows + r] == a[(size_t)r * cols + c]);
+        }
+        free(a);
+        free(out);
+        free(a8);
+        free(out8);
+        free(map);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matches_reference), cmocka_unit_test(test_loss_below_rtn),
@@ -574,6 +622,7 @@ int main(void) {
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_gptq_matrix_cli),
         cmocka_unit_test(test_hessian_cache), cmocka_unit_test(test_rank1_levels),
         cmocka_unit_test(test_pool_tiles), cmocka_unit_test(test_rank1_seq),
+        cmocka_unit_test(test_transpose_map),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

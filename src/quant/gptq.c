@@ -15,6 +15,7 @@
 
 #include "gptq_block.h"
 #include "gptq_hinv.h"
+#include "kernels/transpose_map.h"
 #include "pdq/progress.h"
 #include "pdq/quant.h"
 
@@ -37,38 +38,50 @@ void pdq_qresult_free(pdq_qresult *r) {
     memset(r, 0, sizeof *r);
 }
 
-static pdq_code result_alloc(pdq_qresult *r, int rows, int cols, int ng, const char *name, pdq_status *st) {
+/* with_deq 0: r->deq is left NULL for the caller to hand a buffer it already has */
+static pdq_code result_alloc(pdq_qresult *r, int rows, int cols, int ng, int with_deq, const char *name,
+                             pdq_status *st) {
     memset(r, 0, sizeof *r);
     r->rows = rows;
     r->cols = cols;
     r->ngroups = ng;
     size_t n = (size_t)rows * cols;
     r->codes = malloc(n);
-    r->deq = malloc(n * sizeof(float));
+    if (with_deq) r->deq = malloc(n * sizeof(float));
     r->scale = malloc((size_t)rows * ng * sizeof(float));
     r->zero = malloc((size_t)rows * ng * sizeof(float));
     if (ng > 1) r->g_idx = malloc((size_t)cols * sizeof(int32_t));
-    if (!r->codes || !r->deq || !r->scale || !r->zero || (ng > 1 && !r->g_idx)) {
+    if (!r->codes || (with_deq && !r->deq) || !r->scale || !r->zero || (ng > 1 && !r->g_idx)) {
         pdq_qresult_free(r);
         return pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for [%d, %d]", name, rows, cols);
     }
     return PDQ_OK;
 }
 
-/* tr((a - b) H (a - b)^T) with caller scratch d, m [rows*cols] (d may be b: overwritten): float
- * GEMM (the O(rows cols^2) part), double reduction: a metric, ~1e-6 relative. */
+enum { LOSS_BAND = 256 }; /* rows per GEMM of the loss: its product needs no rows x cols buffer */
+
+static size_t loss_band_floats(int rows, int cols) {
+    return (size_t)(rows < LOSS_BAND ? rows : LOSS_BAND) * cols;
+}
+
+/* tr((a - b) H (a - b)^T) with caller scratch d [rows*cols] (may be b: overwritten) and
+ * m [loss_band_floats]: float GEMM (the O(rows cols^2) part) a band of rows at a time, double
+ * reduction in element order: a metric, ~1e-6 relative. */
 static double loss_into(const float *a, const float *b, int rows, int cols, const float *H, float *d, float *m) {
-    size_t n = (size_t)rows * cols;
-    for (size_t i = 0; i < n; i++) d[i] = a[i] - b[i];
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, cols, 1.0f, d, cols, H, cols, 0.0f, m, cols);
     double loss = 0.0;
-    for (size_t i = 0; i < n; i++) loss += (double)d[i] * m[i];
+    for (int r0 = 0; r0 < rows; r0 += LOSS_BAND) {
+        int nr = rows - r0 < LOSS_BAND ? rows - r0 : LOSS_BAND;
+        size_t o = (size_t)r0 * cols, n = (size_t)nr * cols;
+        for (size_t i = o; i < o + n; i++) d[i] = a[i] - b[i];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, cols, cols, 1.0f, d + o, cols, H, cols, 0.0f, m,
+                    cols);
+        for (size_t i = 0; i < n; i++) loss += (double)d[o + i] * m[i];
+    }
     return loss;
 }
 
 double pdq_quant_loss(const float *a, const float *b, int rows, int cols, const float *H) {
-    size_t n = (size_t)rows * cols;
-    float *d = malloc(n * sizeof(float)), *m = malloc(n * sizeof(float));
+    float *d = malloc((size_t)rows * cols * sizeof(float)), *m = malloc(loss_band_floats(rows, cols) * sizeof(float));
     double loss = d && m ? loss_into(a, b, rows, cols, H, d, m) : NAN;
     free(d);
     free(m);
@@ -87,7 +100,7 @@ pdq_code pdq_rtn_result(const pdq_qscheme *s, const float *w, int rows, int cols
     pdq_code rc = pdq_qscheme_check(s, rows, cols, name, st);
     if (rc) return rc;
     int ng = pdq_qscheme_ngroups(s, cols);
-    if ((rc = result_alloc(r, rows, cols, ng, name, st))) return rc;
+    if ((rc = result_alloc(r, rows, cols, ng, 1, name, st))) return rc;
     rc = pdq_quant_rtn(s, w, rows, cols, r->codes, r->deq, r->scale, r->zero, name, st);
     if (rc) { pdq_qresult_free(r); return rc; }
     if (r->g_idx)
@@ -101,8 +114,6 @@ pdq_code pdq_rtn_result(const pdq_qscheme *s, const float *w, int rows, int cols
     }
     return PDQ_OK;
 }
-
-enum { TILE = 32 }; /* rows per pass of the transposes */
 
 /* fixed_scale/fixed_zero: per-channel grids given by the caller (GPTQ-aware grid search), else
  * NULL. */
@@ -121,7 +132,7 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     int ng = pdq_qscheme_ngroups(s, cols), gs = s->group > 0 ? s->group : cols, maxq = (1 << s->bits) - 1;
     int static_groups = s->group > 0 && o->static_groups;
     int ref_groups = s->group > 0 && !static_groups && o->ref_groups;
-    if ((rc = result_alloc(r, rows, cols, ng, name, st))) return rc;
+    if ((rc = result_alloc(r, rows, cols, ng, 0, name, st))) return rc;
     pdq_gptq_hcache local = {0}, *hc = o->hcache ? o->hcache : &local;
 
     size_t nw = (size_t)rows * cols;
@@ -130,7 +141,8 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     float *dt = wd;                                  /* then the values [cols][rows] as quantized */
     uint8_t *ct = malloc(nw);                        /* the codes [cols][rows] as quantized */
     float *sc = malloc((size_t)rows * sizeof(float)), *ze = malloc((size_t)rows * sizeof(float));
-    float *err = NULL;
+    float *err = NULL, *lm = malloc(loss_band_floats(rows, cols) * sizeof(float));
+    int *inv = malloc((size_t)cols * sizeof(int));
     float *ssc = NULL, *sze = NULL; /* static group grids [rows*ng] */
     float *snap = NULL, *gbuf = NULL; /* reference groups: block-start columns, one group's columns */
     int bs = o->blocksize;
@@ -143,7 +155,7 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
         if (!snap || !gbuf) err = (free(err), NULL);
     }
     if (static_groups) { ssc = malloc((size_t)rows * ng * sizeof(float)); sze = malloc((size_t)rows * ng * sizeof(float)); }
-    if (!wt || !wd || !ct || !sc || !ze || !err ||
+    if (!wt || !wd || !ct || !sc || !ze || !err || !lm || !inv ||
         (static_groups && (!ssc || !sze))) {
         rc = pdq_fail(st, PDQ_ERR_NOMEM, "%s: out of memory for GPTQ on [%d, %d]", name, rows, cols);
         goto done;
@@ -186,22 +198,15 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
     tp = pdq_now();
     const int *perm = hc->perm;
     const float *hinv = hc->hinv;
-    /* Wt = W[:, perm]^T, TILE rows of W at a time (a column-by-column read would miss the cache
-     * and the TLB on every element) */
-    for (int r0 = 0; r0 < rows; r0 += TILE) {
-        int r1 = r0 + TILE < rows ? r0 + TILE : rows;
-        for (int j = 0; j < cols; j++) {
-            const float *src = wd + (size_t)r0 * cols + perm[j];
-            float *dst = wt + (size_t)j * rows;
-            for (int rr = r0; rr < r1; rr++, src += cols) dst[rr] = *src;
-        }
-    }
+    pdq_level level = pdq_cpu_has_level(PDQ_LEVEL_AVX2) ? PDQ_LEVEL_AVX2 : PDQ_LEVEL_SCALAR;
+    for (int j = 0; j < cols; j++) inv[perm[j]] = j;
+    pdq_k_transpose_scatter_f32(level, wt, wd, (size_t)rows, (size_t)cols, inv); /* Wt = W[:, perm]^T */
     tq = pdq_now();
     pdq_qprof_add(pf, PDQ_QP_PREPARE, tq - tp, 0);
     tp = tq;
     double col_flops = 0; /* as the BLAS calls below are made */
     gptq_cols gc = {s, rows, cols, ng, gs, maxq, static_groups, ref_groups,
-                    pdq_cpu_has_level(PDQ_LEVEL_AVX2) ? PDQ_LEVEL_AVX2 : PDQ_LEVEL_SCALAR, perm, hinv, wt, err, dt, ct,
+                    level, perm, hinv, wt, err, dt, ct,
                     sc, ze, ssc, sze, snap, gbuf, r, name, o->pool};
 
     for (int i1 = 0; i1 < cols; i1 += bs) {
@@ -218,24 +223,18 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
             goto done;
         }
     }
-    /* codes and values back to [rows, cols] in the original column order, TILE rows at a time */
-    for (int r0 = 0; r0 < rows; r0 += TILE) {
-        int r1 = r0 + TILE < rows ? r0 + TILE : rows;
-        for (int j = 0; j < cols; j++) {
-            size_t at = (size_t)r0 * cols + perm[j];
-            const uint8_t *cs = ct + (size_t)j * rows;
-            const float *ds = dt + (size_t)j * rows;
-            for (int rr = r0; rr < r1; rr++, at += cols) {
-                r->codes[at] = cs[rr];
-                r->deq[at] = ds[rr];
-            }
-        }
-    }
+    /* codes and values back to [rows, cols] in the original column order; wt, free now, takes the
+     * values and becomes r->deq (a fresh rows x cols buffer cost more in first-touch page faults
+     * than the copy itself) */
+    pdq_k_transpose_gather_u8(r->codes, ct, (size_t)rows, (size_t)cols, inv);
+    pdq_k_transpose_gather_f32(level, wt, dt, (size_t)rows, (size_t)cols, inv);
+    r->deq = wt;
+    wt = NULL;
     tq = pdq_now();
     pdq_qprof_add(pf, PDQ_QP_COLUMNS, tq - tp, col_flops);
     tp = tq;
-    /* wt and wd are free now: the losses' scratch (no fresh pages for them) */
-    r->loss = loss_into(w, r->deq, rows, cols, H, wt, wd);
+    /* wd is free now: the losses' differences (no fresh pages for them) */
+    r->loss = loss_into(w, r->deq, rows, cols, H, wd, lm);
     double loss_flops = 2.0 * rows * (double)cols * cols;
     if (with_rtn) { /* RTN's values as pdq_rtn_result makes them, into wd */
         float *rsc = malloc((size_t)rows * ng * sizeof(float)), *rze = malloc((size_t)rows * ng * sizeof(float));
@@ -244,14 +243,14 @@ static pdq_code gptq_run(const pdq_gptq_opts *o, const float *w, int rows, int c
         free(rsc);
         free(rze);
         if (rc) goto done;
-        r->rtn_loss = loss_into(w, wd, rows, cols, H, wd, wt);
+        r->rtn_loss = loss_into(w, wd, rows, cols, H, wd, lm);
         loss_flops *= 2;
     }
     pdq_qprof_add(pf, PDQ_QP_LOSS, pdq_now() - tp, loss_flops);
     rc = PDQ_OK;
 done:
     free(wt); free(wd); free(ct); 
-    free(sc); free(ze); free(err);
+    free(sc); free(ze); free(err); free(lm); free(inv);
     pdq_gptq_hcache_free(&local); free(ssc); free(sze); free(snap); free(gbuf);
     if (rc) pdq_qresult_free(r);
     return rc;
