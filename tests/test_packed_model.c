@@ -208,6 +208,31 @@ static void compare(const qcase *c, int expect_perm) {
     free(dir);
 }
 
+/* The f32 model with BLAS single-threaded runs attention's heads on its pool (the quantize
+ * pipeline's calibration passes): the same logits bits as with BLAS's own threads, at 2 and 3. */
+static void test_f32_heads_on_pool(void **state) {
+    (void)state;
+    pdq_status st = {0};
+    pdq_model *m = NULL;
+    assert_int_equal(pdq_model_load(PDQ_TEST_MODEL, &m, &st), PDQ_OK);
+    int32_t ids[26];
+    for (int i = 0; i < 26; i++) ids[i] = (int32_t)((i * 37 + 11) % m->cfg.vocab_size);
+    size_t n = (size_t)m->cfg.vocab_size * 26;
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    pdq_set_threads(m, 2);
+    packed_logits(m, ids, a);
+    for (int t = 2; t <= 3; t++) {
+        pdq_set_threads(m, t);
+        pdq_model_blas_serial(m, 1);
+        packed_logits(m, ids, b);
+        pdq_model_blas_serial(m, 0);
+        if (memcmp(a, b, sizeof(float) * n) != 0) fail_msg("heads on a pool of %d change the logits", t);
+    }
+    free(a);
+    free(b);
+    pdq_model_free(m);
+}
+
 static void test_bundled_rtn_w4(void **state) {
     (void)state;
     qcase c = {PDQ_TEST_MODEL, "data/web-bible/test.txt", PDQ_QM_RTN, 4, 0, 2048, 0, PDQ_QSCALE_F32};
@@ -314,6 +339,7 @@ int main(void) {
         cmocka_unit_test(test_bundled_rtn_w4_g32_sym_f16),
         cmocka_unit_test(test_bundled_gptq_w4_g32_sym_bf16),
         cmocka_unit_test(test_plain_and_bad),
+        cmocka_unit_test(test_f32_heads_on_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

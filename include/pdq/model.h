@@ -102,6 +102,10 @@ void pdq_model_free(pdq_model *m);
 
 /* Threads for BLAS and our own loops; n <= 0 means all cores. */
 void pdq_set_threads(pdq_model *m, int n);
+/* serial 1: BLAS single-threaded, so the reference forward runs attention's heads on the model's
+ * pool (BLAS's own workers, spinning after each product, would compete with the pool for the
+ * cores); 0: back to pdq_set_threads's choice. The values do not change. */
+void pdq_model_blas_serial(const pdq_model *m, int serial);
 int pdq_default_threads(void);
 
 /* Dynamic KV cache for the reference model: per layer [B, n_kv, capacity, hd], K after RoPE.

@@ -16,6 +16,7 @@
 #include "model/work.h"
 #include "pdq/family.h"
 #include "pdq/model.h"
+#include "pdq/threadpool.h"
 
 /* The kernel switches of model.h's kernel_path. */
 static pdq_qctx kernel_ctx(const pdq_model *m) {
@@ -203,46 +204,78 @@ static void default_positions(const pdq_kvcache *kv, int B, int T, const uint8_t
     }
 }
 
-/* Attention of the T new queries of row b against every visible cached key. */
-static void attend(const pdq_config *c, const pdq_kvcache *kv, int layer, int b, int T,
-                   const float *q, float *att, float *scores) {
+/* Attention of the T new queries of row b, head h, against every visible cached key; scores
+ * [T, L] is this head's scratch. */
+static void attend_head(const pdq_config *c, const pdq_kvcache *kv, int layer, int b, int T, int h,
+                        const float *q, float *att, float *scores) {
     int H = c->n_heads, KV = c->n_kv_heads, hd = c->head_dim, cap = kv->capacity;
     int L = kv->len + T, group = H / KV, W = pdq_cfg_layer_window(c, layer);
     float scale = c->attn_scale != 0.0f ? c->attn_scale : 1.0f / sqrtf((float)hd);
     const uint8_t *valid = kv->valid + (size_t)b * cap;
-    for (int h = 0; h < H; h++) {
-        int g = h / group;
-        const float *K = kv->k[layer] + (((size_t)b * KV + g) * cap) * hd;
-        const float *Vv = kv->v[layer] + (((size_t)b * KV + g) * cap) * hd;
-        /* scores[T, L] = Q_h[T, hd] · K[L, hd]ᵀ ; Q_h rows are strided by H*hd. */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, L, hd, 1.0f,
-                    q + (size_t)h * hd, H * hd, K, hd, 0.0f, scores, L);
-        for (int t = 0; t < T; t++) {
-            float *s = scores + (size_t)t * L;
-            int self = kv->len + t;
-            float mx = -INFINITY;
-            for (int j = 0; j < L; j++) {
-                if (j <= self && valid[j] && (W == 0 || j > self - W)) {
-                    s[j] *= scale;
-                    if (c->attn_softcap != 0.0f) s[j] = tanhf(s[j] / c->attn_softcap) * c->attn_softcap;
-                    if (s[j] > mx) mx = s[j];
-                } else {
-                    s[j] = -INFINITY;
-                }
+    int g = h / group;
+    const float *K = kv->k[layer] + (((size_t)b * KV + g) * cap) * hd;
+    const float *Vv = kv->v[layer] + (((size_t)b * KV + g) * cap) * hd;
+    /* scores[T, L] = Q_h[T, hd] · K[L, hd]ᵀ ; Q_h rows are strided by H*hd. */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, L, hd, 1.0f,
+                q + (size_t)h * hd, H * hd, K, hd, 0.0f, scores, L);
+    for (int t = 0; t < T; t++) {
+        float *s = scores + (size_t)t * L;
+        int self = kv->len + t;
+        float mx = -INFINITY;
+        for (int j = 0; j < L; j++) {
+            if (j <= self && valid[j] && (W == 0 || j > self - W)) {
+                s[j] *= scale;
+                if (c->attn_softcap != 0.0f) s[j] = tanhf(s[j] / c->attn_softcap) * c->attn_softcap;
+                if (s[j] > mx) mx = s[j];
+            } else {
+                s[j] = -INFINITY;
             }
-            double sum = 0.0;
-            for (int j = 0; j < L; j++) {
-                float e = mx == -INFINITY ? 0.0f : expf(s[j] - mx); /* no visible key: zero output */
-                s[j] = e;
-                sum += e;
-            }
-            float inv = sum > 0 ? (float)(1.0 / sum) : 0.0f;
-            for (int j = 0; j < L; j++) s[j] *= inv;
         }
-        /* att_h[T, hd] = P[T, L] · V[L, hd], rows strided by H*hd. */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, L, 1.0f, scores, L, Vv, hd,
-                    0.0f, att + (size_t)h * hd, H * hd);
+        double sum = 0.0;
+        for (int j = 0; j < L; j++) {
+            float e = mx == -INFINITY ? 0.0f : expf(s[j] - mx); /* no visible key: zero output */
+            s[j] = e;
+            sum += e;
+        }
+        float inv = sum > 0 ? (float)(1.0 / sum) : 0.0f;
+        for (int j = 0; j < L; j++) s[j] *= inv;
     }
+    /* att_h[T, hd] = P[T, L] · V[L, hd], rows strided by H*hd. */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, L, 1.0f, scores, L, Vv, hd,
+                0.0f, att + (size_t)h * hd, H * hd);
+}
+
+typedef struct {
+    const pdq_config *c;
+    const pdq_kvcache *kv;
+    int layer, b, T;
+    const float *q;
+    float *att, *scores; /* scores: [threads][T * L] */
+} attend_job;
+
+static void attend_task(void *ctx, int h, int thread) {
+    attend_job *a = ctx;
+    size_t tl = (size_t)a->T * (a->kv->len + a->T);
+    attend_head(a->c, a->kv, a->layer, a->b, a->T, h, a->q, a->att, a->scores + (size_t)thread * tl);
+}
+
+/* Threads that run attention heads at once: the model's pool when BLAS is single-threaded (each
+ * head's products then run inline on its worker), else one (BLAS threads the products; two sets
+ * of threads would compete for the cores). A head's values do not depend on the thread. */
+static int attend_threads(const pdq_model *m) {
+    int n = pdq_pool_threads(m->pool);
+    return n > 1 && openblas_get_num_threads() == 1 ? n : 1;
+}
+
+/* Attention of the T new queries of row b against every visible cached key, head by head. */
+static void attend(const pdq_model *m, const pdq_kvcache *kv, int layer, int b, int T, const float *q, float *att,
+                   float *scores) {
+    attend_job a = {&m->cfg, kv, layer, b, T, q, att, scores};
+    if (attend_threads(m) > 1) {
+        pdq_pool_run(m->pool, m->cfg.n_heads, attend_task, &a);
+        return;
+    }
+    for (int h = 0; h < m->cfg.n_heads; h++) attend_task(&a, h, 0);
 }
 
 static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pdq_kvcache *kv, int B,
@@ -255,7 +288,7 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     scratch s = {0};
     int rd = pdq_cfg_rotary_dim(c);
     size_t sizes[SCRATCH_N] = {(size_t)n * D, (size_t)n * H * hd, (size_t)n * KV * hd, (size_t)n * KV * hd,
-                               (size_t)n * H * hd, (size_t)n * D, (size_t)n * F, (size_t)n * F, (size_t)T * L,
+                               (size_t)n * H * hd, (size_t)n * D, (size_t)n * F, (size_t)n * F, (size_t)attend_threads(m) * T * L,
                                (size_t)n * rd, (size_t)n * rd};
     if (!scratch_get(m, &s, sizes)) return pdq_fail(st, PDQ_ERR_NOMEM, "layer %d: scratch for %d tokens", li, n);
 
@@ -293,7 +326,7 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
         }
     }
     for (int b = 0; b < B; b++)
-        attend(c, kv, li, b, T, s.q + (size_t)b * T * H * hd, s.att + (size_t)b * T * H * hd, s.scores);
+        attend(m, kv, li, b, T, s.q + (size_t)b * T * H * hd, s.att + (size_t)b * T * H * hd, s.scores);
     if (hook) hook(hook_ctx, li, PDQ_LIN_O, s.att, n, H * hd);
     if (stop == PDQ_LIN_O) goto out;
     if ((rc = layer_linear(m, w, PDQ_LIN_O, s.o, s.att, n, D, H * hd, st))) {

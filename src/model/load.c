@@ -35,6 +35,11 @@ void pdq_set_threads(pdq_model *m, int n) {
     }
 }
 
+void pdq_model_blas_serial(const pdq_model *m, int serial) {
+    int n = m->n_threads > 0 ? m->n_threads : pdq_default_threads();
+    openblas_set_num_threads(serial || m->packed ? 1 : n);
+}
+
 void pdq_model_free(pdq_model *m) {
     if (!m) return;
     if (m->layers)
