@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
 #include <cjson/cJSON.h>
 
 #include "kernels/rank1_fma.h"
@@ -270,6 +271,55 @@ static void test_hessian_brute_force(void **state) {
     assert_non_null(strstr(st.msg, "NaN or Inf"));
     pdq_hessian_free(&h);
     free(ref); free(H);
+}
+
+/* The Hessian's bands give the same bits one after the other and on pools of 2 and 3 workers
+ * (BLAS single-threaded), at widths that cut into 8 bands or fewer (n < 8 * 16). */
+static void test_hessian_bands(void **state) {
+    (void)state;
+    uint64_t s = 8;
+    const int ns[] = {1, 20, 203, 300};
+    int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int n = ns[k], rows = 37;
+        float *x = malloc(sizeof(float) * rows * n), *Ha = malloc(sizeof(float) * n * n),
+              *Hb = malloc(sizeof(float) * n * n);
+        for (int i = 0; i < rows * n; i++) x[i] = (float)tu_randn(&s);
+        pdq_hessian h;
+        assert_int_equal(pdq_hessian_init(&h, n, NULL), PDQ_OK);
+        assert_int_equal(pdq_hessian_add(&h, x, rows, NULL), PDQ_OK);
+        assert_int_equal(pdq_hessian_add(&h, x, 5, NULL), PDQ_OK);
+        pdq_hessian_get(&h, Ha);
+        double worst = 0; /* against the brute-force sum */
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                double ref = 0;
+                for (int r = 0; r < rows; r++) ref += (double)x[r * n + i] * x[r * n + j];
+                for (int r = 0; r < 5; r++) ref += (double)x[r * n + i] * x[r * n + j];
+                ref *= 2.0 / (rows + 5);
+                double e = fabs(Ha[(size_t)i * n + j] - ref) / (fabs(ref) + 1);
+                if (e > worst) worst = e;
+            }
+        assert_true(worst < 1e-5);
+        for (int t = 2; t <= 3; t++) {
+            pdq_pool *pool = pdq_pool_create(t, NULL);
+            assert_non_null(pool);
+            pdq_hessian_reset(&h);
+            h.pool = pool;
+            assert_int_equal(pdq_hessian_add(&h, x, rows, NULL), PDQ_OK);
+            assert_int_equal(pdq_hessian_add(&h, x, 5, NULL), PDQ_OK);
+            pdq_hessian_get(&h, Hb);
+            assert_memory_equal(Ha, Hb, sizeof(float) * n * n);
+            h.pool = NULL;
+            pdq_pool_free(pool);
+        }
+        pdq_hessian_free(&h);
+        free(x);
+        free(Ha);
+        free(Hb);
+    }
+    openblas_set_num_threads(blas_threads);
 }
 
 /* Dead inputs (never active) come out exactly zero and do not disturb the rest. */
@@ -622,7 +672,7 @@ int main(void) {
         cmocka_unit_test(test_bad_input), cmocka_unit_test(test_gptq_matrix_cli),
         cmocka_unit_test(test_hessian_cache), cmocka_unit_test(test_rank1_levels),
         cmocka_unit_test(test_pool_tiles), cmocka_unit_test(test_rank1_seq),
-        cmocka_unit_test(test_transpose_map),
+        cmocka_unit_test(test_transpose_map), cmocka_unit_test(test_hessian_bands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

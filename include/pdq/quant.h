@@ -123,6 +123,8 @@ typedef struct {
     double *acc;    /* [n*n], upper triangle valid until pdq_hessian_get */
     float *tmp;     /* [n*n] SYRK scratch */
     pdq_qprof *prof; /* NULL, or where the SYRKs' time and FLOPs go (set after init) */
+    struct pdq_pool *pool; /* NULL, or workers for the bands of each add, set after init while
+                            * BLAS is single-threaded (pdq_model_blas_serial) */
 } pdq_hessian;
 
 pdq_code pdq_hessian_init(pdq_hessian *h, int n, pdq_status *st);

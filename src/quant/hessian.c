@@ -1,6 +1,9 @@
-/* H = 2/N sum x x^T of a linear's inputs, streamed batch by batch: each batch is one float SYRK
- * (BLAS does the O(rows n^2) work), summed into a double accumulator so long streams keep their
- * precision. */
+/* H = 2/N sum x x^T of a linear's inputs, streamed batch by batch: each batch's x^T x in float by
+ * BLAS (the O(rows n^2) work), summed into a double accumulator so long streams keep their
+ * precision. The upper triangle is cut into BANDS bands of rows of equal area, each a SYRK of its
+ * diagonal block and a GEMM of the block right of it, then its rows' double sums: the bands run
+ * on the caller's pool (BLAS single-threaded) or one after the other, with the same values,
+ * since the cut does not depend on the threads. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -8,6 +11,7 @@
 
 #include "pdq/progress.h"
 #include "pdq/quant.h"
+#include "pdq/threadpool.h"
 
 pdq_code pdq_hessian_init(pdq_hessian *h, int n, pdq_status *st) {
     memset(h, 0, sizeof *h);
@@ -22,6 +26,41 @@ pdq_code pdq_hessian_init(pdq_hessian *h, int n, pdq_status *st) {
     return PDQ_OK;
 }
 
+enum { BANDS = 8, BAND_ALIGN = 16 };
+
+/* First row of band k: rows [0, r) of the upper triangle hold k / BANDS of its area
+ * (r n - r^2 / 2 = k / BANDS * n^2 / 2), rounded to BAND_ALIGN. */
+static int band_start(int n, int k) {
+    if (k >= BANDS) return n;
+    int r = (int)((double)n * (1.0 - sqrt(1.0 - (double)k / BANDS)) + 0.5);
+    r = r / BAND_ALIGN * BAND_ALIGN;
+    return r < n ? r : n;
+}
+
+typedef struct {
+    pdq_hessian *h;
+    const float *x;
+    int rows;
+} band_job;
+
+static void band_task(void *ctx, int k, int thread) {
+    (void)thread;
+    band_job *b = ctx;
+    int n = b->h->n, r0 = band_start(n, k), r1 = band_start(n, k + 1), nb = r1 - r0;
+    if (nb <= 0) return;
+    float *t = b->h->tmp;
+    /* tmp (upper, row-major) = x^T x: the diagonal block, then the rows' block right of it */
+    cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, nb, b->rows, 1.0f, b->x + r0, n, 0.0f, t + (size_t)r0 * n + r0, n);
+    if (r1 < n)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nb, n - r1, b->rows, 1.0f, b->x + r0, n, b->x + r1, n, 0.0f,
+                    t + (size_t)r0 * n + r1, n);
+    for (int i = r0; i < r1; i++) {
+        double *a = b->h->acc + (size_t)i * n;
+        const float *ti = t + (size_t)i * n;
+        for (int j = i; j < n; j++) a[j] += (double)ti[j];
+    }
+}
+
 pdq_code pdq_hessian_add(pdq_hessian *h, const float *x, int rows, pdq_status *st) {
     size_t cnt = (size_t)rows * h->n;
     for (size_t i = 0; i < cnt; i++)
@@ -31,13 +70,10 @@ pdq_code pdq_hessian_add(pdq_hessian *h, const float *x, int rows, pdq_status *s
     if (rows <= 0) return PDQ_OK;
     int n = h->n;
     double t0 = h->prof ? pdq_now() : 0;
-    /* tmp (upper, row-major) = x^T x */
-    cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, n, rows, 1.0f, x, n, 0.0f, h->tmp, n);
-    for (int i = 0; i < n; i++) {
-        double *a = h->acc + (size_t)i * n;
-        const float *t = h->tmp + (size_t)i * n;
-        for (int j = i; j < n; j++) a[j] += (double)t[j];
-    }
+    band_job b = {h, x, rows};
+    if (h->pool && pdq_pool_threads(h->pool) > 1) pdq_pool_run(h->pool, BANDS, band_task, &b);
+    else
+        for (int k = 0; k < BANDS; k++) band_task(&b, k, 0);
     h->rows += rows;
     if (h->prof) pdq_qprof_add(h->prof, PDQ_QP_HESSIAN, pdq_now() - t0, (double)rows * n * (n + 1.0));
     return PDQ_OK;

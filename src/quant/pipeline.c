@@ -325,7 +325,11 @@ static pdq_code gptq_layers_orig(pdq_model *m, const pdq_quant_opts *o, pdq_cali
         snprintf(pg->label, sizeof pg->label, "layer %d/%d float pass", l + 1, c->n_layers);
         double t0 = pdq_now();
         window_ctx wc = {m, l, T, x, NULL, PDQ_LIN_COUNT, pg, o->prof};
+        pdq_model_blas_serial(m, 1); /* the forwards' heads and the Hessians' bands on the pool */
+        for (int g = 0; g < 4; g++) hc.h[g].pool = m->pool;
         if (!rc) rc = pdq_calib_split_hessians(sp, hc.h, 4, orig_window, &wc, st);
+        for (int g = 0; g < 4; g++) hc.h[g].pool = NULL;
+        pdq_model_blas_serial(m, 0);
         double tcal = (pdq_now() - t0) / PDQ_LIN_COUNT;
         float *H[4] = {NULL, NULL, NULL, NULL};
         for (int g = 0; !rc && g < 4; g++) {
@@ -402,7 +406,12 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spl
             snprintf(pg->label, sizeof pg->label, "layer %d/%d %s", l + 1, c->n_layers, pdq_linear_name(groups[g][0]));
             double t0 = pdq_now();
             window_ctx wc = {m, l, T, x, tmp, groups[g][0], pg, o->prof};
+            /* the forwards' heads and the Hessian's bands on the pool; GPTQ gets BLAS's threads */
+            pdq_model_blas_serial(m, 1);
+            hs->pool = m->pool;
             rc = pdq_calib_split_hessians(sp, hs, 1, group_window, &wc, st);
+            hs->pool = NULL;
+            pdq_model_blas_serial(m, 0);
             if (!rc) pdq_hessian_get(hs, H);
             if (rc) { pdq_wrap(st, "layer %d calibration", l); break; }
             int nlin = 0;
@@ -413,12 +422,14 @@ static pdq_code gptq_layers(pdq_model *m, const pdq_quant_opts *o, pdq_calib_spl
         }
         /* the quantized layer produces the next layer's inputs */
         snprintf(pg->label, sizeof pg->label, "layer %d/%d output", l + 1, c->n_layers);
+        pdq_model_blas_serial(m, 1);
         for (int s = 0; !rc && s < sp->nlocal; s++) {
             double t0 = pdq_now();
             rc = pdq_model_layer_forward(m, l, L, NULL, 1, T, x + (size_t)s * T * D, NULL, NULL, NULL, NULL, st);
             forward_done(o->prof, t0, hessian_seconds(o->prof), c, T, PDQ_LIN_COUNT);
             step(pg, 1);
         }
+        pdq_model_blas_serial(m, 0);
         pdq_model_layer_release(m, l);
     }
     free(tmp);
