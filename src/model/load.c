@@ -24,8 +24,9 @@ int pdq_default_threads(void) {
 void pdq_set_threads(pdq_model *m, int n) {
     if (n <= 0) n = pdq_default_threads();
     if (m) m->n_threads = n;
-    /* A packed model's linears run on its own pool; BLAS is left only the small attention
-     * products, and a second set of spinning BLAS threads would compete with the pool. */
+    /* A packed model's linears run on its own pool; BLAS is left only the attention products,
+     * which then run head by head on the pool too (forward.c): a second set of spinning BLAS
+     * threads would compete with the pool. */
     openblas_set_num_threads(m && m->packed ? 1 : n);
     /* resize the pool (serial if that fails); an f32 model's linears run on it too */
     if (m && pdq_pool_threads(m->pool) != n) {
