@@ -50,8 +50,11 @@ static tile_fn pick(pdq_level level) {
     return tile_scalar;
 }
 
-void pdq_k_transpose_gather_f32(pdq_level level, float *dst, const float *src, size_t rows, size_t cols,
-                                const int *map) {
+/* The bands of 8 x 8 tiles, then the edges element by element. gather: dst [rows][cols] from
+ * src [cols][rows] (dst[r][c] = src[map[c]][r]); else scatter: dst [cols][rows] from
+ * src [rows][cols] (dst[map[c]][r] = src[r][c]). */
+static void walk_f32(pdq_level level, float *dst, const float *src, size_t rows, size_t cols, const int *map,
+                     int gather) {
     tile_fn tile = pick(level);
     size_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
     const float *s[8];
@@ -63,39 +66,30 @@ void pdq_k_transpose_gather_f32(pdq_level level, float *dst, const float *src, s
             for (size_t c = c0; c < c1; c += 8)
                 for (size_t r = r0; r < r1; r += 8) {
                     for (int i = 0; i < 8; i++) {
-                        s[i] = src + (size_t)map[c + i] * rows + r;
-                        d[i] = dst + (r + i) * cols + c;
-                    }
-                    tile(d, s);
-                }
-        }
-    }
-    for (size_t r = 0; r < rows; r++) /* the edges */
-        for (size_t c = r < r8 ? c8 : 0; c < cols; c++) dst[r * cols + c] = src[(size_t)map[c] * rows + r];
-}
-
-void pdq_k_transpose_scatter_f32(pdq_level level, float *dst, const float *src, size_t rows, size_t cols,
-                                 const int *map) {
-    tile_fn tile = pick(level);
-    size_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
-    const float *s[8];
-    float *d[8];
-    for (size_t r0 = 0; r0 < r8; r0 += BAND) {
-        size_t r1 = r0 + BAND < r8 ? r0 + BAND : r8;
-        for (size_t c0 = 0; c0 < c8; c0 += SPAN) {
-            size_t c1 = c0 + SPAN < c8 ? c0 + SPAN : c8;
-            for (size_t c = c0; c < c1; c += 8)
-                for (size_t r = r0; r < r1; r += 8) {
-                    for (int i = 0; i < 8; i++) {
-                        s[i] = src + (r + i) * cols + c;
-                        d[i] = dst + (size_t)map[c + i] * rows + r;
+                        size_t mapped = (size_t)map[c + i] * rows + r, plain = (r + i) * cols + c;
+                        s[i] = src + (gather ? mapped : plain);
+                        d[i] = dst + (gather ? plain : mapped);
                     }
                     tile(d, s);
                 }
         }
     }
     for (size_t r = 0; r < rows; r++)
-        for (size_t c = r < r8 ? c8 : 0; c < cols; c++) dst[(size_t)map[c] * rows + r] = src[r * cols + c];
+        for (size_t c = r < r8 ? c8 : 0; c < cols; c++) {
+            size_t mapped = (size_t)map[c] * rows + r, plain = r * cols + c;
+            if (gather) dst[plain] = src[mapped];
+            else dst[mapped] = src[plain];
+        }
+}
+
+void pdq_k_transpose_gather_f32(pdq_level level, float *dst, const float *src, size_t rows, size_t cols,
+                                const int *map) {
+    walk_f32(level, dst, src, rows, cols, map, 1);
+}
+
+void pdq_k_transpose_scatter_f32(pdq_level level, float *dst, const float *src, size_t rows, size_t cols,
+                                 const int *map) {
+    walk_f32(level, dst, src, rows, cols, map, 0);
 }
 
 /* Bytes: a band's destination rows written SPAN_U8 contiguous codes at a time, each read from
