@@ -288,8 +288,8 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     scratch s = {0};
     int rd = pdq_cfg_rotary_dim(c);
     size_t sizes[SCRATCH_N] = {(size_t)n * D, (size_t)n * H * hd, (size_t)n * KV * hd, (size_t)n * KV * hd,
-                               (size_t)n * H * hd, (size_t)n * D, (size_t)n * F, (size_t)n * F, (size_t)attend_threads(m) * T * L,
-                               (size_t)n * rd, (size_t)n * rd};
+                               (size_t)n * H * hd, (size_t)n * D, (size_t)n * F, (size_t)n * F,
+                               (size_t)attend_threads(m) * T * L, (size_t)n * rd, (size_t)n * rd};
     if (!scratch_get(m, &s, sizes)) return pdq_fail(st, PDQ_ERR_NOMEM, "layer %d: scratch for %d tokens", li, n);
 
     /* Attention block. */
