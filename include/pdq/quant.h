@@ -114,6 +114,8 @@ double pdq_layer_forward_flops(const pdq_config *c, int T, pdq_linear_id stop);
 /* The machine's float GEMM rate now: square n x n x n sgemm repeated for about `seconds` on the
  * BLAS threads as set (one warm-up call, then the mean rate of the repeats, GFLOP/s). */
 pdq_code pdq_sgemm_probe(int n, double seconds, double *gflops, pdq_status *st);
+/* The same in double: the ceiling of the phases that run in double (the Cholesky factor). */
+pdq_code pdq_dgemm_probe(int n, double seconds, double *gflops, pdq_status *st);
 
 /* --- Hessian of a linear's input: H = 2/N sum_x x x^T over N input rows, accumulated in double
  * from float BLAS SYRK products, batch by batch. --- */

@@ -47,16 +47,20 @@ static double mib(double b) { return b / 1048576.0; }
 static void profile_print(const cJSON *p) {
     if (!cJSON_IsObject(p)) return;
     double total = num(p, "total_seconds", NULL, NULL), sg = num(p, "sgemm_gflops", NULL, NULL);
-    printf("\n== profile == sgemm %.1f GFLOP/s on %.0f thread(s) (probes %.1f, %.1f)\n", sg, num(p, "threads", NULL, NULL),
-           num(p, "sgemm_gflops_start", NULL, NULL), num(p, "sgemm_gflops_end", NULL, NULL));
-    printf("%-18s %10s %7s %10s %9s %8s\n", "phase", "seconds", "share", "GFLOP", "GFLOP/s", "of sgemm");
+    printf("\n== profile == sgemm %.1f GFLOP/s on %.0f thread(s) (probes %.1f, %.1f), dgemm %.1f\n", sg,
+           num(p, "threads", NULL, NULL), num(p, "sgemm_gflops_start", NULL, NULL), num(p, "sgemm_gflops_end", NULL, NULL),
+           num(p, "dgemm_gflops", NULL, NULL));
+    printf("%-18s %10s %7s %10s %9s %8s %8s\n", "phase", "seconds", "share", "GFLOP", "GFLOP/s", "of sgemm", "of dgemm");
     const cJSON *e;
     cJSON_ArrayForEach(e, at(p, "phases", NULL, NULL)) {
         const cJSON *name = at(e, "name", NULL, NULL);
         double sec = num(e, "seconds", NULL, NULL), gf = num(e, "gflop", NULL, NULL);
         printf("%-18s %10.2f %6.1f%%", cJSON_IsString(name) ? name->valuestring : "?", sec, total > 0 ? 100 * sec / total : 0);
-        if (gf >= 0) printf(" %10.1f %9.1f %7.1f%%\n", gf, num(e, "gflop_s", NULL, NULL), 100 * num(e, "fraction_of_sgemm", NULL, NULL));
-        else printf(" %10s %9s %8s\n", "-", "-", "-");
+        double fd = num(e, "fraction_of_dgemm", NULL, NULL); /* the phase in double: against that rate too */
+        if (gf >= 0) printf(" %10.1f %9.1f %7.1f%%", gf, num(e, "gflop_s", NULL, NULL), 100 * num(e, "fraction_of_sgemm", NULL, NULL));
+        else printf(" %10s %9s %8s", "-", "-", "-");
+        if (fd >= 0) printf(" %7.1f%%\n", 100 * fd);
+        else printf(" %8s\n", "-");
     }
     printf("%-18s %10.2f\n", "total", total);
 }

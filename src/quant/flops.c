@@ -1,5 +1,5 @@
-/* The quantizer's phases by time and FLOPs (pdq_qprof in pdq/quant.h) and the sgemm rate they are
- * measured against. FLOPs are counted as the code computes, one multiply-add = 2:
+/* The quantizer's phases by time and FLOPs (pdq_qprof in pdq/quant.h) and the sgemm and dgemm
+ * rates they are measured against. FLOPs are counted as the code computes, one multiply-add = 2:
  *   layer forward, T tokens: 2 T sum(out * in) over its 7 linears + 4 T^2 hd H for attention
  *     (QK^T and PV over the full T x T square: the causal mask is applied after the GEMM, so
  *     nothing is halved); norms, RoPE, softmax, SiLU and residuals are not counted
@@ -45,29 +45,52 @@ double pdq_layer_forward_flops(const pdq_config *c, int T, pdq_linear_id stop) {
     return f + linear_flops(c, PDQ_LIN_DOWN, T);
 }
 
-pdq_code pdq_sgemm_probe(int n, double seconds, double *gflops, pdq_status *st) {
+/* One n x n x n GEMM of gemm_probe's in float or double. */
+static void probe_call(int n, int dbl, const void *a, const void *b, void *c) {
+    if (dbl)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+}
+
+static pdq_code gemm_probe(int n, int dbl, double seconds, double *gflops, pdq_status *st) {
+    const char *what = dbl ? "dgemm" : "sgemm";
     *gflops = 0;
-    if (n <= 0) return pdq_fail(st, PDQ_ERR_ARG, "sgemm probe: size %d", n);
-    size_t nn = (size_t)n * n;
-    float *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
+    if (n <= 0) return pdq_fail(st, PDQ_ERR_ARG, "%s probe: size %d", what, n);
+    size_t nn = (size_t)n * n, es = dbl ? sizeof(double) : sizeof(float);
+    void *a = malloc(nn * es), *b = malloc(nn * es), *c = malloc(nn * es);
     if (!a || !b || !c) {
         free(a); free(b); free(c);
-        return pdq_fail(st, PDQ_ERR_NOMEM, "sgemm probe: out of memory for %d x %d", n, n);
+        return pdq_fail(st, PDQ_ERR_NOMEM, "%s probe: out of memory for %d x %d", what, n, n);
     }
     for (size_t i = 0; i < nn; i++) { /* small values: no denormals, no overflow */
-        a[i] = (float)((i * 7 + 3) % 17) * 0.01f;
-        b[i] = (float)((i * 5 + 1) % 13) * 0.01f;
+        double va = (double)((i * 7 + 3) % 17) * 0.01, vb = (double)((i * 5 + 1) % 13) * 0.01;
+        if (dbl) {
+            ((double *)a)[i] = va;
+            ((double *)b)[i] = vb;
+        } else {
+            ((float *)a)[i] = (float)va;
+            ((float *)b)[i] = (float)vb;
+        }
     }
     /* one call to warm the caches and the BLAS threads, then the mean rate over the window */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    probe_call(n, dbl, a, b, c);
     double t0 = pdq_now(), t = 0;
     long reps = 0;
     do {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        probe_call(n, dbl, a, b, c);
         reps++;
         t = pdq_now() - t0;
     } while (t < seconds);
     *gflops = 2.0 * n * (double)nn * reps / t / 1e9;
     free(a); free(b); free(c);
     return PDQ_OK;
+}
+
+pdq_code pdq_sgemm_probe(int n, double seconds, double *gflops, pdq_status *st) {
+    return gemm_probe(n, 0, seconds, gflops, st);
+}
+
+pdq_code pdq_dgemm_probe(int n, double seconds, double *gflops, pdq_status *st) {
+    return gemm_probe(n, 1, seconds, gflops, st);
 }

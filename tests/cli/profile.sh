@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # pdq quantize --profile: report.json's "profile" counts each phase's FLOPs by the formulas of
 # docs/speed.md, re-derived here from config.json and the calibration windows (not by pdq's own
-# counting code); phase seconds are non-negative and add up to at most the total; the table goes
-# to stdout, --json carries it; the quantized checkpoint is byte-identical without --profile.
+# counting code), the Cholesky's rate also against the dgemm probe; phase seconds are
+# non-negative and add up to at most the total; the table goes to stdout, --json carries it; the
+# quantized checkpoint is byte-identical without --profile.
 set -u
 PDQ=${1:?usage: profile.sh PDQ_BINARY}
 . "$(dirname "$0")/lib/checks.sh"
@@ -15,7 +16,7 @@ check profile-rc "[ $rc = 0 ]"
 "$PDQ" quantize "${args[@]}" --out "$tmp/n" >/dev/null 2>&1
 check same-bytes "cmp -s '$tmp/p/model.q.safetensors' '$tmp/n/model.q.safetensors'"
 check no-profile-without-flag "jq -e 'has(\"profile\") | not' '$tmp/n/report.json' >/dev/null"
-check table "grep -q '^== profile == sgemm [0-9.]* GFLOP/s on 2 thread' '$tmp/p.txt' && grep -Eq '^column_loop +[0-9.]+ ' '$tmp/p.txt'"
+check table "grep -q '^== profile == sgemm [0-9.]* GFLOP/s on 2 thread.*, dgemm [0-9.]*$' '$tmp/p.txt' && grep -Eq '^column_loop +[0-9.]+ ' '$tmp/p.txt' && grep -Eq '^cholesky_inverse( +[0-9.]+%?){5} +[0-9.]+%$' '$tmp/p.txt'"
 
 python3 - "$M/config.json" "$tmp/p/report.json" $NS $T <<'PY' && ok "flops = formulas" || bad "flops = formulas"
 import json, sys
@@ -54,11 +55,19 @@ for k, v in want.items():
         bad.append(f"{k}: gflop_s is not gflop / seconds")
     if abs(got[k]["fraction_of_sgemm"] - got[k]["gflop_s"] / p["sgemm_gflops"]) > 1e-9:
         bad.append(f"{k}: fraction_of_sgemm")
+# the Cholesky factor runs in double: its rate against the dgemm probe too, and only it
+for e in p["phases"]:
+    fd = e["fraction_of_dgemm"]
+    if e["name"] == "cholesky_inverse":
+        if fd is None or abs(fd - e["gflop_s"] / p["dgemm_gflops"]) > 1e-9: bad.append("cholesky_inverse: fraction_of_dgemm")
+    elif fd is not None:
+        bad.append(e["name"] + " has a fraction_of_dgemm")
 secs = [e["seconds"] for e in p["phases"]]
 if min(secs) < 0: bad.append("negative seconds")
 if sum(secs) > p["total_seconds"] + 1e-6: bad.append(f"phases {sum(secs)} > total {p['total_seconds']}")
 if p["total_seconds"] != r["summary"]["seconds"]["total"]: bad.append("total differs from the summary's")
 if not (p["sgemm_gflops"] > 0 and p["threads"] == 2): bad.append("sgemm probe")
+if not (p["dgemm_gflops"] == max(p["dgemm_gflops_start"], p["dgemm_gflops_end"]) > 0): bad.append("dgemm probe")
 for e in p["phases"]:
     if e["name"] in ("save", "rtn", "quantize_other") and e["gflop"] is not None: bad.append(e["name"] + " has FLOPs")
 for b in bad: print(b)
