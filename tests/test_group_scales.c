@@ -205,8 +205,7 @@ static void compact_case(pdq_qtype type, int rows, int cols, int group, pdq_qsca
     assert_int_equal(pdq_qmatrix_pack_rows4(&b4, &st), PDQ_OK);
     /* rows a multiple of 4: the scales in 4-row blocks too, each one where the index says, and
      * a block widened at every level is the rows' float32 scales */
-    assert_int_equal(b4.scales_rows4, type == PDQ_QT_U4 && group == 32 && cols % 128 == 0 && b4.layout == PDQ_QL_ROWS4 &&
-                                          rows % 4 == 0);
+    assert_int_equal(b4.scales_rows4, group == 32 && cols % 128 == 0 && b4.layout == PDQ_QL_ROWS4 && rows % 4 == 0);
     if (b4.scales_rows4) {
         for (int r = 0; r < rows; r++)
             for (int g = 0; g < ng; g++)
@@ -254,7 +253,7 @@ static void test_kernels_compact(void **state) {
     pdq_pool *pools[3];
     tu_pools_create(pools);
     uint64_t rng = 4242;
-    static const int dims[][2] = {{37, 256}, {8, 640}, {5, 200}, {64, 1024}, {3, 96}};
+    static const int dims[][2] = {{37, 256}, {8, 640}, {5, 200}, {64, 1024}, {3, 96}, {12, 384}}; /* 12: a lone last 4-row block */
     static const int groups[] = {32, 64, 128, 48};
     for (int t = 0; t < PDQ_QT_COUNT; t++)
         for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)

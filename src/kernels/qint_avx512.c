@@ -199,28 +199,72 @@ QI_AVX512 static inline __attribute__((always_inline)) __m512i step4_u8_vnni(con
     return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
 }
 
-/* One 4-row block's step of gemv_groups32: S = q - zero * sum(xq), t = fmaf(xs, S, 0), then
- * y = fmaf(scale, t, y) for the step's four groups in order (lane 4j + k: group 4s + j, row k). */
-QI_AVX512 static inline __attribute__((always_inline)) __m128 g32_step(const pdq_qmatrix *w, const qk_rows4 *p, const int *rk, const int32_t *sx,
-                                        const float *xsv, const int32_t *zsv, int s, __m512i q, __m128 y) {
-    __m512i zs;
-    if (zsv) {
-        zs = _mm512_load_si512(zsv + 16 * s);
-    } else { /* dword k: row k's zeros of the step's four groups */
-        const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-        const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-        int g0 = 4 * s;
-        __m128i z01 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[0] + g0), _mm_loadu_si32(p->zero[1] + g0));
-        __m128i z23 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[2] + g0), _mm_loadu_si32(p->zero[3] + g0));
-        __m512i z = _mm512_permutexvar_epi32(transpose, _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(z01, z23)));
-        zs = _mm512_mullo_epi32(z, _mm512_permutexvar_epi32(lane_j, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(sx + g0)))));
+/* zero * sum(xq) of one 4-row block's step in q's lanes (4j + k: group 4s + j, row k): from the
+ * precomputed shared row (zsv) or the block's own zero points. */
+QI_AVX512 static inline __attribute__((always_inline)) __m512i g32_zs(const qk_rows4 *p, const int32_t *sx,
+                                                                      const int32_t *zsv, int s) {
+    if (zsv) return _mm512_load_si512(zsv + 16 * s);
+    const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    int g0 = 4 * s; /* dword k: row k's zeros of the step's four groups */
+    __m128i z01 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[0] + g0), _mm_loadu_si32(p->zero[1] + g0));
+    __m128i z23 = _mm_unpacklo_epi32(_mm_loadu_si32(p->zero[2] + g0), _mm_loadu_si32(p->zero[3] + g0));
+    __m512i z = _mm512_permutexvar_epi32(transpose, _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(z01, z23)));
+    return _mm512_mullo_epi32(z, _mm512_permutexvar_epi32(lane_j, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(sx + g0)))));
+}
+
+/* The pair's layout, as _mm512_permutex2var indices over two blocks a and b in q's lanes
+ * (4j + k): groups 4s and 4s + 1 (PAIR01) or 4s + 2 and 4s + 3 (PAIR23), each [group][8 rows],
+ * the rows a's four then b's. */
+#define G32_PAIR01 _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23)
+#define G32_PAIR23 _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31)
+
+/* The two blocks' scales of the step's groups in the pair's layout (sc01, sc23): f16 and bf16
+ * converted in registers (exact); scales in 4-row blocks are one 32-byte load per block, their
+ * 8-byte rows of four scales interleaved a, b group by group. */
+QI_AVX512 static inline __attribute__((always_inline)) void scales_pair(const pdq_qmatrix *w, const int *rk, int g0,
+                                                                       __m512 *sc01, __m512 *sc23) {
+    if (w->scales_rows4) {
+        __m256i ha = _mm256_loadu_si256((const __m256i *)(w->scales16 + pdq_qmatrix_scale_index(w, rk[0], g0)));
+        __m256i hb = _mm256_loadu_si256((const __m256i *)(w->scales16 + pdq_qmatrix_scale_index(w, rk[4], g0)));
+        __m512i h = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7),
+                                             _mm512_inserti64x4(_mm512_castsi256_si512(ha), hb, 1));
+        __m256i h01 = _mm512_castsi512_si256(h), h23 = _mm512_extracti64x4_epi64(h, 1);
+        if (w->scale_type == PDQ_QSCALE_F16) {
+            *sc01 = _mm512_cvtph_ps(h01);
+            *sc23 = _mm512_cvtph_ps(h23);
+        } else {
+            *sc01 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h01), 16));
+            *sc23 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h23), 16));
+        }
+        return;
     }
-    __m512 t = _mm512_fmadd_ps(_mm512_load_ps(xsv + 16 * s), _mm512_cvtepi32_ps(_mm512_sub_epi32(q, zs)), _mm512_setzero_ps());
-    __m512 sc = scales_4x4(w, rk, 4 * s);
-    y = _mm_fmadd_ps(_mm512_castps512_ps128(sc), _mm512_castps512_ps128(t), y);
-    y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 1), _mm512_extractf32x4_ps(t, 1), y);
-    y = _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 2), _mm512_extractf32x4_ps(t, 2), y);
-    return _mm_fmadd_ps(_mm512_extractf32x4_ps(sc, 3), _mm512_extractf32x4_ps(t, 3), y);
+    __m512 a = scales_4x4(w, rk, g0), b = scales_4x4(w, rk + 4, g0);
+    *sc01 = _mm512_permutex2var_ps(a, G32_PAIR01, b);
+    *sc23 = _mm512_permutex2var_ps(a, G32_PAIR23, b);
+}
+
+/* One step of gemv_groups32 for two 4-row blocks at once (y: a's four rows, then b's): per
+ * row S = q - zero * sum(xq), t = fmaf(xs, S, 0), then y = fmaf(scale, t, y) for the step's
+ * four groups in order. The groups' lanes for all eight rows are one half of a register
+ * (xsv: xs of group 4s + j in lanes 8 (j & 1).. of its pair of groups), so the chain is four
+ * eight-lane fmas a step for both blocks. */
+QI_AVX512 static inline __attribute__((always_inline)) __m256 g32_pair_step(const pdq_qmatrix *w, const qk_rows4 *pa,
+                                                                           const qk_rows4 *pb, const int *rk,
+                                                                           const int32_t *sx, const float *xsv,
+                                                                           const int32_t *zsv, int s, __m512i qa,
+                                                                           __m512i qb, __m256 y) {
+    __m512i sa = _mm512_sub_epi32(qa, g32_zs(pa, sx, zsv, s)), sb = _mm512_sub_epi32(qb, g32_zs(pb, sx, zsv, s));
+    __m512 t01 = _mm512_fmadd_ps(_mm512_load_ps(xsv + 32 * s), _mm512_cvtepi32_ps(_mm512_permutex2var_epi32(sa, G32_PAIR01, sb)),
+                                 _mm512_setzero_ps());
+    __m512 t23 = _mm512_fmadd_ps(_mm512_load_ps(xsv + 32 * s + 16),
+                                 _mm512_cvtepi32_ps(_mm512_permutex2var_epi32(sa, G32_PAIR23, sb)), _mm512_setzero_ps());
+    __m512 sc01, sc23;
+    scales_pair(w, rk, 4 * s, &sc01, &sc23);
+    y = _mm256_fmadd_ps(_mm512_castps512_ps256(sc01), _mm512_castps512_ps256(t01), y);
+    y = _mm256_fmadd_ps(_mm512_extractf32x8_ps(sc01, 1), _mm512_extractf32x8_ps(t01, 1), y);
+    y = _mm256_fmadd_ps(_mm512_castps512_ps256(sc23), _mm512_castps512_ps256(t23), y);
+    return _mm256_fmadd_ps(_mm512_extractf32x8_ps(sc23, 1), _mm512_extractf32x8_ps(t23, 1), y);
 }
 
 QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1,
@@ -231,23 +275,27 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
     const int32_t *sx = qi_sx(pl, xt);
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes_pair(rb);
     int ns = pl->nsteps, u8 = w->type == PDQ_QT_U8;
-    _Alignas(64) float xsv[G32_GROUPS * 4];
+    _Alignas(64) float xsv[G32_GROUPS * 8]; /* per step: g32_pair_step's xs, two registers */
     _Alignas(64) int32_t zsv[G32_GROUPS * 4];
     _Alignas(64) int32_t xlv[G32_GROUPS * 4]; /* uint8: step4_u8_vnni's missing share, in its lanes */
     if (u8)
         for (int s = 0; s < ns; s++)
             _mm512_store_si512(xlv + 16 * s, _mm512_permutexvar_epi32(lane_j, _mm512_castsi128_si512(
                                                                            vnni_xl128((const uint8_t *)planes + (size_t)s * 256))));
-    /* per step, in lane 4j + k: xs of group 4s + j and, with one shared row of zero points, zero * sum(xq) */
+    /* per step: xs of group 4s + j in the pair's lanes 8j.. of two registers and, with one shared
+     * row of zero points, zero * sum(xq) in q's lanes 4j + k */
+    const __m512i lane_8j = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     for (int s = 0; s < ns; s++) {
-        _mm512_store_ps(xsv + 16 * s, _mm512_permutexvar_ps(lane_j, _mm512_castps128_ps512(_mm_loadu_ps(xs + 4 * s))));
+        _mm512_store_ps(xsv + 32 * s, _mm512_permutexvar_ps(lane_8j, _mm512_castps128_ps512(_mm_loadu_ps(xs + 4 * s))));
+        __m128 x23 = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(xs + 4 * s + 2))); /* the step's last two */
+        _mm512_store_ps(xsv + 32 * s + 16, _mm512_permutexvar_ps(lane_8j, _mm512_castps128_ps512(x23)));
         if (w->zero_stride) continue;
         __m512i z = _mm512_cvtepu8_epi32(_mm_loadu_si32(w->zeros + 4 * s));
         __m512i zs = _mm512_mullo_epi32(z, _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)(sx + 4 * s))));
         _mm512_store_si512(zsv + 16 * s, _mm512_permutexvar_epi32(lane_j, zs));
     }
     const int32_t *zp = w->zero_stride ? NULL : zsv;
-    for (int r = r0; r < r1; r += 8) { /* two blocks at once: each one's chain hides the other's latency */
+    for (int r = r0; r < r1; r += 8) { /* two blocks at once: two streams, one chain of eight lanes */
         qk_rows4 pa, pb;
         int rk[8], na = qi_rows4_begin_codes(w, r, r1, pf, &pa);
         int nb = r + 4 < r1 ? qi_rows4_begin_codes(w, r + 4, r1, pf, &pb) : 0;
@@ -256,7 +304,7 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
             rk[k] = r + (k < na ? k : na - 1);
             rk[4 + k] = nb ? r + 4 + (k < nb ? k : nb - 1) : rk[k];
         }
-        __m128 ya = _mm_setzero_ps(), yb = _mm_setzero_ps();
+        __m256 yab = _mm256_setzero_ps();
         for (int s = 0; s < ns; s++) {
             const int8_t *xs8 = planes + (size_t)s * 256;
             __m512i qa, qb;
@@ -268,12 +316,10 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
                 qa = step4(&pa, (size_t)s * 64, rb, xs8);
                 qb = step4(&pb, (size_t)s * 64, rb, xs8);
             }
-            ya = g32_step(w, &pa, rk, sx, xsv, zp, s, qa, ya);
-            yb = g32_step(w, &pb, rk + 4, sx, xsv, zp, s, qb, yb);
+            yab = g32_pair_step(w, &pa, &pb, rk, sx, xsv, zp, s, qa, qb, yab);
         }
         float out[8];
-        _mm_storeu_ps(out, ya);
-        _mm_storeu_ps(out + 4, yb);
+        _mm256_storeu_ps(out, yab);
         for (int k = 0; k < na + nb; k++) y[r + k] = out[k];
     }
 }

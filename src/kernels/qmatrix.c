@@ -76,9 +76,9 @@ size_t pdq_qmatrix_rows4_bytes(const pdq_qmatrix *w) { return ((size_t)w->rows +
 pdq_code pdq_qmatrix_pack_rows4(pdq_qmatrix *w, pdq_status *st) {
     if (!pdq_qmatrix_rows4_ok(w)) return PDQ_OK;
     size_t rb = w->row_bytes, n = pdq_qmatrix_rows4_bytes(w);
-    /* uint4 groups of 32: compact scales in 4-row blocks, what its AVX-512 GEMV reads (the other
+    /* groups of 32: compact scales in 4-row blocks, what the AVX-512 GEMV reads (the other
      * kernels widen row-major ones faster): in place in W's own block, else copied after the codes */
-    int relay = w->type == PDQ_QT_U4 && w->group == 32 && w->cols % 128 == 0 && w->scales16 && !w->scales_rows4 &&
+    int relay = w->group == 32 && w->cols % 128 == 0 && w->scales16 && !w->scales_rows4 &&
                 w->rows % 4 == 0;
     size_t nsc = relay ? (size_t)w->rows * (size_t)w->ngroups : 0;
     int in_place = relay && w->owned && (const void *)w->scales16 == w->owned;
