@@ -133,7 +133,8 @@ size_t pdq_qmatrix_rows4_bytes(const pdq_qmatrix *w);
  * are bit for bit those of the row-major codes. The old codes are no longer read (a previous
  * owned copy is freed). Compact scales in groups of 32 of a matrix whose columns are a multiple
  * of 128 and rows a multiple of 4 take the 4-row layout too (scales_rows4): in place when W owns
- * them at the start of `owned` (the packed loader's block), else as a copy after the codes. On error W is unchanged. */
+ * them at the start of `owned` (the packed loader's block), else as a copy after the codes. On
+ * error W is unchanged. */
 pdq_code pdq_qmatrix_pack_rows4(pdq_qmatrix *w, pdq_status *st);
 /* Bytes of codes, scales, zeros (and perm) a GEMV over W reads, as stored. */
 size_t pdq_qmatrix_bytes(const pdq_qmatrix *w);
