@@ -53,7 +53,8 @@ QI_U8 static inline __m256i u8_dot32(const uint8_t *c, __m256i x0, __m256i x1) {
 /* Rows [r0, r1) of the uint8 GEMV (y) or of pdq_qexact_rows (s, when y is NULL: per-channel,
  * so a block is a step of 128 columns, whose 4-row sums go into int64 lanes: each lane sums 16
  * products, |S| <= 16 * 255 * 32768, and the reduction of 8 lanes stays below 2^31). rend (>= r1,
- * how far the task's prefetch may reach) is unused: codes are not prefetched (below). */
+ * how far the task's prefetch may reach) bounds the grids' prefetch: codes are not prefetched
+ * (below). */
 __attribute__((always_inline)) QI_U8 static inline void u8_rows(const pdq_qmatrix *w, const qi_plan *pl,
                                                                  const uint8_t *xt, int r0, int r1, int rend, float *y,
                                                                  int64_t *s) {
@@ -61,10 +62,9 @@ __attribute__((always_inline)) QI_U8 static inline void u8_rows(const pdq_qmatri
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
-    (void)rend;
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
-        int nr = qi_rows4_begin(w, r, r1, pf, &p); /* grids (grouped rows) still prefetched */
+        int nr = qi_rows4_begin(w, r, r1, rend, pf, &p); /* grids (grouped rows) still prefetched */
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
         __m256i tot = _mm256_setzero_si256();
         int b = -1, qmask = pl->B / 32 - 1; /* B / 32 sub-blocks of 32 columns per block */
@@ -122,8 +122,9 @@ __attribute__((always_inline)) QI_U8 static inline void u8_rows(const pdq_qmatri
     }
 }
 
-QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
-    u8_rows(w, pl, xt, r0, r1, r1, y, NULL);
+QI_U8 void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, int rend,
+                           float *y) {
+    u8_rows(w, pl, xt, r0, r1, rend, y, NULL);
 }
 
 QI_U8 void qi_exact_u8_avx2(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, int rend,

@@ -101,8 +101,7 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(c
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
-        int nr = qi_rows4_begin(w, r, r1, pf, &p);
-        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
+        int nr = qi_rows4_begin(w, r, r1, rend, pf, &p);
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
         __m128i acc = _mm_setzero_si128();
         int64_t tot[4] = {0, 0, 0, 0};
@@ -151,9 +150,10 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(gemv_rows)(c
     }
 }
 
-QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
-    if (pl->B == 128) QI_NAME(gemv_rows)(w, pl, xt, r0, r1, r1, y, NULL, 1);
-    else QI_NAME(gemv_rows)(w, pl, xt, r0, r1, r1, y, NULL, 0);
+QI_TARGET void QI_NAME(qi_gemv)(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, int rend,
+                                float *y) {
+    if (pl->B == 128) QI_NAME(gemv_rows)(w, pl, xt, r0, r1, rend, y, NULL, 1);
+    else QI_NAME(gemv_rows)(w, pl, xt, r0, r1, rend, y, NULL, 0);
 }
 
 /* pdq_qexact_rows (per-channel, so a step is one block). */
@@ -175,8 +175,7 @@ __attribute__((always_inline)) QI_TARGET static inline void QI_NAME(groups_rows)
     int ng = (w->cols + G - 1) / G;
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
-        int nr = qi_rows4_begin(w, r, r1, pf, &p);
-        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
+        int nr = qi_rows4_begin(w, r, r1, rend, pf, &p);
         int64_t *o = sums + (size_t)(r - r0) * ng;
         for (int k = 0; k < nr; k++)
             for (int g = 0; g < ng; g++) o[(size_t)k * ng + g] = 0;

@@ -268,7 +268,7 @@ QI_AVX512 static inline __attribute__((always_inline)) __m256 g32_pair_step(cons
 }
 
 QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1,
-                                    float *y) {
+                                    int rend, float *y) {
     const __m512i lane_j = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const int8_t *planes = qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
@@ -297,8 +297,8 @@ QI_AVX512 static void gemv_groups32(const pdq_qmatrix *w, const qi_plan *pl, con
     const int32_t *zp = w->zero_stride ? NULL : zsv;
     for (int r = r0; r < r1; r += 8) { /* two blocks at once: two streams, one chain of eight lanes */
         qk_rows4 pa, pb;
-        int rk[8], na = qi_rows4_begin_codes(w, r, r1, pf, &pa);
-        int nb = r + 4 < r1 ? qi_rows4_begin_codes(w, r + 4, r1, pf, &pb) : 0;
+        int rk[8], na = qi_rows4_begin_codes(w, r, r1, rend, pf, &pa);
+        int nb = r + 4 < r1 ? qi_rows4_begin_codes(w, r + 4, r1, rend, pf, &pb) : 0;
         if (!nb) pb = pa; /* a last lone block: computed twice, stored once */
         for (int k = 0; k < 4; k++) {
             rk[k] = r + (k < na ? k : na - 1);
@@ -344,7 +344,7 @@ QI_AVX512 static inline __m512i step_row_u8(const qk_rows4 *p, int k, size_t off
  * sequential stream that the hardware prefetcher follows: no software prefetch of codes (as the
  * AVX2 uint8 GEMV). */
 QI_AVX512 static void gemv_u8_steps(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1,
-                                    float *y) {
+                                    int rend, float *y) {
     const uint8_t *planes = (const uint8_t *)qi_planes(pl, xt);
     const float *xs = qi_xs(pl, xt);
     const int32_t *sx = qi_sx(pl, xt);
@@ -357,7 +357,7 @@ QI_AVX512 static void gemv_u8_steps(const pdq_qmatrix *w, const qi_plan *pl, con
     }
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
-        int nr = qi_rows4_begin(w, r, r1, pf, &p); /* grids prefetched */
+        int nr = qi_rows4_begin(w, r, r1, rend, pf, &p); /* grids prefetched */
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
         for (int s = 0; s < pl->nsteps; s++) {
             const uint8_t *x8 = planes + (size_t)s * 256;
@@ -382,15 +382,18 @@ QI_AVX512 static void gemv_u8_steps(const pdq_qmatrix *w, const qi_plan *pl, con
 /* uint8 at the AVX-512 level, on the byte planes (vpdpbusd, step4_u8_vnni): groups of 32 and
  * blocks of 128 over whole 128-column steps here, the rest on the AVX2 uint8 GEMV (whose
  * per-32-column epilogue, four rows in an __m128, halved grouped bytes/s). */
-QI_AVX512 void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
-    if (pl->B == 32 && w->cols % 128 == 0 && w->ngroups <= G32_GROUPS) gemv_groups32(w, pl, xt, r0, r1, y);
-    else if (pl->B == QI_STEP && w->cols % 128 == 0 && pl->nsteps <= G32_GROUPS) gemv_u8_steps(w, pl, xt, r0, r1, y);
-    else qi_gemv_u8_avx2(w, pl, xt, r0, r1, y);
+QI_AVX512 void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1,
+                                 int rend, float *y) {
+    if (pl->B == 32 && w->cols % 128 == 0 && w->ngroups <= G32_GROUPS) gemv_groups32(w, pl, xt, r0, r1, rend, y);
+    else if (pl->B == QI_STEP && w->cols % 128 == 0 && pl->nsteps <= G32_GROUPS)
+        gemv_u8_steps(w, pl, xt, r0, r1, rend, y);
+    else qi_gemv_u8_avx2(w, pl, xt, r0, r1, rend, y);
 }
 
-QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, float *y) {
+QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uint8_t *xt, int r0, int r1, int rend,
+                              float *y) {
     if (pl->B == 32 && pl->nblocks == 4 * pl->nsteps && w->ngroups <= G32_GROUPS) {
-        gemv_groups32(w, pl, xt, r0, r1, y);
+        gemv_groups32(w, pl, xt, r0, r1, rend, y);
         return;
     }
     const int8_t *planes = qi_planes(pl, xt);
@@ -399,7 +402,7 @@ QI_AVX512 void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *pl, const uin
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
-        int nr = qi_rows4_begin(w, r, r1, pf, &p);
+        int nr = qi_rows4_begin(w, r, r1, rend, pf, &p);
         epi4 e = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_si128(), -1, 0};
         for (int s = 0; s < pl->nsteps; s++) {
             __m512i q = step4(&p, (size_t)s * 64, rb, planes + (size_t)s * 256);
@@ -439,8 +442,7 @@ QI_AVX512 void qi_exact_avx512(const pdq_qmatrix *w, const qi_plan *pl, const ui
     size_t rb = w->row_bytes, pf = qi_prefetch_bytes(rb);
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
-        int nr = qi_rows4_begin(w, r, r1, pf, &p);
-        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
+        int nr = qi_rows4_begin(w, r, r1, rend, pf, &p);
         __m512i acc = _mm512_setzero_si512();
         int64_t tot[4] = {0, 0, 0, 0};
         for (int s = 0; s < pl->nsteps; s++) {
@@ -466,8 +468,7 @@ QI_AVX512 void qi_exact_groups_avx512(const pdq_qmatrix *w, const qi_plan *pl, c
     int ng = (w->cols + G - 1) / G;
     for (int r = r0; r < r1; r += 4) {
         qk_rows4 p;
-        int nr = qi_rows4_begin(w, r, r1, pf, &p);
-        p.pf = qk_prefetch_in_task(r, rend, pf, rb);
+        int nr = qi_rows4_begin(w, r, r1, rend, pf, &p);
         int64_t *o = sums + (size_t)(r - r0) * ng;
         if (G % 128 == 0) {
             int spg = G / 128;

@@ -1,11 +1,13 @@
 /* The integer path's driver: rounds x once per call (qi_prepare_x), then runs the GEMV (n == 1)
- * or the panel GEMM over chunks of output rows on the pool. Every output element is computed by
- * one task with the exact block sums and the fixed epilogue of qmatmul.h, so neither the thread
- * count, the chunking nor GEMV vs GEMM changes a bit. */
+ * over each thread's share of output rows (row_shares.h) or the panel GEMM over chunks of them
+ * on the pool. Every output element is computed by one task with the exact block sums and the
+ * fixed epilogue of qmatmul.h, so neither the thread count, the split nor GEMV vs GEMM changes
+ * a bit. */
 #include <stdlib.h>
 
 #include "kernels/qint_internal.h"
 #include "kernels/qkernel_internal.h"
+#include "kernels/row_shares.h"
 
 /* The table: each level's own kernels; the rest come from its fallbacks (cpu_features.h). */
 static const qi_traits k_qi[PDQ_LEVEL_COUNT] = {
@@ -66,10 +68,12 @@ typedef struct {
     uint8_t *xt;           /* [n] prepared rows of p->stride bytes */
     float *y;              /* [n, rows] */
     int32_t *panels;       /* [threads] GEMM scratch: QI_TILE_P panels and their scales */
+    qk_share *shares;      /* [threads] GEMV: each thread's rows */
     size_t scratch_words;  /* int32 words of one thread's scratch */
     pdq_level level;
     qi_traits k;
-    int n, chunk; /* chunk: output rows per GEMV task, or rows of x per prepare task */
+    int n, chunk; /* chunk: rows of x per prepare task */
+    int nshares;
     int planes;   /* prepare_x writes the byte planes (see qi_matmul) */
     qi_gemv_fn gemv;
 } qi_run;
@@ -82,11 +86,19 @@ static void prepare_task(void *arg, int task, int thread) {
         c->k.prepare_x(c->w, c->p, c->x + (size_t)i * c->w->cols, c->xt + (size_t)i * c->p->stride, c->planes);
 }
 
+static void gemv_rows(const qi_run *c, int r0, int r1, int rend) {
+    for (int i = 0; i < c->n; i++)
+        c->gemv(c->w, c->p, c->xt + (size_t)i * c->p->stride, r0, r1, rend, c->y + (size_t)i * c->w->rows);
+}
+
+/* Share `task` from the front, then rows from the back of the others until none is left. */
 static void gemv_task(void *arg, int task, int thread) {
     (void)thread;
     const qi_run *c = arg;
-    int r0 = task * c->chunk, r1 = r0 + c->chunk < c->w->rows ? r0 + c->chunk : c->w->rows;
-    for (int i = 0; i < c->n; i++) c->gemv(c->w, c->p, c->xt + (size_t)i * c->p->stride, r0, r1, c->y + (size_t)i * c->w->rows);
+    int r0, r1, rend, v;
+    while (qk_share_front(&c->shares[task], &r0, &r1, &rend)) gemv_rows(c, r0, r1, rend);
+    while ((v = qk_share_fullest(c->shares, c->nshares)) >= 0)
+        if (qk_share_back(&c->shares[v], &r0, &r1)) gemv_rows(c, r0, r1, r1);
 }
 
 /* The task's weight rows are decoded once into panels (codes minus zero as int16, scales
@@ -135,6 +147,7 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     int gemm = n > 1 && c.k.tile; /* the scalar level's GEMM is its GEMV row by row */
     int threads = pdq_pool_threads(pool);
     size_t xbytes = pdq_scratch_size((size_t)n * p->stride), pbytes = 0;
+    if (!gemm) pbytes = (size_t)threads * sizeof(qk_share);
     if (gemm) {
         c.scratch_words = (qi_panel_words(p) + (size_t)w->ngroups * QI_PANEL * 2) * QI_TILE_P;
         c.scratch_words = (c.scratch_words + 15) / 16 * 16;
@@ -159,8 +172,10 @@ pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, 
     }
     if (!gemm) {
         c.gemv = c.k.gemv[w->type];
-        c.chunk = qk_gemv_rows_per_task(w->rows, threads);
-        pdq_pool_run(pool, (w->rows + c.chunk - 1) / c.chunk, gemv_task, &c);
+        c.nshares = threads;
+        c.shares = (qk_share *)(xt + xbytes);
+        qk_shares_init(c.shares, threads, w->rows);
+        pdq_pool_run(pool, threads, gemv_task, &c);
     } else {
         c.panels = (int32_t *)(xt + xbytes);
         pdq_pool_run(pool, (w->rows + GEMM_CHUNK - 1) / GEMM_CHUNK, gemm_task, &c);

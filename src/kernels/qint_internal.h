@@ -82,28 +82,31 @@ static inline void qi_prefetch_grid(const pdq_qmatrix *w, int r, int ahead) {
     for (int o = 0; o < w->ngroups; o += 64) __builtin_prefetch(z + o, 0, 2);
 }
 
-/* The start of a GEMV's block of four rows at r in a task ending at r1 (qk_rows4_init): their
- * row pointers in p, their grids prefetched as far ahead as the codes while that stays in the
- * task; returns how many rows it has. */
-static inline int qi_rows4_begin(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
+/* The start of a GEMV's block of four rows at r of rows [.., r1) whose prefetch may reach rows
+ * [.., rend) (rend >= r1: the rest of the thread's share, qk_prefetch_in_task): their row
+ * pointers in p, their grids prefetched as far ahead as the codes; returns how many rows it has. */
+static inline int qi_rows4_begin(const pdq_qmatrix *w, int r, int r1, int rend, size_t pf, qk_rows4 *p) {
     int nr = qk_rows4_init(w, r, r1, pf, p);
+    p->pf = qk_prefetch_in_task(r, rend, pf, w->row_bytes);
     if (p->pf)
         for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / w->row_bytes));
     return nr;
 }
 /* The same for a kernel that reads the block's scales as stored (qk_rows4_codes: p->scale unset). */
-static inline int qi_rows4_begin_codes(const pdq_qmatrix *w, int r, int r1, size_t pf, qk_rows4 *p) {
+static inline int qi_rows4_begin_codes(const pdq_qmatrix *w, int r, int r1, int rend, size_t pf, qk_rows4 *p) {
     int nr = qk_rows4_codes(w, r, r1, pf, p);
+    p->pf = qk_prefetch_in_task(r, rend, pf, w->row_bytes);
     if (p->pf)
         for (int k = 0; k < 4; k++) qi_prefetch_grid(w, r + k, (int)(pf / w->row_bytes));
     return nr;
 }
 
-/* Rows [r0, r1) of y for one prepared row (GEMV). */
-typedef void (*qi_gemv_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+/* Rows [r0, r1) of y for one prepared row (GEMV); rend >= r1: how far its prefetch may reach. */
+typedef void (*qi_gemv_fn)(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend,
+                           float *y);
 
 /* The reference of the rule; the GEMM on the scalar path is this GEMV row by row. */
-void qi_gemv_scalar(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+void qi_gemv_scalar(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, float *y);
 
 /* A GEMM panel: QI_PANEL weight rows r..r+nr-1 (missing rows zero), int32 words per column pair j
  * and row l at panel[j * QI_PANEL + l] = (code(r+l, 2j) - zero) | (code(r+l, 2j+1) - zero) << 16
@@ -140,9 +143,9 @@ struct qi_traits {
 };
 
 #if defined(__x86_64__) || defined(__i386__)
-void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
-void qi_gemv_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
-void qi_gemv_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+void qi_gemv_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, float *y);
+void qi_gemv_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, float *y);
+void qi_gemv_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, float *y);
 /* The exact sums of pdq_qexact_rows of uint4 matrices: AVX-512 VNNI, AVX2 with or without
  * AVX-VNNI. At one thread the integer executor's decode is bound by these dot products (int16
  * activations take two byte products per code), not by memory. */
@@ -160,10 +163,10 @@ void qi_exact_avx2_vnni(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *x
 void qi_exact_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend,
                       int64_t *s);
 /* uint8 weights: the GEMV (AVX2; at the AVX-512 VNNI level, the shapes qi_gemv_u8_avx512 leaves). */
-void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+void qi_gemv_u8_avx2(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, float *y);
 /* The same at the AVX-512 VNNI level on the uint8 byte planes (groups of 32 and blocks of 128 over
  * columns a multiple of 128; the rest on the AVX2 one). */
-void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y);
+void qi_gemv_u8_avx512(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, float *y);
 /* The GEMM's panel decoder for both types (AVX2; uint4 on AVX-512 takes qi_panel_decode_avx512). */
 void qi_panel_decode_avx2(const pdq_qmatrix *w, const qi_plan *p, int r, int nr, int32_t *panel, float *pscale,
                           int32_t *zt);

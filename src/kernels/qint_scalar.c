@@ -2,7 +2,8 @@
 #include "kernels/qint_internal.h"
 #include "kernels/qkernel_internal.h"
 
-void qi_gemv_scalar(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, float *y) {
+void qi_gemv_scalar(const pdq_qmatrix *w, const qi_plan *p, const uint8_t *xt, int r0, int r1, int rend, float *y) {
+    (void)rend; /* nothing prefetched */
     const int16_t *xq = qi_xq(p, xt);
     const float *xs = qi_xs(p, xt);
     for (int r = r0; r < r1; r++) {

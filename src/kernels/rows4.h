@@ -62,10 +62,12 @@ static inline const uint8_t *qk_rows4_at(const qk_rows4 *p, int k, size_t j) {
     return p->row[k] + (j >> 6) * p->step + (j & 63);
 }
 
-/* Output rows per GEMV task: two contiguous shares per thread (the second evens out a thread
- * that started late), a multiple of the 4-row block. Decode streams weights from DRAM: long runs
- * keep each core's prefetch on its own rows (chunks of 32 rows claimed in turn made the two
- * threads fetch each other's rows). One task when there is one thread. */
+/* Output rows per GEMV task of the float-activation GEMVs and the integer executor's FCs: two
+ * contiguous shares per thread (the second evens out a thread that started late), a multiple of
+ * the 4-row block. Decode streams weights from DRAM: long runs keep each core's prefetch on its
+ * own rows (chunks of 32 rows claimed in turn made the two threads fetch each other's rows). One
+ * task when there is one thread. The integer path's GEMV splits finer at the end, with a
+ * prefetch bound apart from the claim (row_shares.h). */
 static inline int qk_gemv_rows_per_task(int rows, int threads) {
     int t = threads > 1 ? 2 * threads : 1;
     return ((rows + t - 1) / t + 3) / 4 * 4;
