@@ -273,6 +273,82 @@ static void test_permutation(void **state) {
     tu_pools_free(pools);
 }
 
+/* pdq_qmatmul_many: several matrices of one input, x rounded once for a run that reads it alike
+ * (the same type, plan and column order) and again where the next one differs (another type,
+ * group or permutation, or the same permutation in another array): every output equals the rule. */
+static void test_many(void **state) {
+    (void)state;
+    pdq_pool *pools[3];
+    tu_pools_create(pools);
+    uint64_t rng = 4242;
+    enum { COLS = 512, NM = 6 };
+    const icase ks[NM] = {
+        {64, COLS, 32, 3, 0, PDQ_QT_U4}, {24, COLS, 32, 0, 0, PDQ_QT_U4}, {40, COLS, 32, 3, 0, PDQ_QT_U8},
+        {36, COLS, 0, 3, 0, PDQ_QT_U4},  {20, COLS, 32, 3, 1, PDQ_QT_U4}, {28, COLS, 32, 1, 0, PDQ_QT_U4},
+    };
+    imat m[NM];
+    pdq_qmatrix w4[NM];
+    pdq_status st = {0};
+    for (int i = 0; i < NM; i++) {
+        imat_make(&ks[i], &rng, &m[i]);
+        w4[i] = m[i].w;
+        assert_int_equal(pdq_qmatrix_pack_rows4(&w4[i], &st), PDQ_OK);
+    }
+    /* matrix 5 takes matrix 4's permutation, copied: the same column order in another array */
+    int32_t *perm5 = malloc(sizeof(int32_t) * COLS);
+    memcpy(perm5, m[4].perm, sizeof(int32_t) * COLS);
+    m[5].w.perm = w4[5].perm = perm5;
+    icase k5 = ks[5];
+    k5.perm = 1;
+    m[5].perm = perm5; /* ref_row reads the permutation from the imat */
+    static const int runs[][PDQ_QMATMUL_MANY + 1] = {/* count, then matrices */
+                                                      {3, 0, 1, 5}, {4, 0, 2, 1, 0}, {3, 3, 0, 1}, {4, 0, 4, 5, 1}, {2, 4, 5}};
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        int nw = runs[r][0];
+        for (int n = 1; n <= 3; n += 2) {
+            float *x = malloc(sizeof(float) * (size_t)n * COLS), *ys[PDQ_QMATMUL_MANY], *yr[PDQ_QMATMUL_MANY];
+            for (int i = 0; i < n * COLS; i++) x[i] = (float)tu_randn(&rng);
+            for (int j = 0; j < nw; j++) {
+                int id = runs[r][1 + j];
+                const icase *k = id == 5 ? &k5 : &ks[id];
+                ys[j] = malloc(sizeof(float) * (size_t)n * k->rows);
+                yr[j] = malloc(sizeof(float) * (size_t)n * k->rows);
+                for (int i = 0; i < n; i++) ref_row(k, &m[id], x + (size_t)i * COLS, yr[j] + (size_t)i * k->rows);
+            }
+            for (int lay = 0; lay < 2; lay++)
+                for (int p = 0; p < 3; p++)
+                    for (int isa = 0; isa < 2 * N_ISA; isa++) {
+                        const pdq_qmatrix *ws[PDQ_QMATMUL_MANY];
+                        for (int j = 0; j < nw; j++) {
+                            ws[j] = lay ? &w4[runs[r][1 + j]] : &m[runs[r][1 + j]].w;
+                            memset(ys[j], 0xA5, sizeof(float) * (size_t)n * ws[j]->rows);
+                        }
+                        pdq_qctx ctx = {.pool = pools[p], .force_scalar = isa % N_ISA == 1,
+                                        .no_avx512 = isa % N_ISA == 2 || isa % N_ISA == 3, .no_vnni = isa % N_ISA >= 3,
+                                        .work = isa >= N_ISA ? &shared_work : NULL};
+                        assert_int_equal(pdq_qmatmul_many(&ctx, nw, ws, x, n, ys, &st), PDQ_OK);
+                        for (int j = 0; j < nw; j++)
+                            if (memcmp(ys[j], yr[j], sizeof(float) * (size_t)n * ws[j]->rows) != 0)
+                                fail_msg("run %zu matrix %d (of %d) n %d layout %d threads %d isa %d differs from the rule",
+                                         r, j, nw, n, lay, p + 1, isa);
+                    }
+            for (int j = 0; j < nw; j++) {
+                free(ys[j]);
+                free(yr[j]);
+            }
+            free(x);
+        }
+    }
+    for (int i = 0; i < NM; i++) {
+        if (w4[i].owned_codes != m[i].w.owned_codes) free(w4[i].owned_codes);
+        if (i == 5) m[i].perm = NULL;
+        imat_free(&m[i]);
+    }
+    free(perm5);
+    pdq_scratch_free(&shared_work);
+    tu_pools_free(pools);
+}
+
 /* x values that stress the rounding: exact halves of xs, the block maximum, huge and tiny
  * magnitudes. */
 static void test_rounding_edges(void **state) {
@@ -448,6 +524,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes_and_groups),
         cmocka_unit_test(test_permutation),
+        cmocka_unit_test(test_many),
         cmocka_unit_test(test_rounding_edges),
         cmocka_unit_test(test_u8_extremes),
         cmocka_unit_test(test_nonfinite),

@@ -142,3 +142,16 @@ pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, 
     free(own);
     return PDQ_OK;
 }
+
+pdq_code pdq_qmatmul_many(const pdq_qctx *ctx, int nw, const pdq_qmatrix *const *ws, const float *x, int n,
+                          float *const *ys, pdq_status *st) {
+    qi_plan plans[PDQ_QMATMUL_MANY];
+    int all = n > 0 && nw <= PDQ_QMATMUL_MANY && !(ctx && ctx->no_int);
+    for (int i = 0; all && i < nw; i++) all = qi_plan_make(ws[i], &plans[i]);
+    if (all) return qi_matmul_many(ctx, nw, ws, plans, x, n, ys, st);
+    for (int i = 0; i < nw; i++) {
+        pdq_code rc = pdq_qmatmul(ctx, ws[i], x, n, ys[i], st);
+        if (rc) return rc;
+    }
+    return PDQ_OK;
+}

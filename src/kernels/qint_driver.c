@@ -4,6 +4,7 @@
  * fixed epilogue of qmatmul.h, so neither the thread count, the split nor GEMV vs GEMM changes
  * a bit. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/qint_internal.h"
 #include "kernels/qkernel_internal.h"
@@ -139,47 +140,69 @@ static uint8_t *scratch_get(const pdq_qctx *ctx, size_t bytes, void **own) {
     return *own = aligned_alloc(64, pdq_scratch_size(bytes ? bytes : 64));
 }
 
-pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
-                   pdq_status *st) {
+/* x rounded for one matrix serves another with the same plan, weight type (the byte planes) and
+ * column order: q, k and v of a layer, or gate and up. */
+static int same_prepared(const pdq_qmatrix *a, const qi_plan *pa, const pdq_qmatrix *b, const qi_plan *pb) {
+    if (a->type != b->type || a->cols != b->cols || pa->B != pb->B || pa->bpg != pb->bpg || pa->stride != pb->stride)
+        return 0;
+    if (!a->perm || !b->perm) return a->perm == b->perm;
+    return a->perm == b->perm || memcmp(a->perm, b->perm, sizeof *a->perm * (size_t)a->cols) == 0;
+}
+
+pdq_code qi_matmul_many(const pdq_qctx *ctx, int nw, const pdq_qmatrix *const *ws, const qi_plan *plans,
+                        const float *x, int n, float *const *ys, pdq_status *st) {
     pdq_pool *pool = ctx ? ctx->pool : NULL;
-    qi_run c = {.w = w, .p = p, .y = y, .n = n};
-    c.level = qi_kernels_at(ctx, &c.k);
-    int gemm = n > 1 && c.k.tile; /* the scalar level's GEMM is its GEMV row by row */
+    qi_traits k;
+    pdq_level level = qi_kernels_at(ctx, &k);
+    int gemm = n > 1 && k.tile; /* the scalar level's GEMM is its GEMV row by row */
     int threads = pdq_pool_threads(pool);
-    size_t xbytes = pdq_scratch_size((size_t)n * p->stride), pbytes = 0;
-    if (!gemm) pbytes = (size_t)threads * sizeof(qk_share);
-    if (gemm) {
-        c.scratch_words = (qi_panel_words(p) + (size_t)w->ngroups * QI_PANEL * 2) * QI_TILE_P;
-        c.scratch_words = (c.scratch_words + 15) / 16 * 16;
-        pbytes = (size_t)threads * c.scratch_words * sizeof(int32_t);
+    size_t xbytes = 0, pbytes = (size_t)threads * sizeof(qk_share), words = 0;
+    for (int i = 0; i < nw; i++) {
+        size_t xb = pdq_scratch_size((size_t)n * plans[i].stride);
+        xbytes = xb > xbytes ? xb : xbytes;
+        if (!gemm) continue;
+        size_t wd = (qi_panel_words(&plans[i]) + (size_t)ws[i]->ngroups * QI_PANEL * 2) * QI_TILE_P;
+        wd = (wd + 15) / 16 * 16;
+        words = wd > words ? wd : words;
     }
+    if (gemm) pbytes = (size_t)threads * words * sizeof(int32_t);
     void *own;
     uint8_t *xt = scratch_get(ctx, xbytes + pbytes, &own);
     if (!xt)
         return pdq_fail(st, PDQ_ERR_NOMEM, "packed matmul: %d prepared rows of %zu bytes and panels for %d threads", n,
-                        p->stride, threads);
-    /* the rows of x are rounded on the pool too (each row on its own: the same bytes) */
-    c.x = x;
-    c.xt = xt;
-    /* the planes' readers: the SIMD uint4 GEMVs, the AVX-512 uint8 GEMV */
-    c.planes = !gemm && (w->type == PDQ_QT_U4 ? c.level != PDQ_LEVEL_SCALAR : c.level == PDQ_LEVEL_AVX512_VNNI);
-    if (n == 1 || threads == 1) {
-        c.chunk = n;
-        prepare_task(&c, 0, 0);
-    } else {
-        c.chunk = (n + 4 * threads - 1) / (4 * threads);
-        pdq_pool_run(pool, (n + c.chunk - 1) / c.chunk, prepare_task, &c);
-    }
-    if (!gemm) {
-        c.gemv = c.k.gemv[w->type];
-        c.nshares = threads;
-        c.shares = (qk_share *)(xt + xbytes);
-        qk_shares_init(c.shares, threads, w->rows);
-        pdq_pool_run(pool, threads, gemv_task, &c);
-    } else {
-        c.panels = (int32_t *)(xt + xbytes);
-        pdq_pool_run(pool, (w->rows + GEMM_CHUNK - 1) / GEMM_CHUNK, gemm_task, &c);
+                        xbytes / (size_t)n, threads);
+    for (int i = 0; i < nw; i++) {
+        const pdq_qmatrix *w = ws[i];
+        qi_run c = {.w = w, .p = &plans[i], .x = x, .xt = xt, .y = ys[i], .n = n, .level = level, .k = k};
+        /* the planes' readers: the SIMD uint4 GEMVs, the AVX-512 uint8 GEMV */
+        c.planes = !gemm && (w->type == PDQ_QT_U4 ? level != PDQ_LEVEL_SCALAR : level == PDQ_LEVEL_AVX512_VNNI);
+        if (i == 0 || !same_prepared(ws[i - 1], &plans[i - 1], w, &plans[i])) {
+            /* the rows of x are rounded on the pool too (each row on its own: the same bytes) */
+            if (n == 1 || threads == 1) {
+                c.chunk = n;
+                prepare_task(&c, 0, 0);
+            } else {
+                c.chunk = (n + 4 * threads - 1) / (4 * threads);
+                pdq_pool_run(pool, (n + c.chunk - 1) / c.chunk, prepare_task, &c);
+            }
+        }
+        if (!gemm) {
+            c.gemv = k.gemv[w->type];
+            c.nshares = threads;
+            c.shares = (qk_share *)(xt + xbytes);
+            qk_shares_init(c.shares, threads, w->rows);
+            pdq_pool_run(pool, threads, gemv_task, &c);
+        } else {
+            c.scratch_words = words;
+            c.panels = (int32_t *)(xt + xbytes);
+            pdq_pool_run(pool, (w->rows + GEMM_CHUNK - 1) / GEMM_CHUNK, gemm_task, &c);
+        }
     }
     free(own);
     return PDQ_OK;
+}
+
+pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
+                   pdq_status *st) {
+    return qi_matmul_many(ctx, 1, &w, p, x, n, &y, st);
 }

@@ -32,6 +32,10 @@ pdq_level qi_kernels_at(const pdq_qctx *ctx, qi_traits *k);
 /* y[n, rows] = x · Wᵀ on the integer path (W has a plan). */
 pdq_code qi_matmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const qi_plan *p, const float *x, int n, float *y,
                    pdq_status *st);
+/* ys[i] = x · ws[i]ᵀ for nw matrices (each with its plan), x rounded once for a run of them that
+ * read it alike: the same bytes as nw calls of qi_matmul. */
+pdq_code qi_matmul_many(const pdq_qctx *ctx, int nw, const pdq_qmatrix *const *ws, const qi_plan *plans,
+                        const float *x, int n, float *const *ys, pdq_status *st);
 
 /* 1 and the plan when W takes the integer path (uint4 or uint8, a group the block rule allows). */
 int qi_plan_make(const pdq_qmatrix *w, qi_plan *p);

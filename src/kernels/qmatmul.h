@@ -193,5 +193,11 @@ const char *pdq_qmatmul_path(const pdq_qctx *ctx);
  * n > 1 the GEMM that decodes each weight block once for many rows of x. Scratch comes from
  * ctx->work (else it is allocated per call); only PDQ_ERR_NOMEM can fail. */
 pdq_code pdq_qmatmul(const pdq_qctx *ctx, const pdq_qmatrix *w, const float *x, int n, float *y, pdq_status *st);
+/* ys[i] = x · ws[i]ᵀ for nw <= PDQ_QMATMUL_MANY matrices of one input (a layer's q, k and v, or
+ * gate and up): the same bytes as nw calls of pdq_qmatmul, x rounded once on the integer path
+ * for matrices that read it alike (at 2 threads decode, rounding is a serial 2 % of a token). */
+#define PDQ_QMATMUL_MANY 4
+pdq_code pdq_qmatmul_many(const pdq_qctx *ctx, int nw, const pdq_qmatrix *const *ws, const float *x, int n,
+                          float *const *ys, pdq_status *st);
 
 #endif

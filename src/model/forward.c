@@ -51,6 +51,31 @@ static pdq_code layer_linear(const pdq_model *m, const pdq_layer *L, pdq_linear_
     return PDQ_OK;
 }
 
+/* The linears ids[0..nl) of one input x (q, k, v; gate, up), each into ys[i] with outs[i] columns:
+ * one packed call when all are packed (x rounded once: the same values), else one at a time. */
+static pdq_code layer_linears(const pdq_model *m, const pdq_layer *L, int nl, const pdq_linear_id *ids,
+                              float *const *ys, const int *outs, const float *x, int n, int in, pdq_status *st) {
+    const pdq_qmatrix *ws[PDQ_QMATMUL_MANY];
+    int packed = nl <= PDQ_QMATMUL_MANY;
+    for (int i = 0; packed && i < nl; i++) packed = (ws[i] = L->pw[ids[i]]) != NULL;
+    if (!packed) {
+        for (int i = 0; i < nl; i++) {
+            pdq_code rc = layer_linear(m, L, ids[i], ys[i], x, n, outs[i], in, st);
+            if (rc) return rc;
+        }
+        return PDQ_OK;
+    }
+    pdq_qctx ctx = kernel_ctx(m);
+    pdq_code rc = pdq_qmatmul_many(&ctx, nl, ws, x, n, ys, st);
+    for (int i = 0; !rc && i < nl; i++) {
+        const float *b = L->bias[ids[i]];
+        if (b)
+            for (int r = 0; r < n; r++)
+                for (int j = 0; j < outs[i]; j++) ys[i][(size_t)r * outs[i] + j] += b[j];
+    }
+    return rc;
+}
+
 void pdq_rmsnorm(float *y, const float *x, const float *w, int rows, int d, float eps) {
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * d;
@@ -297,9 +322,10 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     norm(c, s.h, x, w->attn_norm, n, D);
     if (hook) hook(hook_ctx, li, PDQ_LIN_Q, s.h, n, D);
     if (stop == PDQ_LIN_Q) goto out;
-    pdq_code rc = layer_linear(m, w, PDQ_LIN_Q, s.q, s.h, n, H * hd, D, st);
-    if (!rc) rc = layer_linear(m, w, PDQ_LIN_K, s.k, s.h, n, KV * hd, D, st);
-    if (!rc) rc = layer_linear(m, w, PDQ_LIN_V, s.v, s.h, n, KV * hd, D, st);
+    const pdq_linear_id qkv[3] = {PDQ_LIN_Q, PDQ_LIN_K, PDQ_LIN_V};
+    float *const qkv_out[3] = {s.q, s.k, s.v};
+    const int qkv_cols[3] = {H * hd, KV * hd, KV * hd};
+    pdq_code rc = layer_linears(m, w, 3, qkv, qkv_out, qkv_cols, s.h, n, D, st);
     if (rc) {
         scratch_free(&s);
         return rc;
@@ -340,8 +366,10 @@ static pdq_code layer_forward(const pdq_model *m, int li, const pdq_layer *w, pd
     norm(c, s.h, x, w->ffn_norm, n, D);
     if (hook) hook(hook_ctx, li, PDQ_LIN_GATE, s.h, n, D);
     if (stop == PDQ_LIN_GATE) goto out;
-    rc = layer_linear(m, w, PDQ_LIN_GATE, s.g, s.h, n, F, D, st);
-    if (!rc) rc = layer_linear(m, w, PDQ_LIN_UP, s.u, s.h, n, F, D, st);
+    const pdq_linear_id gate_up[2] = {PDQ_LIN_GATE, PDQ_LIN_UP};
+    float *const gate_up_out[2] = {s.g, s.u};
+    const int gate_up_cols[2] = {F, F};
+    rc = layer_linears(m, w, 2, gate_up, gate_up_out, gate_up_cols, s.h, n, D, st);
     if (rc) {
         scratch_free(&s);
         return rc;
