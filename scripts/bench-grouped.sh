@@ -11,7 +11,8 @@
 #   LLAMA_CPP  llama.cpp tree with build/bin/llama-bench and llama-quantize
 #   CACHE      checkpoint, GGUF files and OUTDIRs kept between runs (default /tmp/pdq-grouped)
 #   ROUNDS     rounds per pair (default 3)     THREADS  thread counts (default "1 2")
-#   PAIRS      which pairs (default "w4g32:q4_0 w8g32:q8_0 w4:q4_0 w8:q8_0")
+#   PAIRS      which pairs (default "w4g32:q4_0 w8g32:q8_0 w4:q4_0 w8:q8_0"); the peer q4_0o8 is
+#              q4_0 with a q8_0 output layer, as precise as pdq's uint8 lm_head
 # Usage: bench-grouped.sh [BUILD]
 set -euo pipefail
 build=${1:-build}
@@ -43,10 +44,13 @@ if [ ! -f "$cache/tl-bf16.gguf" ]; then
     --outtype bf16 --outfile "$cache/tl-bf16.gguf.tmp" >&2
   mv "$cache/tl-bf16.gguf.tmp" "$cache/tl-bf16.gguf"
 fi
-for q in q4_0 q8_0; do
+# q4_0o8: q4_0 with an 8-bit output layer (q8_0), the precision of pdq's uint8 lm_head (llama.cpp's
+# q4_0 preset keeps it in q6_K); only when a pair names it
+for q in q4_0 q8_0 $(case " $pairs " in *:q4_0o8\ *) echo q4_0o8 ;; esac); do
   if [ ! -f "$cache/tl-$q.gguf" ]; then
     log "llama-quantize $q"
-    nice "$lcpp/build/bin/llama-quantize" "$cache/tl-bf16.gguf" "$cache/tl-$q.gguf.tmp" $q >/dev/null 2>&1
+    extra=(); [ "$q" = q4_0o8 ] && extra=(--output-tensor-type q8_0)
+    nice "$lcpp/build/bin/llama-quantize" "${extra[@]}" "$cache/tl-bf16.gguf" "$cache/tl-$q.gguf.tmp" "${q%o8}" >/dev/null 2>&1
     mv "$cache/tl-$q.gguf.tmp" "$cache/tl-$q.gguf"
   fi
 done
