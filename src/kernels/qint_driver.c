@@ -1,8 +1,8 @@
-/* The integer path's driver: rounds x once per call (qi_prepare_x), then runs the GEMV (n == 1)
- * over each thread's share of output rows (row_shares.h) or the panel GEMM over chunks of them
- * on the pool. Every output element is computed by one task with the exact block sums and the
- * fixed epilogue of qmatmul.h, so neither the thread count, the split nor GEMV vs GEMM changes
- * a bit. */
+/* The integer path's driver: rounds x once per call, or once for a run of matrices that read it
+ * alike (qi_prepare_x), then runs the GEMV (n == 1) over each thread's share of output rows
+ * (row_shares.h) or the panel GEMM over chunks of them on the pool. Every output element is
+ * computed by one task with the exact block sums and the fixed epilogue of qmatmul.h, so neither
+ * the thread count, the split nor GEMV vs GEMM changes a bit. */
 #include <stdlib.h>
 #include <string.h>
 

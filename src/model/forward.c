@@ -33,8 +33,16 @@ static void linear(const pdq_model *m, float *y, const float *x, const float *w,
     pdq_f32mm(m->pool, pdq_qctx_level(&ctx), y, x, w, n, out, in);
 }
 
+/* y[n, out] += the linear's bias, when it has one (HF adds it last). */
+static void add_bias(const pdq_layer *L, pdq_linear_id id, float *y, int n, int out) {
+    const float *b = L->bias[id];
+    if (b)
+        for (int r = 0; r < n; r++)
+            for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
+}
+
 /* A linear of a layer: the packed kernel when the layer's weight is packed (weight-only model),
- * else the float path above, unchanged; then its bias when it has one (HF adds it last). */
+ * else the float path above, unchanged; then its bias. */
 static pdq_code layer_linear(const pdq_model *m, const pdq_layer *L, pdq_linear_id id, float *y, const float *x,
                              int n, int out, int in, pdq_status *st) {
     if (L->pw[id]) {
@@ -44,10 +52,7 @@ static pdq_code layer_linear(const pdq_model *m, const pdq_layer *L, pdq_linear_
     } else {
         linear(m, y, x, L->w[id], n, out, in);
     }
-    const float *b = L->bias[id];
-    if (b)
-        for (int r = 0; r < n; r++)
-            for (int j = 0; j < out; j++) y[(size_t)r * out + j] += b[j];
+    add_bias(L, id, y, n, out);
     return PDQ_OK;
 }
 
@@ -67,12 +72,7 @@ static pdq_code layer_linears(const pdq_model *m, const pdq_layer *L, int nl, co
     }
     pdq_qctx ctx = kernel_ctx(m);
     pdq_code rc = pdq_qmatmul_many(&ctx, nl, ws, x, n, ys, st);
-    for (int i = 0; !rc && i < nl; i++) {
-        const float *b = L->bias[ids[i]];
-        if (b)
-            for (int r = 0; r < n; r++)
-                for (int j = 0; j < outs[i]; j++) ys[i][(size_t)r * outs[i] + j] += b[j];
-    }
+    for (int i = 0; !rc && i < nl; i++) add_bias(L, ids[i], ys[i], n, outs[i]);
     return rc;
 }
 
